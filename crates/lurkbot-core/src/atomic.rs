@@ -1,0 +1,161 @@
+//! Atomic file writes: temp file in the same directory, fsync, rename, fsync of the directory.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::CoreError;
+
+/// Writes `bytes` to `path` atomically with mode 0644 (on Unix).
+///
+/// A reader sees either the old content or the new, never a mix; a crash leaves the old file.
+///
+/// # Errors
+/// Any I/O failure, with the path concerned. The temp file is removed on failure.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CoreError> {
+    write_atomic_with_mode(path, bytes, 0o644)
+}
+
+/// Like [`write_atomic`] with an explicit Unix permission mode (ignored elsewhere), e.g. 0o600
+/// for files that must not be readable by others.
+///
+/// # Errors
+/// Any I/O failure, with the path concerned.
+pub fn write_atomic_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), CoreError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| CoreError::io("create directory", dir, e))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", crate::random_hex(4)));
+    let result = (|| {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(mode);
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        let mut file = options.open(&tmp).map_err(|e| CoreError::io("create", &tmp, e))?;
+        file.write_all(bytes).map_err(|e| CoreError::io("write", &tmp, e))?;
+        file.sync_all().map_err(|e| CoreError::io("sync", &tmp, e))?;
+        drop(file);
+        std::fs::rename(&tmp, path).map_err(|e| CoreError::io("rename into place", path, e))?;
+        sync_dir(dir);
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Creates `path` with `bytes` only if it does not exist yet; returns `false` (and writes
+/// nothing) when it does. The content is published atomically: written to a temp file, synced,
+/// then hard-linked into place, so the file is never seen half-written and an existing file is
+/// never replaced.
+///
+/// # Errors
+/// Any I/O failure other than "already exists".
+pub fn write_new_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<bool, CoreError> {
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Ok(false);
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| CoreError::io("create directory", dir, e))?;
+    let tmp = dir.join(format!(".new.tmp-{}", crate::random_hex(4)));
+    let result = (|| {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(mode);
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        let mut file = options.open(&tmp).map_err(|e| CoreError::io("create", &tmp, e))?;
+        file.write_all(bytes).map_err(|e| CoreError::io("write", &tmp, e))?;
+        file.sync_all().map_err(|e| CoreError::io("sync", &tmp, e))?;
+        match std::fs::hard_link(&tmp, path) {
+            Ok(()) => {
+                sync_dir(dir);
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(CoreError::io("create", path, e)),
+        }
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    result
+}
+
+/// Makes a rename durable. Best effort: some filesystems refuse to sync directories.
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_content_and_leaves_no_temp_files() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let p = dir.path().join("sub/state.json");
+        write_atomic(&p, b"one")?;
+        write_atomic(&p, b"two")?;
+        assert_eq!(std::fs::read(&p)?, b"two");
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("sub"))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        Ok(())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn honours_mode() -> Result<(), Box<dyn std::error::Error>> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir()?;
+        let p = dir.path().join("config.toml");
+        write_atomic_with_mode(&p, b"x", 0o600)?;
+        assert_eq!(std::fs::metadata(&p)?.permissions().mode() & 0o777, 0o600);
+        Ok(())
+    }
+
+    #[test]
+    fn write_new_never_replaces() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let p = dir.path().join("AGENTS.md");
+        assert!(write_new_atomic(&p, b"first", 0o644)?);
+        assert!(!write_new_atomic(&p, b"second", 0o644)?);
+        assert_eq!(std::fs::read(&p)?, b"first");
+        assert_eq!(std::fs::read_dir(dir.path())?.count(), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn failure_keeps_the_old_file() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        // A directory where the file should be: rename fails, nothing is lost.
+        let p = dir.path().join("busy");
+        std::fs::create_dir(&p)?;
+        std::fs::write(p.join("keep"), b"k")?;
+        assert!(write_atomic(&p, b"new").is_err());
+        assert_eq!(std::fs::read(p.join("keep"))?, b"k");
+        assert_eq!(std::fs::read_dir(dir.path())?.count(), 1);
+        Ok(())
+    }
+}

@@ -1,0 +1,30 @@
+//! LurkBot core: what every other crate builds on.
+//!
+//! Owns the home layout ([`Home`]) and path confinement ([`HomePath`]), the configuration file
+//! ([`Config`], [`ConfigDoc`]), atomic writes, ids, session keys and the skill secrets read from
+//! `.env` files ([`Secrets`]). It knows nothing about commands, models or the network.
+
+mod atomic;
+mod clock;
+mod config;
+mod config_doc;
+mod error;
+mod home;
+mod ids;
+mod init;
+mod paths;
+mod secrets;
+mod session_key;
+mod templates;
+
+pub use atomic::{write_atomic, write_atomic_with_mode, write_new_atomic};
+pub use clock::now_ms;
+pub use config::{CalendarPermission, Config, ConfigError, GatewayAuth};
+pub use config_doc::{ConfigDoc, ConfigDocError, is_secret_key};
+pub use error::CoreError;
+pub use home::{Home, layout};
+pub use ids::{new_run_id, new_session_id, random_hex};
+pub use init::{InitReport, init_home};
+pub use paths::{HomePath, PathError};
+pub use secrets::Secrets;
+pub use session_key::{SessionKey, SessionKeyError};
