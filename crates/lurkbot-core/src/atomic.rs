@@ -26,7 +26,10 @@ pub fn write_atomic_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()
         _ => Path::new("."),
     };
     std::fs::create_dir_all(dir).map_err(|e| CoreError::io("create directory", dir, e))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", crate::random_hex(4)));
     let result = (|| {
         let mut options = std::fs::OpenOptions::new();
@@ -38,9 +41,13 @@ pub fn write_atomic_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()
         }
         #[cfg(not(unix))]
         let _ = mode;
-        let mut file = options.open(&tmp).map_err(|e| CoreError::io("create", &tmp, e))?;
-        file.write_all(bytes).map_err(|e| CoreError::io("write", &tmp, e))?;
-        file.sync_all().map_err(|e| CoreError::io("sync", &tmp, e))?;
+        let mut file = options
+            .open(&tmp)
+            .map_err(|e| CoreError::io("create", &tmp, e))?;
+        file.write_all(bytes)
+            .map_err(|e| CoreError::io("write", &tmp, e))?;
+        file.sync_all()
+            .map_err(|e| CoreError::io("sync", &tmp, e))?;
         drop(file);
         std::fs::rename(&tmp, path).map_err(|e| CoreError::io("rename into place", path, e))?;
         sync_dir(dir);
@@ -79,9 +86,13 @@ pub fn write_new_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<bool, Co
         }
         #[cfg(not(unix))]
         let _ = mode;
-        let mut file = options.open(&tmp).map_err(|e| CoreError::io("create", &tmp, e))?;
-        file.write_all(bytes).map_err(|e| CoreError::io("write", &tmp, e))?;
-        file.sync_all().map_err(|e| CoreError::io("sync", &tmp, e))?;
+        let mut file = options
+            .open(&tmp)
+            .map_err(|e| CoreError::io("create", &tmp, e))?;
+        file.write_all(bytes)
+            .map_err(|e| CoreError::io("write", &tmp, e))?;
+        file.sync_all()
+            .map_err(|e| CoreError::io("sync", &tmp, e))?;
         match std::fs::hard_link(&tmp, path) {
             Ok(()) => {
                 sync_dir(dir);

@@ -190,7 +190,9 @@ fn find_key(table: &toml_edit::Table, offset: usize, path: &mut Vec<String>) -> 
         path.push(key.to_string());
         let hit = match item {
             toml_edit::Item::Table(t) => find_key(t, offset, path),
-            toml_edit::Item::Value(v) => v.span().is_some_and(|s| s.contains(&offset) || s.start == offset),
+            toml_edit::Item::Value(v) => v
+                .span()
+                .is_some_and(|s| s.contains(&offset) || s.start == offset),
             toml_edit::Item::ArrayOfTables(a) => a.iter().any(|t| find_key(t, offset, path)),
             toml_edit::Item::None => false,
         };
@@ -214,7 +216,10 @@ fn key_from_lines(text: &str, offset: usize) -> Option<String> {
             break;
         }
     }
-    let key = line.split_once('=').map(|(k, _)| k.trim().to_string()).filter(|k| !k.is_empty())?;
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim().to_string())
+        .filter(|k| !k.is_empty())?;
     Some(match table {
         Some(t) if !line.trim_start().starts_with('[') => format!("{t}.{key}"),
         _ => key,
@@ -234,7 +239,10 @@ mod tests {
 
     #[test]
     fn defaults_and_values() -> Result<(), ConfigError> {
-        let c = Config::parse(Path::new("c"), "[permissions]\ncalendar = \"read-write\"\n[unknown]\nx=1\n")?;
+        let c = Config::parse(
+            Path::new("c"),
+            "[permissions]\ncalendar = \"read-write\"\n[unknown]\nx=1\n",
+        )?;
         assert_eq!(c.permissions.calendar, CalendarPermission::ReadWrite);
         assert_eq!(c.gateway.port, 18789);
         assert_eq!(c.gateway.bind, "127.0.0.1");
@@ -245,9 +253,16 @@ mod tests {
     fn type_errors_name_file_line_and_key() {
         let e = err("# comment\n[gateway]\nport = \"high\"\n");
         assert_eq!((e.line, e.key.as_deref()), (3, Some("gateway.port")));
-        assert!(e.to_string().starts_with("/h/config.toml:3:8: key 'gateway.port': invalid type"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("/h/config.toml:3:8: key 'gateway.port': invalid type"),
+            "{e}"
+        );
         let e = err("[permissions]\ncalendar = \"write\"\n");
-        assert_eq!((e.line, e.key.as_deref()), (2, Some("permissions.calendar")));
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (2, Some("permissions.calendar"))
+        );
         assert!(e.message.contains("read-write"), "{}", e.message);
     }
 

@@ -37,9 +37,18 @@ pub enum ConfigDocError {
 
 /// Last key segments that hold secrets: refused by `set`, masked by `get`.
 pub fn is_secret_key(key: &str) -> bool {
-    let last = key.rsplit('.').next().unwrap_or(key).to_ascii_lowercase().replace('-', "_");
-    matches!(last.as_str(), "token" | "password" | "pass" | "secret" | "key" | "api_key" | "apikey")
-        || ["_token", "_password", "_secret", "_key"].iter().any(|s| last.ends_with(s))
+    let last = key
+        .rsplit('.')
+        .next()
+        .unwrap_or(key)
+        .to_ascii_lowercase()
+        .replace('-', "_");
+    matches!(
+        last.as_str(),
+        "token" | "password" | "pass" | "secret" | "key" | "api_key" | "apikey"
+    ) || ["_token", "_password", "_secret", "_key"]
+        .iter()
+        .any(|s| last.ends_with(s))
 }
 
 /// `config.toml` as an editable document.
@@ -196,24 +205,50 @@ mod tests {
         d.set("agent.model", "openai/gpt-4o-mini").unwrap();
         d.save().unwrap();
         let text = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
-        assert!(text.contains("# who may read calendars\ncalendar = \"read-write\" # default"), "{text}");
+        assert!(
+            text.contains("# who may read calendars\ncalendar = \"read-write\" # default"),
+            "{text}"
+        );
         assert!(text.contains("port = 9000\n"), "{text}");
-        assert!(text.contains("[agent]\nmodel = \"openai/gpt-4o-mini\""), "{text}");
+        assert!(
+            text.contains("[agent]\nmodel = \"openai/gpt-4o-mini\""),
+            "{text}"
+        );
         let d = ConfigDoc::load(&dir.path().join("config.toml")).unwrap();
         assert_eq!(d.get("gateway.port").unwrap().as_deref(), Some("9000"));
-        assert_eq!(d.get("permissions.calendar").unwrap().as_deref(), Some("read-write"));
+        assert_eq!(
+            d.get("permissions.calendar").unwrap().as_deref(),
+            Some("read-write")
+        );
         assert_eq!(d.get("nope.nothing").unwrap(), None);
     }
 
     #[test]
     fn refuses_invalid_values_secrets_and_bad_keys() {
         let (_dir, mut d) = doc(SAMPLE);
-        assert!(matches!(d.set("permissions.calendar", "write"), Err(ConfigDocError::Invalid(e)) if e.key.as_deref() == Some("permissions.calendar")));
-        assert!(matches!(d.set("gateway.token", "x"), Err(ConfigDocError::Secret { .. })));
-        assert!(matches!(d.set("providers.openai.api_key", "x"), Err(ConfigDocError::Secret { .. })));
-        assert!(matches!(d.set("gateway..port", "1"), Err(ConfigDocError::BadKey { .. })));
-        assert!(matches!(d.set("gateway.port.x", "1"), Err(ConfigDocError::BadKey { .. })));
-        assert!(matches!(d.set("gateway", "1"), Err(ConfigDocError::BadKey { .. })));
+        assert!(
+            matches!(d.set("permissions.calendar", "write"), Err(ConfigDocError::Invalid(e)) if e.key.as_deref() == Some("permissions.calendar"))
+        );
+        assert!(matches!(
+            d.set("gateway.token", "x"),
+            Err(ConfigDocError::Secret { .. })
+        ));
+        assert!(matches!(
+            d.set("providers.openai.api_key", "x"),
+            Err(ConfigDocError::Secret { .. })
+        ));
+        assert!(matches!(
+            d.set("gateway..port", "1"),
+            Err(ConfigDocError::BadKey { .. })
+        ));
+        assert!(matches!(
+            d.set("gateway.port.x", "1"),
+            Err(ConfigDocError::BadKey { .. })
+        ));
+        assert!(matches!(
+            d.set("gateway", "1"),
+            Err(ConfigDocError::BadKey { .. })
+        ));
         assert_eq!(d.get("gateway.token").unwrap().as_deref(), Some("********"));
     }
 

@@ -65,7 +65,8 @@ impl Home {
         if chosen.is_absolute() {
             return Ok(chosen);
         }
-        let cwd = std::env::current_dir().map_err(|e| CoreError::io("read current directory", ".", e))?;
+        let cwd =
+            std::env::current_dir().map_err(|e| CoreError::io("read current directory", ".", e))?;
         Ok(cwd.join(chosen))
     }
 
@@ -152,7 +153,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            assert_eq!(std::fs::metadata(home.root())?.permissions().mode() & 0o777, 0o700);
+            assert_eq!(
+                std::fs::metadata(home.root())?.permissions().mode() & 0o777,
+                0o700
+            );
         }
         assert_eq!(home.relative(&home.join("a/b")).as_deref(), Some("a/b"));
         assert_eq!(home.relative(Path::new("/elsewhere")), None);

@@ -23,12 +23,14 @@ pub fn init_home(home: &Home, extra_files: &[(String, String)]) -> Result<InitRe
     for dir in layout::DIRS {
         let path = home.join(dir);
         if !path.is_dir() {
-            std::fs::create_dir_all(&path).map_err(|e| CoreError::io("create directory", &path, e))?;
+            std::fs::create_dir_all(&path)
+                .map_err(|e| CoreError::io("create directory", &path, e))?;
             report.created.push(format!("{dir}/"));
         }
     }
     let config = templates::CONFIG.replace("@TOKEN@", &crate::random_hex(24));
-    let mut files: Vec<(String, &str, u32)> = vec![(layout::CONFIG.to_string(), config.as_str(), 0o600)];
+    let mut files: Vec<(String, &str, u32)> =
+        vec![(layout::CONFIG.to_string(), config.as_str(), 0o600)];
     for (name, content) in templates::BOOTSTRAP {
         files.push((format!("{}/{name}", layout::WORKSPACE), content, 0o644));
     }
@@ -56,15 +58,31 @@ mod tests {
         let home = Home::open(&dir.path().join("home")).unwrap();
         let first = init_home(&home, &[("skills/x/SKILL.md".into(), "x".into())]).unwrap();
         assert!(first.kept.is_empty());
-        for f in ["config.toml", "workspace/AGENTS.md", "workspace/BOOTSTRAP.md", "skills/x/SKILL.md", "artifacts/terminal_exec/runs/"] {
-            assert!(first.created.iter().any(|c| c == f), "{f} not in {:?}", first.created);
+        for f in [
+            "config.toml",
+            "workspace/AGENTS.md",
+            "workspace/BOOTSTRAP.md",
+            "skills/x/SKILL.md",
+            "artifacts/terminal_exec/runs/",
+        ] {
+            assert!(
+                first.created.iter().any(|c| c == f),
+                "{f} not in {:?}",
+                first.created
+            );
         }
         let config = Config::load(&home.config_path()).unwrap();
         assert_eq!(config.gateway.token.as_deref().map(str::len), Some(48));
         std::fs::write(home.join("workspace/SOUL.md"), "mine").unwrap();
         let second = init_home(&home, &[]).unwrap();
         assert!(second.created.is_empty(), "{:?}", second.created);
-        assert_eq!(std::fs::read_to_string(home.join("workspace/SOUL.md")).unwrap(), "mine");
-        assert_eq!(Config::load(&home.config_path()).unwrap().gateway.token, config.gateway.token);
+        assert_eq!(
+            std::fs::read_to_string(home.join("workspace/SOUL.md")).unwrap(),
+            "mine"
+        );
+        assert_eq!(
+            Config::load(&home.config_path()).unwrap().gateway.token,
+            config.gateway.token
+        );
     }
 }

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 #[non_exhaustive]
 pub enum PathError {
     /// The path is absolute, has a drive letter or `..`, or resolves outside the home.
-    #[error("path '{path}' escapes the LurkBot home: {reason}; use a path relative to the home, e.g. workspace/file.txt")]
+    #[error(
+        "path '{path}' escapes the LurkBot home: {reason}; use a path relative to the home, e.g. workspace/file.txt"
+    )]
     Escapes {
         /// The path as given.
         path: String,
@@ -76,13 +78,26 @@ impl HomePath {
                 s => segments.push(s),
             }
         }
-        let absolute = follow_inside(root, &segments).ok_or_else(|| {
-            escapes("it resolves outside the home through a symbolic link")
-        })?;
+        let absolute = follow_inside(root, &segments)
+            .ok_or_else(|| escapes("it resolves outside the home through a symbolic link"))?;
         Ok(Self {
             relative: segments.join("/"),
             absolute,
         })
+    }
+}
+
+/// Why a home-relative path (normalised, `/`-separated) must not be written by commands, if it
+/// must not: the audit log (append-only), `config.toml`, and skill secrets.
+pub fn protected_reason(relative: &str) -> Option<&'static str> {
+    let segments: Vec<&str> = relative.split('/').collect();
+    match segments.as_slice() {
+        ["artifacts", "terminal_exec", ..] => {
+            Some("the terminal_exec audit log is written only by terminal_exec")
+        }
+        ["config.toml"] => Some("config.toml is changed only with 'lurkbot config set' or by hand"),
+        ["skills", _, "secrets", ..] => Some("skill secrets are edited only by hand"),
+        _ => None,
     }
 }
 
@@ -145,12 +160,36 @@ mod tests {
     #[test]
     fn refuses_escapes() -> Result<(), Box<dyn std::error::Error>> {
         let (_d, root) = root()?;
-        for raw in ["../x", "a/../../x", "a/..", "/etc/passwd", "C:\\x", "c:x", "\\\\server\\share", "..\\x"] {
+        for raw in [
+            "../x",
+            "a/../../x",
+            "a/..",
+            "/etc/passwd",
+            "C:\\x",
+            "c:x",
+            "\\\\server\\share",
+            "..\\x",
+        ] {
             assert!(is_escape(HomePath::resolve(&root, raw)), "{raw}");
         }
-        assert!(matches!(HomePath::resolve(&root, ""), Err(PathError::Invalid { .. })));
-        assert!(matches!(HomePath::resolve(&root, "a\0b"), Err(PathError::Invalid { .. })));
+        assert!(matches!(
+            HomePath::resolve(&root, ""),
+            Err(PathError::Invalid { .. })
+        ));
+        assert!(matches!(
+            HomePath::resolve(&root, "a\0b"),
+            Err(PathError::Invalid { .. })
+        ));
         Ok(())
+    }
+
+    #[test]
+    fn protects_audit_config_and_secrets() {
+        assert!(protected_reason("artifacts/terminal_exec/runs/x.json").is_some());
+        assert!(protected_reason("config.toml").is_some());
+        assert!(protected_reason("skills/irc-cli/secrets/.env").is_some());
+        assert!(protected_reason("artifacts/zip/list.json").is_none());
+        assert!(protected_reason("workspace/config.toml").is_none());
     }
 
     #[cfg(unix)]

@@ -50,9 +50,11 @@ impl Secrets {
                         }
                     }
                 }
-                Err(e) => secrets
-                    .problems
-                    .push(format!("{}: {}", env_path.display(), describe(&e))),
+                Err(e) => {
+                    secrets
+                        .problems
+                        .push(format!("{}: {}", env_path.display(), describe(&e)))
+                }
             }
             secrets.by_skill.insert(skill, vars);
         }
@@ -89,7 +91,9 @@ impl Secrets {
         let mut by_skill = BTreeMap::new();
         by_skill.insert(
             skill.to_string(),
-            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            vars.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         );
         Self {
             by_skill,
@@ -101,7 +105,9 @@ impl Secrets {
 /// Whether a variable name marks a secret.
 fn is_secret_name(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
-    ["PASS", "TOKEN", "SECRET", "KEY", "CREDENTIAL", "AUTH"].iter().any(|w| n.contains(w))
+    ["PASS", "TOKEN", "SECRET", "KEY", "CREDENTIAL", "AUTH"]
+        .iter()
+        .any(|w| n.contains(w))
 }
 
 /// A dotenv error without the offending line's content (it may hold a secret).
@@ -129,8 +135,16 @@ mod tests {
         )
         .unwrap();
         let s = Secrets::load(&home);
-        assert_eq!(s.skill("irc-cli").and_then(|v| v.get("IRC_NICK")).map(String::as_str), Some("lurk"));
-        assert_eq!(s.redaction_values(), vec!["hunter2-long".to_string(), "tok-123".to_string()]);
+        assert_eq!(
+            s.skill("irc-cli")
+                .and_then(|v| v.get("IRC_NICK"))
+                .map(String::as_str),
+            Some("lurk")
+        );
+        assert_eq!(
+            s.redaction_values(),
+            vec!["hunter2-long".to_string(), "tok-123".to_string()]
+        );
         assert!(s.problems().is_empty());
     }
 
@@ -143,6 +157,10 @@ mod tests {
         std::fs::write(env_dir.join(".env"), "GOOD=1\nBAD LINE sEcReTvAlUe\n").unwrap();
         let s = Secrets::load(&home);
         assert_eq!(s.problems().len(), 1);
-        assert!(!s.problems()[0].contains("sEcReTvAlUe"), "{:?}", s.problems());
+        assert!(
+            !s.problems()[0].contains("sEcReTvAlUe"),
+            "{:?}",
+            s.problems()
+        );
     }
 }

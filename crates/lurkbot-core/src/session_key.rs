@@ -13,7 +13,9 @@ pub struct SessionKey(String);
 
 /// Why a session key was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid session key '{key}': {reason}; expected e.g. agent:main:main, agent:<id>:dm:<channel>:<peer>, cron:<jobId> or hook:<uuid>")]
+#[error(
+    "invalid session key '{key}': {reason}; expected e.g. agent:main:main, agent:<id>:dm:<channel>:<peer>, cron:<jobId> or hook:<uuid>"
+)]
 pub struct SessionKeyError {
     /// The key as given.
     pub key: String,
@@ -40,8 +42,13 @@ impl SessionKey {
         if raw.len() > MAX_LEN {
             return Err(err("it is longer than 256 characters"));
         }
-        if raw.chars().any(|c| c.is_whitespace() || c.is_control() || c == '/' || c == '\\') {
-            return Err(err("it contains whitespace, control characters or path separators"));
+        if raw
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '/' || c == '\\')
+        {
+            return Err(err(
+                "it contains whitespace, control characters or path separators",
+            ));
         }
         let parts: Vec<&str> = raw.split(':').collect();
         if parts.iter().any(|p| p.is_empty()) {
@@ -53,12 +60,20 @@ impl SessionKey {
                 is_agent_id(id)
                     && matches!(
                         rest,
-                        ["main"] | ["dm", _, _] | ["group", _, _] | ["topic", _, _, _] | ["subagent", _]
+                        ["main"]
+                            | ["dm", _, _]
+                            | ["group", _, _]
+                            | ["topic", _, _, _]
+                            | ["subagent", _]
                     )
             }
             _ => false,
         };
-        if ok { Ok(Self(raw.to_string())) } else { Err(err("unknown shape")) }
+        if ok {
+            Ok(Self(raw.to_string()))
+        } else {
+            Err(err("unknown shape"))
+        }
     }
 
     /// The key text.
@@ -77,7 +92,8 @@ impl SessionKey {
 
 /// Agent ids: lower-case letters, digits, `-` and `_`.
 fn is_agent_id(id: &str) -> bool {
-    id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+    id.chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
 
 impl fmt::Display for SessionKey {
@@ -103,13 +119,27 @@ mod tests {
         ] {
             assert_eq!(SessionKey::parse(k).unwrap().as_str(), k);
         }
-        assert_eq!(SessionKey::parse("agent:ops:main").unwrap().agent_id(), "ops");
+        assert_eq!(
+            SessionKey::parse("agent:ops:main").unwrap().agent_id(),
+            "ops"
+        );
         assert_eq!(SessionKey::parse("cron:x").unwrap().agent_id(), "main");
     }
 
     #[test]
     fn refuses_other_shapes() {
-        for k in ["", "main", "agent:main", "agent::main", "agent:Main:main", "agent:main:dm:x", "x:y", "agent:main:main ", "cron:a/b", "cron:a:b"] {
+        for k in [
+            "",
+            "main",
+            "agent:main",
+            "agent::main",
+            "agent:Main:main",
+            "agent:main:dm:x",
+            "x:y",
+            "agent:main:main ",
+            "cron:a/b",
+            "cron:a:b",
+        ] {
             assert!(SessionKey::parse(k).is_err(), "{k}");
         }
         assert!(SessionKey::parse(&format!("cron:{}", "a".repeat(300))).is_err());

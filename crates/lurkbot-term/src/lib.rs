@@ -1,0 +1,47 @@
+//! `terminal_exec`: LurkBot's whitelisted pseudo-terminal.
+//!
+//! A command string is parsed without a shell ([`parse_command`]), refused if it breaks a rule,
+//! dispatched to a built-in [`Command`] of the [`Registry`], and answered with an [`Envelope`];
+//! every run, refused ones included, leaves an audit record under
+//! `artifacts/terminal_exec/runs/`. Secrets never reach argv, output or the audit log.
+//!
+//! ```no_run
+//! # async fn demo(home: lurkbot_core::Home) {
+//! use lurkbot_term::{ExecRequest, TerminalExec, default_registry};
+//! let exec = TerminalExec::new(home, default_registry());
+//! let envelope = exec.run(ExecRequest::new("help")).await;
+//! assert_eq!(envelope.exit_code, 0);
+//! # }
+//! ```
+
+mod args;
+mod audit;
+mod command;
+pub mod commands;
+mod envelope;
+mod error_code;
+mod exec;
+mod help;
+pub mod output;
+mod parser;
+mod redact;
+mod registry;
+mod skill_doc;
+mod spec;
+
+pub use args::ParsedArgs;
+pub use audit::{AuditRecord, write_audit};
+pub use command::{
+    CancelFlag, Command, CommandCtx, CommandError, CommandFuture, Outcome, Registry,
+};
+pub use envelope::{Artifact, Envelope, STDERR_CAP, STDOUT_CAP, cap_text};
+pub use error_code::ErrorCode;
+pub use exec::{ExecRequest, TerminalExec};
+pub use parser::{
+    BANNED_TOKENS, MAX_COMMAND_CHARS, MAX_TOKENS, ParseError, SENSITIVE_FLAGS, parse_command,
+    sensitive_flag,
+};
+pub use redact::{MASK, Redactor, mask_argv, mask_command_text};
+pub use registry::default_registry;
+pub use skill_doc::bundled_skills;
+pub use spec::{CommandSpec, FlagSpec, SubcommandSpec};

@@ -1,0 +1,77 @@
+//! Writing a command's product to a file inside the home (`--out`), as an artifact.
+//!
+//! Rules: the path must resolve inside the home and not be protected (audit log, `config.toml`,
+//! skill secrets). A new file is simply written. An existing file under `artifacts/` — a
+//! previous product of a command — is replaced, so a listing can be refreshed. An existing
+//! file anywhere else is user content: it is replaced only with `--overwrite --confirm`,
+//! otherwise it is kept and the run answers `RefuseOverwrite` (or `ConfirmRequired` when
+//! `--overwrite` came without `--confirm`). Writes are atomic.
+
+use lurkbot_core::{HomePath, layout};
+
+use crate::{Artifact, CommandCtx, CommandError, ErrorCode, ParsedArgs};
+
+/// Resolves a path a command will write to, applying the rules above.
+///
+/// # Errors
+/// `PathEscapesAgentsRoot`, `InvalidArgs` (a directory), `PermissionDenied` (protected),
+/// `RefuseOverwrite` or `ConfirmRequired`.
+pub fn writable_target(
+    ctx: &CommandCtx<'_>,
+    args: &ParsedArgs,
+    raw: &str,
+) -> Result<HomePath, CommandError> {
+    let target = ctx.home.resolve(raw)?;
+    let resolved_rel = ctx.home.relative(target.absolute()).unwrap_or_default();
+    if let Some(reason) = lurkbot_core::protected_reason(&resolved_rel) {
+        return Err(CommandError::new(
+            ErrorCode::PermissionDenied,
+            format!("cannot write '{raw}': {reason}"),
+        )
+        .with_hint("choose a path under artifacts/ or workspace/"));
+    }
+    if target.relative().is_empty() || target.absolute().is_dir() {
+        return Err(CommandError::new(
+            ErrorCode::InvalidArgs,
+            format!("'{raw}' is a directory; give a file path such as artifacts/out.json"),
+        ));
+    }
+    let exists = std::fs::symlink_metadata(target.absolute()).is_ok();
+    let is_artifact = resolved_rel.starts_with(&format!("{}/", layout::ARTIFACTS));
+    if exists && !is_artifact && !args.overwrite_confirmed() {
+        if args.has("--overwrite") {
+            return Err(CommandError::new(
+                ErrorCode::ConfirmRequired,
+                format!("replacing '{raw}' needs --confirm with --overwrite"),
+            )
+            .with_hint("add --confirm to replace it, or choose another path"));
+        }
+        return Err(CommandError::new(ErrorCode::RefuseOverwrite, format!("'{raw}' exists and was kept"))
+            .with_hint("add --overwrite --confirm to replace it, or choose another path (files under artifacts/ are replaced freely)"));
+    }
+    Ok(target)
+}
+
+/// Writes `value` as pretty JSON to the `--out` path and returns the artifact.
+///
+/// # Errors
+/// Those of [`writable_target`], and `IoError` when writing fails.
+pub fn write_json_out(
+    ctx: &CommandCtx<'_>,
+    args: &ParsedArgs,
+    raw: &str,
+    value: &serde_json::Value,
+    description: &str,
+) -> Result<Artifact, CommandError> {
+    let target = writable_target(ctx, args, raw)?;
+    let mut bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| CommandError::new(ErrorCode::Internal, format!("cannot encode JSON: {e}")))?;
+    bytes.push(b'\n');
+    lurkbot_core::write_atomic(target.absolute(), &bytes)
+        .map_err(|e| CommandError::new(ErrorCode::IoError, e.to_string()))?;
+    Ok(Artifact {
+        path: target.relative().to_string(),
+        mime: "application/json".into(),
+        description: description.into(),
+    })
+}

@@ -1,0 +1,185 @@
+//! Keeping secrets out of every output: values after secret-carrying flags, and the values of
+//! skill `.env` files.
+
+use serde_json::Value;
+
+use crate::parser::{SENSITIVE_FLAGS, is_sensitive};
+
+/// What replaces a secret.
+pub const MASK: &str = "***";
+
+/// argv with the value of every secret-carrying flag replaced by [`MASK`].
+pub fn mask_argv(argv: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut mask_next = false;
+    for arg in argv {
+        if mask_next {
+            out.push(MASK.to_string());
+            mask_next = false;
+        } else if is_sensitive(arg) {
+            match arg.split_once('=') {
+                Some((flag, _)) => out.push(format!("{flag}={MASK}")),
+                None => {
+                    out.push(arg.clone());
+                    mask_next = true;
+                }
+            }
+        } else {
+            out.push(arg.clone());
+        }
+    }
+    out
+}
+
+/// The raw command text with whatever follows a secret-carrying flag (`--token x`,
+/// `--token=x`, quoted or not) replaced by [`MASK`]. Works on text that failed to parse too, so
+/// a refused command never leaks a secret into the audit log.
+pub fn mask_command_text(raw: &str) -> String {
+    let lower = raw.to_ascii_lowercase();
+    let mut out = String::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let hit = SENSITIVE_FLAGS.iter().find(|f| {
+            lower[i..].starts_with(*f)
+                && (i == 0 || raw[..i].ends_with([' ', '\t', '"', '\'']))
+                && matches!(raw[i + f.len()..].chars().next(), Some('=' | ' ' | '\t'))
+        });
+        let Some(flag) = hit else {
+            let c = raw[i..].chars().next().unwrap_or(' ');
+            out.push(c);
+            i += c.len_utf8();
+            continue;
+        };
+        out.push_str(&raw[i..i + flag.len()]);
+        i += flag.len();
+        // separator(s)
+        while let Some(c) = raw[i..]
+            .chars()
+            .next()
+            .filter(|c| matches!(c, '=' | ' ' | '\t'))
+        {
+            out.push(c);
+            i += 1;
+        }
+        // the value: a quoted string or a bare word
+        let rest = &raw[i..];
+        let len = match rest.chars().next() {
+            Some(q @ ('"' | '\'')) => rest[1..].find(q).map_or(rest.len(), |end| end + 2),
+            Some(_) => rest.find([' ', '\t']).unwrap_or(rest.len()),
+            None => 0,
+        };
+        if len > 0 {
+            out.push_str(MASK);
+        }
+        i += len;
+    }
+    out
+}
+
+/// Replaces known secret values (from skill `.env` files) in text and JSON.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    values: Vec<String>,
+}
+
+impl Redactor {
+    /// A redactor for `values` (longest first is best; see `Secrets::redaction_values`).
+    pub fn new(values: Vec<String>) -> Self {
+        Self { values }
+    }
+
+    /// `text` with every secret value replaced by [`MASK`].
+    pub fn text(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for v in &self.values {
+            if out.contains(v.as_str()) {
+                out = out.replace(v.as_str(), MASK);
+            }
+        }
+        out
+    }
+
+    /// Redacts every string (keys included) inside a JSON value.
+    pub fn json(&self, value: &mut Value) {
+        if self.values.is_empty() {
+            return;
+        }
+        match value {
+            Value::String(s) => *s = self.text(s),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.json(v)),
+            Value::Object(map) => {
+                let entries = std::mem::take(map);
+                for (k, mut v) in entries {
+                    self.json(&mut v);
+                    map.insert(self.text(&k), v);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_argv_values() {
+        let argv: Vec<String> = [
+            "irc",
+            "connect",
+            "--password",
+            "hunter2",
+            "--Token=abc",
+            "--keep",
+            "x",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            mask_argv(&argv),
+            [
+                "irc",
+                "connect",
+                "--password",
+                "***",
+                "--Token=***",
+                "--keep",
+                "x"
+            ]
+        );
+    }
+
+    #[test]
+    fn masks_raw_text_in_every_form() {
+        assert_eq!(
+            mask_command_text("irc x --password hunter2 --to a"),
+            "irc x --password *** --to a"
+        );
+        assert_eq!(mask_command_text("x --TOKEN=abc; rm"), "x --TOKEN=*** rm");
+        assert_eq!(
+            mask_command_text("x --secret \"a b c\" y"),
+            "x --secret *** y"
+        );
+        assert_eq!(mask_command_text("x --api-key 'k k'"), "x --api-key ***");
+        assert_eq!(
+            mask_command_text("x --keyboard k --passive p"),
+            "x --keyboard k --passive p"
+        );
+        assert_eq!(mask_command_text("x --pass"), "x --pass");
+        assert_eq!(mask_command_text("é --key ü"), "é --key ***");
+    }
+
+    #[test]
+    fn redacts_values_in_text_and_json() {
+        let r = Redactor::new(vec!["hunter2-long".into(), "tok".into()]);
+        assert_eq!(r.text("pw=hunter2-long tok"), "pw=*** ***");
+        let mut v = serde_json::json!({"a": ["hunter2-long"], "tok": {"b": "x tok"}, "n": 1});
+        r.json(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({"a": ["***"], "***": {"b": "x ***"}, "n": 1})
+        );
+    }
+}

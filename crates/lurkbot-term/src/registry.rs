@@ -1,0 +1,9 @@
+//! The default registry: only a list of the built-in commands.
+
+use crate::Registry;
+use crate::commands::help::HelpCommand;
+
+/// Every built-in command, in the order `help` lists them.
+pub fn default_registry() -> Registry {
+    Registry::new().with(HelpCommand)
+}

@@ -1,0 +1,53 @@
+//! `lurkbot config get|set|path`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use lurkbot_core::{ConfigDoc, layout};
+
+/// Subcommands of `lurkbot config`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigArgs {
+    /// Print the value at a dotted key (exit 1 when unset). Secrets are masked.
+    Get {
+        /// Dotted key, e.g. permissions.calendar.
+        key: String,
+    },
+    /// Set a dotted key. Numbers, booleans and arrays are typed; other text becomes a string.
+    /// The file must stay valid, keeps its comments, and is written atomically (0600).
+    Set {
+        /// Dotted key, e.g. permissions.calendar.
+        key: String,
+        /// New value, e.g. read-write, 18789, true, '["a","b"]'.
+        value: String,
+    },
+    /// Print the path of config.toml.
+    Path,
+}
+
+pub(crate) fn run(home_path: &Path, args: &ConfigArgs) -> anyhow::Result<ExitCode> {
+    let path = home_path.join(layout::CONFIG);
+    match args {
+        ConfigArgs::Path => {
+            crate::run::print_stdout(&format!("{}\n", path.display()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ConfigArgs::Get { key } => match ConfigDoc::load(&path)?.get(key)? {
+            Some(value) => {
+                crate::run::print_stdout(&format!("{value}\n"))?;
+                Ok(ExitCode::SUCCESS)
+            }
+            None => {
+                eprintln!("lurkbot: '{key}' is not set in {}", path.display());
+                Ok(ExitCode::from(1))
+            }
+        },
+        ConfigArgs::Set { key, value } => {
+            let mut doc = ConfigDoc::load(&path)?;
+            doc.set(key, value)?;
+            doc.save()?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! `lurkbot exec`: one terminal_exec command, in-process.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use lurkbot_core::{Home, SessionKey};
+use lurkbot_term::{ExecRequest, TerminalExec, default_registry};
+
+/// Flags of `lurkbot exec`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The exit status is the envelope's exit_code: 0 ok, 1 failure while working, \
+2 refused request, 124 timeout, 127 unknown command.\n\nExamples:\n  lurkbot exec help\n  lurkbot exec --json \"help --out artifacts/help.json\""
+)]
+pub(crate) struct ExecArgs {
+    /// Print the whole envelope as one JSON object instead of stdout/stderr.
+    #[arg(long)]
+    json: bool,
+    /// Session the run belongs to.
+    #[arg(long, value_name = "KEY", default_value = "agent:main:main")]
+    session: String,
+    /// Text passed to the command as its stdin (never logged).
+    #[arg(long, value_name = "TEXT", conflicts_with = "stdin_file")]
+    stdin: Option<String>,
+    /// Read the command's stdin from a file, or from standard input with `-`.
+    #[arg(long, value_name = "PATH|-")]
+    stdin_file: Option<PathBuf>,
+    /// Cancel the command after this many milliseconds (exit 124, Timeout).
+    #[arg(long, value_name = "MS")]
+    timeout_ms: Option<u64>,
+    /// The command, as one string, e.g. "zip list --in workspace/a.zip".
+    #[arg(value_name = "COMMAND", allow_hyphen_values = true)]
+    command: String,
+}
+
+pub(crate) fn run(home_path: &Path, args: ExecArgs) -> anyhow::Result<ExitCode> {
+    let session = SessionKey::parse(&args.session)?;
+    let stdin = match (&args.stdin, &args.stdin_file) {
+        (Some(text), _) => Some(text.clone()),
+        (None, Some(path)) if path.as_os_str() == "-" => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("reading standard input")?;
+            Some(text)
+        }
+        (None, Some(path)) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading --stdin-file {}", path.display()))?,
+        ),
+        (None, None) => None,
+    };
+    let home = Home::open(home_path)?;
+    let exec = TerminalExec::new(home, default_registry());
+    let request = ExecRequest {
+        command: args.command,
+        stdin,
+        timeout_ms: args.timeout_ms,
+        session,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    let envelope = runtime.block_on(exec.run(request));
+    if args.json {
+        let mut line = serde_json::to_string(&envelope)?;
+        line.push('\n');
+        crate::run::print_stdout(&line)?;
+    } else {
+        crate::run::print_stdout(&envelope.stdout)?;
+        eprint!("{}", envelope.stderr);
+    }
+    Ok(ExitCode::from(
+        u8::try_from(envelope.exit_code).unwrap_or(1),
+    ))
+}

@@ -1,0 +1,38 @@
+//! Command-line definitions: one args struct per subcommand, each in its own file with its
+//! `run` function.
+
+pub(crate) mod config;
+pub(crate) mod exec;
+pub(crate) mod init;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// LurkBot: a self-hosted personal AI agent in one small binary.
+///
+/// Every path is relative to the LurkBot home (--home, LURKBOT_HOME, default ~/.lurkbot).
+/// Run `lurkbot init` once, then `lurkbot exec help` to see the built-in terminal commands.
+#[derive(Debug, Parser)]
+#[command(name = "lurkbot", version, about, long_about, max_term_width = 100)]
+pub(crate) struct Cli {
+    /// The LurkBot home directory (agents root).
+    #[arg(long, global = true, env = "LURKBOT_HOME", value_name = "DIR")]
+    pub(crate) home: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub(crate) command: Sub,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Sub {
+    /// Create the home: config.toml (0600), workspace bootstrap files, bundled skills.
+    /// Never overwrites a file that exists.
+    Init(init::InitArgs),
+    /// Run one terminal_exec command (exactly what the agent would pass) and print its result.
+    Exec(exec::ExecArgs),
+    /// Read or change config.toml by dotted key, keeping its comments.
+    #[command(subcommand)]
+    Config(config::ConfigArgs),
+}

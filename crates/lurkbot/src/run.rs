@@ -1,0 +1,27 @@
+//! Dispatch of the parsed command line to the subcommands.
+
+use std::process::ExitCode;
+
+use lurkbot_core::Home;
+
+use crate::cli::{Cli, Sub};
+
+/// Runs one invocation and returns the exit status.
+pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let home_path = Home::locate(cli.home.as_deref())?;
+    match cli.command {
+        Sub::Init(args) => crate::cli::init::run(&home_path, &args),
+        Sub::Exec(args) => crate::cli::exec::run(&home_path, args),
+        Sub::Config(args) => crate::cli::config::run(&home_path, &args),
+    }
+}
+
+/// Writes to stdout, treating a closed pipe (`lurkbot … | head`) as success.
+pub(crate) fn print_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
