@@ -117,8 +117,8 @@ pub struct CommandError {
     pub message: String,
     /// What to do next (printed on stderr).
     pub hint: Option<String>,
-    /// Extra `result` fields (e.g. `http_status`).
-    pub details: Map<String, Value>,
+    /// Extra `result` fields (e.g. `http_status`), in order.
+    pub details: Vec<(String, Value)>,
 }
 
 impl CommandError {
@@ -128,7 +128,7 @@ impl CommandError {
             code,
             message: message.into(),
             hint: None,
-            details: Map::new(),
+            details: Vec::new(),
         }
     }
 
@@ -142,7 +142,7 @@ impl CommandError {
     /// Adds a `result` field.
     #[must_use]
     pub fn with_detail(mut self, key: &str, value: impl Into<Value>) -> Self {
-        self.details.insert(key.into(), value.into());
+        self.details.push((key.into(), value.into()));
         self
     }
 }

@@ -9,7 +9,9 @@ use serde_json::{Map, Value};
 use crate::audit::{AuditRecord, write_audit};
 use crate::envelope::{STDERR_CAP, STDOUT_CAP, cap_text};
 use crate::redact::{Redactor, mask_argv, mask_command_text};
-use crate::{CommandCtx, CommandError, Envelope, ErrorCode, Outcome, Registry, help, parser};
+use crate::{
+    Artifact, CommandCtx, CommandError, Envelope, ErrorCode, Outcome, Registry, help, parser,
+};
 
 /// One `terminal_exec` call.
 #[derive(Debug, Clone)]
@@ -240,7 +242,14 @@ fn build_envelope(
         error_code,
         error_message: error_message.map(|m| redactor.text(&m)),
         result: result_value,
-        artifacts,
+        artifacts: artifacts
+            .into_iter()
+            .map(|a| Artifact {
+                path: redactor.text(&a.path),
+                mime: a.mime,
+                description: redactor.text(&a.description),
+            })
+            .collect(),
         argv: argv.iter().map(|a| redactor.text(a)).collect(),
     }
 }

@@ -1,0 +1,6 @@
+//! Integration tests of the executor with a registry of test commands.
+#![allow(unreachable_pub, missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+mod fixtures;
+
+mod executor;

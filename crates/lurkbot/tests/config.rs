@@ -1,0 +1,94 @@
+//! `lurkbot config get|set|path`.
+
+use crate::util::Test;
+
+#[test]
+fn path_get_and_set_keep_comments() {
+    let t = Test::init();
+    let out = t.run(&["config", "path"]);
+    assert_eq!(
+        out.stdout.trim(),
+        t.path("config.toml").display().to_string()
+    );
+    assert_eq!(
+        t.run(&["config", "get", "permissions.calendar"]).stdout,
+        "none\n"
+    );
+    let out = t.run(&["config", "set", "permissions.calendar", "read-write"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(
+        t.run(&["config", "get", "permissions.calendar"]).stdout,
+        "read-write\n"
+    );
+    assert_eq!(t.run(&["config", "set", "gateway.port", "19000"]).status, 0);
+    assert_eq!(t.run(&["config", "get", "gateway.port"]).stdout, "19000\n");
+    let text = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    assert!(
+        text.contains("# What the `cal` command may do"),
+        "comments kept"
+    );
+    assert!(text.contains("calendar = \"read-write\""));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(t.path("config.toml"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o600
+        );
+    }
+}
+
+#[test]
+fn refusals_leave_the_file_unchanged() {
+    let t = Test::init();
+    let before = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    let out = t.run(&["config", "set", "permissions.calendar", "write"]);
+    assert_ne!(out.status, 0);
+    assert!(
+        out.stderr.contains("permissions.calendar"),
+        "{}",
+        out.stderr
+    );
+    let out = t.run(&["config", "set", "gateway.token", "abc"]);
+    assert_ne!(out.status, 0);
+    assert!(out.stderr.contains("secret"), "{}", out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(t.path("config.toml")).unwrap(),
+        before
+    );
+    let out = t.run(&["config", "get", "gateway.token"]);
+    assert_eq!(out.stdout, "********\n", "secrets are masked");
+    let out = t.run(&["config", "get", "no.such.key"]);
+    assert_eq!(out.status, 1);
+    assert!(out.stderr.contains("not set"));
+}
+
+#[test]
+fn malformed_config_names_file_line_and_key() {
+    let t = Test::init();
+    std::fs::write(
+        t.path("config.toml"),
+        "# x\n[gateway]\nbind = \"127.0.0.1\"\nport = \"high\"\n",
+    )
+    .unwrap();
+    for args in [
+        &["config", "get", "gateway.bind"][..],
+        &["config", "set", "gateway.bind", "::1"],
+    ] {
+        let out = t.run(args);
+        assert_ne!(out.status, 0);
+        let expected = format!(
+            "{}:4:8: key 'gateway.port'",
+            t.path("config.toml").display()
+        );
+        assert!(out.stderr.contains(&expected), "{}", out.stderr);
+    }
+    std::fs::write(t.path("config.toml"), "[gateway\nport = 1\n").unwrap();
+    let out = t.run(&["config", "get", "gateway.port"]);
+    assert_ne!(out.status, 0);
+    assert!(out.stderr.contains("config.toml:1:"), "{}", out.stderr);
+}

@@ -1,0 +1,124 @@
+//! A small builder over the real binary (like just's `Test`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub struct Output {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+    }
+}
+
+pub struct Test {
+    pub dir: tempfile::TempDir,
+    pub home: PathBuf,
+}
+
+impl Test {
+    /// A fresh, not yet initialised home.
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        Self { dir, home }
+    }
+
+    /// A home after `lurkbot init`.
+    pub fn init() -> Self {
+        let t = Self::new();
+        let out = t.run(&["init", "--quiet"]);
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        t
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.home.join(rel)
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.run_stdin(args, None)
+    }
+
+    pub fn run_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lurkbot"));
+        cmd.env_clear()
+            .env("HOME", self.dir.path())
+            .env("LURKBOT_HOME", &self.home)
+            .current_dir(self.dir.path())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        if let Some(text) = stdin {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+        }
+        drop(child.stdin.take());
+        let out = child.wait_with_output().unwrap();
+        let o = Output {
+            status: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        assert!(
+            !o.stderr.contains("panicked"),
+            "the binary panicked: {}",
+            o.stderr
+        );
+        o
+    }
+
+    /// `lurkbot exec --json COMMAND`, parsed; checks the exit status equals the envelope's.
+    pub fn exec_json(&self, command: &str) -> serde_json::Value {
+        let out = self.run(&["exec", "--json", command]);
+        let env = out.json();
+        assert_eq!(
+            env["exit_code"], out.status,
+            "exit status must equal exit_code"
+        );
+        env
+    }
+
+    /// Every audit record's text.
+    pub fn audit_text(&self) -> String {
+        files_text(&self.path("artifacts/terminal_exec/runs"))
+    }
+}
+
+pub fn files_text(dir: &Path) -> String {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return String::new();
+    };
+    entries
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect()
+}
+
+/// Every file below `dir`, as relative paths.
+pub fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            out.push(p.strip_prefix(dir).unwrap().display().to_string());
+            if p.is_dir() && !p.is_symlink() {
+                stack.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
