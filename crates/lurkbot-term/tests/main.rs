@@ -1,5 +1,10 @@
 //! Integration tests of the executor with a registry of test commands.
-#![allow(unreachable_pub, missing_docs, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    unreachable_pub,
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 mod fixtures;
 

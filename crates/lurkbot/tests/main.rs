@@ -1,5 +1,10 @@
 //! End-to-end tests of the `lurkbot` binary: a temp home, a cleared environment, real processes.
-#![allow(unreachable_pub, missing_docs, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    unreachable_pub,
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 mod util;
 
