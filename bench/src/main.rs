@@ -23,9 +23,17 @@ fn main() -> ExitCode {
         match a.as_str() {
             "startup" => {}
             "--bin" => bin = iter.next().map(PathBuf::from).unwrap_or(bin),
-            "--runs" => runs = iter.next().and_then(|r| r.parse().ok()).unwrap_or(runs).max(20),
+            "--runs" => {
+                runs = iter
+                    .next()
+                    .and_then(|r| r.parse().ok())
+                    .unwrap_or(runs)
+                    .max(20)
+            }
             other => {
-                eprintln!("unknown argument '{other}'; usage: lurkbot-bench startup [--bin PATH] [--runs N]");
+                eprintln!(
+                    "unknown argument '{other}'; usage: lurkbot-bench startup [--bin PATH] [--runs N]"
+                );
                 return ExitCode::from(2);
             }
         }
@@ -40,35 +48,109 @@ fn main() -> ExitCode {
 }
 
 fn startup(bin: &Path, runs: usize) -> Result<(), String> {
-    let size = std::fs::metadata(bin).map_err(|e| format!("{}: {e} (build with cargo build --release -p lurkbot)", bin.display()))?.len();
+    let size = std::fs::metadata(bin)
+        .map_err(|e| {
+            format!(
+                "{}: {e} (build with cargo build --release -p lurkbot)",
+                bin.display()
+            )
+        })?
+        .len();
     let home = std::env::temp_dir().join(format!("lurkbot-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
-    run_once(Command::new(bin).arg("--home").arg(&home).args(["init", "--quiet"]))?;
+    run_once(
+        Command::new(bin)
+            .arg("--home")
+            .arg(&home)
+            .args(["init", "--quiet"]),
+    )?;
 
     let floor = median(runs, || run_once(&mut Command::new("true")))?;
     let version = median(runs, || run_once(Command::new(bin).arg("--version")))?;
-    let exec_help = median(runs, || run_once(Command::new(bin).arg("--home").arg(&home).args(["exec", "help"])))?;
-    let audits = std::fs::read_dir(home.join("artifacts/terminal_exec/runs")).map(|d| d.count()).unwrap_or(0);
+    let exec_help = median(runs, || {
+        run_once(
+            Command::new(bin)
+                .arg("--home")
+                .arg(&home)
+                .args(["exec", "help"]),
+        )
+    })?;
+    let audits = std::fs::read_dir(home.join("artifacts/terminal_exec/runs"))
+        .map(|d| d.count())
+        .unwrap_or(0);
     let _ = std::fs::remove_dir_all(&home);
 
-    println!("LurkBot startup benchmark — {} runs each, median wall time, binary {}", runs, bin.display());
-    println!("{:<34} {:>10} {:>10} {:>9} {:>22}", "figure", "measured", "budget", "÷budget", "peer (DESIGN §9)");
-    row("stripped release binary", size as f64 / MIB, "MiB", 10.0, Some(("ZeptoClaw", 10.6)));
-    row("`true` (spawn floor, same run)", ms(floor), "ms", f64::NAN, None);
-    row("lurkbot --version", ms(version), "ms", 2.0, Some(("ZeptoClaw", 2.5)));
-    row("lurkbot exec help (+audit write)", ms(exec_help), "ms", 3.0, None);
+    println!(
+        "LurkBot startup benchmark — {} runs each, median wall time, binary {}",
+        runs,
+        bin.display()
+    );
+    println!(
+        "{:<34} {:>10} {:>10} {:>9} {:>22}",
+        "figure", "measured", "budget", "÷budget", "peer (DESIGN §9)"
+    );
+    row(
+        "stripped release binary",
+        size as f64 / MIB,
+        "MiB",
+        10.0,
+        Some(("ZeptoClaw", 10.6)),
+    );
+    row(
+        "`true` (spawn floor, same run)",
+        ms(floor),
+        "ms",
+        f64::NAN,
+        None,
+    );
+    row(
+        "lurkbot --version",
+        ms(version),
+        "ms",
+        2.0,
+        Some(("ZeptoClaw", 2.5)),
+    );
+    row(
+        "lurkbot exec help (+audit write)",
+        ms(exec_help),
+        "ms",
+        3.0,
+        None,
+    );
     println!();
-    println!("over spawn floor: --version {:.2} ms, exec help {:.2} ms", ms(version) - ms(floor), ms(exec_help) - ms(floor));
-    println!("audit records written by exec help runs: {audits} (expected {}, warm-up included)", runs + 1);
-    println!("peer figures are quoted from DESIGN.md §9 (peers cannot be fetched here), not measured in this run");
+    println!(
+        "over spawn floor: --version {:.2} ms, exec help {:.2} ms",
+        ms(version) - ms(floor),
+        ms(exec_help) - ms(floor)
+    );
+    println!(
+        "audit records written by exec help runs: {audits} (expected {}, warm-up included)",
+        runs + 1
+    );
+    println!(
+        "peer figures are quoted from DESIGN.md §9 (peers cannot be fetched here), not measured in this run"
+    );
     Ok(())
 }
 
 fn row(name: &str, value: f64, unit: &str, budget: f64, peer: Option<(&str, f64)>) {
-    let budget_text = if budget.is_nan() { "-".to_string() } else { format!("{budget:.1} {unit}") };
-    let ratio = if budget.is_nan() { "-".to_string() } else { format!("{:.2}", value / budget) };
-    let peer_text = peer.map_or("-".to_string(), |(n, v)| format!("{n} {v:.1} {unit} (×{:.2})", value / v));
-    println!("{name:<34} {:>10} {budget_text:>10} {ratio:>9} {peer_text:>22}", format!("{value:.2} {unit}"));
+    let budget_text = if budget.is_nan() {
+        "-".to_string()
+    } else {
+        format!("{budget:.1} {unit}")
+    };
+    let ratio = if budget.is_nan() {
+        "-".to_string()
+    } else {
+        format!("{:.2}", value / budget)
+    };
+    let peer_text = peer.map_or("-".to_string(), |(n, v)| {
+        format!("{n} {v:.1} {unit} (×{:.2})", value / v)
+    });
+    println!(
+        "{name:<34} {:>10} {budget_text:>10} {ratio:>9} {peer_text:>22}",
+        format!("{value:.2} {unit}")
+    );
 }
 
 fn ms(d: Duration) -> f64 {
@@ -89,7 +171,10 @@ fn run_once(cmd: &mut Command) -> Result<Duration, String> {
     Ok(elapsed)
 }
 
-fn median(runs: usize, mut f: impl FnMut() -> Result<Duration, String>) -> Result<Duration, String> {
+fn median(
+    runs: usize,
+    mut f: impl FnMut() -> Result<Duration, String>,
+) -> Result<Duration, String> {
     f()?; // warm-up
     let mut times = (0..runs).map(|_| f()).collect::<Result<Vec<_>, _>>()?;
     times.sort();
