@@ -1,7 +1,7 @@
 //! Atomic file writes: temp file in the same directory, fsync, rename, fsync of the directory.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::CoreError;
 
@@ -21,42 +21,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CoreError> {
 /// # Errors
 /// Any I/O failure, with the path concerned.
 pub fn write_atomic_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), CoreError> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir).map_err(|e| CoreError::io("create directory", dir, e))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", crate::random_hex(4)));
-    let result = (|| {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(mode);
-        }
-        #[cfg(not(unix))]
-        let _ = mode;
-        let mut file = options
-            .open(&tmp)
-            .map_err(|e| CoreError::io("create", &tmp, e))?;
-        file.write_all(bytes)
-            .map_err(|e| CoreError::io("write", &tmp, e))?;
-        file.sync_all()
-            .map_err(|e| CoreError::io("sync", &tmp, e))?;
-        drop(file);
-        std::fs::rename(&tmp, path).map_err(|e| CoreError::io("rename into place", path, e))?;
-        sync_dir(dir);
-        Ok(())
-    })();
-    if result.is_err() {
+    let (dir, tmp) = write_synced_temp(path, bytes, mode)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-    }
-    result
+        CoreError::io("rename into place", path, e)
+    })?;
+    sync_dir(&dir);
+    Ok(())
 }
 
 /// Creates `path` with `bytes` only if it does not exist yet; returns `false` (and writes
@@ -70,40 +41,60 @@ pub fn write_new_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<bool, Co
     if std::fs::symlink_metadata(path).is_ok() {
         return Ok(false);
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
+    let (dir, tmp) = write_synced_temp(path, bytes, mode)?;
+    let result = match std::fs::hard_link(&tmp, path) {
+        Ok(()) => {
+            sync_dir(&dir);
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(CoreError::io("create", path, e)),
     };
-    std::fs::create_dir_all(dir).map_err(|e| CoreError::io("create directory", dir, e))?;
-    let tmp = dir.join(format!(".new.tmp-{}", crate::random_hex(4)));
-    let result = (|| {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(mode);
-        }
-        #[cfg(not(unix))]
-        let _ = mode;
-        let mut file = options
-            .open(&tmp)
-            .map_err(|e| CoreError::io("create", &tmp, e))?;
-        file.write_all(bytes)
-            .map_err(|e| CoreError::io("write", &tmp, e))?;
-        file.sync_all()
-            .map_err(|e| CoreError::io("sync", &tmp, e))?;
-        match std::fs::hard_link(&tmp, path) {
-            Ok(()) => {
-                sync_dir(dir);
-                Ok(true)
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(CoreError::io("create", path, e)),
-        }
-    })();
     let _ = std::fs::remove_file(&tmp);
     result
+}
+
+/// Writes `bytes` to a fresh temp file beside `path` (mode `mode` on Unix) and syncs it.
+/// Returns the directory and the temp path; on failure the temp file is removed.
+fn write_synced_temp(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<(PathBuf, PathBuf), CoreError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| CoreError::io("create directory", &dir, e))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", crate::random_hex(4)));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(mode);
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    let written = options
+        .open(&tmp)
+        .map_err(|e| CoreError::io("create", &tmp, e))
+        .and_then(|mut file| {
+            file.write_all(bytes)
+                .map_err(|e| CoreError::io("write", &tmp, e))?;
+            file.sync_all().map_err(|e| CoreError::io("sync", &tmp, e))
+        });
+    match written {
+        Ok(()) => Ok((dir, tmp)),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
 }
 
 /// Makes a rename durable. Best effort: some filesystems refuse to sync directories.

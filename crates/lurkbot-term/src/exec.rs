@@ -105,7 +105,7 @@ impl TerminalExec {
         let argv = match parser::parse_command(&request.command) {
             Ok(argv) => argv,
             Err(e) => {
-                let label = first_word(&request.command);
+                let label = first_word(&mask_command_text(&request.command));
                 return (
                     Vec::new(),
                     label,

@@ -66,51 +66,66 @@ pub(crate) fn command_help(spec: &CommandSpec) -> Outcome {
             spec.name
         ));
     }
-    if !spec.flags.is_empty() {
-        stdout.push_str("\nFlags:\n");
-        flags_text(&mut stdout, spec.flags);
-    }
-    examples_text(&mut stdout, spec.examples);
     let subcommands: Vec<Value> = spec
         .subcommands
         .iter()
         .map(|s| json!({"name": s.name, "summary": s.summary, "usage": s.usage, "flags": flags_json(s.flags)}))
         .collect();
-    let mut result = Map::new();
-    result.insert("ok".into(), true.into());
-    result.insert("command".into(), format!("{} help", spec.name).into());
-    result.insert("usage".into(), spec.usage.into());
-    result.insert("summary".into(), spec.summary.into());
-    result.insert("subcommands".into(), subcommands.into());
-    result.insert("flags".into(), flags_json(spec.flags));
-    result.insert("examples".into(), json!(spec.examples));
-    Outcome {
-        stdout,
-        result,
-        ..Outcome::default()
-    }
+    let page = Page {
+        summary: spec.summary,
+        usage: spec.usage,
+        flags: spec.flags,
+        examples: spec.examples,
+    };
+    help_outcome(spec.name, None, stdout, subcommands, &page)
 }
 
 /// Help for one subcommand.
 pub(crate) fn subcommand_help(spec: &CommandSpec, sub: &SubcommandSpec) -> Outcome {
-    let mut stdout = format!(
+    let stdout = format!(
         "{} {} — {}\n\nUsage: {}\n",
         spec.name, sub.name, sub.summary, sub.usage
     );
-    if !sub.flags.is_empty() {
+    let page = Page {
+        summary: sub.summary,
+        usage: sub.usage,
+        flags: sub.flags,
+        examples: sub.examples,
+    };
+    help_outcome(spec.name, Some(sub.name), stdout, Vec::new(), &page)
+}
+
+/// The parts of a help page shared by commands and subcommands.
+struct Page<'a> {
+    summary: &'a str,
+    usage: &'a str,
+    flags: &'a [FlagSpec],
+    examples: &'a [&'a str],
+}
+
+fn help_outcome(
+    name: &str,
+    sub: Option<&str>,
+    mut stdout: String,
+    subcommands: Vec<Value>,
+    page: &Page<'_>,
+) -> Outcome {
+    if !page.flags.is_empty() {
         stdout.push_str("\nFlags:\n");
-        flags_text(&mut stdout, sub.flags);
+        flags_text(&mut stdout, page.flags);
     }
-    examples_text(&mut stdout, sub.examples);
+    examples_text(&mut stdout, page.examples);
     let mut result = Map::new();
     result.insert("ok".into(), true.into());
-    result.insert("command".into(), format!("{} help", spec.name).into());
-    result.insert("subcommand".into(), sub.name.into());
-    result.insert("usage".into(), sub.usage.into());
-    result.insert("summary".into(), sub.summary.into());
-    result.insert("subcommands".into(), json!([]));
-    result.insert("flags".into(), flags_json(sub.flags));
-    result.insert("examples".into(), json!(sub.examples));
+    result.insert("command".into(), format!("{name} help").into());
+    if let Some(sub) = sub {
+        result.insert("subcommand".into(), sub.into());
+    }
+    result.insert("usage".into(), page.usage.into());
+    result.insert("summary".into(), page.summary.into());
+    result.insert("subcommands".into(), subcommands.into());
+    result.insert("flags".into(), flags_json(page.flags));
+    result.insert("examples".into(), json!(page.examples));
     Outcome {
         stdout,
         result,
