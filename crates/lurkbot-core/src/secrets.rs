@@ -85,21 +85,6 @@ impl Secrets {
         values.dedup();
         values
     }
-
-    /// Builds a set directly (for tests and embedders).
-    pub fn from_vars(skill: &str, vars: &[(&str, &str)]) -> Self {
-        let mut by_skill = BTreeMap::new();
-        by_skill.insert(
-            skill.to_string(),
-            vars.iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        );
-        Self {
-            by_skill,
-            problems: Vec::new(),
-        }
-    }
 }
 
 /// Whether a variable name marks a secret.

@@ -327,3 +327,31 @@ async fn symlink_out_of_the_home_is_refused_and_nothing_is_written_outside() {
         .await;
     assert_eq!(env.error_code.as_deref(), Some("PermissionDenied"));
 }
+
+#[tokio::test]
+async fn malformed_config_is_config_invalid_for_commands_that_read_it() {
+    let h = Harness::new();
+    assert_eq!(
+        h.run("echo --config").await.stdout,
+        "18789",
+        "defaults without a file"
+    );
+    std::fs::write(h.home().join("config.toml"), "[gateway]\nport = \"high\"\n").unwrap();
+    let env = h.run("echo --config").await;
+    assert_eq!(
+        (env.exit_code, env.error_code.as_deref()),
+        (2, Some("ConfigInvalid"))
+    );
+    assert!(
+        env.error_message
+            .as_deref()
+            .unwrap()
+            .contains("config.toml:2:8: key 'gateway.port'"),
+        "{env:?}"
+    );
+    assert_eq!(
+        h.run("echo fine").await.exit_code,
+        0,
+        "commands that do not read it still run"
+    );
+}

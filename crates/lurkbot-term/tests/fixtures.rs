@@ -15,6 +15,7 @@ pub static ECHO: CommandSpec = CommandSpec {
     flags: &[
         FlagSpec::positional("<text>", false, "text to print"),
         FlagSpec::switch("--stdin", "print stdin too"),
+        FlagSpec::switch("--config", "print the gateway port from config.toml"),
     ],
     examples: &["echo hi"],
     skill: "test",
@@ -29,6 +30,9 @@ impl Command for Echo {
         Box::pin(async move {
             let p = ParsedArgs::parse(ECHO.flags, ECHO.usage, args)?;
             let mut stdout = p.get("<text>").unwrap_or("").to_string();
+            if p.has("--config") {
+                stdout.push_str(&ctx.config()?.gateway.port.to_string());
+            }
             if p.has("--stdin") {
                 stdout.push_str(ctx.stdin.unwrap_or(""));
             }

@@ -92,3 +92,27 @@ fn malformed_config_names_file_line_and_key() {
     assert_ne!(out.status, 0);
     assert!(out.stderr.contains("config.toml:1:"), "{}", out.stderr);
 }
+
+#[cfg(unix)]
+#[test]
+fn set_before_init_creates_a_private_home() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = Test::new();
+    assert_eq!(
+        t.run(&["config", "set", "permissions.calendar", "read"])
+            .status,
+        0
+    );
+    assert_eq!(
+        std::fs::metadata(&t.home).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    assert_eq!(
+        std::fs::metadata(t.path("config.toml"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+}

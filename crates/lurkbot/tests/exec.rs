@@ -232,3 +232,24 @@ fn session_flag_is_validated_and_recorded() {
     assert_ne!(out.status, 0);
     assert!(out.stderr.contains("invalid session key"), "{}", out.stderr);
 }
+
+#[test]
+fn stdin_options_refuse_bad_input() {
+    let t = Test::init();
+    let out = t.run(&["exec", "--stdin-file", "missing.txt", "help"]);
+    assert_eq!(out.status, 1);
+    assert!(
+        out.stderr.contains("--stdin-file missing.txt"),
+        "{}",
+        out.stderr
+    );
+    let out = t.run(&["exec", "--stdin", "a", "--stdin-file", "-", "help"]);
+    assert_eq!(out.status, 2, "the two stdin sources conflict");
+    assert!(
+        !t.path("artifacts/terminal_exec/runs")
+            .read_dir()
+            .unwrap()
+            .any(|_| true),
+        "nothing ran"
+    );
+}

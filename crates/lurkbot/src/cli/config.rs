@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use lurkbot_core::{ConfigDoc, layout};
+use lurkbot_core::{ConfigDoc, Home, layout};
 
 /// Subcommands of `lurkbot config`.
 #[derive(Debug, Subcommand)]
@@ -44,6 +44,8 @@ pub(crate) fn run(home_path: &Path, args: &ConfigArgs) -> anyhow::Result<ExitCod
             }
         },
         ConfigArgs::Set { key, value } => {
+            // Creates a missing home with mode 0700, like every other entry point.
+            Home::open(home_path)?;
             let mut doc = ConfigDoc::load(&path)?;
             doc.set(key, value)?;
             doc.save()?;
