@@ -25,6 +25,6 @@ pub use error::CoreError;
 pub use home::{Home, layout};
 pub use ids::{new_run_id, new_session_id, random_hex};
 pub use init::{InitReport, init_home};
-pub use paths::{HomePath, PathError, protected_reason};
+pub use paths::{HomePath, PathError, protected_reason, secret_reason};
 pub use secrets::Secrets;
 pub use session_key::{SessionKey, SessionKeyError};

@@ -101,6 +101,17 @@ pub fn protected_reason(relative: &str) -> Option<&'static str> {
     }
 }
 
+/// Why a home-relative path must not be read into something that leaves the home (an archive),
+/// if it must not: `config.toml` (it holds the gateway token) and skill secrets.
+pub fn secret_reason(relative: &str) -> Option<&'static str> {
+    let segments: Vec<&str> = relative.split('/').collect();
+    match segments.as_slice() {
+        ["config.toml"] => Some("config.toml holds the gateway token"),
+        ["skills", _, "secrets", ..] => Some("skill secrets never leave the home"),
+        _ => None,
+    }
+}
+
 /// `C:`, `c:foo` — any single ASCII letter followed by a colon at the start.
 fn has_drive_letter(path: &str) -> bool {
     let b = path.as_bytes();

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use lurkbot_core::{Config, Home, SessionKey};
 use serde_json::{Map, Value};
 
-use crate::{Artifact, CommandSpec, ErrorCode};
+use crate::{Artifact, CommandSpec, ErrorCode, Progress};
 
 /// The future a command returns.
 pub type CommandFuture<'a> =
@@ -56,6 +56,8 @@ pub struct CommandCtx<'a> {
     pub registry: &'a Registry,
     /// Set when the run times out.
     pub cancel: CancelFlag,
+    /// Where long operations report progress (nowhere unless the front end attached a sink).
+    pub progress: Progress,
     config: OnceLock<Result<Config, lurkbot_core::ConfigError>>,
 }
 
@@ -75,8 +77,16 @@ impl<'a> CommandCtx<'a> {
             run_id,
             registry,
             cancel: CancelFlag::default(),
+            progress: Progress::none(),
             config: OnceLock::new(),
         }
+    }
+
+    /// Attaches a progress handle (builder style).
+    #[must_use]
+    pub fn with_progress(mut self, progress: Progress) -> Self {
+        self.progress = progress;
+        self
     }
 
     /// `config.toml`, read on first use.

@@ -42,6 +42,12 @@ pub enum ErrorCode {
     Timeout,
     /// A bug: the command failed in a way it does not describe.
     Internal,
+    /// An archive would extract more files or bytes than `--max-files` / `--max-bytes` allow.
+    ArchiveTooLarge,
+    /// A zip archive is corrupt, truncated, encrypted or uses an unsupported feature.
+    ZipError,
+    /// A tar archive (or its gz/bz2/xz compression) is corrupt, truncated or unsupported.
+    TarError,
 }
 
 impl ErrorCode {
@@ -65,6 +71,9 @@ impl ErrorCode {
         Self::IoError,
         Self::Timeout,
         Self::Internal,
+        Self::ArchiveTooLarge,
+        Self::ZipError,
+        Self::TarError,
     ];
 
     /// The code's text, e.g. `"InvalidArgs"`.
@@ -88,6 +97,9 @@ impl ErrorCode {
             Self::IoError => "IoError",
             Self::Timeout => "Timeout",
             Self::Internal => "Internal",
+            Self::ArchiveTooLarge => "ArchiveTooLarge",
+            Self::ZipError => "ZipError",
+            Self::TarError => "TarError",
         }
     }
 
@@ -112,7 +124,10 @@ impl ErrorCode {
             | Self::RateLimited
             | Self::ParseError
             | Self::IoError
-            | Self::Internal => 1,
+            | Self::Internal
+            | Self::ArchiveTooLarge
+            | Self::ZipError
+            | Self::TarError => 1,
         }
     }
 }
@@ -154,6 +169,9 @@ mod tests {
                 ("IoError", 1),
                 ("Timeout", 124),
                 ("Internal", 1),
+                ("ArchiveTooLarge", 1),
+                ("ZipError", 1),
+                ("TarError", 1),
             ]
         );
         for c in ErrorCode::ALL {

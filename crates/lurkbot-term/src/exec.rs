@@ -10,7 +10,8 @@ use crate::audit::{AuditRecord, write_audit};
 use crate::envelope::{STDERR_CAP, STDOUT_CAP, cap_text};
 use crate::redact::{Redactor, mask_argv, mask_command_text};
 use crate::{
-    Artifact, CommandCtx, CommandError, Envelope, ErrorCode, Outcome, Registry, help, parser,
+    Artifact, CommandCtx, CommandError, Envelope, ErrorCode, Outcome, Progress, Registry, help,
+    parser,
 };
 
 /// One `terminal_exec` call.
@@ -24,6 +25,8 @@ pub struct ExecRequest {
     pub timeout_ms: Option<u64>,
     /// The session the run belongs to.
     pub session: SessionKey,
+    /// Where long operations report progress (a terminal front end attaches a bar).
+    pub progress: Progress,
 }
 
 impl ExecRequest {
@@ -34,6 +37,7 @@ impl ExecRequest {
             stdin: None,
             timeout_ms: None,
             session: SessionKey::main(),
+            progress: Progress::none(),
         }
     }
 }
@@ -171,7 +175,8 @@ impl TerminalExec {
             request.stdin.as_deref(),
             run_id,
             &self.registry,
-        );
+        )
+        .with_progress(request.progress.clone());
         let run = command.run(&ctx, args);
         let outcome = match request.timeout_ms {
             Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), run).await {

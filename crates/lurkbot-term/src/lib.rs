@@ -14,6 +14,7 @@
 //! # }
 //! ```
 
+mod archive;
 mod args;
 mod audit;
 mod command;
@@ -24,6 +25,7 @@ mod exec;
 mod help;
 pub mod output;
 mod parser;
+mod progress;
 mod redact;
 mod registry;
 mod skill_doc;
@@ -41,6 +43,7 @@ pub use parser::{
     BANNED_TOKENS, MAX_COMMAND_CHARS, MAX_TOKENS, ParseError, SENSITIVE_FLAGS, parse_command,
     sensitive_flag,
 };
+pub use progress::{Progress, ProgressSink};
 pub use redact::{MASK, Redactor, mask_argv, mask_command_text};
 pub use registry::default_registry;
 pub use skill_doc::bundled_skills;

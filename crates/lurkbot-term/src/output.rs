@@ -21,6 +21,28 @@ pub fn writable_target(
     args: &ParsedArgs,
     raw: &str,
 ) -> Result<HomePath, CommandError> {
+    checked_target(ctx, args, raw, true)
+}
+
+/// Like [`writable_target`], but an existing file is kept unless `--overwrite --confirm` is
+/// given even under `artifacts/`: for products the user asked for by name, such as archives.
+///
+/// # Errors
+/// Those of [`writable_target`].
+pub fn strict_target(
+    ctx: &CommandCtx<'_>,
+    args: &ParsedArgs,
+    raw: &str,
+) -> Result<HomePath, CommandError> {
+    checked_target(ctx, args, raw, false)
+}
+
+fn checked_target(
+    ctx: &CommandCtx<'_>,
+    args: &ParsedArgs,
+    raw: &str,
+    artifacts_replaceable: bool,
+) -> Result<HomePath, CommandError> {
     let target = ctx.home.resolve(raw)?;
     let resolved_rel = ctx.home.relative(target.absolute()).unwrap_or_default();
     if let Some(reason) = lurkbot_core::protected_reason(&resolved_rel) {
@@ -37,7 +59,8 @@ pub fn writable_target(
         ));
     }
     let exists = std::fs::symlink_metadata(target.absolute()).is_ok();
-    let is_artifact = resolved_rel.starts_with(&format!("{}/", layout::ARTIFACTS));
+    let is_artifact =
+        artifacts_replaceable && resolved_rel.starts_with(&format!("{}/", layout::ARTIFACTS));
     if exists && !is_artifact && !args.overwrite_confirmed() {
         if args.has("--overwrite") {
             return Err(CommandError::new(
@@ -47,7 +70,11 @@ pub fn writable_target(
             .with_hint("add --confirm to replace it, or choose another path"));
         }
         return Err(CommandError::new(ErrorCode::RefuseOverwrite, format!("'{raw}' exists and was kept"))
-            .with_hint("add --overwrite --confirm to replace it, or choose another path (files under artifacts/ are replaced freely)"));
+            .with_hint(if artifacts_replaceable {
+                "add --overwrite --confirm to replace it, or choose another path (files under artifacts/ are replaced freely)"
+            } else {
+                "add --overwrite --confirm to replace it, or choose another path"
+            }));
     }
     Ok(target)
 }

@@ -2,8 +2,13 @@
 
 use crate::Registry;
 use crate::commands::help::HelpCommand;
+use crate::commands::tar::TarCommand;
+use crate::commands::zip::ZipCommand;
 
 /// Every built-in command, in the order `help` lists them.
 pub fn default_registry() -> Registry {
-    Registry::new().with(HelpCommand)
+    Registry::new()
+        .with(HelpCommand)
+        .with(ZipCommand)
+        .with(TarCommand)
 }

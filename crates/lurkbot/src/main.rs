@@ -1,6 +1,7 @@
 //! The `lurkbot` command line: parse, run, turn the outcome into an exit status once.
 
 mod cli;
+mod progress;
 mod run;
 
 use std::process::ExitCode;

@@ -1,3 +1,5 @@
-//! Built-in commands, one folder each: `mod.rs` holds the spec, `run.rs` the work.
+//! Built-in commands, one folder each: `mod.rs` holds the spec, the other files the work.
 
 pub mod help;
+pub mod tar;
+pub mod zip;

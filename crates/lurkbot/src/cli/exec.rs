@@ -1,13 +1,14 @@
 //! `lurkbot exec`: one terminal_exec command, in-process.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
 use lurkbot_core::{Home, SessionKey};
-use lurkbot_term::{ExecRequest, TerminalExec, default_registry};
+use lurkbot_term::{ExecRequest, Progress, TerminalExec, default_registry};
 
 /// Flags of `lurkbot exec`.
 #[derive(Debug, Args)]
@@ -16,7 +17,8 @@ use lurkbot_term::{ExecRequest, TerminalExec, default_registry};
 2 refused request, 124 timeout, 127 unknown command.\n\nExamples:\n  lurkbot exec help\n  lurkbot exec --json \"help --out artifacts/help.json\""
 )]
 pub(crate) struct ExecArgs {
-    /// Print the whole envelope as one JSON object instead of stdout/stderr.
+    /// Print the whole envelope as one JSON object instead of stdout/stderr (and no progress
+    /// bar; one is drawn on an interactive stderr for long archive work otherwise).
     #[arg(long)]
     json: bool,
     /// Session the run belongs to.
@@ -60,6 +62,11 @@ pub(crate) fn run(home_path: &Path, args: ExecArgs) -> anyhow::Result<ExitCode> 
         stdin,
         timeout_ms: args.timeout_ms,
         session,
+        progress: if !args.json && std::io::stderr().is_terminal() {
+            Progress::new(Arc::new(crate::progress::TerminalProgress::new()))
+        } else {
+            Progress::none()
+        },
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()

@@ -1,0 +1,159 @@
+//! Small shared pieces: running blocking archive work off the async executor, the extraction
+//! limits, input resolution and error helpers.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use lurkbot_core::HomePath;
+
+use crate::{CommandCtx, CommandError, ErrorCode, ParsedArgs};
+
+/// Default `--max-files`.
+pub(crate) const DEFAULT_MAX_FILES: u64 = 2000;
+/// Default `--max-bytes` (512 MiB).
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 512 * 1024 * 1024;
+/// Default and ceiling of `--max` for listings.
+pub(crate) const DEFAULT_LIST_MAX: u64 = 200;
+/// The largest `--max` accepted (entries in `result`; the full listing goes to `--out`).
+pub(crate) const LIST_MAX_CEILING: u64 = 10_000;
+
+/// Bomb limits of an extraction, enforced on what is actually written.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Most entries (files, directories and links, skipped ones included) to process.
+    pub(crate) max_files: u64,
+    /// Most bytes to write.
+    pub(crate) max_bytes: u64,
+}
+
+impl Limits {
+    /// `--max-files` and `--max-bytes`, or their defaults.
+    ///
+    /// # Errors
+    /// `InvalidArgs` for a value that is not a positive whole number.
+    pub(crate) fn from_args(args: &ParsedArgs) -> Result<Self, CommandError> {
+        Ok(Self {
+            max_files: args.number("--max-files", DEFAULT_MAX_FILES, 1, u64::MAX)?,
+            max_bytes: args.number("--max-bytes", DEFAULT_MAX_BYTES, 1, u64::MAX)?,
+        })
+    }
+}
+
+/// Runs blocking archive work on tokio's blocking pool so a timeout can fire meanwhile; the work
+/// checks the run's cancel flag between chunks.
+///
+/// # Errors
+/// The work's own error, or `Internal` if it panicked.
+pub(crate) async fn run_blocking<T, F>(work: F) -> Result<T, CommandError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, CommandError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(work).await.map_err(|e| {
+        CommandError::new(
+            ErrorCode::Internal,
+            format!("the archive work stopped unexpectedly: {e}"),
+        )
+        .with_hint("this is a bug; please report it with the archive if you can")
+    })?
+}
+
+/// The error a cancelled run returns (the executor has already answered `Timeout`).
+pub(crate) fn cancelled() -> CommandError {
+    CommandError::new(ErrorCode::Timeout, "cancelled")
+}
+
+/// An `IoError` naming what was being done to which path.
+pub(crate) fn io_error(action: &str, path: &str, e: &std::io::Error) -> CommandError {
+    CommandError::new(ErrorCode::IoError, format!("cannot {action} '{path}': {e}"))
+        .with_hint("check free space and permissions, then retry")
+}
+
+/// Resolves `--in`: it must be an existing file inside the home.
+///
+/// # Errors
+/// `PathEscapesAgentsRoot`, or `NotFound` / `InvalidArgs` for a missing file or a directory.
+pub(crate) fn input_file(ctx: &CommandCtx<'_>, raw: &str) -> Result<HomePath, CommandError> {
+    let path = ctx.home.resolve(raw)?;
+    match std::fs::metadata(path.absolute()) {
+        Ok(meta) if meta.is_file() => Ok(path),
+        Ok(_) => Err(CommandError::new(
+            ErrorCode::InvalidArgs,
+            format!("--in '{raw}' is not a file"),
+        )),
+        Err(_) => Err(
+            CommandError::new(ErrorCode::NotFound, format!("no file at '{raw}'"))
+                .with_hint("paths are relative to the LurkBot home; check the name"),
+        ),
+    }
+}
+
+/// Resolves `--dest`: a folder inside the home (created later if missing) that is not protected.
+///
+/// # Errors
+/// `PathEscapesAgentsRoot`, `PermissionDenied` for a protected place, `InvalidArgs` for a file.
+pub(crate) fn dest_dir(ctx: &CommandCtx<'_>, raw: &str) -> Result<HomePath, CommandError> {
+    let dest = ctx.home.resolve(raw)?;
+    let resolved = ctx.home.relative(dest.absolute()).unwrap_or_default();
+    if let Some(why) = lurkbot_core::protected_reason(&resolved) {
+        return Err(CommandError::new(
+            ErrorCode::PermissionDenied,
+            format!("cannot extract into '{raw}': {why}"),
+        )
+        .with_hint("extract under workspace/ or artifacts/"));
+    }
+    if dest.absolute().exists() && !dest.absolute().is_dir() {
+        return Err(CommandError::new(
+            ErrorCode::InvalidArgs,
+            format!("--dest '{raw}' exists and is not a folder"),
+        ));
+    }
+    Ok(dest)
+}
+
+/// A modification time in seconds since the epoch (negative before 1970).
+pub(crate) fn time_from_secs(secs: i64) -> SystemTime {
+    if secs >= 0 {
+        UNIX_EPOCH + Duration::from_secs(secs.unsigned_abs())
+    } else {
+        UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs())
+    }
+}
+
+/// Seconds since the epoch of a time (negative before 1970).
+pub(crate) fn secs_from_time(time: SystemTime) -> i64 {
+    match time.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
+    }
+}
+
+/// `1.5 MiB`-style sizes for summaries.
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_times() {
+        assert_eq!(human_bytes(999), "999 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(3 * 1024 * 1024), "3.0 MiB");
+        for secs in [-86_400, 0, 1_700_000_000] {
+            assert_eq!(secs_from_time(time_from_secs(secs)), secs);
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! `tar create`: a tar archive (optionally gzip/bzip2/xz-compressed) of a file or folder,
+//! written to a temporary file and renamed. Entries are GNU-format headers with the files'
+//! modes, owners and modification times; names keep their bytes.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+
+use super::format::{Compressor, TarFormat};
+use super::{SPEC, requested_format};
+use crate::archive::publish::NewArchive;
+use crate::archive::source::{self, SourceItem};
+use crate::archive::summary::CreateReport;
+use crate::archive::work::{cancelled, io_error, run_blocking};
+use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs, Progress};
+
+const CHUNK: usize = 256 * 1024;
+
+pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
+    let spec = SPEC.subcommand("create").unwrap_or(&SPEC.subcommands[2]);
+    let parsed = ParsedArgs::parse(spec.flags, spec.usage, args)?;
+    let out_raw = parsed.get("--out").unwrap_or_default();
+    let format = match requested_format(parsed.get("--format"))? {
+        Some(f) => f,
+        None => TarFormat::from_name(out_raw).ok_or_else(|| {
+            CommandError::new(
+                ErrorCode::InvalidArgs,
+                format!("cannot tell the format from the name '{out_raw}'"),
+            )
+            .with_hint(
+                "name it .tar, .tar.gz, .tgz, .tar.bz2, .tbz2, .tar.xz or .txz, or add --format",
+            )
+        })?,
+    };
+    parsed.require_confirm("creating an archive")?;
+    let src = ctx.home.resolve(parsed.get("--src").unwrap_or_default())?;
+    source::check_source(ctx, &src)?;
+    let target = crate::output::strict_target(ctx, &parsed, out_raw)?;
+    let mut stderr = String::new();
+    if let Some(named) = TarFormat::from_name(out_raw).filter(|n| *n != format) {
+        stderr.push_str(&format!(
+            "warning: '{out_raw}' is named like {} but is written as {}\n",
+            named.as_str(),
+            format.as_str()
+        ));
+    }
+    let overwrite = parsed.overwrite_confirmed();
+    let home = ctx.home.clone();
+    let cancel = ctx.cancel.clone();
+    let progress = ctx.progress.clone();
+    let src_moved = src.clone();
+    let (out, bytes_written, stats, tree) = run_blocking(move || {
+        let mut archive = NewArchive::create(target, overwrite)?;
+        let exclude = [
+            archive.temp_path().to_path_buf(),
+            archive.target().absolute().to_path_buf(),
+        ];
+        let exclude: Vec<&std::path::Path> = exclude.iter().map(|p| p.as_path()).collect();
+        let tree = source::collect(&home, &src_moved, &exclude, &cancel)?;
+        let shown = archive.target().relative().to_string();
+        progress.begin(&format!("creating {shown}"), Some(tree.total_bytes()));
+        let written = write_tar(
+            archive.file(),
+            format,
+            &tree.items,
+            &shown,
+            &cancel,
+            &progress,
+        );
+        progress.end();
+        let stats = written?;
+        let out = archive.target().clone();
+        let bytes_written = archive.publish()?;
+        Ok((out, bytes_written, stats, tree))
+    })
+    .await?;
+    let mut outcome = CreateReport {
+        command: "tar create",
+        src: &src,
+        out: &out,
+        files_added: stats.files,
+        dirs_added: stats.dirs,
+        bytes_in: stats.bytes_in,
+        bytes_written,
+        compression_level: format.level(),
+        skipped: tree.skipped,
+        skipped_entries: tree.skipped_entries,
+        extra: vec![("format", format.as_str().into())],
+    }
+    .into_outcome();
+    outcome.stderr = stderr;
+    Ok(outcome)
+}
+
+#[derive(Default)]
+struct Stats {
+    files: u64,
+    dirs: u64,
+    bytes_in: u64,
+}
+
+/// Counts bytes read from a source file and checks for cancellation.
+struct Counted<'a> {
+    inner: File,
+    progress: &'a Progress,
+    cancel: &'a CancelFlag,
+    bytes: u64,
+}
+
+impl Read for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.cancel.is_cancelled() {
+            return Err(std::io::Error::other("cancelled"));
+        }
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        self.progress.advance(n as u64);
+        Ok(n)
+    }
+}
+
+fn write_tar(
+    file: &mut File,
+    format: TarFormat,
+    items: &[SourceItem],
+    shown: &str,
+    cancel: &CancelFlag,
+    progress: &Progress,
+) -> Result<Stats, CommandError> {
+    let werr = |e: std::io::Error| {
+        if cancel.is_cancelled() {
+            cancelled()
+        } else {
+            io_error("write", shown, &e)
+        }
+    };
+    let compressor =
+        Compressor::new(format, BufWriter::with_capacity(CHUNK, file)).map_err(werr)?;
+    let mut builder = tar::Builder::new(compressor);
+    let mut stats = Stats::default();
+    for item in items {
+        if cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        let mut header = tar::Header::new_gnu();
+        header.set_metadata_in_mode(&item.meta, tar::HeaderMode::Complete);
+        let name = std::path::Path::new(std::ffi::OsStr::from_bytes(&item.name));
+        if item.meta.is_dir() {
+            header.set_size(0);
+            builder
+                .append_data(&mut header, name, std::io::empty())
+                .map_err(werr)?;
+            stats.dirs += 1;
+            continue;
+        }
+        let input = File::open(&item.path).map_err(|e| io_error("read", &item.display(), &e))?;
+        // The size is taken before reading: at most that many bytes are stored.
+        header.set_size(item.meta.len());
+        let mut counted = Counted {
+            inner: input,
+            progress,
+            cancel,
+            bytes: 0,
+        };
+        builder
+            .append_data(&mut header, name, (&mut counted).take(item.meta.len()))
+            .map_err(werr)?;
+        stats.bytes_in += counted.bytes;
+        stats.files += 1;
+    }
+    let compressor = builder.into_inner().map_err(werr)?;
+    let mut buffered = compressor.finish().map_err(werr)?;
+    buffered.flush().map_err(werr)?;
+    Ok(stats)
+}

@@ -1,0 +1,89 @@
+//! `tar extract`: staged, all-or-nothing extraction (see `archive::extractor`). Symbolic and
+//! hard links are never created (`skipped.unsafe_link`), with or without `--no-symlinks`.
+
+use std::io::Read;
+
+use super::format::open_reader;
+use super::list::{is_metadata, kind};
+use super::{SPEC, requested_format, tar_error};
+use crate::archive::extractor::{EntryMeta, ExtractOptions, ExtractReport, Extractor, SkipReason};
+use crate::archive::summary::extract_outcome;
+use crate::archive::work::{Limits, dest_dir, input_file, run_blocking, time_from_secs};
+use crate::{CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs};
+
+pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
+    let spec = SPEC.subcommand("extract").unwrap_or(&SPEC.subcommands[1]);
+    let parsed = ParsedArgs::parse(spec.flags, spec.usage, args)?;
+    let limits = Limits::from_args(&parsed)?;
+    let requested = requested_format(parsed.get("--format"))?;
+    parsed.require_confirm("extracting an archive")?;
+    let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
+    let dest = dest_dir(ctx, parsed.get("--dest").unwrap_or_default())?;
+    let opts = ExtractOptions {
+        dest: dest.clone(),
+        overwrite: parsed.overwrite_confirmed(),
+        limits,
+        archive_error: ErrorCode::TarError,
+        cancel: ctx.cancel.clone(),
+        progress: ctx.progress.clone(),
+    };
+    let path = input.absolute().to_path_buf();
+    let shown = input.relative().to_string();
+    let compressed_size = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let (report, format) = run_blocking(move || {
+        let (stream, format) = open_reader(&path, &shown, requested)?;
+        let progress = opts.progress.clone();
+        // The uncompressed size is unknown before reading; the bar counts bytes written.
+        progress.begin(
+            &format!("extracting {shown}"),
+            (format == super::format::TarFormat::Tar).then_some(compressed_size),
+        );
+        let outcome = extract_all(stream, &shown, opts);
+        progress.end();
+        outcome.map(|report| (report, format))
+    })
+    .await?;
+    Ok(extract_outcome(
+        "tar extract",
+        &input,
+        &dest,
+        report,
+        vec![("format", format.as_str().into())],
+    ))
+}
+
+fn extract_all(
+    stream: Box<dyn Read + Send>,
+    shown: &str,
+    opts: ExtractOptions,
+) -> Result<ExtractReport, CommandError> {
+    let mut extractor = Extractor::new(opts)?;
+    let mut archive = tar::Archive::new(stream);
+    for entry in archive.entries().map_err(|e| tar_error(shown, &e))? {
+        let mut entry = entry.map_err(|e| tar_error(shown, &e))?;
+        let header = entry.header();
+        let entry_type = header.entry_type();
+        if is_metadata(entry_type) {
+            continue;
+        }
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let meta = EntryMeta {
+            mtime: header
+                .mtime()
+                .ok()
+                .and_then(|s| i64::try_from(s).ok())
+                .map(time_from_secs),
+            mode: header.mode().ok().map(|m| m & 0o7777),
+        };
+        match kind(entry_type) {
+            "file" => {
+                let declared = entry.size();
+                extractor.file(&name, declared, meta, &mut entry)?;
+            }
+            "dir" => extractor.dir(&name, meta)?,
+            "symlink" | "hardlink" => extractor.skip_entry(&name, SkipReason::UnsafeLink)?,
+            _ => extractor.skip_entry(&name, SkipReason::Unsupported)?,
+        }
+    }
+    extractor.commit()
+}

@@ -1,0 +1,92 @@
+//! `tar list`: reads the whole (decompressed) stream, entry headers only.
+
+use tar::EntryType;
+
+use super::format::open_reader;
+use super::{SPEC, requested_format, tar_error};
+use crate::archive::listing::{ListEntry, Listing, TarFields};
+use crate::archive::work::{
+    DEFAULT_LIST_MAX, LIST_MAX_CEILING, cancelled, input_file, run_blocking,
+};
+use crate::{CommandCtx, CommandError, Outcome, ParsedArgs};
+
+pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
+    let spec = SPEC.subcommand("list").unwrap_or(&SPEC.subcommands[0]);
+    let parsed = ParsedArgs::parse(spec.flags, spec.usage, args)?;
+    let max = parsed.number("--max", DEFAULT_LIST_MAX, 0, LIST_MAX_CEILING)?;
+    let requested = requested_format(parsed.get("--format"))?;
+    let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
+    let path = input.absolute().to_path_buf();
+    let shown = input.relative().to_string();
+    let cancel = ctx.cancel.clone();
+    let (entries, format) = run_blocking(move || {
+        let (stream, format) = open_reader(&path, &shown, requested)?;
+        let mut archive = tar::Archive::new(stream);
+        let mut entries = Vec::new();
+        for entry in archive.entries().map_err(|e| tar_error(&shown, &e))? {
+            if cancel.is_cancelled() {
+                return Err(cancelled());
+            }
+            let entry = entry.map_err(|e| tar_error(&shown, &e))?;
+            let header = entry.header();
+            let entry_type = header.entry_type();
+            if is_metadata(entry_type) {
+                continue;
+            }
+            entries.push(ListEntry {
+                name: String::from_utf8_lossy(&entry.path_bytes()).into_owned(),
+                compressed_bytes: None,
+                uncompressed_bytes: entry.size(),
+                is_dir: entry_type.is_dir(),
+                modified_time_ms: header
+                    .mtime()
+                    .ok()
+                    .and_then(|s| i64::try_from(s).ok())
+                    .map(|s| s.saturating_mul(1000)),
+                tar: Some(TarFields {
+                    kind: kind(entry_type),
+                    mode: header.mode().unwrap_or(0) & 0o7777,
+                    uid: header.uid().unwrap_or(0),
+                    gid: header.gid().unwrap_or(0),
+                    link_name: entry
+                        .link_name_bytes()
+                        .map(|l| String::from_utf8_lossy(&l).into_owned()),
+                }),
+            });
+        }
+        Ok((entries, format))
+    })
+    .await?;
+    Listing {
+        command: "tar list",
+        input: &input,
+        entries,
+        extra: vec![("format", format.as_str().into())],
+    }
+    .into_outcome(ctx, &parsed, usize::try_from(max).unwrap_or(usize::MAX))
+}
+
+/// Header-only entries (PAX and GNU extensions) that describe the next entry or the archive.
+pub(super) fn is_metadata(entry_type: EntryType) -> bool {
+    matches!(
+        entry_type,
+        EntryType::XGlobalHeader
+            | EntryType::XHeader
+            | EntryType::GNULongName
+            | EntryType::GNULongLink
+    )
+}
+
+/// The entry kind shown in listings.
+pub(super) fn kind(entry_type: EntryType) -> &'static str {
+    match entry_type {
+        EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => "file",
+        EntryType::Directory => "dir",
+        EntryType::Symlink => "symlink",
+        EntryType::Link => "hardlink",
+        EntryType::Char => "char",
+        EntryType::Block => "block",
+        EntryType::Fifo => "fifo",
+        _ => "other",
+    }
+}

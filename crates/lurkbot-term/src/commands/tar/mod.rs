@@ -1,0 +1,182 @@
+//! `tar list|extract|create` (PRD-0017): tar, tar.gz, tar.bz2 and tar.xz without an external
+//! program, safe by default (no writes outside `--dest`, links never created, bomb limits,
+//! staged all-or-nothing extraction).
+
+mod create;
+mod extract;
+mod format;
+mod list;
+
+use crate::{Command, CommandCtx, CommandFuture, CommandSpec, FlagSpec, SubcommandSpec};
+
+const FORMAT_READ: FlagSpec = FlagSpec::value(
+    "--format",
+    "tar|tar.gz|tgz|tar.bz2|tbz2|tar.xz|txz",
+    false,
+    "expected format (default: detected from the content)",
+);
+const CONFIRM: FlagSpec = FlagSpec::switch("--confirm", "required: allow writing many files");
+const OVERWRITE: FlagSpec = FlagSpec::switch(
+    "--overwrite",
+    "replace existing files (honoured only with --confirm)",
+);
+
+/// The spec of `tar`.
+pub static SPEC: CommandSpec = CommandSpec {
+    name: "tar",
+    summary: "list, extract and create tar archives (.tar .tar.gz .tar.bz2 .tar.xz)",
+    usage: "tar <list|extract|create> [flags]",
+    subcommands: &[
+        SubcommandSpec {
+            name: "list",
+            summary: "list the entries of a tar archive",
+            usage: "tar list --in <tar_path> [--format <fmt>] [--max <n>] [--out <path>]",
+            flags: &[
+                FlagSpec::value(
+                    "--in",
+                    "tar_path",
+                    true,
+                    "the archive, relative to the home",
+                ),
+                FORMAT_READ,
+                FlagSpec::value(
+                    "--max",
+                    "n",
+                    false,
+                    "entries to include in stdout and result (default 200, 0-10000)",
+                ),
+                FlagSpec::value(
+                    "--out",
+                    "path",
+                    false,
+                    "write the full listing as JSON to this home-relative file",
+                ),
+                FlagSpec::switch(
+                    "--confirm",
+                    "with --overwrite: replace an existing --out file",
+                ),
+                FlagSpec::switch(
+                    "--overwrite",
+                    "replace an existing --out file outside artifacts/ (needs --confirm)",
+                ),
+            ],
+            examples: &[
+                "tar list --in workspace/backup.tar.gz",
+                "tar list --in workspace/big.tar.xz --max 20 --out artifacts/tar/big.json",
+            ],
+        },
+        SubcommandSpec {
+            name: "extract",
+            summary: "extract a tar archive into a folder (links are never created)",
+            usage: "tar extract --in <tar_path> --dest <dir> --confirm [--format <fmt>] [--overwrite] [--max-files <n>] [--max-bytes <n>] [--no-symlinks]",
+            flags: &[
+                FlagSpec::value(
+                    "--in",
+                    "tar_path",
+                    true,
+                    "the archive, relative to the home",
+                ),
+                FlagSpec::value(
+                    "--dest",
+                    "dir",
+                    true,
+                    "the folder to extract into (created if missing)",
+                ),
+                CONFIRM,
+                FORMAT_READ,
+                OVERWRITE,
+                FlagSpec::value(
+                    "--max-files",
+                    "n",
+                    false,
+                    "refuse archives with more entries (default 2000) -> ArchiveTooLarge",
+                ),
+                FlagSpec::value(
+                    "--max-bytes",
+                    "n",
+                    false,
+                    "refuse to write more bytes (default 536870912 = 512 MiB) -> ArchiveTooLarge",
+                ),
+                FlagSpec::switch(
+                    "--no-symlinks",
+                    "accepted for PRD compatibility: links are never created anyway",
+                ),
+            ],
+            examples: &[
+                "tar extract --in workspace/backup.tar.gz --dest workspace/restore --confirm",
+                "tar extract --in workspace/src.tar.xz --dest workspace/src --confirm --max-bytes 2147483648",
+            ],
+        },
+        SubcommandSpec {
+            name: "create",
+            summary: "create a tar archive from a file or folder",
+            usage: "tar create --src <path> --out <tar_path> --confirm [--format <fmt>] [--overwrite]",
+            flags: &[
+                FlagSpec::value(
+                    "--src",
+                    "path",
+                    true,
+                    "the file or folder to archive, relative to the home",
+                ),
+                FlagSpec::value("--out", "tar_path", true, "the archive to write"),
+                CONFIRM,
+                FlagSpec::value(
+                    "--format",
+                    "tar|tar.gz|tgz|tar.bz2|tbz2|tar.xz|txz",
+                    false,
+                    "format (default: from the --out name)",
+                ),
+                OVERWRITE,
+            ],
+            examples: &[
+                "tar create --src workspace/project --out workspace/project.tar.gz --confirm",
+                "tar create --src workspace/logs --out workspace/logs.bin --format tar.xz --confirm",
+            ],
+        },
+    ],
+    flags: &[],
+    examples: &[
+        "tar list --in workspace/backup.tar.gz",
+        "tar extract --in workspace/backup.tar.gz --dest workspace/restore --confirm",
+        "tar create --src workspace/project --out workspace/project.tar.gz --confirm",
+    ],
+    skill: "archive-cli",
+};
+
+/// The `tar` command.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TarCommand;
+
+impl Command for TarCommand {
+    fn spec(&self) -> &'static CommandSpec {
+        &SPEC
+    }
+
+    fn run<'a>(&'a self, ctx: &'a CommandCtx<'a>, args: &'a [String]) -> CommandFuture<'a> {
+        Box::pin(async move {
+            // The executor has checked that a known subcommand is present.
+            let (sub, rest) = args
+                .split_first()
+                .map_or(("", &[][..]), |(s, r)| (s.as_str(), r));
+            match sub {
+                "list" => list::run(ctx, rest).await,
+                "extract" => extract::run(ctx, rest).await,
+                _ => create::run(ctx, rest).await,
+            }
+        })
+    }
+}
+
+/// The optional `--format`.
+fn requested_format(raw: Option<&str>) -> Result<Option<format::TarFormat>, crate::CommandError> {
+    raw.map(format::TarFormat::parse).transpose()
+}
+
+/// A `TarError` for a failure while reading the stream.
+fn tar_error(shown: &str, e: &std::io::Error) -> crate::CommandError {
+    crate::CommandError::new(
+        crate::ErrorCode::TarError,
+        format!("cannot read '{shown}' as a tar archive: {e}"),
+    )
+    .with_hint("the archive is corrupt, truncated or not a tar file (see --format)")
+}

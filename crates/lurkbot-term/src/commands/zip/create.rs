@@ -1,0 +1,178 @@
+//! `zip create`: a zip archive of a file or folder, written to a temporary file and renamed.
+//!
+//! Names are stored as UTF-8 (flagged; bytes of non-UTF-8 file names become U+FFFD), with the
+//! Unix permissions, the DOS time (local) and an extended timestamp (UTC seconds), which `unzip`
+//! restores exactly.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+
+use chrono::{Datelike, TimeZone, Timelike};
+use zip::write::FullFileOptions;
+use zip::{CompressionMethod, DateTime, ZipWriter};
+
+use super::{SPEC, reader};
+use crate::archive::publish::NewArchive;
+use crate::archive::source::{self, SourceItem};
+use crate::archive::summary::CreateReport;
+use crate::archive::work::{cancelled, io_error, run_blocking, secs_from_time};
+use crate::{CancelFlag, CommandCtx, CommandError, Outcome, ParsedArgs, Progress};
+
+/// Extended timestamp extra field id ("UT").
+const EXTENDED_TIMESTAMP: u16 = 0x5455;
+const CHUNK: usize = 256 * 1024;
+
+pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
+    let spec = SPEC.subcommand("create").unwrap_or(&SPEC.subcommands[2]);
+    let parsed = ParsedArgs::parse(spec.flags, spec.usage, args)?;
+    let level = u32::try_from(parsed.number("--level", 6, 0, 9)?).unwrap_or(6);
+    parsed.require_confirm("creating an archive")?;
+    let src = ctx.home.resolve(parsed.get("--src").unwrap_or_default())?;
+    source::check_source(ctx, &src)?;
+    let out_raw = parsed.get("--out").unwrap_or_default();
+    let target = crate::output::strict_target(ctx, &parsed, out_raw)?;
+    let overwrite = parsed.overwrite_confirmed();
+    let home = ctx.home.clone();
+    let cancel = ctx.cancel.clone();
+    let progress = ctx.progress.clone();
+    let src_moved = src.clone();
+    let (out, bytes_written, stats, tree) = run_blocking(move || {
+        let mut archive = NewArchive::create(target, overwrite)?;
+        let exclude = [
+            archive.temp_path().to_path_buf(),
+            archive.target().absolute().to_path_buf(),
+        ];
+        let exclude: Vec<&std::path::Path> = exclude.iter().map(|p| p.as_path()).collect();
+        let tree = source::collect(&home, &src_moved, &exclude, &cancel)?;
+        let shown = archive.target().relative().to_string();
+        progress.begin(&format!("creating {shown}"), Some(tree.total_bytes()));
+        let written = write_zip(
+            archive.file(),
+            &tree.items,
+            level,
+            &shown,
+            &cancel,
+            &progress,
+        );
+        progress.end();
+        let stats = written?;
+        let out = archive.target().clone();
+        let bytes_written = archive.publish()?;
+        Ok((out, bytes_written, stats, tree))
+    })
+    .await?;
+    Ok(CreateReport {
+        command: "zip create",
+        src: &src,
+        out: &out,
+        files_added: stats.files,
+        dirs_added: stats.dirs,
+        bytes_in: stats.bytes_in,
+        bytes_written,
+        compression_level: Some(level),
+        skipped: tree.skipped,
+        skipped_entries: tree.skipped_entries,
+        extra: Vec::new(),
+    }
+    .into_outcome())
+}
+
+#[derive(Default)]
+struct Stats {
+    files: u64,
+    dirs: u64,
+    bytes_in: u64,
+}
+
+fn write_zip(
+    file: &mut File,
+    items: &[SourceItem],
+    level: u32,
+    shown: &str,
+    cancel: &CancelFlag,
+    progress: &Progress,
+) -> Result<Stats, CommandError> {
+    let zerr = |e: zip::result::ZipError| match e {
+        zip::result::ZipError::Io(io) => io_error("write", shown, &io),
+        other => reader::zip_error(shown, &other),
+    };
+    let mut zip = ZipWriter::new(BufWriter::with_capacity(CHUNK, file));
+    let mut stats = Stats::default();
+    let mut buf = vec![0u8; CHUNK];
+    for item in items {
+        if cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        let name = item.display();
+        let options = entry_options(item, level);
+        if item.meta.is_dir() {
+            zip.add_directory(format!("{name}/"), options)
+                .map_err(zerr)?;
+            stats.dirs += 1;
+            continue;
+        }
+        let mut input = File::open(&item.path).map_err(|e| io_error("read", &name, &e))?;
+        zip.start_file(name.as_str(), options).map_err(zerr)?;
+        loop {
+            let n = match input.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_error("read", &name, &e)),
+            };
+            zip.write_all(&buf[..n])
+                .map_err(|e| io_error("write", shown, &e))?;
+            stats.bytes_in += n as u64;
+            progress.advance(n as u64);
+            if cancel.is_cancelled() {
+                return Err(cancelled());
+            }
+        }
+        stats.files += 1;
+    }
+    let mut writer = zip.finish().map_err(zerr)?;
+    writer.flush().map_err(|e| io_error("write", shown, &e))?;
+    Ok(stats)
+}
+
+fn entry_options(item: &SourceItem, level: u32) -> FullFileOptions<'static, 'static> {
+    let secs = item.meta.modified().map(secs_from_time).unwrap_or(0);
+    let (method, level) = if level == 0 {
+        (CompressionMethod::Stored, None)
+    } else {
+        (CompressionMethod::Deflated, Some(i64::from(level)))
+    };
+    let mut options = FullFileOptions::default()
+        .compression_method(method)
+        .compression_level(level)
+        .last_modified_time(dos_time(secs))
+        .unix_permissions(item.meta.permissions().mode() & 0o7777)
+        .large_file(item.meta.len() >= u64::from(u32::MAX));
+    if let Ok(secs) = u32::try_from(secs) {
+        let mut field = vec![1u8];
+        field.extend_from_slice(&secs.to_le_bytes());
+        // Cannot fail: 5 bytes are far below the extra-field limit.
+        let _ = options.add_extra_field(EXTENDED_TIMESTAMP, field, false);
+    }
+    options
+}
+
+/// The DOS date and time (local time, 2-second steps, 1980–2107) of `secs`.
+fn dos_time(secs: i64) -> DateTime {
+    chrono::Local
+        .timestamp_opt(secs, 0)
+        .single()
+        .and_then(|t| {
+            DateTime::from_date_and_time(
+                u16::try_from(t.year()).ok()?,
+                u8::try_from(t.month()).ok()?,
+                u8::try_from(t.day()).ok()?,
+                u8::try_from(t.hour()).ok()?,
+                u8::try_from(t.minute()).ok()?,
+                u8::try_from(t.second()).ok()?,
+            )
+            .ok()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,49 @@
+//! `zip list`: the entries of an archive, from its central directory (nothing is decompressed).
+
+use super::names::{NameEncoding, decode_names};
+use super::{SPEC, reader};
+use crate::archive::listing::{ListEntry, Listing};
+use crate::archive::work::{DEFAULT_LIST_MAX, LIST_MAX_CEILING, input_file, run_blocking};
+use crate::{CommandCtx, CommandError, Outcome, ParsedArgs};
+
+pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
+    let spec = SPEC.subcommand("list").unwrap_or(&SPEC.subcommands[0]);
+    let parsed = ParsedArgs::parse(spec.flags, spec.usage, args)?;
+    let max = parsed.number("--max", DEFAULT_LIST_MAX, 0, LIST_MAX_CEILING)?;
+    let encoding = NameEncoding::parse(parsed.get("--encoding"))?;
+    let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
+    let path = input.absolute().to_path_buf();
+    let shown = input.relative().to_string();
+    let cancel = ctx.cancel.clone();
+    let (entries, used) = run_blocking(move || {
+        let mut archive = reader::open(&path, &shown)?;
+        let raw = reader::raw_names(&mut archive, &shown)?;
+        let (names, used) = decode_names(&raw, encoding);
+        let mut entries = Vec::with_capacity(names.len());
+        for (i, name) in names.into_iter().enumerate() {
+            if cancel.is_cancelled() {
+                return Err(crate::archive::work::cancelled());
+            }
+            let entry = archive
+                .by_index_raw(i)
+                .map_err(|e| reader::zip_error(&shown, &e))?;
+            entries.push(ListEntry {
+                is_dir: entry.is_dir(),
+                compressed_bytes: Some(entry.compressed_size()),
+                uncompressed_bytes: entry.size(),
+                modified_time_ms: reader::mtime_secs(&entry).map(|s| s.saturating_mul(1000)),
+                name,
+                tar: None,
+            });
+        }
+        Ok((entries, used))
+    })
+    .await?;
+    Listing {
+        command: "zip list",
+        input: &input,
+        entries,
+        extra: vec![("encoding", used.as_str().into())],
+    }
+    .into_outcome(ctx, &parsed, usize::try_from(max).unwrap_or(usize::MAX))
+}

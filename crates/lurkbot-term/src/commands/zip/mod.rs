@@ -1,0 +1,164 @@
+//! `zip list|extract|create` (PRD-0017): zip archives without an external program, safe by
+//! default (no writes outside `--dest`, no links, bomb limits, staged all-or-nothing extraction).
+
+mod create;
+mod extract;
+mod list;
+mod names;
+mod reader;
+
+use crate::{Command, CommandCtx, CommandFuture, CommandSpec, FlagSpec, SubcommandSpec};
+
+const CONFIRM: FlagSpec = FlagSpec::switch("--confirm", "required: allow writing many files");
+const OVERWRITE: FlagSpec = FlagSpec::switch(
+    "--overwrite",
+    "replace existing files (honoured only with --confirm)",
+);
+const ENCODING: FlagSpec = FlagSpec::value(
+    "--encoding",
+    "auto|utf-8|cp437|cp932|gbk",
+    false,
+    "how to decode names not flagged as UTF-8 (default auto: detected per archive)",
+);
+
+/// The spec of `zip`.
+pub static SPEC: CommandSpec = CommandSpec {
+    name: "zip",
+    summary: "list, extract and create zip archives (safe by default)",
+    usage: "zip <list|extract|create> [flags]",
+    subcommands: &[
+        SubcommandSpec {
+            name: "list",
+            summary: "list the entries of a zip archive",
+            usage: "zip list --in <zip_path> [--max <n>] [--out <path>] [--encoding <enc>]",
+            flags: &[
+                FlagSpec::value(
+                    "--in",
+                    "zip_path",
+                    true,
+                    "the archive, relative to the home",
+                ),
+                FlagSpec::value(
+                    "--max",
+                    "n",
+                    false,
+                    "entries to include in stdout and result (default 200, 0-10000)",
+                ),
+                FlagSpec::value(
+                    "--out",
+                    "path",
+                    false,
+                    "write the full listing as JSON to this home-relative file",
+                ),
+                ENCODING,
+                FlagSpec::switch(
+                    "--confirm",
+                    "with --overwrite: replace an existing --out file",
+                ),
+                FlagSpec::switch(
+                    "--overwrite",
+                    "replace an existing --out file outside artifacts/ (needs --confirm)",
+                ),
+            ],
+            examples: &[
+                "zip list --in workspace/docs.zip",
+                "zip list --in workspace/big.zip --max 20 --out artifacts/zip/big.json",
+            ],
+        },
+        SubcommandSpec {
+            name: "extract",
+            summary: "extract a zip archive into a folder",
+            usage: "zip extract --in <zip_path> --dest <dir> --confirm [--overwrite] [--max-files <n>] [--max-bytes <n>] [--encoding <enc>]",
+            flags: &[
+                FlagSpec::value(
+                    "--in",
+                    "zip_path",
+                    true,
+                    "the archive, relative to the home",
+                ),
+                FlagSpec::value(
+                    "--dest",
+                    "dir",
+                    true,
+                    "the folder to extract into (created if missing)",
+                ),
+                CONFIRM,
+                OVERWRITE,
+                FlagSpec::value(
+                    "--max-files",
+                    "n",
+                    false,
+                    "refuse archives with more entries (default 2000) -> ArchiveTooLarge",
+                ),
+                FlagSpec::value(
+                    "--max-bytes",
+                    "n",
+                    false,
+                    "refuse to write more bytes (default 536870912 = 512 MiB) -> ArchiveTooLarge",
+                ),
+                ENCODING,
+            ],
+            examples: &[
+                "zip extract --in workspace/docs.zip --dest workspace/docs --confirm",
+                "zip extract --in workspace/sjis.zip --dest workspace/out --confirm --encoding cp932",
+            ],
+        },
+        SubcommandSpec {
+            name: "create",
+            summary: "create a zip archive from a file or folder",
+            usage: "zip create --src <path> --out <zip_path> --confirm [--overwrite] [--level 0-9]",
+            flags: &[
+                FlagSpec::value(
+                    "--src",
+                    "path",
+                    true,
+                    "the file or folder to archive, relative to the home",
+                ),
+                FlagSpec::value("--out", "zip_path", true, "the archive to write"),
+                CONFIRM,
+                OVERWRITE,
+                FlagSpec::value(
+                    "--level",
+                    "0-9",
+                    false,
+                    "compression level: 0 stores, 9 compresses most (default 6)",
+                ),
+            ],
+            examples: &[
+                "zip create --src workspace/report --out workspace/report.zip --confirm",
+                "zip create --src workspace/photos --out workspace/photos.zip --confirm --level 0",
+            ],
+        },
+    ],
+    flags: &[],
+    examples: &[
+        "zip list --in workspace/docs.zip",
+        "zip extract --in workspace/docs.zip --dest workspace/docs --confirm",
+        "zip create --src workspace/report --out workspace/report.zip --confirm",
+    ],
+    skill: "archive-cli",
+};
+
+/// The `zip` command.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ZipCommand;
+
+impl Command for ZipCommand {
+    fn spec(&self) -> &'static CommandSpec {
+        &SPEC
+    }
+
+    fn run<'a>(&'a self, ctx: &'a CommandCtx<'a>, args: &'a [String]) -> CommandFuture<'a> {
+        Box::pin(async move {
+            // The executor has checked that a known subcommand is present.
+            let (sub, rest) = args
+                .split_first()
+                .map_or(("", &[][..]), |(s, r)| (s.as_str(), r));
+            match sub {
+                "list" => list::run(ctx, rest).await,
+                "extract" => extract::run(ctx, rest).await,
+                _ => create::run(ctx, rest).await,
+            }
+        })
+    }
+}

@@ -1,0 +1,106 @@
+//! Opening zip archives and reading entry metadata (names, times), with corrupt input mapped
+//! to `ZipError`.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek};
+
+use chrono::TimeZone;
+use zip::ZipArchive;
+use zip::extra_fields::ExtraField;
+use zip::read::ZipFile;
+use zip::result::ZipError as ZipCrateError;
+
+use super::names::RawName;
+use crate::archive::work::io_error;
+use crate::{CommandError, ErrorCode};
+
+/// General purpose flag bit 11: the name is UTF-8.
+const UTF8_FLAG: u16 = 1 << 11;
+
+/// An open archive.
+pub(super) type Archive = ZipArchive<BufReader<File>>;
+
+/// Opens `path` (shown as `shown`) as a zip archive.
+///
+/// # Errors
+/// `IoError` when the file cannot be opened, `ZipError` when it is not a readable zip.
+pub(super) fn open(path: &std::path::Path, shown: &str) -> Result<Archive, CommandError> {
+    let file = File::open(path).map_err(|e| io_error("open", shown, &e))?;
+    ZipArchive::new(BufReader::with_capacity(64 * 1024, file)).map_err(|e| zip_error(shown, &e))
+}
+
+/// A `ZipError` for a failure of the zip reader or writer.
+pub(super) fn zip_error(shown: &str, e: &ZipCrateError) -> CommandError {
+    let (message, hint) = match e {
+        ZipCrateError::UnsupportedArchive(what) if what.contains("assword") => (
+            format!("'{shown}' is encrypted"),
+            "encrypted zip archives are not supported; decrypt it with another tool first",
+        ),
+        ZipCrateError::UnsupportedArchive(what) => (
+            format!("'{shown}' uses an unsupported zip feature: {what}"),
+            "supported: stored, deflate, bzip2 and xz entries, zip64",
+        ),
+        ZipCrateError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => (
+            format!("'{shown}' is truncated"),
+            "the file ends early; download or copy it again",
+        ),
+        other => (
+            format!("'{shown}' is not a valid zip archive: {other}"),
+            "check that the file is a complete zip archive (not another format or a partial download)",
+        ),
+    };
+    CommandError::new(ErrorCode::ZipError, message).with_hint(hint)
+}
+
+/// The stored names of every entry, with their UTF-8 flag and Unicode Path field.
+///
+/// # Errors
+/// `ZipError` for an unreadable entry header.
+pub(super) fn raw_names(archive: &mut Archive, shown: &str) -> Result<Vec<RawName>, CommandError> {
+    (0..archive.len())
+        .map(|i| {
+            let entry = archive.by_index_raw(i).map_err(|e| zip_error(shown, &e))?;
+            let bytes = entry.name_raw().to_vec();
+            let unicode_path = entry.extra_data_fields().find_map(|f| match f {
+                ExtraField::UnicodePath(u) => u
+                    .clone()
+                    .unwrap_valid(&bytes)
+                    .ok()
+                    .and_then(|c| String::from_utf8(c.into_vec()).ok()),
+                _ => None,
+            });
+            Ok(RawName {
+                utf8_flag: entry.flags().as_u16() & UTF8_FLAG != 0,
+                bytes,
+                unicode_path,
+            })
+        })
+        .collect()
+}
+
+/// The modification time in seconds since the epoch: the extended timestamp field (UTC) when
+/// present, else the DOS date and time, read as local time.
+pub(super) fn mtime_secs<R: Read + Seek>(entry: &ZipFile<'_, R>) -> Option<i64> {
+    let extended = entry.extra_data_fields().find_map(|f| match f {
+        ExtraField::ExtendedTimestamp(ts) => ts.mod_time(),
+        _ => None,
+    });
+    if let Some(secs) = extended {
+        return Some(i64::from(secs));
+    }
+    let dos = entry.last_modified()?;
+    let naive = chrono::NaiveDate::from_ymd_opt(
+        i32::from(dos.year()),
+        u32::from(dos.month()),
+        u32::from(dos.day()),
+    )?
+    .and_hms_opt(
+        u32::from(dos.hour()),
+        u32::from(dos.minute()),
+        u32::from(dos.second()),
+    )?;
+    chrono::Local
+        .from_local_datetime(&naive)
+        .earliest()
+        .map(|t| t.timestamp())
+}
