@@ -153,6 +153,28 @@ impl Harness {
         }
     }
 
+    /// A harness over the built-in commands (zip, tar, …).
+    pub fn builtin() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::open(&dir.path().join("home")).unwrap();
+        Self {
+            exec: TerminalExec::new(home, lurkbot_term::default_registry()),
+            dir,
+        }
+    }
+
+    /// A path inside the home.
+    pub fn path(&self, rel: &str) -> std::path::PathBuf {
+        self.home().join(rel)
+    }
+
+    /// Writes a file inside the home, creating folders.
+    pub fn write(&self, rel: &str, bytes: &[u8]) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+
     pub fn home(&self) -> &std::path::Path {
         self.exec.home().root()
     }

@@ -6,6 +6,9 @@
     clippy::expect_used
 )]
 
+mod archives;
+mod crafted;
 mod fixtures;
 
 mod executor;
+mod safety;

@@ -113,7 +113,7 @@ pub(crate) struct ExtractReport {
     pub(crate) entries_total: u64,
     /// Files moved into `--dest`.
     pub(crate) files_written: u64,
-    /// Directories created under `--dest`.
+    /// Directories created: `--dest` itself (and missing parents) and folders under it.
     pub(crate) dirs_created: u64,
     /// Bytes of the files moved into `--dest`.
     pub(crate) bytes_written: u64,
@@ -184,6 +184,10 @@ impl Extractor {
             .prefix(".lurkbot-extract-")
             .tempdir_in(&dest)
             .map_err(|e| io_error("create a staging directory in", &shown, &e))?;
+        let report = ExtractReport {
+            dirs_created: created_dest.len() as u64,
+            ..ExtractReport::default()
+        };
         Ok(Self {
             opts,
             staging,
@@ -192,7 +196,7 @@ impl Extractor {
             bytes_staged: 0,
             items: Vec::new(),
             index: HashMap::new(),
-            report: ExtractReport::default(),
+            report,
             buf: vec![0; CHUNK],
         })
     }

@@ -17,8 +17,8 @@ pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome
     let limits = Limits::from_args(&parsed)?;
     let requested = requested_format(parsed.get("--format"))?;
     parsed.require_confirm("extracting an archive")?;
-    let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
     let dest = dest_dir(ctx, parsed.get("--dest").unwrap_or_default())?;
+    let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
     let opts = ExtractOptions {
         dest: dest.clone(),
         overwrite: parsed.overwrite_confirmed(),

@@ -13,8 +13,8 @@ pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome
     let limits = Limits::from_args(&parsed)?;
     let encoding = NameEncoding::parse(parsed.get("--encoding"))?;
     parsed.require_confirm("extracting an archive")?;
-    let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
     let dest = dest_dir(ctx, parsed.get("--dest").unwrap_or_default())?;
+    let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
     let opts = ExtractOptions {
         dest: dest.clone(),
         overwrite: parsed.overwrite_confirmed(),
