@@ -201,6 +201,10 @@ mod tests {
         assert!(protected_reason("skills/irc-cli/secrets/.env").is_some());
         assert!(protected_reason("artifacts/zip/list.json").is_none());
         assert!(protected_reason("workspace/config.toml").is_none());
+        assert!(secret_reason("config.toml").is_some());
+        assert!(secret_reason("skills/calendar-cli/secrets").is_some());
+        assert!(secret_reason("skills/calendar-cli/SKILL.md").is_none());
+        assert!(secret_reason("artifacts/terminal_exec/runs/x.json").is_none());
     }
 
     #[cfg(unix)]

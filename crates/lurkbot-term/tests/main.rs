@@ -11,4 +11,6 @@ mod crafted;
 mod fixtures;
 
 mod executor;
+mod fuzz;
+mod interop;
 mod safety;

@@ -8,6 +8,7 @@
 
 mod util;
 
+mod archive;
 mod cli;
 mod config;
 mod exec;

@@ -1,0 +1,166 @@
+//! Interoperability with the classic tools: Debian's `zip`/`unzip` and GNU `tar` (gz, bz2, xz).
+//! The tools must be installed (`scripts/test.sh` installs them); a missing tool fails loudly.
+
+use std::os::unix::ffi::OsStrExt;
+use std::process::Command;
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde_json::json;
+
+use crate::crafted::tree;
+use crate::fixtures::Harness;
+
+/// Runs a classic tool in `dir` and insists it succeeds.
+fn tool(dir: &std::path::Path, program: &str, args: &[&str]) {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env("TZ", "UTC")
+        .output()
+        .unwrap_or_else(|e| panic!("'{program}' is needed for this test (scripts/test.sh installs zip unzip tar xz-utils bzip2): {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn source(h: &Harness) {
+    h.write("workspace/src/readme.txt", b"read me\n");
+    h.write(
+        "workspace/src/data/numbers.csv",
+        (0..20_000)
+            .map(|i| format!("{i},{}\n", i * i))
+            .collect::<String>()
+            .as_bytes(),
+    );
+    h.write(
+        "workspace/src/data/blob.bin",
+        &(0..100_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect::<Vec<_>>(),
+    );
+    let long = format!(
+        "workspace/src/{}/{}.txt",
+        "long-folder-name".repeat(5),
+        "x".repeat(80)
+    );
+    h.write(&long, b"long names need GNU or PAX headers");
+    h.write("workspace/src/ünïcödé/日本.txt", b"utf-8 names");
+    let t = UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+    for (p, _) in tree(&h.path("workspace/src")) {
+        std::fs::File::options()
+            .write(true)
+            .open(h.path(&format!("workspace/src/{p}")))
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+}
+
+fn mtimes(dir: &std::path::Path) -> Vec<(String, u64)> {
+    tree(dir)
+        .into_iter()
+        .map(|(p, _)| {
+            let m = std::fs::metadata(dir.join(&p)).unwrap().modified().unwrap();
+            (p, m.duration_since(UNIX_EPOCH).unwrap().as_secs())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn archives_made_by_zip_and_tar_extract_correctly() {
+    let h = Harness::builtin();
+    source(&h);
+    let ws = h.path("workspace");
+    tool(&ws, "zip", &["-qr", "by-zip.zip", "src"]);
+    tool(&ws, "tar", &["czf", "by-tar.tar.gz", "src"]);
+    tool(&ws, "tar", &["cjf", "by-tar.tar.bz2", "src"]);
+    tool(&ws, "tar", &["cJf", "by-tar.tar.xz", "src"]);
+    tool(
+        &ws,
+        "tar",
+        &["--format=posix", "-cf", "by-tar-pax.tar", "src"],
+    );
+    for (name, cmd) in [
+        ("by-zip.zip", "zip"),
+        ("by-tar.tar.gz", "tar"),
+        ("by-tar.tar.bz2", "tar"),
+        ("by-tar.tar.xz", "tar"),
+        ("by-tar-pax.tar", "tar"),
+    ] {
+        let dest = format!("workspace/x-{name}");
+        let env = h
+            .run(&format!(
+                "{cmd} extract --in workspace/{name} --dest {dest} --confirm"
+            ))
+            .await;
+        assert_eq!(env.exit_code, 0, "{name}: {}", env.stderr);
+        assert_eq!(env.result["files_written"], json!(5), "{name}");
+        let got = h.path(&format!("{dest}/src"));
+        assert_eq!(tree(&got), tree(&h.path("workspace/src")), "{name}");
+        assert_eq!(mtimes(&got), mtimes(&h.path("workspace/src")), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn archives_we_make_are_read_by_unzip_and_tar() {
+    let h = Harness::builtin();
+    source(&h);
+    let ws = h.path("workspace");
+    let env = h
+        .run("zip create --src workspace/src --out workspace/ours.zip --confirm")
+        .await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+    tool(&ws, "unzip", &["-tq", "ours.zip"]);
+    tool(&ws, "unzip", &["-q", "ours.zip", "-d", "by-unzip"]);
+    assert_eq!(tree(&ws.join("by-unzip/src")), tree(&ws.join("src")));
+    assert_eq!(mtimes(&ws.join("by-unzip/src")), mtimes(&ws.join("src")));
+    for ext in ["tar", "tar.gz", "tar.bz2", "tar.xz"] {
+        let env = h
+            .run(&format!(
+                "tar create --src workspace/src --out workspace/ours.{ext} --confirm"
+            ))
+            .await;
+        assert_eq!(env.exit_code, 0, "{}", env.stderr);
+        let dir = format!("by-tar-{ext}");
+        std::fs::create_dir(ws.join(&dir)).unwrap();
+        tool(&ws, "tar", &["xf", &format!("ours.{ext}"), "-C", &dir]);
+        assert_eq!(
+            tree(&ws.join(&dir).join("src")),
+            tree(&ws.join("src")),
+            "{ext}"
+        );
+        assert_eq!(
+            mtimes(&ws.join(&dir).join("src")),
+            mtimes(&ws.join("src")),
+            "{ext}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn zip_of_legacy_named_files_decodes_with_auto() {
+    let h = Harness::builtin();
+    let ws = h.path("workspace");
+    std::fs::create_dir_all(ws.join("legacy")).unwrap();
+    // File names as a Japanese Windows machine would write them: Shift_JIS bytes on disk.
+    for name in ["報告書.txt", "議事録のメモ.txt"] {
+        let bytes = encoding_rs::SHIFT_JIS.encode(name).0.into_owned();
+        std::fs::write(
+            ws.join("legacy").join(std::ffi::OsStr::from_bytes(&bytes)),
+            name,
+        )
+        .unwrap();
+    }
+    tool(&ws, "zip", &["-qr", "legacy.zip", "legacy"]);
+    let env = h
+        .run("zip extract --in workspace/legacy.zip --dest workspace/out --confirm")
+        .await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+    assert_eq!(env.result["encoding"], json!("cp932"));
+    assert_eq!(
+        std::fs::read_to_string(ws.join("out/legacy/報告書.txt")).unwrap(),
+        "報告書.txt"
+    );
+}
