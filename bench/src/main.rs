@@ -1,182 +1,58 @@
 //! `lurkbot-bench`: measures the figures of DESIGN.md §9 for a built `lurkbot` binary and prints
 //! them next to their budgets and the peers' figures.
 //!
-//! Usage: `bench/run.sh` (builds the release binary, then runs this), or
-//! `lurkbot-bench startup --bin target/release/lurkbot [--runs 50]`.
+//! Usage: `bench/run.sh [startup|archive]` (builds the release binary, then runs this), or
+//! `lurkbot-bench startup --bin target/release/lurkbot [--runs 50]`,
+//! `lurkbot-bench archive --bin target/release/lurkbot [--runs 3] [--mib 200]`.
 //!
-//! Peers (ZeptoClaw, ZeroClaw) cannot be fetched on this network, so their figures come from
-//! DESIGN.md §9 and are labelled as such; what is measured in the same run is a process-spawn
-//! floor (`true`), so the startup figures can be read as "overhead above an empty process".
+//! Startup peers (ZeptoClaw, ZeroClaw) cannot be fetched on this network, so their figures come
+//! from DESIGN.md §9 and are labelled as such; what is measured in the same run is a
+//! process-spawn floor (`true`). The archive benchmark measures its peers (Info-ZIP `zip` and
+//! `unzip`, GNU `tar`) in the same run on the same generated corpus and prints ratios.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+mod archive;
+mod startup;
 
-const MIB: f64 = 1024.0 * 1024.0;
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut bin = PathBuf::from("target/release/lurkbot");
-    let mut runs = 50usize;
+    let mut runs: Option<usize> = None;
+    let mut mib = 200u64;
+    let mut which = "startup".to_string();
     let mut iter = args.iter();
     while let Some(a) = iter.next() {
         match a.as_str() {
-            "startup" => {}
+            "startup" | "archive" => which = a.clone(),
             "--bin" => bin = iter.next().map(PathBuf::from).unwrap_or(bin),
-            "--runs" => {
-                runs = iter
+            "--runs" => runs = iter.next().and_then(|r| r.parse().ok()),
+            "--mib" => {
+                mib = iter
                     .next()
                     .and_then(|r| r.parse().ok())
-                    .unwrap_or(runs)
-                    .max(20)
+                    .unwrap_or(mib)
+                    .max(10)
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench startup [--bin PATH] [--runs N]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive] [--bin PATH] [--runs N] [--mib N]"
                 );
                 return ExitCode::from(2);
             }
         }
     }
-    match startup(&bin, runs) {
+    let outcome = if which == "archive" {
+        archive::archive(&bin, runs.unwrap_or(3).max(1), mib)
+    } else {
+        startup::startup(&bin, runs.unwrap_or(50).max(20))
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("lurkbot-bench: {e}");
             ExitCode::from(1)
         }
     }
-}
-
-fn startup(bin: &Path, runs: usize) -> Result<(), String> {
-    let size = std::fs::metadata(bin)
-        .map_err(|e| {
-            format!(
-                "{}: {e} (build with cargo build --release -p lurkbot)",
-                bin.display()
-            )
-        })?
-        .len();
-    let home = std::env::temp_dir().join(format!("lurkbot-bench-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
-    run_once(
-        Command::new(bin)
-            .arg("--home")
-            .arg(&home)
-            .args(["init", "--quiet"]),
-    )?;
-
-    let floor = median(runs, || run_once(&mut Command::new("true")))?;
-    let version = median(runs, || run_once(Command::new(bin).arg("--version")))?;
-    let exec_help = median(runs, || {
-        run_once(
-            Command::new(bin)
-                .arg("--home")
-                .arg(&home)
-                .args(["exec", "help"]),
-        )
-    })?;
-    let audits = std::fs::read_dir(home.join("artifacts/terminal_exec/runs"))
-        .map(|d| d.count())
-        .unwrap_or(0);
-    let _ = std::fs::remove_dir_all(&home);
-
-    println!(
-        "LurkBot startup benchmark — {} runs each, median wall time, binary {}",
-        runs,
-        bin.display()
-    );
-    println!(
-        "{:<34} {:>10} {:>10} {:>9} {:>22}",
-        "figure", "measured", "budget", "÷budget", "peer (DESIGN §9)"
-    );
-    row(
-        "stripped release binary",
-        size as f64 / MIB,
-        "MiB",
-        10.0,
-        Some(("ZeptoClaw", 10.6)),
-    );
-    row(
-        "`true` (spawn floor, same run)",
-        ms(floor),
-        "ms",
-        f64::NAN,
-        None,
-    );
-    row(
-        "lurkbot --version",
-        ms(version),
-        "ms",
-        2.0,
-        Some(("ZeptoClaw", 2.5)),
-    );
-    row(
-        "lurkbot exec help (+audit write)",
-        ms(exec_help),
-        "ms",
-        3.0,
-        None,
-    );
-    println!();
-    println!(
-        "over spawn floor: --version {:.2} ms, exec help {:.2} ms",
-        ms(version) - ms(floor),
-        ms(exec_help) - ms(floor)
-    );
-    println!(
-        "audit records written by exec help runs: {audits} (expected {}, warm-up included)",
-        runs + 1
-    );
-    println!(
-        "peer figures are quoted from DESIGN.md §9 (peers cannot be fetched here), not measured in this run"
-    );
-    Ok(())
-}
-
-fn row(name: &str, value: f64, unit: &str, budget: f64, peer: Option<(&str, f64)>) {
-    let budget_text = if budget.is_nan() {
-        "-".to_string()
-    } else {
-        format!("{budget:.1} {unit}")
-    };
-    let ratio = if budget.is_nan() {
-        "-".to_string()
-    } else {
-        format!("{:.2}", value / budget)
-    };
-    let peer_text = peer.map_or("-".to_string(), |(n, v)| {
-        format!("{n} {v:.1} {unit} (×{:.2})", value / v)
-    });
-    println!(
-        "{name:<34} {:>10} {budget_text:>10} {ratio:>9} {peer_text:>22}",
-        format!("{value:.2} {unit}")
-    );
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn run_once(cmd: &mut Command) -> Result<Duration, String> {
-    let start = Instant::now();
-    let status = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
-    let elapsed = start.elapsed();
-    if !status.success() {
-        return Err(format!("{cmd:?} failed with {status}"));
-    }
-    Ok(elapsed)
-}
-
-fn median(
-    runs: usize,
-    mut f: impl FnMut() -> Result<Duration, String>,
-) -> Result<Duration, String> {
-    f()?; // warm-up
-    let mut times = (0..runs).map(|_| f()).collect::<Result<Vec<_>, _>>()?;
-    times.sort();
-    Ok(times[times.len() / 2])
 }

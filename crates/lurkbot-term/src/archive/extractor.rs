@@ -10,7 +10,7 @@
 //! Nothing is ever written through a symbolic link: links inside `--dest` met on the way are
 //! refused (`skipped.unsafe_path`), and link entries are never created (`skipped.unsafe_link`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -157,6 +157,8 @@ pub(crate) struct Extractor {
     index: HashMap<Vec<String>, usize>,
     report: ExtractReport,
     buf: Vec<u8>,
+    /// Folders under `--dest` known to be real directories (not links), to skip repeated checks.
+    known_dirs: HashSet<PathBuf>,
 }
 
 impl Extractor {
@@ -198,6 +200,7 @@ impl Extractor {
             index: HashMap::new(),
             report,
             buf: vec![0; CHUNK],
+            known_dirs: HashSet::new(),
         })
     }
 
@@ -268,11 +271,14 @@ impl Extractor {
     }
 
     /// What is at `segments` under `--dest`, never following links.
-    fn target(&self, segments: &[String]) -> Target {
+    fn target(&mut self, segments: &[String]) -> Target {
         let mut path = self.opts.dest.absolute().to_path_buf();
         for (i, segment) in segments.iter().enumerate() {
             path.push(segment);
             let last = i + 1 == segments.len();
+            if !last && self.known_dirs.contains(&path) {
+                continue;
+            }
             match fs::symlink_metadata(&path) {
                 Err(_) => return Target::Absent,
                 Ok(meta) if meta.file_type().is_symlink() => {
@@ -288,6 +294,7 @@ impl Extractor {
                     if last {
                         return Target::Directory;
                     }
+                    self.known_dirs.insert(path.clone());
                 }
                 Ok(_) => {
                     return if last {
@@ -337,12 +344,7 @@ impl Extractor {
             }
         }
         let staged = self.staging.path().join(self.items.len().to_string());
-        let size = self.copy_into(&staged, name, reader)?;
-        if let Some(mode) = meta.mode {
-            let mode = (mode & 0o755) | 0o600;
-            fs::set_permissions(&staged, fs::Permissions::from_mode(mode))
-                .map_err(|e| io_error("set permissions of", name, &e))?;
-        }
+        let size = self.copy_into(&staged, name, reader, meta)?;
         self.push(segments, Kind::File { staged, size }, meta);
         Ok(())
     }
@@ -352,6 +354,7 @@ impl Extractor {
         staged: &PathBuf,
         name: &str,
         reader: &mut dyn Read,
+        meta: EntryMeta,
     ) -> Result<u64, CommandError> {
         let mut out = File::create(staged).map_err(|e| io_error("write", name, &e))?;
         let mut size = 0u64;
@@ -389,6 +392,15 @@ impl Extractor {
             self.bytes_staged += n64;
             size += n64;
             self.opts.progress.advance(n64);
+        }
+        // Set on the open file: `rename` keeps both, and no second open is needed.
+        if let Some(mode) = meta.mode {
+            out.set_permissions(fs::Permissions::from_mode((mode & 0o755) | 0o600))
+                .map_err(|e| io_error("set permissions of", name, &e))?;
+        }
+        if let Some(time) = meta.mtime {
+            out.set_modified(time)
+                .map_err(|e| io_error("set the time of", name, &e))?;
         }
         Ok(size)
     }
@@ -464,13 +476,6 @@ impl Extractor {
                         }
                     }
                     let target = self.opts.dest.absolute().join(item.segments.join("/"));
-                    if let Some(t) = item.meta.mtime {
-                        File::options()
-                            .write(true)
-                            .open(staged)
-                            .and_then(|f| f.set_modified(t))
-                            .map_err(|e| io_error("set the time of", &shown, &e))?;
-                    }
                     fs::rename(staged, &target)
                         .map_err(|e| io_error("move into place", &shown, &e))?;
                     self.report.files_written += 1;
@@ -496,6 +501,9 @@ impl Extractor {
         let mut path = self.opts.dest.absolute().to_path_buf();
         for segment in segments {
             path.push(segment);
+            if self.known_dirs.contains(&path) {
+                continue;
+            }
             match fs::symlink_metadata(&path) {
                 Ok(meta) if meta.file_type().is_symlink() => {
                     return Ok(Err(SkipReason::UnsafePath(
@@ -509,6 +517,7 @@ impl Extractor {
                     self.report.dirs_created += 1;
                 }
             }
+            self.known_dirs.insert(path.clone());
         }
         Ok(Ok(path))
     }

@@ -134,9 +134,9 @@ fn write_tar(
             io_error("write", shown, &e)
         }
     };
-    let compressor =
-        Compressor::new(format, BufWriter::with_capacity(CHUNK, file)).map_err(werr)?;
-    let mut builder = tar::Builder::new(compressor);
+    // The buffer sits outside the compressor so that copies into it read large chunks.
+    let compressor = Compressor::new(format, file).map_err(werr)?;
+    let mut builder = tar::Builder::new(BufWriter::with_capacity(CHUNK, compressor));
     let mut stats = Stats::default();
     for item in items {
         if cancel.is_cancelled() {
@@ -168,8 +168,8 @@ fn write_tar(
         stats.bytes_in += counted.bytes;
         stats.files += 1;
     }
-    let compressor = builder.into_inner().map_err(werr)?;
-    let mut buffered = compressor.finish().map_err(werr)?;
-    buffered.flush().map_err(werr)?;
+    let buffered = builder.into_inner().map_err(werr)?;
+    let compressor = buffered.into_inner().map_err(|e| werr(e.into_error()))?;
+    compressor.finish().map_err(werr)?.flush().map_err(werr)?;
     Ok(stats)
 }
