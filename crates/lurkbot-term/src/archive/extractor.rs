@@ -22,8 +22,8 @@ use serde::Serialize;
 use tempfile::TempDir;
 
 use super::entry_name::{UnsafeName, safe_segments};
-use super::work::{Limits, cancelled, human_bytes, io_error};
-use crate::{CancelFlag, CommandError, ErrorCode, Progress};
+use super::work::{Limits, cancelled, dest_dir, human_bytes, input_file, io_error};
+use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode, ParsedArgs, Progress};
 
 /// How many skipped entries are named in the result (the counts are always complete).
 const SKIPPED_NAMES_CAP: usize = 100;
@@ -44,6 +44,33 @@ pub(crate) struct ExtractOptions {
     pub(crate) cancel: CancelFlag,
     /// Progress display.
     pub(crate) progress: Progress,
+}
+
+impl ExtractOptions {
+    /// The options of `extract` from its flags, with the archive to read: checks the limits,
+    /// `--confirm`, `--dest` and `--in`, in that order.
+    ///
+    /// # Errors
+    /// `InvalidArgs`, `ConfirmRequired`, path refusals or `NotFound`.
+    pub(crate) fn from_args(
+        ctx: &CommandCtx<'_>,
+        parsed: &ParsedArgs,
+        archive_error: ErrorCode,
+    ) -> Result<(HomePath, Self), CommandError> {
+        let limits = Limits::from_args(parsed)?;
+        parsed.require_confirm("extracting an archive")?;
+        let dest = dest_dir(ctx, parsed.get("--dest").unwrap_or_default())?;
+        let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
+        let options = Self {
+            dest,
+            overwrite: parsed.overwrite_confirmed(),
+            limits,
+            archive_error,
+            cancel: ctx.cancel.clone(),
+            progress: ctx.progress.clone(),
+        };
+        Ok((input, options))
+    }
 }
 
 /// Metadata applied to an extracted entry.

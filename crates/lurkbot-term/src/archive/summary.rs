@@ -4,8 +4,8 @@
 use lurkbot_core::HomePath;
 use serde_json::{Map, Value, json};
 
+use super::create::Created;
 use super::extractor::{ExtractReport, SkippedEntry};
-use super::source::SourceSkips;
 use super::work::human_bytes;
 use crate::Outcome;
 
@@ -87,47 +87,40 @@ pub(crate) fn extract_outcome(
 }
 
 /// What a creation did.
-pub(crate) struct CreateReport<'a> {
+pub(crate) struct CreateReport {
     /// `"zip create"` or `"tar create"`.
     pub(crate) command: &'static str,
-    /// The source.
-    pub(crate) src: &'a HomePath,
-    /// The archive.
-    pub(crate) out: &'a HomePath,
-    /// Files stored.
-    pub(crate) files_added: u64,
-    /// Folders stored.
-    pub(crate) dirs_added: u64,
-    /// Bytes of the stored files.
-    pub(crate) bytes_in: u64,
-    /// Size of the archive.
-    pub(crate) bytes_written: u64,
+    /// The published archive.
+    pub(crate) created: Created,
     /// The compression level used (`null` for an uncompressed tar).
     pub(crate) compression_level: Option<u32>,
-    /// Sources left out.
-    pub(crate) skipped: SourceSkips,
-    /// The first sources left out.
-    pub(crate) skipped_entries: Vec<SkippedEntry>,
     /// Command-specific fields (`format`).
     pub(crate) extra: Vec<(&'static str, Value)>,
 }
 
-impl CreateReport<'_> {
+impl CreateReport {
     /// The outcome.
     pub(crate) fn into_outcome(self) -> Outcome {
-        let s = self.skipped;
+        let Created {
+            src,
+            out,
+            bytes_written,
+            stats,
+            tree,
+        } = self.created;
+        let s = tree.skipped;
         let skipped_total = s.secret + s.unsafe_link + s.unsupported;
         let mut stdout = format!(
             "Created {} ({}) with {} files and {} folders ({}) from {}.\n",
-            self.out.relative(),
-            human_bytes(self.bytes_written),
-            self.files_added,
-            self.dirs_added,
-            human_bytes(self.bytes_in),
-            if self.src.relative().is_empty() {
+            out.relative(),
+            human_bytes(bytes_written),
+            stats.files,
+            stats.dirs,
+            human_bytes(stats.bytes_in),
+            if src.relative().is_empty() {
                 "the home"
             } else {
-                self.src.relative()
+                src.relative()
             },
         );
         if skipped_total > 0 {
@@ -135,23 +128,23 @@ impl CreateReport<'_> {
                 "Left out {skipped_total}: {} secret, {} unsafe link, {} special file.\n",
                 s.secret, s.unsafe_link, s.unsupported
             ));
-            push_skipped_lines(&mut stdout, &self.skipped_entries, skipped_total);
+            push_skipped_lines(&mut stdout, &tree.skipped_entries, skipped_total);
         }
         let mut result = Map::new();
         result.insert("ok".into(), true.into());
         result.insert("command".into(), self.command.into());
-        result.insert("src".into(), self.src.relative().into());
-        result.insert("out".into(), self.out.relative().into());
+        result.insert("src".into(), src.relative().into());
+        result.insert("out".into(), out.relative().into());
         for (k, v) in self.extra {
             result.insert(k.into(), v);
         }
-        result.insert("files_added".into(), self.files_added.into());
-        result.insert("dirs_added".into(), self.dirs_added.into());
-        result.insert("bytes_in".into(), self.bytes_in.into());
-        result.insert("bytes_written".into(), self.bytes_written.into());
+        result.insert("files_added".into(), stats.files.into());
+        result.insert("dirs_added".into(), stats.dirs.into());
+        result.insert("bytes_in".into(), stats.bytes_in.into());
+        result.insert("bytes_written".into(), bytes_written.into());
         result.insert("compression_level".into(), json!(self.compression_level));
-        result.insert("skipped".into(), json!(self.skipped));
-        result.insert("skipped_entries".into(), json!(self.skipped_entries));
+        result.insert("skipped".into(), json!(tree.skipped));
+        result.insert("skipped_entries".into(), json!(tree.skipped_entries));
         Outcome {
             stdout,
             stderr: String::new(),

@@ -8,10 +8,9 @@ use std::os::unix::ffi::OsStrExt;
 
 use super::format::{Compressor, TarFormat};
 use super::{SPEC, requested_format};
-use crate::archive::publish::NewArchive;
-use crate::archive::source::{self, SourceItem};
+use crate::archive::create::{CreateStats, WriteJob, create_archive};
 use crate::archive::summary::CreateReport;
-use crate::archive::work::{cancelled, io_error, run_blocking};
+use crate::archive::work::{cancelled, io_error};
 use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs, Progress};
 
 const CHUNK: usize = 256 * 1024;
@@ -32,10 +31,6 @@ pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome
             )
         })?,
     };
-    parsed.require_confirm("creating an archive")?;
-    let src = ctx.home.resolve(parsed.get("--src").unwrap_or_default())?;
-    source::check_source(ctx, &src)?;
-    let target = crate::output::strict_target(ctx, &parsed, out_raw)?;
     let mut stderr = String::new();
     if let Some(named) = TarFormat::from_name(out_raw).filter(|n| *n != format) {
         stderr.push_str(&format!(
@@ -44,59 +39,16 @@ pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome
             format.as_str()
         ));
     }
-    let overwrite = parsed.overwrite_confirmed();
-    let home = ctx.home.clone();
-    let cancel = ctx.cancel.clone();
-    let progress = ctx.progress.clone();
-    let src_moved = src.clone();
-    let (out, bytes_written, stats, tree) = run_blocking(move || {
-        let mut archive = NewArchive::create(target, overwrite)?;
-        let exclude = [
-            archive.temp_path().to_path_buf(),
-            archive.target().absolute().to_path_buf(),
-        ];
-        let exclude: Vec<&std::path::Path> = exclude.iter().map(|p| p.as_path()).collect();
-        let tree = source::collect(&home, &src_moved, &exclude, &cancel)?;
-        let shown = archive.target().relative().to_string();
-        progress.begin(&format!("creating {shown}"), Some(tree.total_bytes()));
-        let written = write_tar(
-            archive.file(),
-            format,
-            &tree.items,
-            &shown,
-            &cancel,
-            &progress,
-        );
-        progress.end();
-        let stats = written?;
-        let out = archive.target().clone();
-        let bytes_written = archive.publish()?;
-        Ok((out, bytes_written, stats, tree))
-    })
-    .await?;
+    let created = create_archive(ctx, &parsed, move |job| write_tar(job, format)).await?;
     let mut outcome = CreateReport {
         command: "tar create",
-        src: &src,
-        out: &out,
-        files_added: stats.files,
-        dirs_added: stats.dirs,
-        bytes_in: stats.bytes_in,
-        bytes_written,
+        created,
         compression_level: format.level(),
-        skipped: tree.skipped,
-        skipped_entries: tree.skipped_entries,
         extra: vec![("format", format.as_str().into())],
     }
     .into_outcome();
     outcome.stderr = stderr;
     Ok(outcome)
-}
-
-#[derive(Default)]
-struct Stats {
-    files: u64,
-    dirs: u64,
-    bytes_in: u64,
 }
 
 /// Counts bytes read from a source file and checks for cancellation.
@@ -119,14 +71,14 @@ impl Read for Counted<'_> {
     }
 }
 
-fn write_tar(
-    file: &mut File,
-    format: TarFormat,
-    items: &[SourceItem],
-    shown: &str,
-    cancel: &CancelFlag,
-    progress: &Progress,
-) -> Result<Stats, CommandError> {
+fn write_tar(job: WriteJob<'_>, format: TarFormat) -> Result<CreateStats, CommandError> {
+    let WriteJob {
+        file,
+        items,
+        shown,
+        cancel,
+        progress,
+    } = job;
     let werr = |e: std::io::Error| {
         if cancel.is_cancelled() {
             cancelled()
@@ -137,7 +89,7 @@ fn write_tar(
     // The buffer sits outside the compressor so that copies into it read large chunks.
     let compressor = Compressor::new(format, file).map_err(werr)?;
     let mut builder = tar::Builder::new(BufWriter::with_capacity(CHUNK, compressor));
-    let mut stats = Stats::default();
+    let mut stats = CreateStats::default();
     for item in items {
         if cancel.is_cancelled() {
             return Err(cancelled());

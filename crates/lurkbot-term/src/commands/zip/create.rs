@@ -13,11 +13,11 @@ use zip::write::FullFileOptions;
 use zip::{CompressionMethod, DateTime, ZipWriter};
 
 use super::{SPEC, reader};
-use crate::archive::publish::NewArchive;
-use crate::archive::source::{self, SourceItem};
+use crate::archive::create::{CreateStats, WriteJob, create_archive};
+use crate::archive::source::SourceItem;
 use crate::archive::summary::CreateReport;
-use crate::archive::work::{cancelled, io_error, run_blocking, secs_from_time};
-use crate::{CancelFlag, CommandCtx, CommandError, Outcome, ParsedArgs, Progress};
+use crate::archive::work::{cancelled, io_error, secs_from_time};
+use crate::{CommandCtx, CommandError, Outcome, ParsedArgs};
 
 /// Extended timestamp extra field id ("UT").
 const EXTENDED_TIMESTAMP: u16 = 0x5455;
@@ -27,78 +27,30 @@ pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome
     let spec = SPEC.subcommand("create").unwrap_or(&SPEC.subcommands[2]);
     let parsed = ParsedArgs::parse(spec.flags, spec.usage, args)?;
     let level = u32::try_from(parsed.number("--level", 6, 0, 9)?).unwrap_or(6);
-    parsed.require_confirm("creating an archive")?;
-    let src = ctx.home.resolve(parsed.get("--src").unwrap_or_default())?;
-    source::check_source(ctx, &src)?;
-    let out_raw = parsed.get("--out").unwrap_or_default();
-    let target = crate::output::strict_target(ctx, &parsed, out_raw)?;
-    let overwrite = parsed.overwrite_confirmed();
-    let home = ctx.home.clone();
-    let cancel = ctx.cancel.clone();
-    let progress = ctx.progress.clone();
-    let src_moved = src.clone();
-    let (out, bytes_written, stats, tree) = run_blocking(move || {
-        let mut archive = NewArchive::create(target, overwrite)?;
-        let exclude = [
-            archive.temp_path().to_path_buf(),
-            archive.target().absolute().to_path_buf(),
-        ];
-        let exclude: Vec<&std::path::Path> = exclude.iter().map(|p| p.as_path()).collect();
-        let tree = source::collect(&home, &src_moved, &exclude, &cancel)?;
-        let shown = archive.target().relative().to_string();
-        progress.begin(&format!("creating {shown}"), Some(tree.total_bytes()));
-        let written = write_zip(
-            archive.file(),
-            &tree.items,
-            level,
-            &shown,
-            &cancel,
-            &progress,
-        );
-        progress.end();
-        let stats = written?;
-        let out = archive.target().clone();
-        let bytes_written = archive.publish()?;
-        Ok((out, bytes_written, stats, tree))
-    })
-    .await?;
+    let created = create_archive(ctx, &parsed, move |job| write_zip(job, level)).await?;
     Ok(CreateReport {
         command: "zip create",
-        src: &src,
-        out: &out,
-        files_added: stats.files,
-        dirs_added: stats.dirs,
-        bytes_in: stats.bytes_in,
-        bytes_written,
+        created,
         compression_level: Some(level),
-        skipped: tree.skipped,
-        skipped_entries: tree.skipped_entries,
         extra: Vec::new(),
     }
     .into_outcome())
 }
 
-#[derive(Default)]
-struct Stats {
-    files: u64,
-    dirs: u64,
-    bytes_in: u64,
-}
-
-fn write_zip(
-    file: &mut File,
-    items: &[SourceItem],
-    level: u32,
-    shown: &str,
-    cancel: &CancelFlag,
-    progress: &Progress,
-) -> Result<Stats, CommandError> {
+fn write_zip(job: WriteJob<'_>, level: u32) -> Result<CreateStats, CommandError> {
+    let WriteJob {
+        file,
+        items,
+        shown,
+        cancel,
+        progress,
+    } = job;
     let zerr = |e: zip::result::ZipError| match e {
         zip::result::ZipError::Io(io) => io_error("write", shown, &io),
         other => reader::zip_error(shown, &other),
     };
     let mut zip = ZipWriter::new(BufWriter::with_capacity(CHUNK, file));
-    let mut stats = Stats::default();
+    let mut stats = CreateStats::default();
     let mut buf = vec![0u8; CHUNK];
     for item in items {
         if cancel.is_cancelled() {

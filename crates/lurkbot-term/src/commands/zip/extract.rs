@@ -4,25 +4,16 @@ use super::names::{NameEncoding, decode_names};
 use super::{SPEC, reader};
 use crate::archive::extractor::{EntryMeta, ExtractOptions, Extractor, SkipReason};
 use crate::archive::summary::extract_outcome;
-use crate::archive::work::{Limits, dest_dir, input_file, run_blocking, time_from_secs};
+use crate::archive::work::{run_blocking, time_from_secs};
 use crate::{CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs};
 
 pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
     let spec = SPEC.subcommand("extract").unwrap_or(&SPEC.subcommands[1]);
     let parsed = ParsedArgs::parse(spec.flags, spec.usage, args)?;
-    let limits = Limits::from_args(&parsed)?;
     let encoding = NameEncoding::parse(parsed.get("--encoding"))?;
-    parsed.require_confirm("extracting an archive")?;
-    let dest = dest_dir(ctx, parsed.get("--dest").unwrap_or_default())?;
-    let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
-    let opts = ExtractOptions {
-        dest: dest.clone(),
-        overwrite: parsed.overwrite_confirmed(),
-        limits,
-        archive_error: ErrorCode::ZipError,
-        cancel: ctx.cancel.clone(),
-        progress: ctx.progress.clone(),
-    };
+    let (input, opts) = ExtractOptions::from_args(ctx, &parsed, ErrorCode::ZipError)?;
+    let dest = opts.dest.clone();
+    let limits = opts.limits;
     let path = input.absolute().to_path_buf();
     let shown = input.relative().to_string();
     let (report, used) = run_blocking(move || {
