@@ -229,6 +229,10 @@ async fn refusals_of_paths_and_arguments() {
             "PathEscapesAgentsRoot",
         ),
         ("zip list --in workspace", "InvalidArgs"),
+        (
+            "zip extract --in workspace/x.zip --dest workspace/src/a.txt --confirm",
+            "InvalidArgs",
+        ),
         ("zip list --in workspace/a.zip --max -1", "InvalidArgs"),
         ("zip list --in workspace/a.zip --max 10001", "InvalidArgs"),
         (

@@ -164,3 +164,29 @@ async fn zip_of_legacy_named_files_decodes_with_auto() {
         "報告書.txt"
     );
 }
+
+#[tokio::test]
+async fn an_encrypted_zip_is_a_clear_zip_error() {
+    let h = Harness::builtin();
+    h.write("workspace/plain.txt", b"secret content");
+    // The password only protects test data; it is not a LurkBot secret.
+    tool(
+        &h.path("workspace"),
+        "zip",
+        &["-q", "-P", "pw", "locked.zip", "plain.txt"],
+    );
+    let env = h
+        .run("zip extract --in workspace/locked.zip --dest workspace/out --confirm")
+        .await;
+    assert_eq!(
+        env.error_code.as_deref(),
+        Some("ZipError"),
+        "{}",
+        env.stderr
+    );
+    assert!(env.stderr.contains("encrypted"), "{}", env.stderr);
+    assert!(!h.path("workspace/out").exists());
+    // Listing needs no decryption.
+    let env = h.run("zip list --in workspace/locked.zip").await;
+    assert_eq!(env.result["count_total"], json!(1));
+}

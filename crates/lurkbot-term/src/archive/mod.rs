@@ -4,6 +4,7 @@
 pub(crate) mod create;
 pub(crate) mod entry_name;
 pub(crate) mod extractor;
+pub(crate) mod flags;
 pub(crate) mod listing;
 pub(crate) mod publish;
 pub(crate) mod source;

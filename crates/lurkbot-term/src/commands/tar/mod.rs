@@ -7,6 +7,10 @@ mod extract;
 mod format;
 mod list;
 
+use crate::archive::flags::{
+    CONFIRM, DEST, LIST_CONFIRM, LIST_OUT, LIST_OVERWRITE, MAX, MAX_BYTES, MAX_FILES, OVERWRITE,
+    SRC,
+};
 use crate::{Command, CommandCtx, CommandFuture, CommandSpec, FlagSpec, SubcommandSpec};
 
 const FORMAT_READ: FlagSpec = FlagSpec::value(
@@ -14,11 +18,6 @@ const FORMAT_READ: FlagSpec = FlagSpec::value(
     "tar|tar.gz|tgz|tar.bz2|tbz2|tar.xz|txz",
     false,
     "expected format (default: detected from the content)",
-);
-const CONFIRM: FlagSpec = FlagSpec::switch("--confirm", "required: allow writing many files");
-const OVERWRITE: FlagSpec = FlagSpec::switch(
-    "--overwrite",
-    "replace existing files (honoured only with --confirm)",
 );
 
 /// The spec of `tar`.
@@ -39,26 +38,10 @@ pub static SPEC: CommandSpec = CommandSpec {
                     "the archive, relative to the home",
                 ),
                 FORMAT_READ,
-                FlagSpec::value(
-                    "--max",
-                    "n",
-                    false,
-                    "entries to include in stdout and result (default 200, 0-10000)",
-                ),
-                FlagSpec::value(
-                    "--out",
-                    "path",
-                    false,
-                    "write the full listing as JSON to this home-relative file",
-                ),
-                FlagSpec::switch(
-                    "--confirm",
-                    "with --overwrite: replace an existing --out file",
-                ),
-                FlagSpec::switch(
-                    "--overwrite",
-                    "replace an existing --out file outside artifacts/ (needs --confirm)",
-                ),
+                MAX,
+                LIST_OUT,
+                LIST_CONFIRM,
+                LIST_OVERWRITE,
             ],
             examples: &[
                 "tar list --in workspace/backup.tar.gz",
@@ -76,27 +59,12 @@ pub static SPEC: CommandSpec = CommandSpec {
                     true,
                     "the archive, relative to the home",
                 ),
-                FlagSpec::value(
-                    "--dest",
-                    "dir",
-                    true,
-                    "the folder to extract into (created if missing)",
-                ),
+                DEST,
                 CONFIRM,
                 FORMAT_READ,
                 OVERWRITE,
-                FlagSpec::value(
-                    "--max-files",
-                    "n",
-                    false,
-                    "refuse archives with more entries (default 2000) -> ArchiveTooLarge",
-                ),
-                FlagSpec::value(
-                    "--max-bytes",
-                    "n",
-                    false,
-                    "refuse to write more bytes (default 536870912 = 512 MiB) -> ArchiveTooLarge",
-                ),
+                MAX_FILES,
+                MAX_BYTES,
                 FlagSpec::switch(
                     "--no-symlinks",
                     "accepted for PRD compatibility: links are never created anyway",
@@ -112,12 +80,7 @@ pub static SPEC: CommandSpec = CommandSpec {
             summary: "create a tar archive from a file or folder",
             usage: "tar create --src <path> --out <tar_path> --confirm [--format <fmt>] [--overwrite]",
             flags: &[
-                FlagSpec::value(
-                    "--src",
-                    "path",
-                    true,
-                    "the file or folder to archive, relative to the home",
-                ),
+                SRC,
                 FlagSpec::value("--out", "tar_path", true, "the archive to write"),
                 CONFIRM,
                 FlagSpec::value(

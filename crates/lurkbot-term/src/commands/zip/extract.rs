@@ -3,13 +3,13 @@
 use super::names::{NameEncoding, decode_names};
 use super::{SPEC, reader};
 use crate::archive::extractor::{EntryMeta, ExtractOptions, Extractor, SkipReason};
+use crate::archive::flags::parse_sub;
 use crate::archive::summary::extract_outcome;
 use crate::archive::work::{run_blocking, time_from_secs};
-use crate::{CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs};
+use crate::{CommandCtx, CommandError, ErrorCode, Outcome};
 
 pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let spec = SPEC.subcommand("extract").unwrap_or(&SPEC.subcommands[1]);
-    let parsed = ParsedArgs::parse(spec.flags, spec.usage, args)?;
+    let parsed = parse_sub(&SPEC, "extract", args)?;
     let encoding = NameEncoding::parse(parsed.get("--encoding"))?;
     let (input, opts) = ExtractOptions::from_args(ctx, &parsed, ErrorCode::ZipError)?;
     let dest = opts.dest.clone();

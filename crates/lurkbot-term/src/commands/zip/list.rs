@@ -2,13 +2,13 @@
 
 use super::names::{NameEncoding, decode_names};
 use super::{SPEC, reader};
+use crate::archive::flags::parse_sub;
 use crate::archive::listing::{ListEntry, Listing};
 use crate::archive::work::{DEFAULT_LIST_MAX, LIST_MAX_CEILING, input_file, run_blocking};
-use crate::{CommandCtx, CommandError, Outcome, ParsedArgs};
+use crate::{CommandCtx, CommandError, Outcome};
 
 pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let spec = SPEC.subcommand("list").unwrap_or(&SPEC.subcommands[0]);
-    let parsed = ParsedArgs::parse(spec.flags, spec.usage, args)?;
+    let parsed = parse_sub(&SPEC, "list", args)?;
     let max = parsed.number("--max", DEFAULT_LIST_MAX, 0, LIST_MAX_CEILING)?;
     let encoding = NameEncoding::parse(parsed.get("--encoding"))?;
     let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
@@ -17,24 +17,30 @@ pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome
     let cancel = ctx.cancel.clone();
     let (entries, used) = run_blocking(move || {
         let mut archive = reader::open(&path, &shown)?;
-        let raw = reader::raw_names(&mut archive, &shown)?;
-        let (names, used) = decode_names(&raw, encoding);
-        let mut entries = Vec::with_capacity(names.len());
-        for (i, name) in names.into_iter().enumerate() {
+        // One pass over the headers: names are decoded together afterwards, since `auto`
+        // chooses one encoding for the whole archive.
+        let mut raw = Vec::with_capacity(archive.len());
+        let mut entries = Vec::with_capacity(archive.len());
+        for i in 0..archive.len() {
             if cancel.is_cancelled() {
                 return Err(crate::archive::work::cancelled());
             }
             let entry = archive
                 .by_index_raw(i)
                 .map_err(|e| reader::zip_error(&shown, &e))?;
+            raw.push(reader::raw_name(&entry));
             entries.push(ListEntry {
                 is_dir: entry.is_dir(),
                 compressed_bytes: Some(entry.compressed_size()),
                 uncompressed_bytes: entry.size(),
                 modified_time_ms: reader::mtime_secs(&entry).map(|s| s.saturating_mul(1000)),
-                name,
+                name: String::new(),
                 tar: None,
             });
+        }
+        let (names, used) = decode_names(&raw, encoding);
+        for (entry, name) in entries.iter_mut().zip(names) {
+            entry.name = name;
         }
         Ok((entries, used))
     })

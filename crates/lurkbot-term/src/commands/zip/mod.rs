@@ -7,13 +7,12 @@ mod list;
 mod names;
 mod reader;
 
+use crate::archive::flags::{
+    CONFIRM, DEST, LIST_CONFIRM, LIST_OUT, LIST_OVERWRITE, MAX, MAX_BYTES, MAX_FILES, OVERWRITE,
+    SRC,
+};
 use crate::{Command, CommandCtx, CommandFuture, CommandSpec, FlagSpec, SubcommandSpec};
 
-const CONFIRM: FlagSpec = FlagSpec::switch("--confirm", "required: allow writing many files");
-const OVERWRITE: FlagSpec = FlagSpec::switch(
-    "--overwrite",
-    "replace existing files (honoured only with --confirm)",
-);
 const ENCODING: FlagSpec = FlagSpec::value(
     "--encoding",
     "auto|utf-8|cp437|cp932|gbk",
@@ -38,27 +37,11 @@ pub static SPEC: CommandSpec = CommandSpec {
                     true,
                     "the archive, relative to the home",
                 ),
-                FlagSpec::value(
-                    "--max",
-                    "n",
-                    false,
-                    "entries to include in stdout and result (default 200, 0-10000)",
-                ),
-                FlagSpec::value(
-                    "--out",
-                    "path",
-                    false,
-                    "write the full listing as JSON to this home-relative file",
-                ),
+                MAX,
+                LIST_OUT,
                 ENCODING,
-                FlagSpec::switch(
-                    "--confirm",
-                    "with --overwrite: replace an existing --out file",
-                ),
-                FlagSpec::switch(
-                    "--overwrite",
-                    "replace an existing --out file outside artifacts/ (needs --confirm)",
-                ),
+                LIST_CONFIRM,
+                LIST_OVERWRITE,
             ],
             examples: &[
                 "zip list --in workspace/docs.zip",
@@ -76,26 +59,11 @@ pub static SPEC: CommandSpec = CommandSpec {
                     true,
                     "the archive, relative to the home",
                 ),
-                FlagSpec::value(
-                    "--dest",
-                    "dir",
-                    true,
-                    "the folder to extract into (created if missing)",
-                ),
+                DEST,
                 CONFIRM,
                 OVERWRITE,
-                FlagSpec::value(
-                    "--max-files",
-                    "n",
-                    false,
-                    "refuse archives with more entries (default 2000) -> ArchiveTooLarge",
-                ),
-                FlagSpec::value(
-                    "--max-bytes",
-                    "n",
-                    false,
-                    "refuse to write more bytes (default 536870912 = 512 MiB) -> ArchiveTooLarge",
-                ),
+                MAX_FILES,
+                MAX_BYTES,
                 ENCODING,
             ],
             examples: &[
@@ -108,12 +76,7 @@ pub static SPEC: CommandSpec = CommandSpec {
             summary: "create a zip archive from a file or folder",
             usage: "zip create --src <path> --out <zip_path> --confirm [--overwrite] [--level 0-9]",
             flags: &[
-                FlagSpec::value(
-                    "--src",
-                    "path",
-                    true,
-                    "the file or folder to archive, relative to the home",
-                ),
+                SRC,
                 FlagSpec::value("--out", "zip_path", true, "the archive to write"),
                 CONFIRM,
                 OVERWRITE,

@@ -60,22 +60,27 @@ pub(super) fn raw_names(archive: &mut Archive, shown: &str) -> Result<Vec<RawNam
     (0..archive.len())
         .map(|i| {
             let entry = archive.by_index_raw(i).map_err(|e| zip_error(shown, &e))?;
-            let bytes = entry.name_raw().to_vec();
-            let unicode_path = entry.extra_data_fields().find_map(|f| match f {
-                ExtraField::UnicodePath(u) => u
-                    .clone()
-                    .unwrap_valid(&bytes)
-                    .ok()
-                    .and_then(|c| String::from_utf8(c.into_vec()).ok()),
-                _ => None,
-            });
-            Ok(RawName {
-                utf8_flag: entry.flags().as_u16() & UTF8_FLAG != 0,
-                bytes,
-                unicode_path,
-            })
+            Ok(raw_name(&entry))
         })
         .collect()
+}
+
+/// One entry's stored name, UTF-8 flag and valid Unicode Path field.
+pub(super) fn raw_name<R: Read + Seek>(entry: &ZipFile<'_, R>) -> RawName {
+    let bytes = entry.name_raw().to_vec();
+    let unicode_path = entry.extra_data_fields().find_map(|f| match f {
+        ExtraField::UnicodePath(u) => u
+            .clone()
+            .unwrap_valid(&bytes)
+            .ok()
+            .and_then(|c| String::from_utf8(c.into_vec()).ok()),
+        _ => None,
+    });
+    RawName {
+        utf8_flag: entry.flags().as_u16() & UTF8_FLAG != 0,
+        bytes,
+        unicode_path,
+    }
 }
 
 /// The modification time in seconds since the epoch: the extended timestamp field (UTC) when
