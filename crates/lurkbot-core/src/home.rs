@@ -13,6 +13,8 @@ pub mod layout {
     pub const WORKSPACE: &str = "workspace";
     /// Daily memory notes inside the workspace.
     pub const WORKSPACE_MEMORY: &str = "workspace/memory";
+    /// `rss` state: `subscriptions.json`, `fetch_state.json`, `cache/<name>.json`.
+    pub const RSS: &str = "workspace/rss";
     /// Products of `--out` flags, one folder per command.
     pub const ARTIFACTS: &str = "artifacts";
     /// One audit JSON per `terminal_exec` run.

@@ -48,6 +48,8 @@ pub enum ErrorCode {
     ZipError,
     /// A tar archive (or its gz/bz2/xz compression) is corrupt, truncated or unsupported.
     TarError,
+    /// A download is larger than the command's `--max-bytes` (nothing was stored).
+    ResponseTooLarge,
 }
 
 impl ErrorCode {
@@ -74,6 +76,7 @@ impl ErrorCode {
         Self::ArchiveTooLarge,
         Self::ZipError,
         Self::TarError,
+        Self::ResponseTooLarge,
     ];
 
     /// The code's text, e.g. `"InvalidArgs"`.
@@ -100,6 +103,7 @@ impl ErrorCode {
             Self::ArchiveTooLarge => "ArchiveTooLarge",
             Self::ZipError => "ZipError",
             Self::TarError => "TarError",
+            Self::ResponseTooLarge => "ResponseTooLarge",
         }
     }
 
@@ -127,7 +131,8 @@ impl ErrorCode {
             | Self::Internal
             | Self::ArchiveTooLarge
             | Self::ZipError
-            | Self::TarError => 1,
+            | Self::TarError
+            | Self::ResponseTooLarge => 1,
         }
     }
 }
@@ -172,6 +177,7 @@ mod tests {
                 ("ArchiveTooLarge", 1),
                 ("ZipError", 1),
                 ("TarError", 1),
+                ("ResponseTooLarge", 1),
             ]
         );
         for c in ErrorCode::ALL {

@@ -17,6 +17,7 @@
 mod archive;
 mod args;
 mod audit;
+mod blocking;
 mod command;
 pub mod commands;
 mod envelope;

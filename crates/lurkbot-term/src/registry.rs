@@ -2,6 +2,7 @@
 
 use crate::Registry;
 use crate::commands::help::HelpCommand;
+use crate::commands::rss::RssCommand;
 use crate::commands::tar::TarCommand;
 use crate::commands::zip::ZipCommand;
 
@@ -11,4 +12,5 @@ pub fn default_registry() -> Registry {
         .with(HelpCommand)
         .with(ZipCommand)
         .with(TarCommand)
+        .with(RssCommand)
 }

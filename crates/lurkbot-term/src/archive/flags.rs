@@ -1,6 +1,6 @@
-//! Flags `zip` and `tar` share, and parsing a subcommand's arguments against its spec.
+//! Flags `zip` and `tar` share.
 
-use crate::{CommandError, CommandSpec, ErrorCode, FlagSpec, ParsedArgs};
+use crate::FlagSpec;
 
 /// `--max` of listings.
 pub(crate) const MAX: FlagSpec = FlagSpec::value(
@@ -62,21 +62,3 @@ pub(crate) const SRC: FlagSpec = FlagSpec::value(
     true,
     "the file or folder to archive, relative to the home",
 );
-
-/// Parses `args` against the flags of `spec`'s subcommand `name`.
-///
-/// # Errors
-/// `InvalidArgs` from the flag parser; `Internal` if `name` is not in the spec (a bug).
-pub(crate) fn parse_sub(
-    spec: &'static CommandSpec,
-    name: &str,
-    args: &[String],
-) -> Result<ParsedArgs, CommandError> {
-    let sub = spec.subcommand(name).ok_or_else(|| {
-        CommandError::new(
-            ErrorCode::Internal,
-            format!("'{} {name}' has no spec", spec.name),
-        )
-    })?;
-    ParsedArgs::parse(sub.flags, sub.usage, args)
-}

@@ -1,10 +1,11 @@
-//! Small shared pieces: running blocking archive work off the async executor, the extraction
-//! limits, input resolution and error helpers.
+//! Small shared pieces: the extraction limits, input resolution and error helpers (and, for
+//! the archive modules' convenience, the blocking-work helpers).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lurkbot_core::HomePath;
 
+pub(crate) use crate::blocking::{cancelled, run_blocking};
 use crate::{CommandCtx, CommandError, ErrorCode, ParsedArgs};
 
 /// Default `--max-files`.
@@ -36,30 +37,6 @@ impl Limits {
             max_bytes: args.number("--max-bytes", DEFAULT_MAX_BYTES, 1, u64::MAX)?,
         })
     }
-}
-
-/// Runs blocking archive work on tokio's blocking pool so a timeout can fire meanwhile; the work
-/// checks the run's cancel flag between chunks.
-///
-/// # Errors
-/// The work's own error, or `Internal` if it panicked.
-pub(crate) async fn run_blocking<T, F>(work: F) -> Result<T, CommandError>
-where
-    T: Send + 'static,
-    F: FnOnce() -> Result<T, CommandError> + Send + 'static,
-{
-    tokio::task::spawn_blocking(work).await.map_err(|e| {
-        CommandError::new(
-            ErrorCode::Internal,
-            format!("the archive work stopped unexpectedly: {e}"),
-        )
-        .with_hint("this is a bug; please report it with the archive if you can")
-    })?
-}
-
-/// The error a cancelled run returns (the executor has already answered `Timeout`).
-pub(crate) fn cancelled() -> CommandError {
-    CommandError::new(ErrorCode::Timeout, "cancelled")
 }
 
 /// An `IoError` naming what was being done to which path.

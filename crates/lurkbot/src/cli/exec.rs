@@ -69,7 +69,7 @@ pub(crate) fn run(home_path: &Path, args: ExecArgs) -> anyhow::Result<ExitCode> 
         },
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()?;
     let envelope = runtime.block_on(exec.run(request));
     if args.json {

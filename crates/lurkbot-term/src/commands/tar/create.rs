@@ -9,7 +9,6 @@ use std::os::unix::ffi::OsStrExt;
 use super::format::{Compressor, TarFormat};
 use super::{SPEC, requested_format};
 use crate::archive::create::{CreateStats, WriteJob, create_archive};
-use crate::archive::flags::parse_sub;
 use crate::archive::summary::CreateReport;
 use crate::archive::work::{cancelled, io_error};
 use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode, Outcome, Progress};
@@ -17,7 +16,7 @@ use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode, Outcome, Progress};
 const CHUNK: usize = 256 * 1024;
 
 pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = parse_sub(&SPEC, "create", args)?;
+    let parsed = crate::ParsedArgs::for_subcommand(&SPEC, "create", args)?;
     let out_raw = parsed.get("--out").unwrap_or_default();
     let format = match requested_format(parsed.get("--format"))? {
         Some(f) => f,

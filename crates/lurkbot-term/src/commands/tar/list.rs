@@ -4,7 +4,6 @@ use tar::EntryType;
 
 use super::format::open_reader;
 use super::{SPEC, requested_format, tar_error};
-use crate::archive::flags::parse_sub;
 use crate::archive::listing::{ListEntry, Listing, TarFields};
 use crate::archive::work::{
     DEFAULT_LIST_MAX, LIST_MAX_CEILING, cancelled, input_file, run_blocking,
@@ -12,7 +11,7 @@ use crate::archive::work::{
 use crate::{CommandCtx, CommandError, Outcome};
 
 pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = parse_sub(&SPEC, "list", args)?;
+    let parsed = crate::ParsedArgs::for_subcommand(&SPEC, "list", args)?;
     let max = parsed.number("--max", DEFAULT_LIST_MAX, 0, LIST_MAX_CEILING)?;
     let requested = requested_format(parsed.get("--format"))?;
     let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;

@@ -14,7 +14,6 @@ use zip::{CompressionMethod, DateTime, ZipWriter};
 
 use super::{SPEC, reader};
 use crate::archive::create::{CreateStats, WriteJob, create_archive};
-use crate::archive::flags::parse_sub;
 use crate::archive::source::SourceItem;
 use crate::archive::summary::CreateReport;
 use crate::archive::work::{cancelled, io_error, secs_from_time};
@@ -25,7 +24,7 @@ const EXTENDED_TIMESTAMP: u16 = 0x5455;
 const CHUNK: usize = 256 * 1024;
 
 pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = parse_sub(&SPEC, "create", args)?;
+    let parsed = crate::ParsedArgs::for_subcommand(&SPEC, "create", args)?;
     let level = u32::try_from(parsed.number("--level", 6, 0, 9)?).unwrap_or(6);
     let created = create_archive(ctx, &parsed, move |job| write_zip(job, level)).await?;
     Ok(CreateReport {

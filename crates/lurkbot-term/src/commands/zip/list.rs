@@ -2,13 +2,12 @@
 
 use super::names::{NameEncoding, decode_names};
 use super::{SPEC, reader};
-use crate::archive::flags::parse_sub;
 use crate::archive::listing::{ListEntry, Listing};
 use crate::archive::work::{DEFAULT_LIST_MAX, LIST_MAX_CEILING, input_file, run_blocking};
 use crate::{CommandCtx, CommandError, Outcome};
 
 pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = parse_sub(&SPEC, "list", args)?;
+    let parsed = crate::ParsedArgs::for_subcommand(&SPEC, "list", args)?;
     let max = parsed.number("--max", DEFAULT_LIST_MAX, 0, LIST_MAX_CEILING)?;
     let encoding = NameEncoding::parse(parsed.get("--encoding"))?;
     let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
