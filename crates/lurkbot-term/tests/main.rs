@@ -8,9 +8,11 @@
 
 mod archives;
 mod crafted;
+mod feed_server;
 mod fixtures;
 
 mod executor;
 mod fuzz;
 mod interop;
+mod rss_feeds;
 mod safety;

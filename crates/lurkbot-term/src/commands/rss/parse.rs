@@ -98,7 +98,13 @@ fn normalize(feed: Feed, raw_dates: &[String]) -> ParsedFeed {
 
 fn normalize_entry(entry: Entry, date: &dyn Fn(Option<DateTime<Utc>>) -> Option<String>) -> Item {
     let author = entry.authors.iter().find_map(|p| {
-        let name = p.name.as_deref().map_or("", str::trim);
+        // "mail@example.com (Name)" leaves the name in parentheses.
+        let name = p.name.as_deref().map_or("", |n| {
+            let n = n.trim();
+            n.strip_prefix('(')
+                .and_then(|n| n.strip_suffix(')'))
+                .map_or(n, str::trim)
+        });
         if name.is_empty() {
             p.email.as_deref().map(str::trim).map(str::to_string)
         } else {
