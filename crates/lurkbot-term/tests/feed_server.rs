@@ -205,7 +205,10 @@ fn serve(
 }
 
 fn write_reply(mut stream: TcpStream, reply: Reply, stop: &AtomicBool) -> std::io::Result<()> {
-    let mut head = format!("HTTP/1.1 {} Scripted\r\nConnection: close\r\n", reply.status);
+    let mut head = format!(
+        "HTTP/1.1 {} Scripted\r\nConnection: close\r\n",
+        reply.status
+    );
     for (k, v) in &reply.headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -218,7 +221,10 @@ fn write_reply(mut stream: TcpStream, reply: Reply, stop: &AtomicBool) -> std::i
         Body::Endless => {
             head.push_str("Transfer-Encoding: chunked\r\n\r\n");
             stream.write_all(head.as_bytes())?;
-            stream.write_all(chunk(r#"<?xml version="1.0"?><rss version="2.0"><channel><title>endless</title>"#).as_bytes())?;
+            stream.write_all(
+                chunk(r#"<?xml version="1.0"?><rss version="2.0"><channel><title>endless</title>"#)
+                    .as_bytes(),
+            )?;
             let framed = chunk(&"<item><title>more and more</title></item>".repeat(1500));
             while !stop.load(Ordering::Relaxed) {
                 stream.write_all(framed.as_bytes())?;

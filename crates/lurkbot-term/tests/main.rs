@@ -15,4 +15,6 @@ mod executor;
 mod fuzz;
 mod interop;
 mod rss_feeds;
+mod rss_fetching;
+mod rss_subscriptions;
 mod safety;

@@ -171,7 +171,9 @@ async fn charset_from_the_header_when_the_prolog_has_none() {
     let body = b"<rss version=\"2.0\"><channel><title>Caf\xe9</title><item><title>na\xefve</title></item></channel></rss>".to_vec();
     server.serve_bytes("/f", "text/xml; charset=ISO-8859-1", body);
     let h = Harness::builtin();
-    let env = h.run(&format!("rss fetch --url {}", server.url("/f"))).await;
+    let env = h
+        .run(&format!("rss fetch --url {}", server.url("/f")))
+        .await;
     assert_eq!(env.exit_code, 0, "{}", env.stderr);
     assert_eq!(env.result["feed_title"], "Café");
     assert_eq!(env.result["items"][0]["title"], "naïve");
@@ -236,7 +238,15 @@ async fn truncated_and_non_feed_bodies_are_parse_errors() {
         b"<!DOCTYPE html><html><head><title>Home</title></head><body>hi</body></html>".to_vec(),
     );
     server.serve_bytes("/empty", "application/rss+xml", Vec::new());
-    server.serve_bytes("/deep", "application/rss+xml", format!("<rss version=\"2.0\"><channel><item><title>{}", "<a>".repeat(300_000)).into_bytes());
+    server.serve_bytes(
+        "/deep",
+        "application/rss+xml",
+        format!(
+            "<rss version=\"2.0\"><channel><item><title>{}",
+            "<a>".repeat(300_000)
+        )
+        .into_bytes(),
+    );
     let h = Harness::builtin();
     for (path, hint) in [
         ("/cut", "well-formed"),
@@ -244,8 +254,15 @@ async fn truncated_and_non_feed_bodies_are_parse_errors() {
         ("/empty", "empty"),
         ("/deep", "not a normal feed"),
     ] {
-        let env = h.run(&format!("rss fetch --url {}", server.url(path))).await;
-        assert_eq!(env.error_code.as_deref(), Some("ParseError"), "{path}: {}", env.stdout);
+        let env = h
+            .run(&format!("rss fetch --url {}", server.url(path)))
+            .await;
+        assert_eq!(
+            env.error_code.as_deref(),
+            Some("ParseError"),
+            "{path}: {}",
+            env.stdout
+        );
         assert_eq!(env.exit_code, 1);
         assert_eq!(env.result["http_status"], 200, "{path}");
         assert!(env.stderr.contains(hint), "{path}: {}", env.stderr);
@@ -272,7 +289,9 @@ async fn gzip_and_deflate_answers_are_decoded() {
     });
     let h = Harness::builtin();
     for path in ["/gz", "/deflate"] {
-        let env = h.run(&format!("rss fetch --url {}", server.url(path))).await;
+        let env = h
+            .run(&format!("rss fetch --url {}", server.url(path)))
+            .await;
         assert_eq!(env.exit_code, 0, "{path}: {}", env.stderr);
         assert_eq!(env.result["count_total"], 2);
     }

@@ -1,0 +1,492 @@
+//! `rss fetch` against a loopback HTTP server: conditional GET round trips, every failure code,
+//! redirects, caps and timeouts — and the state files after each of them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+
+use crate::feed_server::{FeedServer, Reply};
+use crate::fixtures::Harness;
+
+const FEED: &str = r#"<?xml version="1.0"?><rss version="2.0"><channel><title>Tiny</title><link>http://tiny/</link>
+<item><title>one</title><link>http://tiny/1</link><guid>1</guid></item>
+<item><title>two</title><link>http://tiny/2</link><guid>2</guid></item>
+<item><title>three</title><link>http://tiny/3</link><guid>3</guid></item>
+</channel></rss>"#;
+
+fn read_json(h: &Harness, rel: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(h.path(rel)).unwrap()).unwrap()
+}
+
+fn state_of(h: &Harness, name: &str) -> Value {
+    read_json(h, "workspace/rss/fetch_state.json")
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+async fn subscribe(h: &Harness, name: &str, url: &str) {
+    let env = h.run(&format!("rss add --name {name} --url {url}")).await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+}
+
+#[tokio::test]
+async fn etag_round_trip_answers_304_from_the_cache() {
+    let server = FeedServer::start();
+    server.route("/f", |req| {
+        if req.header("if-none-match") == Some("\"v1\"") {
+            Reply::status(304).header("ETag", "\"v1\"")
+        } else {
+            Reply::ok("application/rss+xml", FEED).header("ETag", "\"v1\"")
+        }
+    });
+    let h = Harness::builtin();
+    subscribe(&h, "tiny", &server.url("/f")).await;
+
+    let first = h.run("rss fetch --name tiny --max-items 2").await;
+    assert_eq!(first.exit_code, 0, "{}", first.stderr);
+    assert_eq!(first.result["http_status"], 200);
+    assert_eq!(first.result["not_modified"], false);
+    assert_eq!(first.result["name"], "tiny");
+    assert_eq!(first.result["count_total"], 3);
+    assert_eq!(first.result["count_emitted"], 2);
+    assert_eq!(first.result["truncated"], true);
+    assert!(
+        first.stdout.contains("1 more items not shown"),
+        "{}",
+        first.stdout
+    );
+    assert_eq!(server.requests("/f")[0].header("if-none-match"), None);
+    let state = state_of(&h, "tiny");
+    assert_eq!(state["etag"], "\"v1\"");
+    assert_eq!(state["last_status"], 200);
+    assert!(state["last_fetch_ms"].as_u64().unwrap() > 0);
+    let cache = read_json(&h, "workspace/rss/cache/tiny.json");
+    assert_eq!(cache["items"].as_array().unwrap().len(), 3);
+
+    let second = h.run("rss fetch --name tiny --max-items 2").await;
+    assert_eq!(second.exit_code, 0, "{}", second.stderr);
+    assert_eq!(second.result["http_status"], 304);
+    assert_eq!(second.result["not_modified"], true);
+    assert_eq!(second.result["items"], first.result["items"]);
+    assert_eq!(second.result["count_total"], 3);
+    assert!(second.stdout.contains("answered from the cache"));
+    assert_eq!(
+        server.requests("/f")[1].header("if-none-match"),
+        Some("\"v1\"")
+    );
+    let state = state_of(&h, "tiny");
+    assert_eq!(state["last_status"], 304);
+    assert_eq!(state["etag"], "\"v1\"", "a 304 keeps the validator");
+
+    // --force skips the validators.
+    let forced = h.run("rss fetch --name tiny --force").await;
+    assert_eq!(forced.result["http_status"], 200);
+    assert_eq!(server.requests("/f")[2].header("if-none-match"), None);
+
+    // Without a cache file there is nothing to revalidate: a full download.
+    std::fs::remove_file(h.path("workspace/rss/cache/tiny.json")).unwrap();
+    let refetched = h.run("rss fetch --name tiny").await;
+    assert_eq!(refetched.result["http_status"], 200);
+    assert_eq!(server.requests("/f")[3].header("if-none-match"), None);
+
+    // A --url fetch is stateless: no validators, no state change.
+    let before = std::fs::read(h.path("workspace/rss/fetch_state.json")).unwrap();
+    let by_url = h
+        .run(&format!("rss fetch --url {}", server.url("/f")))
+        .await;
+    assert_eq!(by_url.result["http_status"], 200);
+    assert!(by_url.result.get("name").is_none());
+    assert_eq!(server.requests("/f")[4].header("if-none-match"), None);
+    assert_eq!(
+        std::fs::read(h.path("workspace/rss/fetch_state.json")).unwrap(),
+        before
+    );
+}
+
+#[tokio::test]
+async fn last_modified_round_trip() {
+    const STAMP: &str = "Sat, 21 Nov 2026 08:00:00 GMT";
+    let server = FeedServer::start();
+    server.route("/f", |req| {
+        if req.header("if-modified-since") == Some(STAMP) {
+            Reply::status(304)
+        } else {
+            Reply::ok("application/rss+xml", FEED).header("Last-Modified", STAMP)
+        }
+    });
+    let h = Harness::builtin();
+    subscribe(&h, "lm", &server.url("/f")).await;
+    assert_eq!(
+        h.run("rss fetch --name lm").await.result["http_status"],
+        200
+    );
+    assert_eq!(state_of(&h, "lm")["last_modified"], STAMP);
+    let again = h.run("rss fetch --name lm").await;
+    assert_eq!(again.result["not_modified"], true);
+    assert_eq!(again.result["count_total"], 3);
+    assert_eq!(
+        server.requests("/f")[1].header("if-modified-since"),
+        Some(STAMP)
+    );
+}
+
+#[tokio::test]
+async fn changed_feeds_replace_the_cache_and_validators() {
+    let server = FeedServer::start();
+    let version = Arc::new(AtomicUsize::new(1));
+    let v = version.clone();
+    server.route("/f", move |req| {
+        let current = format!("\"v{}\"", v.load(Ordering::SeqCst));
+        if req.header("if-none-match") == Some(current.as_str()) {
+            return Reply::status(304);
+        }
+        let body = if current == "\"v1\"" {
+            FEED.to_string()
+        } else {
+            FEED.replace("<title>one</title>", "<title>uno</title>")
+        };
+        Reply::ok("application/rss+xml", body).header("ETag", &current)
+    });
+    let h = Harness::builtin();
+    subscribe(&h, "tiny", &server.url("/f")).await;
+    h.run("rss fetch --name tiny").await;
+    version.store(2, Ordering::SeqCst);
+    let env = h.run("rss fetch --name tiny").await;
+    assert_eq!(env.result["http_status"], 200);
+    assert_eq!(env.result["items"][0]["title"], "uno");
+    assert_eq!(state_of(&h, "tiny")["etag"], "\"v2\"");
+    let cache = read_json(&h, "workspace/rss/cache/tiny.json");
+    assert_eq!(cache["items"][0]["title"], "uno");
+}
+
+#[tokio::test]
+async fn rate_limits_report_retry_after_in_both_forms() {
+    let server = FeedServer::start();
+    server.route("/seconds", |_| {
+        Reply::status(429).header("Retry-After", "120")
+    });
+    server.route("/date", |_| {
+        let when = chrono::Utc::now() + chrono::TimeDelta::seconds(90);
+        let http_date = when.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+        Reply::status(429).header("Retry-After", &http_date)
+    });
+    server.route("/bare", |_| Reply::status(429));
+    let h = Harness::builtin();
+    subscribe(&h, "limited", &server.url("/seconds")).await;
+    let env = h.run("rss fetch --name limited").await;
+    assert_eq!(env.error_code.as_deref(), Some("RateLimited"));
+    assert_eq!(env.exit_code, 1);
+    assert_eq!(env.result["http_status"], 429);
+    assert_eq!(env.result["retry_after_ms"], 120_000);
+    assert!(env.stderr.contains("wait 120 s"), "{}", env.stderr);
+    let state = state_of(&h, "limited");
+    assert_eq!(state["last_status"], 429);
+    assert_eq!(state["last_error_code"], "RateLimited");
+    assert!(!h.path("workspace/rss/cache/limited.json").exists());
+
+    let env = h
+        .run(&format!("rss fetch --url {}", server.url("/date")))
+        .await;
+    assert_eq!(env.error_code.as_deref(), Some("RateLimited"));
+    let ms = env.result["retry_after_ms"].as_u64().unwrap();
+    assert!((80_000..=90_000).contains(&ms), "{ms}");
+
+    let env = h
+        .run(&format!("rss fetch --url {}", server.url("/bare")))
+        .await;
+    assert_eq!(env.error_code.as_deref(), Some("RateLimited"));
+    assert!(env.result.get("retry_after_ms").is_none());
+}
+
+#[tokio::test]
+async fn http_errors_keep_the_previous_good_state() {
+    let server = FeedServer::start();
+    let fail = Arc::new(AtomicUsize::new(0));
+    let f = fail.clone();
+    server.route("/f", move |_| match f.load(Ordering::SeqCst) {
+        0 => Reply::ok("application/rss+xml", FEED).header("ETag", "\"good\""),
+        1 => Reply::status(500).body("oops"),
+        2 => Reply::status(404),
+        _ => Reply::ok(
+            "application/rss+xml",
+            "<rss version=\"2.0\"><channel><item>",
+        ),
+    });
+    let h = Harness::builtin();
+    subscribe(&h, "tiny", &server.url("/f")).await;
+    assert_eq!(h.run("rss fetch --name tiny").await.exit_code, 0);
+    let good_cache = std::fs::read(h.path("workspace/rss/cache/tiny.json")).unwrap();
+    for (mode, code, status, hint) in [
+        (1, "HttpError", 500, "retry later"),
+        (2, "HttpError", 404, "gone"),
+        (3, "ParseError", 200, "well-formed"),
+    ] {
+        fail.store(mode, Ordering::SeqCst);
+        let env = h.run("rss fetch --name tiny").await;
+        assert_eq!(env.error_code.as_deref(), Some(code), "{mode}");
+        assert_eq!(env.exit_code, 1);
+        assert_eq!(env.result["http_status"], status);
+        assert!(env.stderr.contains(hint), "{}", env.stderr);
+        let state = state_of(&h, "tiny");
+        assert_eq!(state["last_status"], status);
+        assert_eq!(state["last_error_code"], code);
+        assert_eq!(state["etag"], "\"good\"", "validators survive failures");
+        assert_eq!(
+            std::fs::read(h.path("workspace/rss/cache/tiny.json")).unwrap(),
+            good_cache
+        );
+    }
+    // And the next success clears the error.
+    fail.store(0, Ordering::SeqCst);
+    assert_eq!(h.run("rss fetch --name tiny --force").await.exit_code, 0);
+    assert_eq!(state_of(&h, "tiny")["last_error_code"], Value::Null);
+}
+
+#[tokio::test]
+async fn redirects_are_followed_up_to_five_and_rechecked() {
+    let server = FeedServer::start();
+    server.serve_bytes("/final", "application/rss+xml", FEED.as_bytes().to_vec());
+    for (from, to) in [("/r1", "/r2"), ("/r2", "/r3"), ("/r3", "/final")] {
+        let target = to.to_string();
+        server.route(from, move |_| {
+            Reply::status(301).header("Location", &target)
+        });
+    }
+    server.route("/loop", |_| Reply::status(302).header("Location", "/loop"));
+    server.route("/to-file", |_| {
+        Reply::status(302).header("Location", "file:///etc/passwd")
+    });
+    server.route("/no-location", |_| Reply::status(302));
+    let h = Harness::builtin();
+
+    let env = h
+        .run(&format!("rss fetch --url {}", server.url("/r1")))
+        .await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+    assert_eq!(env.result["final_url"], server.url("/final"));
+    assert_eq!(env.result["url"], server.url("/r1"));
+
+    let env = h
+        .run(&format!("rss fetch --url {}", server.url("/loop")))
+        .await;
+    assert_eq!(env.error_code.as_deref(), Some("HttpError"));
+    assert!(
+        env.error_message
+            .as_deref()
+            .unwrap()
+            .contains("more than 5 redirects")
+    );
+    assert_eq!(env.result["http_status"], 302);
+    assert_eq!(env.result["redirects"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        server.requests("/loop").len(),
+        6,
+        "the original and 5 redirects"
+    );
+
+    let env = h
+        .run(&format!("rss fetch --url {}", server.url("/to-file")))
+        .await;
+    assert_eq!(env.error_code.as_deref(), Some("HttpError"));
+    assert!(env.error_message.as_deref().unwrap().contains("file://"));
+    assert!(!env.stdout.contains("root:"));
+
+    let env = h
+        .run(&format!("rss fetch --url {}", server.url("/no-location")))
+        .await;
+    assert_eq!(env.error_code.as_deref(), Some("HttpError"));
+}
+
+#[tokio::test]
+async fn endless_and_oversized_bodies_stop_at_the_cap_and_store_nothing() {
+    use std::io::Write;
+    let server = FeedServer::start();
+    server.route("/endless", |_| Reply::endless());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(b"<rss version=\"2.0\"><channel><title>")
+        .unwrap();
+    gz.write_all(&vec![b'a'; 64 * 1024 * 1024]).unwrap();
+    let bomb = gz.finish().unwrap();
+    assert!(bomb.len() < 200_000);
+    server.route("/bomb", move |_| {
+        Reply::ok("application/rss+xml", bomb.clone()).header("Content-Encoding", "gzip")
+    });
+    server.serve_bytes("/big", "application/rss+xml", vec![b' '; 3 * 1024 * 1024]);
+    let h = Harness::builtin();
+    for path in ["/endless", "/bomb", "/big"] {
+        subscribe(&h, "huge", &server.url(path)).await;
+        let env = h.run("rss fetch --name huge").await;
+        assert_eq!(
+            env.error_code.as_deref(),
+            Some("ResponseTooLarge"),
+            "{path}: {}",
+            env.stderr
+        );
+        assert_eq!(env.exit_code, 1);
+        assert_eq!(env.result["max_bytes"], 2 * 1024 * 1024);
+        assert!(env.stderr.contains("--max-bytes"));
+        assert!(!h.path("workspace/rss/cache/huge.json").exists(), "{path}");
+        assert_eq!(state_of(&h, "huge")["last_error_code"], "ResponseTooLarge");
+    }
+    // A smaller cap applies too, and a larger one lets a big (valid) body through.
+    server.serve_bytes("/ok", "application/rss+xml", FEED.as_bytes().to_vec());
+    let env = h
+        .run(&format!(
+            "rss fetch --url {} --max-bytes 100",
+            server.url("/ok")
+        ))
+        .await;
+    assert_eq!(env.error_code.as_deref(), Some("ResponseTooLarge"));
+    let padded = FEED.replace(
+        "<channel>",
+        &format!("<channel>{}", " ".repeat(3 * 1024 * 1024)),
+    );
+    server.serve_bytes("/padded", "application/rss+xml", padded.into_bytes());
+    let env = h
+        .run(&format!(
+            "rss fetch --url {} --max-bytes 4194304",
+            server.url("/padded")
+        ))
+        .await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+}
+
+#[tokio::test]
+async fn network_failures_and_timeouts() {
+    let server = FeedServer::start();
+    server.route("/stall", |_| Reply::stall());
+    let h = Harness::builtin();
+    let started = std::time::Instant::now();
+    let env = h
+        .run(&format!(
+            "rss fetch --url {} --timeout-ms 400",
+            server.url("/stall")
+        ))
+        .await;
+    assert_eq!(
+        env.error_code.as_deref(),
+        Some("NetworkError"),
+        "{}",
+        env.stderr
+    );
+    assert!(env.error_message.as_deref().unwrap().contains("400 ms"));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+
+    // A port nobody listens on.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let env = h
+        .run(&format!("rss fetch --url http://127.0.0.1:{port}/feed"))
+        .await;
+    assert_eq!(env.error_code.as_deref(), Some("NetworkError"));
+    assert!(
+        env.error_message
+            .as_deref()
+            .unwrap()
+            .contains("cannot connect"),
+        "{:?}",
+        env.error_message
+    );
+    assert!(env.result.get("http_status").is_none());
+
+    // A name that cannot resolve (.invalid is reserved for this).
+    let env = h
+        .run("rss fetch --url http://feed.lurkbot-test.invalid/rss --timeout-ms 5000")
+        .await;
+    assert_eq!(
+        env.error_code.as_deref(),
+        Some("NetworkError"),
+        "{}",
+        env.stderr
+    );
+}
+
+#[tokio::test]
+async fn refusals_happen_before_any_request() {
+    let server = FeedServer::start();
+    server.serve_bytes("/f", "application/rss+xml", FEED.as_bytes().to_vec());
+    let h = Harness::builtin();
+    let url = server.url("/f");
+    for (command, code) in [
+        (
+            format!("rss fetch --url {url} --out ../escape.json"),
+            "PathEscapesAgentsRoot",
+        ),
+        (
+            format!("rss fetch --url {url} --out /tmp/abs.json"),
+            "PathEscapesAgentsRoot",
+        ),
+        (
+            format!("rss fetch --url {url} --out config.toml"),
+            "PermissionDenied",
+        ),
+        (format!("rss fetch --url {url} --name x"), "InvalidArgs"),
+        ("rss fetch".to_string(), "InvalidArgs"),
+        (
+            format!("rss fetch --url {url} --max-items -1"),
+            "InvalidArgs",
+        ),
+        (
+            format!("rss fetch --url {url} --timeout-ms 0"),
+            "InvalidArgs",
+        ),
+        (
+            format!("rss fetch --url {url} --max-bytes 0"),
+            "InvalidArgs",
+        ),
+        (
+            "rss fetch --url file:///etc/passwd".to_string(),
+            "InvalidArgs",
+        ),
+        (
+            "rss fetch --url ftp://example.com/f".to_string(),
+            "InvalidArgs",
+        ),
+        ("rss fetch --name nope".to_string(), "NotFound"),
+        ("rss fetch --name Bad_Name".to_string(), "InvalidArgs"),
+    ] {
+        let env = h.run(&command).await;
+        assert_eq!(
+            env.error_code.as_deref(),
+            Some(code),
+            "{command}: {}",
+            env.stderr
+        );
+        assert!(!env.stderr.is_empty(), "{command}");
+    }
+    assert_eq!(server.all_requests(), 0);
+    assert!(!h.path("../escape.json").exists());
+}
+
+#[tokio::test]
+async fn out_writes_every_item_as_an_artifact() {
+    let server = FeedServer::start();
+    server.serve_bytes("/f", "application/rss+xml", FEED.as_bytes().to_vec());
+    let h = Harness::builtin();
+    let env = h
+        .run(&format!(
+            "rss fetch --url {} --max-items 1 --out artifacts/rss/tiny.json",
+            server.url("/f")
+        ))
+        .await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+    assert_eq!(env.result["out"], "artifacts/rss/tiny.json");
+    assert_eq!(env.artifacts[0].path, "artifacts/rss/tiny.json");
+    assert_eq!(env.artifacts[0].mime, "application/json");
+    assert_eq!(env.result["count_emitted"], 1);
+    let all = read_json(&h, "artifacts/rss/tiny.json");
+    assert_eq!(all.as_array().unwrap().len(), 3);
+    assert_eq!(all[2]["guid"], "3");
+    // The audit record lists the artifact too.
+    assert_eq!(
+        h.audit(&env)["artifacts"][0]["path"],
+        "artifacts/rss/tiny.json"
+    );
+}
