@@ -13,3 +13,4 @@ mod cli;
 mod config;
 mod exec;
 mod init;
+mod rss;
