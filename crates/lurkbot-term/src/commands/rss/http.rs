@@ -118,7 +118,18 @@ pub(super) async fn fetch(request: &FetchRequest) -> Result<Fetched, FetchFailur
     }
 }
 
+/// Installs rustls' `ring` crypto provider as the process default (once; a provider installed
+/// earlier by someone else is kept). `ring` is used rather than aws-lc-rs because it is a
+/// fraction of the size, which keeps the binary within its budget.
+fn install_crypto_provider() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 async fn exchange(request: &FetchRequest) -> Result<Fetched, FetchFailure> {
+    install_crypto_provider();
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION"), " (rss)"))
