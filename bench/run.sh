@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
 # Builds the release binary and runs a benchmark (DESIGN.md §9).
-# Usage: bench/run.sh [startup|archive] [--runs N] [--mib N]
+# Usage: bench/run.sh [startup|archive|rss] [--runs N] [--mib N]
 #   startup  binary size, --version and exec help against the budgets (default)
 #   archive  zip/tar throughput against Info-ZIP zip/unzip and GNU tar, as ratios, and peak RSS
+#   rss      feed parse and fetch+parse against Python feedparser (installed here in a venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+extra=()
+if [ "${1:-}" = rss ]; then
+  venv="${LURKBOT_BENCH_VENV:-$HOME/.cache/lurkbot-bench/venv}"
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import feedparser' 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q feedparser
+  fi
+  extra=(--python "$venv/bin/python")
+fi
 cargo build --release -q -p lurkbot -p lurkbot-bench
-"$CARGO_TARGET_DIR/release/lurkbot-bench" "$@" --bin "$CARGO_TARGET_DIR/release/lurkbot"
+"$CARGO_TARGET_DIR/release/lurkbot-bench" "$@" --bin "$CARGO_TARGET_DIR/release/lurkbot" "${extra[@]}"

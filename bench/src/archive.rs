@@ -95,7 +95,7 @@ fn make_corpus(dir: &Path, total_mib: u64, files: usize) -> Result<u64, String> 
 }
 
 /// Runs a command, returning its wall time and peak RSS (KiB, from /proc, polled).
-fn timed(cmd: &mut Command) -> Result<(Duration, u64), String> {
+pub(crate) fn timed(cmd: &mut Command) -> Result<(Duration, u64), String> {
     let start = Instant::now();
     let mut child = cmd
         .stdout(Stdio::null())

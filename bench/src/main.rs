@@ -3,7 +3,8 @@
 //!
 //! Usage: `bench/run.sh [startup|archive]` (builds the release binary, then runs this), or
 //! `lurkbot-bench startup --bin target/release/lurkbot [--runs 50]`,
-//! `lurkbot-bench archive --bin target/release/lurkbot [--runs 3] [--mib 200]`.
+//! `lurkbot-bench archive --bin target/release/lurkbot [--runs 3] [--mib 200]`,
+//! `lurkbot-bench rss --bin target/release/lurkbot --python VENV/bin/python [--runs 20]`.
 //!
 //! Startup peers (ZeptoClaw, ZeroClaw) cannot be fetched on this network, so their figures come
 //! from DESIGN.md §9 and are labelled as such; what is measured in the same run is a
@@ -11,6 +12,7 @@
 //! `unzip`, GNU `tar`) in the same run on the same generated corpus and prints ratios.
 
 mod archive;
+mod rss;
 mod startup;
 
 use std::path::PathBuf;
@@ -22,10 +24,12 @@ fn main() -> ExitCode {
     let mut runs: Option<usize> = None;
     let mut mib = 200u64;
     let mut which = "startup".to_string();
+    let mut python = PathBuf::from("python3");
     let mut iter = args.iter();
     while let Some(a) = iter.next() {
         match a.as_str() {
-            "startup" | "archive" => which = a.clone(),
+            "startup" | "archive" | "rss" => which = a.clone(),
+            "--python" => python = iter.next().map(PathBuf::from).unwrap_or(python),
             "--bin" => bin = iter.next().map(PathBuf::from).unwrap_or(bin),
             "--runs" => runs = iter.next().and_then(|r| r.parse().ok()),
             "--mib" => {
@@ -37,16 +41,16 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive] [--bin PATH] [--runs N] [--mib N]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss] [--bin PATH] [--runs N] [--mib N] [--python PATH]"
                 );
                 return ExitCode::from(2);
             }
         }
     }
-    let outcome = if which == "archive" {
-        archive::archive(&bin, runs.unwrap_or(3).max(1), mib)
-    } else {
-        startup::startup(&bin, runs.unwrap_or(50).max(20))
+    let outcome = match which.as_str() {
+        "archive" => archive::archive(&bin, runs.unwrap_or(3).max(1), mib),
+        "rss" => rss::rss(&bin, &python, runs.unwrap_or(20).max(3)),
+        _ => startup::startup(&bin, runs.unwrap_or(50).max(20)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -39,7 +39,11 @@ fn subscribe_and_fetch_through_the_binary() {
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert!(out.stdout.contains("Hello from the feed"), "{}", out.stdout);
     assert!(out.stdout.contains("untrusted") || out.stdout.contains("third-party"));
-    let out = t.run(&["exec", "--json", &format!("rss fetch --url {url} --max-items 0")]);
+    let out = t.run(&[
+        "exec",
+        "--json",
+        &format!("rss fetch --url {url} --max-items 0"),
+    ]);
     let env = out.json();
     assert_eq!(env["result"]["count_total"], 1);
     assert_eq!(env["result"]["count_emitted"], 0);

@@ -168,6 +168,25 @@ impl Command for RssCommand {
     }
 }
 
+/// Parses a feed document (RSS 0.9x/1.0/2.0, Atom or JSON Feed) into the normalized items
+/// `rss fetch --out` writes, with the same rules (encodings, no entity expansion, depth limit).
+/// `url` resolves relative links; `content_type` may name the charset.
+///
+/// # Errors
+/// `ParseError` for a body that is not a feed.
+pub fn parse_items(
+    body: &[u8],
+    content_type: Option<&str>,
+    url: &str,
+) -> Result<Vec<serde_json::Value>, CommandError> {
+    let feed = parse::parse_feed(body, content_type, url)?;
+    Ok(feed
+        .items
+        .iter()
+        .map(|item| serde_json::json!(item))
+        .collect())
+}
+
 /// Checks a subscription name: 1-64 lower-case letters, digits and `-`, not starting or ending
 /// with `-` (it could be read as a flag, and it names the cache file).
 ///
