@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests call (classic archive tools for interoperability tests).
-packages=(zip unzip tar xz-utils bzip2)
+# Debian packages the tests call: classic archive tools for interoperability tests, openssl
+# for a real TLS server in the rss tests.
+packages=(zip unzip tar xz-utils bzip2 openssl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

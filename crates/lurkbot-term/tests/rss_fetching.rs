@@ -490,3 +490,76 @@ async fn out_writes_every_item_as_an_artifact() {
         "artifacts/rss/tiny.json"
     );
 }
+
+/// HTTPS runs through rustls: a real TLS server (`openssl s_server`) with a self-signed
+/// certificate is refused during the handshake, never trusted silently.
+#[tokio::test]
+async fn https_verifies_certificates() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl is installed by scripts/test.sh");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = std::process::Command::new("openssl")
+        .args([
+            "s_server",
+            "-quiet",
+            "-www",
+            "-accept",
+            &format!("127.0.0.1:{port}"),
+            "-cert",
+        ])
+        .arg(&cert)
+        .arg("-key")
+        .arg(&key)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "s_server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let h = Harness::builtin();
+    let env = h
+        .run(&format!(
+            "rss fetch --url https://127.0.0.1:{port}/ --timeout-ms 5000"
+        ))
+        .await;
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(
+        env.error_code.as_deref(),
+        Some("NetworkError"),
+        "{}",
+        env.stderr
+    );
+    let message = env.error_message.unwrap_or_default().to_lowercase();
+    assert!(message.contains("certificate"), "{message}");
+}

@@ -341,6 +341,11 @@ fn network_failure(url: &Url, e: &reqwest::Error) -> FetchFailure {
             format!("{} did not answer in time: {cause}", host_of(url)),
             "retry later or raise --timeout-ms",
         )
+    } else if cause.contains("certificate") {
+        (
+            format!("cannot connect securely to {}: {cause}", host_of(url)),
+            "the server's TLS certificate could not be verified; check the address, the system's CA certificates and the clock",
+        )
     } else if e.is_connect() {
         (
             format!("cannot connect to {}: {cause}", host_of(url)),
