@@ -45,7 +45,7 @@ pub use parser::{
     sensitive_flag,
 };
 pub use progress::{Progress, ProgressSink};
-pub use redact::{MASK, Redactor, mask_argv, mask_command_text};
+pub use redact::{MASK, Redactor, mask_argv, mask_command_text, mask_url_passwords};
 pub use registry::default_registry;
 pub use skill_doc::bundled_skills;
 pub use spec::{CommandSpec, FlagSpec, SubcommandSpec};

@@ -1,5 +1,5 @@
-//! Keeping secrets out of every output: values after secret-carrying flags, and the values of
-//! skill `.env` files.
+//! Keeping secrets out of every output: values after secret-carrying flags, passwords inside
+//! URLs (`scheme://user:password@host`), and the values of skill `.env` files.
 
 use serde_json::Value;
 
@@ -25,9 +25,39 @@ pub fn mask_argv(argv: &[String]) -> Vec<String> {
                 }
             }
         } else {
-            out.push(arg.clone());
+            out.push(mask_url_passwords(arg));
         }
     }
+    out
+}
+
+/// `text` with the password of every `scheme://user:password@host` replaced by [`MASK`].
+pub fn mask_url_passwords(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        let authority_len = tail
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#' | '"' | '\'' | '<' | '>') || c.is_whitespace()
+            })
+            .unwrap_or(tail.len());
+        let authority = &tail[..authority_len];
+        match authority.rfind('@').and_then(|a| {
+            let userinfo = &authority[..a];
+            userinfo.find(':').map(|c| (c, a))
+        }) {
+            Some((colon, at)) => {
+                out.push_str(&authority[..=colon]);
+                out.push_str(MASK);
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[authority_len..];
+    }
+    out.push_str(rest);
     out
 }
 
@@ -35,6 +65,7 @@ pub fn mask_argv(argv: &[String]) -> Vec<String> {
 /// `--token=x`, quoted or not) replaced by [`MASK`]. Works on text that failed to parse too, so
 /// a refused command never leaks a secret into the audit log.
 pub fn mask_command_text(raw: &str) -> String {
+    let raw = &mask_url_passwords(raw);
     let lower = raw.to_ascii_lowercase();
     let mut out = String::with_capacity(raw.len());
     let mut i = 0;
@@ -90,7 +121,11 @@ impl Redactor {
 
     /// `text` with every secret value replaced by [`MASK`].
     pub fn text(&self, text: &str) -> String {
-        let mut out = text.to_string();
+        let mut out = if text.contains("://") {
+            mask_url_passwords(text)
+        } else {
+            text.to_string()
+        };
         for v in &self.values {
             if out.contains(v.as_str()) {
                 out = out.replace(v.as_str(), MASK);
@@ -101,9 +136,6 @@ impl Redactor {
 
     /// Redacts every string (keys included) inside a JSON value.
     pub fn json(&self, value: &mut Value) {
-        if self.values.is_empty() {
-            return;
-        }
         match value {
             Value::String(s) => *s = self.text(s),
             Value::Array(items) => items.iter_mut().for_each(|v| self.json(v)),
@@ -122,6 +154,27 @@ impl Redactor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn masks_url_passwords() {
+        assert_eq!(
+            mask_url_passwords("rss add --url https://me:hunter2@e.com/f?x=1 and ftp://a:b@c"),
+            "rss add --url https://me:***@e.com/f?x=1 and ftp://a:***@c"
+        );
+        assert_eq!(
+            mask_url_passwords("https://e.com/a@b:c"),
+            "https://e.com/a@b:c"
+        );
+        assert_eq!(
+            mask_url_passwords("https://user@e.com/"),
+            "https://user@e.com/"
+        );
+        assert_eq!(mask_url_passwords("no urls: a:b@c"), "no urls: a:b@c");
+        assert_eq!(
+            mask_command_text("x --url 'http://u:p@h/'"),
+            "x --url 'http://u:***@h/'"
+        );
+    }
 
     #[test]
     fn masks_argv_values() {

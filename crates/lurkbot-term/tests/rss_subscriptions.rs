@@ -136,6 +136,25 @@ async fn bad_names_and_urls_are_refused_and_change_nothing() {
 }
 
 #[tokio::test]
+async fn url_passwords_never_reach_output_or_audit() {
+    let h = Harness::builtin();
+    let env = h
+        .run("rss add --name private --url https://me:s3cr3tpw@feeds.example.com/private.xml")
+        .await;
+    assert_eq!(env.error_code.as_deref(), Some("SensitiveArgv"));
+    let envelope = serde_json::to_string(&env).unwrap();
+    let audit = h.all_audit_text();
+    for text in [&envelope, &audit] {
+        assert!(!text.contains("s3cr3tpw"), "{text}");
+    }
+    assert!(
+        audit.contains("https://me:***@feeds.example.com/private.xml"),
+        "{audit}"
+    );
+    assert!(!h.path("workspace/rss/subscriptions.json").exists());
+}
+
+#[tokio::test]
 async fn a_damaged_state_file_is_reported_and_left_alone() {
     let h = Harness::builtin();
     h.write("workspace/rss/subscriptions.json", b"[{\"name\": \"half");
