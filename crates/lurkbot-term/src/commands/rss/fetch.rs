@@ -85,7 +85,8 @@ pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome
         Ok(f) => f,
         Err(FetchFailure { status, error }) => {
             if let Some(name) = name {
-                record(ctx, name, &url, status, Some(error.code), None)?;
+                // The fetch error matters more than a failure to note it.
+                let _ = record(ctx, name, &url, status, Some(error.code), None);
             }
             return Err(error);
         }
@@ -185,7 +186,7 @@ async fn parse_and_store(
         Ok(feed) => feed,
         Err(error) => {
             if let Some(name) = name {
-                record(ctx, name, url, Some(fetched.status), Some(error.code), None)?;
+                let _ = record(ctx, name, url, Some(fetched.status), Some(error.code), None);
             }
             return Err(error.with_detail("http_status", fetched.status));
         }

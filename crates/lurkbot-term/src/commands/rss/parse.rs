@@ -193,8 +193,15 @@ fn convert_charset(body: &[u8], content_type: Option<&str>) -> Option<Vec<u8>> {
 }
 
 /// Refuses XML nested deeper than [`MAX_DEPTH`] (a cheap scan of tag openings and closings;
-/// comments, CDATA and processing instructions are skipped).
+/// comments, CDATA and processing instructions are skipped). JSON bodies are not scanned: the
+/// HTML inside their strings is not structure.
 fn check_depth(body: &[u8]) -> Result<(), CommandError> {
+    let first = body
+        .iter()
+        .find(|b| !b.is_ascii_whitespace() && !matches!(b, 0xEF | 0xBB | 0xBF));
+    if first == Some(&b'{') {
+        return Ok(());
+    }
     let mut depth = 0usize;
     let mut i = 0;
     while let Some(offset) = body[i..].iter().position(|&b| b == b'<') {
@@ -261,6 +268,11 @@ mod tests {
         );
         let balanced = "<a></a>".repeat(MAX_DEPTH * 4);
         assert!(check_depth(balanced.as_bytes()).is_ok());
+        let json = format!(
+            "{{\"items\":[{{\"content_html\":\"{}\"}}]}}",
+            "<br>".repeat(MAX_DEPTH * 2)
+        );
+        assert!(check_depth(json.as_bytes()).is_ok());
     }
 
     #[test]
