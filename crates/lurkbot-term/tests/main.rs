@@ -16,5 +16,6 @@ mod fuzz;
 mod interop;
 mod rss_feeds;
 mod rss_fetching;
+mod rss_fuzz;
 mod rss_subscriptions;
 mod safety;
