@@ -1,6 +1,7 @@
 //! The default registry: only a list of the built-in commands.
 
 use crate::Registry;
+use crate::commands::cal::CalCommand;
 use crate::commands::help::HelpCommand;
 use crate::commands::rss::RssCommand;
 use crate::commands::tar::TarCommand;
@@ -13,4 +14,5 @@ pub fn default_registry() -> Registry {
         .with(ZipCommand)
         .with(TarCommand)
         .with(RssCommand)
+        .with(CalCommand)
 }

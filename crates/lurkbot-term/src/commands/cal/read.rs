@@ -1,0 +1,199 @@
+//! `cal list-calendars`, `cal list-events` and `cal export`: reads (need `read` access).
+
+use serde_json::{Map, Value, json};
+
+use super::backend::{Backend, not_found};
+use super::times::{parse_instant, show};
+use super::{SPEC, id_flag, require_access};
+use crate::archive::work::LIST_MAX_CEILING;
+use crate::{Artifact, CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs, output};
+
+pub(super) async fn list_calendars(
+    ctx: &CommandCtx<'_>,
+    args: &[String],
+) -> Result<Outcome, CommandError> {
+    let parsed = ParsedArgs::for_subcommand(&SPEC, "list-calendars", args)?;
+    let max = max_flag(&parsed, 50)?;
+    require_access(ctx, false)?;
+    check_out(ctx, &parsed)?;
+    let calendars = Backend::open(ctx)?.calendars().await?;
+    let total = calendars.len();
+    let emitted = total.min(max);
+    let mut stdout = format!("{total} calendar(s)\n");
+    for c in &calendars[..emitted] {
+        stdout.push_str(&format!(
+            "#{}  {}  ({}{})\n",
+            c.id,
+            c.display_name,
+            c.account_type,
+            if c.is_primary { ", primary" } else { "" }
+        ));
+    }
+    let full: Vec<Value> = calendars.iter().map(|c| c.to_json()).collect();
+    let artifact = write_out(ctx, &parsed, &full, "every calendar")?;
+    let mut result = listing("cal list-calendars", total, emitted, &artifact, &mut stdout);
+    result.insert("calendars".into(), full[..emitted].to_vec().into());
+    Ok(outcome(stdout, result, artifact))
+}
+
+pub(super) async fn list_events(
+    ctx: &CommandCtx<'_>,
+    args: &[String],
+) -> Result<Outcome, CommandError> {
+    let parsed = ParsedArgs::for_subcommand(&SPEC, "list-events", args)?;
+    let max = max_flag(&parsed, 200)?;
+    let from_raw = parsed.get("--from").unwrap_or_default();
+    let to_raw = parsed.get("--to").unwrap_or_default();
+    let from = parse_instant("--from", from_raw)?;
+    let to = parse_instant("--to", to_raw)?;
+    if from > to {
+        return Err(CommandError::new(
+            ErrorCode::InvalidArgs,
+            format!("--from {from_raw} is after --to {to_raw}"),
+        )
+        .with_hint("swap them"));
+    }
+    let calendar_id = parsed
+        .get("--calendar-id")
+        .map(|raw| id_flag("--calendar-id", raw))
+        .transpose()?;
+    require_access(ctx, false)?;
+    check_out(ctx, &parsed)?;
+    let mut backend = Backend::open(ctx)?;
+    if let Some(id) = calendar_id {
+        backend.require_calendar(id).await?;
+    }
+    let events = backend.events(from, to, calendar_id).await?;
+    let total = events.len();
+    let emitted = total.min(max);
+    let mut stdout = format!("{total} event(s) from {from_raw} to {to_raw}\n");
+    for e in &events[..emitted] {
+        stdout.push_str(&format!(
+            "#{}  {} – {}  {}{}\n",
+            e.id,
+            show(e.span.start_ms, e.span.all_day, false),
+            show(e.span.end_ms, e.span.all_day, true),
+            e.title,
+            e.location
+                .as_deref()
+                .map(|l| format!(" @ {l}"))
+                .unwrap_or_default()
+        ));
+    }
+    let full: Vec<Value> = events.iter().map(|e| e.to_json()).collect();
+    let artifact = write_out(ctx, &parsed, &full, "every event in the range")?;
+    let mut result = listing("cal list-events", total, emitted, &artifact, &mut stdout);
+    result.insert("from".into(), from_raw.into());
+    result.insert("to".into(), to_raw.into());
+    if let Some(id) = calendar_id {
+        result.insert("calendar_id".into(), id.into());
+    }
+    result.insert("events".into(), full[..emitted].to_vec().into());
+    Ok(outcome(stdout, result, artifact))
+}
+
+pub(super) async fn export(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
+    let parsed = ParsedArgs::for_subcommand(&SPEC, "export", args)?;
+    let calendar_id = id_flag(
+        "--calendar-id",
+        parsed.get("--calendar-id").unwrap_or_default(),
+    )?;
+    require_access(ctx, false)?;
+    let out = parsed.get("--out").unwrap_or_default();
+    let target = output::writable_target(ctx, &parsed, out)?;
+    let mut backend = Backend::open(ctx)?;
+    let calendar = backend
+        .calendars()
+        .await?
+        .into_iter()
+        .find(|c| c.id == calendar_id)
+        .ok_or_else(|| not_found("calendar", calendar_id))?;
+    let events = backend.all_events(calendar_id).await?;
+    let text = super::ics::export(&calendar, &events);
+    lurkbot_core::write_atomic(target.absolute(), text.as_bytes())
+        .map_err(|e| CommandError::new(ErrorCode::IoError, e.to_string()))?;
+    let artifact = Artifact {
+        path: target.relative().to_string(),
+        mime: "text/calendar".into(),
+        description: format!("calendar '{}' as iCalendar", calendar.display_name),
+    };
+    let mut result = Map::new();
+    result.insert("ok".into(), true.into());
+    result.insert("command".into(), "cal export".into());
+    result.insert("calendar_id".into(), calendar_id.into());
+    result.insert("count_total".into(), events.len().into());
+    result.insert("out".into(), artifact.path.clone().into());
+    Ok(Outcome {
+        stdout: format!(
+            "Exported {} event(s) of '{}' to {}\n",
+            events.len(),
+            calendar.display_name,
+            artifact.path
+        ),
+        result,
+        artifacts: vec![artifact],
+        ..Outcome::default()
+    })
+}
+
+fn max_flag(parsed: &ParsedArgs, default: u64) -> Result<usize, CommandError> {
+    Ok(
+        usize::try_from(parsed.number("--max", default, 0, LIST_MAX_CEILING)?)
+            .unwrap_or(usize::MAX),
+    )
+}
+
+/// Refuses a bad `--out` before any calendar is read.
+fn check_out(ctx: &CommandCtx<'_>, parsed: &ParsedArgs) -> Result<(), CommandError> {
+    if let Some(out) = parsed.get("--out") {
+        output::writable_target(ctx, parsed, out)?;
+    }
+    Ok(())
+}
+
+fn write_out(
+    ctx: &CommandCtx<'_>,
+    parsed: &ParsedArgs,
+    full: &[Value],
+    description: &str,
+) -> Result<Option<Artifact>, CommandError> {
+    parsed
+        .get("--out")
+        .map(|out| output::write_json_out(ctx, parsed, out, &json!(full), description))
+        .transpose()
+}
+
+fn listing(
+    command: &str,
+    total: usize,
+    emitted: usize,
+    artifact: &Option<Artifact>,
+    stdout: &mut String,
+) -> Map<String, Value> {
+    if emitted < total {
+        stdout.push_str(&format!(
+            "… {} more not shown; use --max N or --out PATH for all\n",
+            total - emitted
+        ));
+    }
+    let mut result = Map::new();
+    result.insert("ok".into(), true.into());
+    result.insert("command".into(), command.into());
+    result.insert("count_total".into(), total.into());
+    result.insert("count_emitted".into(), emitted.into());
+    result.insert("truncated".into(), (emitted < total).into());
+    if let Some(a) = artifact {
+        stdout.push_str(&format!("Full list written to {}\n", a.path));
+        result.insert("out".into(), a.path.clone().into());
+    }
+    result
+}
+
+fn outcome(stdout: String, result: Map<String, Value>, artifact: Option<Artifact>) -> Outcome {
+    Outcome {
+        stdout,
+        result,
+        artifacts: artifact.into_iter().collect(),
+        ..Outcome::default()
+    }
+}

@@ -1,0 +1,242 @@
+//! `cal create-event`, `update-event`, `delete-event` and `add-reminder`: writes (need
+//! `read-write` access and `--confirm`).
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+
+use super::backend::Backend;
+use super::model::{Event, NewEvent};
+use super::times::{Moment, parse_moment, show, span, to_all_day, utc_date};
+use super::{SPEC, id_flag, require_access};
+use crate::{CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs};
+
+/// Longest title or location accepted.
+const MAX_TEXT: usize = 1000;
+/// Largest reminder offset: one year.
+const MAX_REMIND_MINUTES: u64 = 525_600;
+
+/// Parses the subcommand, then checks access and `--confirm`, in that order.
+fn gate(ctx: &CommandCtx<'_>, sub: &str, args: &[String]) -> Result<ParsedArgs, CommandError> {
+    let parsed = ParsedArgs::for_subcommand(&SPEC, sub, args)?;
+    require_access(ctx, true)?;
+    parsed.require_confirm(&format!("cal {sub}"))?;
+    Ok(parsed)
+}
+
+pub(super) async fn create(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
+    let parsed = gate(ctx, "create-event", args)?;
+    let calendar_id = id_flag(
+        "--calendar-id",
+        parsed.get("--calendar-id").unwrap_or_default(),
+    )?;
+    let title = text_flag("--title", parsed.get("--title").unwrap_or_default())?;
+    let all_day = parsed.has("--all-day");
+    let when = span(
+        parse_moment("--start", parsed.get("--start").unwrap_or_default())?,
+        parse_moment("--end", parsed.get("--end").unwrap_or_default())?,
+        all_day,
+    )?;
+    let location = parsed
+        .get("--location")
+        .map(|l| text_flag("--location", l))
+        .transpose()?
+        .filter(|l| !l.is_empty());
+    let remind_minutes = parsed
+        .get("--remind-minutes")
+        .map(|_| parsed.number("--remind-minutes", 0, 0, MAX_REMIND_MINUTES))
+        .transpose()?
+        .map(|m| i64::try_from(m).unwrap_or(i64::MAX));
+    let mut backend = Backend::open(ctx)?;
+    backend.require_calendar(calendar_id).await?;
+    let new = NewEvent {
+        calendar_id,
+        title,
+        span: when,
+        location,
+        remind_minutes,
+    };
+    let (event_id, reminder_id) = backend.create(&new).await?;
+    let mut result = base("cal create-event", event_id);
+    result.insert("calendar_id".into(), calendar_id.into());
+    result.insert("reminder_added".into(), reminder_id.is_some().into());
+    if let Some(id) = reminder_id {
+        result.insert("reminder_id".into(), id.into());
+    }
+    result.insert("start_time_ms".into(), when.start_ms.into());
+    result.insert("end_time_ms".into(), when.end_ms.into());
+    result.insert("all_day".into(), when.all_day.into());
+    Ok(Outcome {
+        stdout: format!(
+            "Created event #{event_id} '{}' ({} – {}) in calendar #{calendar_id}{}\n",
+            new.title,
+            show(when.start_ms, when.all_day, false),
+            show(when.end_ms, when.all_day, true),
+            remind_minutes
+                .map(|m| format!(", reminder {m} min before"))
+                .unwrap_or_default()
+        ),
+        result,
+        ..Outcome::default()
+    })
+}
+
+pub(super) async fn update(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
+    let parsed = gate(ctx, "update-event", args)?;
+    let event_id = id_flag("--event-id", parsed.get("--event-id").unwrap_or_default())?;
+    let title = parsed
+        .get("--title")
+        .map(|t| text_flag("--title", t))
+        .transpose()?;
+    let location = parsed
+        .get("--location")
+        .map(|l| text_flag("--location", l))
+        .transpose()?;
+    let start = parsed
+        .get("--start")
+        .map(|s| parse_moment("--start", s))
+        .transpose()?;
+    let end = parsed
+        .get("--end")
+        .map(|s| parse_moment("--end", s))
+        .transpose()?;
+    let all_day = parsed.get("--all-day").map(bool_flag).transpose()?;
+    if title.is_none()
+        && location.is_none()
+        && start.is_none()
+        && end.is_none()
+        && all_day.is_none()
+    {
+        return Err(CommandError::new(
+            ErrorCode::InvalidArgs,
+            "nothing to change: give at least one of --title --start --end --all-day --location",
+        ));
+    }
+    let mut backend = Backend::open(ctx)?;
+    let mut event = backend.event(event_id).await?;
+    let mut updated = Vec::new();
+    if let Some(title) = title {
+        event.title = title;
+        updated.push("title");
+    }
+    if let Some(location) = location {
+        event.location = Some(location).filter(|l| !l.is_empty());
+        updated.push("location");
+    }
+    let new_all_day = all_day.unwrap_or(event.span.all_day);
+    if start.is_some() || end.is_some() {
+        let start = start.unwrap_or_else(|| existing(&event, false));
+        let end = end.unwrap_or_else(|| existing(&event, true));
+        event.span = span(start, end, new_all_day)?;
+    } else if new_all_day && !event.span.all_day {
+        event.span = to_all_day(event.span);
+    } else {
+        // Leaving all-day keeps the same instants (UTC midnights) as timed bounds.
+        event.span.all_day = new_all_day;
+    }
+    for (flag, name) in [
+        ("--start", "start"),
+        ("--end", "end"),
+        ("--all-day", "all_day"),
+    ] {
+        if parsed.get(flag).is_some() {
+            updated.push(name);
+        }
+    }
+    backend.save(&event).await?;
+    let mut result = base("cal update-event", event_id);
+    result.insert("updated_fields".into(), updated.clone().into());
+    result.insert("event".into(), event.to_json());
+    Ok(Outcome {
+        stdout: format!("Updated event #{event_id}: {}\n", updated.join(", ")),
+        result,
+        ..Outcome::default()
+    })
+}
+
+pub(super) async fn delete(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
+    let parsed = gate(ctx, "delete-event", args)?;
+    let event_id = id_flag("--event-id", parsed.get("--event-id").unwrap_or_default())?;
+    let mut backend = Backend::open(ctx)?;
+    let event = backend.event(event_id).await?;
+    backend.delete(event_id).await?;
+    Ok(Outcome {
+        stdout: format!("Deleted event #{event_id} '{}'\n", event.title),
+        result: base("cal delete-event", event_id),
+        ..Outcome::default()
+    })
+}
+
+pub(super) async fn add_reminder(
+    ctx: &CommandCtx<'_>,
+    args: &[String],
+) -> Result<Outcome, CommandError> {
+    let parsed = gate(ctx, "add-reminder", args)?;
+    let event_id = id_flag("--event-id", parsed.get("--event-id").unwrap_or_default())?;
+    let minutes =
+        i64::try_from(parsed.number("--minutes", 0, 0, MAX_REMIND_MINUTES)?).unwrap_or(i64::MAX);
+    let mut backend = Backend::open(ctx)?;
+    backend.event(event_id).await?;
+    let reminder_id = backend.add_reminder(event_id, minutes).await?;
+    let mut result = base("cal add-reminder", event_id);
+    result.insert("minutes".into(), minutes.into());
+    result.insert("reminder_id".into(), reminder_id.into());
+    Ok(Outcome {
+        stdout: format!("Reminder #{reminder_id}: {minutes} min before event #{event_id}\n"),
+        result,
+        ..Outcome::default()
+    })
+}
+
+/// The event's current start or end as a command-line moment.
+fn existing(event: &Event, is_end: bool) -> Moment {
+    let ms = if is_end {
+        event.span.end_ms
+    } else {
+        event.span.start_ms
+    };
+    if event.span.all_day {
+        Moment::Date(utc_date(ms))
+    } else {
+        Moment::Instant(
+            DateTime::<Utc>::from_timestamp_millis(ms)
+                .unwrap_or_default()
+                .fixed_offset(),
+        )
+    }
+}
+
+fn base(command: &str, event_id: i64) -> Map<String, Value> {
+    let mut result = Map::new();
+    result.insert("ok".into(), true.into());
+    result.insert("command".into(), command.into());
+    result.insert("event_id".into(), event_id.into());
+    result
+}
+
+fn text_flag(flag: &str, raw: &str) -> Result<String, CommandError> {
+    let text = raw.trim();
+    if text.chars().count() > MAX_TEXT || text.chars().any(char::is_control) {
+        return Err(CommandError::new(
+            ErrorCode::InvalidArgs,
+            format!("{flag} must be at most {MAX_TEXT} characters without control characters"),
+        ));
+    }
+    if flag == "--title" && text.is_empty() {
+        return Err(CommandError::new(
+            ErrorCode::InvalidArgs,
+            "--title must not be empty",
+        ));
+    }
+    Ok(text.to_string())
+}
+
+fn bool_flag(raw: &str) -> Result<bool, CommandError> {
+    match raw {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(CommandError::new(
+            ErrorCode::InvalidArgs,
+            format!("--all-day takes true or false, not '{raw}'"),
+        )),
+    }
+}
