@@ -7,6 +7,7 @@
 )]
 
 mod archives;
+mod cal_local;
 mod crafted;
 mod feed_server;
 mod fixtures;
