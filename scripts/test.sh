@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the tests call: classic archive tools for interoperability tests, openssl
 # for a real TLS server in the rss tests.
-packages=(zip unzip tar xz-utils bzip2 openssl)
+packages=(zip unzip tar xz-utils bzip2 openssl python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -20,5 +20,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
     echo "warning: missing packages ${missing[*]} (run as root on Debian to install them)" >&2
   fi
 fi
+
+# A Python venv with Radicale (a real CalDAV server; its vobject is also the independent
+# iCalendar parser the cal tests check exports with). Tests find it through LURKBOT_TEST_VENV.
+venv="${LURKBOT_TEST_VENV:-$HOME/.cache/lurkbot-test/venv}"
+if ! "$venv/bin/python" -c 'import radicale, vobject' 2>/dev/null; then
+  echo "creating $venv (radicale)"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q radicale
+fi
+export LURKBOT_TEST_VENV="$venv"
 
 exec cargo test --workspace --locked "$@"

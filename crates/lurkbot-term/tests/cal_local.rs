@@ -5,6 +5,21 @@ use serde_json::Value;
 
 use crate::fixtures::Harness;
 
+/// The Python of the test venv (made by scripts/test.sh, which exports LURKBOT_TEST_VENV).
+pub fn test_python() -> std::path::PathBuf {
+    let venv = std::env::var_os("LURKBOT_TEST_VENV")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::home_dir().map(|h| h.join(".cache/lurkbot-test/venv")))
+        .unwrap();
+    let python = venv.join("bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test.sh, which creates the test venv (Radicale, vobject)",
+        python.display()
+    );
+    python
+}
+
 fn granted(access: &str) -> Harness {
     let h = Harness::builtin();
     h.write(
@@ -16,7 +31,9 @@ fn granted(access: &str) -> Harness {
 
 async fn create(h: &Harness, args: &str) -> i64 {
     let env = h
-        .run(&format!("cal create-event --calendar-id 1 {args} --confirm"))
+        .run(&format!(
+            "cal create-event --calendar-id 1 {args} --confirm"
+        ))
         .await;
     assert_eq!(env.exit_code, 0, "{args}: {}", env.stderr);
     env.result["event_id"].as_i64().unwrap()
@@ -42,13 +59,23 @@ async fn personal_calendar_exists_on_first_use() {
     assert_eq!(env.exit_code, 0, "{}", env.stderr);
     assert_eq!(env.result["count_total"], 1);
     let cal = &env.result["calendars"][0];
-    for key in ["id", "display_name", "account_name", "account_type", "owner_account", "visible", "is_primary"] {
+    for key in [
+        "id",
+        "display_name",
+        "account_name",
+        "account_type",
+        "owner_account",
+        "visible",
+        "is_primary",
+    ] {
         assert!(cal.get(key).is_some(), "{key}");
     }
     assert_eq!(cal["display_name"], "Personal");
     assert_eq!(cal["is_primary"], true);
     assert!(h.path("workspace/cal/calendar.db").is_file());
-    let env = h.run("cal list-calendars --max 0 --out artifacts/cal/calendars.json").await;
+    let env = h
+        .run("cal list-calendars --max 0 --out artifacts/cal/calendars.json")
+        .await;
     assert_eq!(env.result["count_emitted"], 0);
     assert_eq!(env.result["truncated"], true);
     assert_eq!(env.artifacts[0].path, "artifacts/cal/calendars.json");
@@ -86,23 +113,50 @@ async fn create_list_update_delete() {
         .run(&format!("cal update-event --event-id {id} --title \"Dentist (moved)\" --start 2026-11-25T10:00:00+01:00 --end 2026-11-25T10:30:00+01:00 --confirm"))
         .await;
     assert_eq!(env.exit_code, 0, "{}", env.stderr);
-    assert_eq!(env.result["updated_fields"], serde_json::json!(["title", "start", "end"]));
-    assert_eq!(env.result["event"]["location"], "Main St 5", "untouched fields stay");
-    assert!(ids_between(&h, "2026-11-24T00:00:00+01:00", "2026-11-25T00:00:00+01:00").await.is_empty());
-    assert_eq!(ids_between(&h, "2026-11-25T00:00:00+01:00", "2026-11-26T00:00:00+01:00").await, [id]);
+    assert_eq!(
+        env.result["updated_fields"],
+        serde_json::json!(["title", "start", "end"])
+    );
+    assert_eq!(
+        env.result["event"]["location"], "Main St 5",
+        "untouched fields stay"
+    );
+    assert!(
+        ids_between(&h, "2026-11-24T00:00:00+01:00", "2026-11-25T00:00:00+01:00")
+            .await
+            .is_empty()
+    );
+    assert_eq!(
+        ids_between(&h, "2026-11-25T00:00:00+01:00", "2026-11-26T00:00:00+01:00").await,
+        [id]
+    );
 
-    let env = h.run(&format!("cal update-event --event-id {id} --location \"\" --confirm")).await;
+    let env = h
+        .run(&format!(
+            "cal update-event --event-id {id} --location \"\" --confirm"
+        ))
+        .await;
     assert_eq!(env.result["event"]["location"], Value::Null);
 
-    let env = h.run(&format!("cal add-reminder --event-id {id} --minutes 10 --confirm")).await;
+    let env = h
+        .run(&format!(
+            "cal add-reminder --event-id {id} --minutes 10 --confirm"
+        ))
+        .await;
     assert_eq!(env.exit_code, 0);
     assert_eq!(env.result["minutes"], 10);
     assert!(env.result["reminder_id"].as_i64().unwrap() > 0);
 
-    let env = h.run(&format!("cal delete-event --event-id {id} --confirm")).await;
+    let env = h
+        .run(&format!("cal delete-event --event-id {id} --confirm"))
+        .await;
     assert_eq!(env.exit_code, 0);
     assert_eq!(env.result["event_id"], id);
-    assert!(ids_between(&h, "2026-01-01T00:00:00Z", "2027-01-01T00:00:00Z").await.is_empty());
+    assert!(
+        ids_between(&h, "2026-01-01T00:00:00Z", "2027-01-01T00:00:00Z")
+            .await
+            .is_empty()
+    );
     for command in [
         format!("cal delete-event --event-id {id} --confirm"),
         format!("cal update-event --event-id {id} --title x --confirm"),
@@ -116,26 +170,61 @@ async fn create_list_update_delete() {
         assert_eq!(env.exit_code, 1);
     }
     // Ids are never reused.
-    let next = create(&h, "--title n --start 2026-11-24T09:00:00Z --end 2026-11-24T10:00:00Z").await;
+    let next = create(
+        &h,
+        "--title n --start 2026-11-24T09:00:00Z --end 2026-11-24T10:00:00Z",
+    )
+    .await;
     assert!(next > id);
 }
 
 #[tokio::test]
 async fn range_edges() {
     let h = granted("read-write");
-    let before = create(&h, "--title before --start 2026-11-21T08:00:00Z --end 2026-11-21T09:00:00Z").await;
-    let spanning_start = create(&h, "--title over-start --start 2026-11-21T09:30:00Z --end 2026-11-21T10:30:00Z").await;
-    let inside = create(&h, "--title inside --start 2026-11-21T11:00:00Z --end 2026-11-21T11:30:00Z").await;
-    let spanning_end = create(&h, "--title over-end --start 2026-11-21T11:45:00Z --end 2026-11-21T13:00:00Z").await;
-    let around = create(&h, "--title around --start 2026-11-20T00:00:00Z --end 2026-11-23T00:00:00Z").await;
-    let instant = create(&h, "--title instant --start 2026-11-21T10:00:00Z --end 2026-11-21T10:00:00Z").await;
-    let at_end = create(&h, "--title at-end --start 2026-11-21T12:00:00Z --end 2026-11-21T12:30:00Z").await;
+    let before = create(
+        &h,
+        "--title before --start 2026-11-21T08:00:00Z --end 2026-11-21T09:00:00Z",
+    )
+    .await;
+    let spanning_start = create(
+        &h,
+        "--title over-start --start 2026-11-21T09:30:00Z --end 2026-11-21T10:30:00Z",
+    )
+    .await;
+    let inside = create(
+        &h,
+        "--title inside --start 2026-11-21T11:00:00Z --end 2026-11-21T11:30:00Z",
+    )
+    .await;
+    let spanning_end = create(
+        &h,
+        "--title over-end --start 2026-11-21T11:45:00Z --end 2026-11-21T13:00:00Z",
+    )
+    .await;
+    let around = create(
+        &h,
+        "--title around --start 2026-11-20T00:00:00Z --end 2026-11-23T00:00:00Z",
+    )
+    .await;
+    let instant = create(
+        &h,
+        "--title instant --start 2026-11-21T10:00:00Z --end 2026-11-21T10:00:00Z",
+    )
+    .await;
+    let at_end = create(
+        &h,
+        "--title at-end --start 2026-11-21T12:00:00Z --end 2026-11-21T12:30:00Z",
+    )
+    .await;
     let mut got = ids_between(&h, "2026-11-21T10:00:00Z", "2026-11-21T12:00:00Z").await;
     got.sort_unstable();
     let mut want = vec![spanning_start, inside, spanning_end, around, instant];
     want.sort_unstable();
     assert_eq!(got, want);
-    assert!(!got.contains(&before) && !got.contains(&at_end), "end-exclusive edges");
+    assert!(
+        !got.contains(&before) && !got.contains(&at_end),
+        "end-exclusive edges"
+    );
     // Offsets are honoured: the same range written in +02:00.
     let mut got = ids_between(&h, "2026-11-21T12:00:00+02:00", "2026-11-21T14:00:00+02:00").await;
     got.sort_unstable();
@@ -150,7 +239,8 @@ async fn range_edges() {
     assert_eq!(env.result["count_total"], 7);
     assert_eq!(env.result["count_emitted"], 2);
     assert_eq!(env.result["truncated"], true);
-    let all: Value = serde_json::from_slice(&std::fs::read(h.path("artifacts/cal/all.json")).unwrap()).unwrap();
+    let all: Value =
+        serde_json::from_slice(&std::fs::read(h.path("artifacts/cal/all.json")).unwrap()).unwrap();
     assert_eq!(all.as_array().unwrap().len(), 7);
 }
 
@@ -158,8 +248,16 @@ async fn range_edges() {
 async fn all_day_events_and_dst_days() {
     let h = granted("read-write");
     // New York springs forward on 2026-03-08 and falls back on 2026-11-01.
-    let timed = create(&h, "--title night --start 2026-03-08T01:30:00-05:00 --end 2026-03-08T03:30:00-04:00").await;
-    let day = create(&h, "--title holiday --start 2026-03-08 --end 2026-03-08 --all-day").await;
+    let timed = create(
+        &h,
+        "--title night --start 2026-03-08T01:30:00-05:00 --end 2026-03-08T03:30:00-04:00",
+    )
+    .await;
+    let day = create(
+        &h,
+        "--title holiday --start 2026-03-08 --end 2026-03-08 --all-day",
+    )
+    .await;
     let env = h
         .run("cal list-events --from 2026-03-08T00:00:00-05:00 --to 2026-03-09T00:00:00-04:00")
         .await;
@@ -178,14 +276,31 @@ async fn all_day_events_and_dst_days() {
         holiday["end_time_ms"].as_i64().unwrap() - holiday["start_time_ms"].as_i64().unwrap(),
         86_400_000
     );
-    let fall = create(&h, "--title fallback --start 2026-11-01T01:30:00-04:00 --end 2026-11-01T01:30:00-05:00").await;
-    let env = h.run("cal list-events --from 2026-11-01T00:00:00-04:00 --to 2026-11-02T00:00:00-05:00").await;
+    let fall = create(
+        &h,
+        "--title fallback --start 2026-11-01T01:30:00-04:00 --end 2026-11-01T01:30:00-05:00",
+    )
+    .await;
+    let env = h
+        .run("cal list-events --from 2026-11-01T00:00:00-04:00 --to 2026-11-02T00:00:00-05:00")
+        .await;
     let e = &env.result["events"][0];
     assert_eq!(e["id"], fall);
-    assert_eq!(e["end_time_ms"].as_i64().unwrap() - e["start_time_ms"].as_i64().unwrap(), 3_600_000);
+    assert_eq!(
+        e["end_time_ms"].as_i64().unwrap() - e["start_time_ms"].as_i64().unwrap(),
+        3_600_000
+    );
     // Three days (end exclusive), then turned into a timed event and back.
-    let trip = create(&h, "--title trip --start 2026-12-24 --end 2026-12-27 --all-day").await;
-    let env = h.run(&format!("cal update-event --event-id {trip} --all-day false --confirm")).await;
+    let trip = create(
+        &h,
+        "--title trip --start 2026-12-24 --end 2026-12-27 --all-day",
+    )
+    .await;
+    let env = h
+        .run(&format!(
+            "cal update-event --event-id {trip} --all-day false --confirm"
+        ))
+        .await;
     assert_eq!(env.result["event"]["all_day"], false);
     assert_eq!(env.result["event"]["start"], "2026-12-24T00:00:00Z");
     assert_eq!(env.result["event"]["end"], "2026-12-27T00:00:00Z");
@@ -193,7 +308,11 @@ async fn all_day_events_and_dst_days() {
         .run(&format!("cal update-event --event-id {trip} --start 2026-12-24T15:00:00Z --end 2026-12-24T18:00:00Z --confirm"))
         .await;
     assert_eq!(env.exit_code, 0, "{}", env.stderr);
-    let env = h.run(&format!("cal update-event --event-id {trip} --all-day true --confirm")).await;
+    let env = h
+        .run(&format!(
+            "cal update-event --event-id {trip} --all-day true --confirm"
+        ))
+        .await;
     assert_eq!(env.result["event"]["start"], "2026-12-24");
     assert_eq!(env.result["event"]["end"], "2026-12-24");
     for bad in [
@@ -204,7 +323,9 @@ async fn all_day_events_and_dst_days() {
         "--title \"\" --start 2026-12-24T10:00:00Z --end 2026-12-24T11:00:00Z",
         "--title x --start 2026-12-24T10:00:00Z --end 2026-12-24T11:00:00Z --remind-minutes -5",
     ] {
-        let env = h.run(&format!("cal create-event --calendar-id 1 {bad} --confirm")).await;
+        let env = h
+            .run(&format!("cal create-event --calendar-id 1 {bad} --confirm"))
+            .await;
         assert_eq!(env.error_code.as_deref(), Some("InvalidArgs"), "{bad}");
     }
 }
@@ -214,11 +335,23 @@ async fn permission_and_confirm_gates() {
     let create_cmd = "cal create-event --calendar-id 1 --title x --start 2026-11-24T09:00:00Z --end 2026-11-24T10:00:00Z";
     // Default (no config, or calendar = "none"): everything is refused and nothing is created.
     for h in [Harness::builtin(), granted("none")] {
-        for command in ["cal list-calendars", "cal list-events --from 2026-11-24T00:00:00Z --to 2026-11-25T00:00:00Z"] {
+        for command in [
+            "cal list-calendars",
+            "cal list-events --from 2026-11-24T00:00:00Z --to 2026-11-25T00:00:00Z",
+        ] {
             let env = h.run(command).await;
-            assert_eq!(env.error_code.as_deref(), Some("PermissionDenied"), "{command}");
+            assert_eq!(
+                env.error_code.as_deref(),
+                Some("PermissionDenied"),
+                "{command}"
+            );
             assert_eq!(env.exit_code, 2);
-            assert!(env.stderr.contains("lurkbot config set permissions.calendar read"), "{}", env.stderr);
+            assert!(
+                env.stderr
+                    .contains("lurkbot config set permissions.calendar read"),
+                "{}",
+                env.stderr
+            );
         }
         let env = h.run(&format!("{create_cmd} --confirm")).await;
         assert_eq!(env.error_code.as_deref(), Some("PermissionDenied"));
@@ -235,7 +368,11 @@ async fn permission_and_confirm_gates() {
         "cal add-reminder --event-id 1 --minutes 5 --confirm".into(),
     ] {
         let env = h.run(&command).await;
-        assert_eq!(env.error_code.as_deref(), Some("PermissionDenied"), "{command}");
+        assert_eq!(
+            env.error_code.as_deref(),
+            Some("PermissionDenied"),
+            "{command}"
+        );
     }
     // read-write: writes need --confirm.
     let h = granted("read-write");
@@ -246,21 +383,38 @@ async fn permission_and_confirm_gates() {
         "cal add-reminder --event-id 1 --minutes 5".into(),
     ] {
         let env = h.run(&command).await;
-        assert_eq!(env.error_code.as_deref(), Some("ConfirmRequired"), "{command}");
+        assert_eq!(
+            env.error_code.as_deref(),
+            Some("ConfirmRequired"),
+            "{command}"
+        );
         assert_eq!(env.exit_code, 2);
     }
-    assert!(ids_between(&h, "2026-01-01T00:00:00Z", "2027-01-01T00:00:00Z").await.is_empty());
+    assert!(
+        ids_between(&h, "2026-01-01T00:00:00Z", "2027-01-01T00:00:00Z")
+            .await
+            .is_empty()
+    );
     // A malformed grant is a config error, not a silent "none".
     h.write("config.toml", b"[permissions]\ncalendar = \"write\"\n");
-    assert_eq!(h.run("cal list-calendars").await.error_code.as_deref(), Some("ConfigInvalid"));
+    assert_eq!(
+        h.run("cal list-calendars").await.error_code.as_deref(),
+        Some("ConfigInvalid")
+    );
 }
 
 #[tokio::test]
 async fn export_is_standard_icalendar() {
     let h = granted("read-write");
     let id = create(&h, "--title \"Team sync, weekly\" --start 2026-11-24T09:00:00+01:00 --end 2026-11-24T10:00:00+01:00 --location Room\\ 4 --remind-minutes 15").await;
-    create(&h, "--title Holiday --start 2026-12-24 --end 2026-12-26 --all-day").await;
-    let env = h.run("cal export --calendar-id 1 --out artifacts/cal/personal.ics").await;
+    create(
+        &h,
+        "--title Holiday --start 2026-12-24 --end 2026-12-26 --all-day",
+    )
+    .await;
+    let env = h
+        .run("cal export --calendar-id 1 --out artifacts/cal/personal.ics")
+        .await;
     assert_eq!(env.exit_code, 0, "{}", env.stderr);
     assert_eq!(env.artifacts[0].mime, "text/calendar");
     assert_eq!(env.result["count_total"], 2);
@@ -274,6 +428,29 @@ async fn export_is_standard_icalendar() {
     assert!(text.contains("TRIGGER"), "{text}");
     assert!(text.contains("TRIGGER;RELATED=START:-PT900S"), "{text}");
     assert!(id > 0);
+    // An independent parser (Python vobject, from the test venv) reads it back.
+    let script = r#"
+import sys, vobject
+cal = vobject.readOne(open(sys.argv[1]).read())
+for ev in sorted(cal.vevent_list, key=lambda e: str(e.dtstart.value)):
+    alarms = [str(a.trigger.value) for a in getattr(ev, 'valarm_list', [])]
+    print(ev.summary.value, '|', ev.dtstart.value.isoformat(), '|', ev.dtend.value.isoformat(), '|', getattr(ev, 'location', None) and ev.location.value, '|', alarms)
+"#;
+    let out = std::process::Command::new(test_python())
+        .args(["-c", script])
+        .arg(h.path("artifacts/cal/personal.ics"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Team sync, weekly | 2026-11-24T08:00:00+00:00 | 2026-11-24T09:00:00+00:00 | Room 4 | ['-1 day, 23:45:00']\n\
+         Holiday | 2026-12-24 | 2026-12-26 | None | []\n"
+    );
     // Read access is enough; a bad --out is refused.
     h.write("config.toml", b"[permissions]\ncalendar = \"read\"\n");
     let env = h.run("cal export --calendar-id 1 --out ../x.ics").await;

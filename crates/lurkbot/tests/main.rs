@@ -9,6 +9,7 @@
 mod util;
 
 mod archive;
+mod cal;
 mod cli;
 mod config;
 mod exec;
