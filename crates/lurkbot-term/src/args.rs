@@ -153,6 +153,13 @@ impl ParsedArgs {
     }
 }
 
+/// Splits a command's tokens into its subcommand and the rest. The executor has already checked
+/// that a known subcommand is present, so an empty list gives `("", [])`.
+pub(crate) fn split_subcommand(args: &[String]) -> (&str, &[String]) {
+    args.split_first()
+        .map_or(("", &[][..]), |(sub, rest)| (sub.as_str(), rest))
+}
+
 fn flag_names(flags: &[FlagSpec]) -> String {
     let names: Vec<&str> = flags
         .iter()

@@ -187,9 +187,7 @@ impl Command for CalCommand {
 
     fn run<'a>(&'a self, ctx: &'a CommandCtx<'a>, args: &'a [String]) -> CommandFuture<'a> {
         Box::pin(async move {
-            let (sub, rest) = args
-                .split_first()
-                .map_or(("", &[][..]), |(s, r)| (s.as_str(), r));
+            let (sub, rest) = crate::args::split_subcommand(args);
             match sub {
                 "list-calendars" => read::list_calendars(ctx, rest).await,
                 "list-events" => read::list_events(ctx, rest).await,

@@ -154,10 +154,7 @@ impl Command for RssCommand {
 
     fn run<'a>(&'a self, ctx: &'a CommandCtx<'a>, args: &'a [String]) -> CommandFuture<'a> {
         Box::pin(async move {
-            // The executor has checked that a known subcommand is present.
-            let (sub, rest) = args
-                .split_first()
-                .map_or(("", &[][..]), |(s, r)| (s.as_str(), r));
+            let (sub, rest) = crate::args::split_subcommand(args);
             match sub {
                 "add" => add::run(ctx, rest),
                 "list" => list::run(ctx, rest),

@@ -113,10 +113,7 @@ impl Command for ZipCommand {
 
     fn run<'a>(&'a self, ctx: &'a CommandCtx<'a>, args: &'a [String]) -> CommandFuture<'a> {
         Box::pin(async move {
-            // The executor has checked that a known subcommand is present.
-            let (sub, rest) = args
-                .split_first()
-                .map_or(("", &[][..]), |(s, r)| (s.as_str(), r));
+            let (sub, rest) = crate::args::split_subcommand(args);
             match sub {
                 "list" => list::run(ctx, rest).await,
                 "extract" => extract::run(ctx, rest).await,
