@@ -456,3 +456,43 @@ for ev in sorted(cal.vevent_list, key=lambda e: str(e.dtstart.value)):
     let env = h.run("cal export --calendar-id 1 --out ../x.ics").await;
     assert_eq!(env.error_code.as_deref(), Some("PathEscapesAgentsRoot"));
 }
+
+#[tokio::test]
+async fn update_and_id_refusals() {
+    let h = granted("read-write");
+    let id = create(
+        &h,
+        "--title x --start 2026-11-24T09:00:00Z --end 2026-11-24T10:00:00Z",
+    )
+    .await;
+    let long = "a".repeat(1001);
+    for args in [
+        format!("cal update-event --event-id {id} --confirm"),
+        format!("cal update-event --event-id {id} --all-day maybe --confirm"),
+        format!("cal update-event --event-id {id} --title {long} --confirm"),
+        format!("cal update-event --event-id {id} --start 2026-11-24T11:00:00Z --confirm"),
+        "cal update-event --event-id 0 --title y --confirm".to_string(),
+        "cal update-event --event-id abc --title y --confirm".to_string(),
+        "cal list-events --from 2026-11-24T00:00:00Z --to 2026-11-25T00:00:00Z --calendar-id -1"
+            .to_string(),
+        "cal add-reminder --event-id 1 --minutes 600000 --confirm".to_string(),
+    ] {
+        let env = h.run(&args).await;
+        assert_eq!(
+            env.error_code.as_deref(),
+            Some("InvalidArgs"),
+            "{args}: {}",
+            env.stderr
+        );
+    }
+    // Nothing changed.
+    let env = h
+        .run("cal list-events --from 2026-11-24T00:00:00Z --to 2026-11-25T00:00:00Z")
+        .await;
+    assert_eq!(env.result["events"][0]["title"], "x");
+    assert_eq!(env.result["events"][0]["end"], "2026-11-24T10:00:00Z");
+    assert_eq!(
+        env.result["events"][0]["reminder_minutes"],
+        serde_json::json!([])
+    );
+}

@@ -229,3 +229,20 @@ async fn help_and_bundled_skill_describe_rss() {
         .unwrap();
     assert!(doc.contains("rss fetch"));
 }
+
+#[tokio::test]
+async fn a_hand_edited_unusable_url_is_refused_before_fetching() {
+    let h = Harness::builtin();
+    h.write(
+        "workspace/rss/subscriptions.json",
+        br#"[{"name":"bad","url":"file:///etc/passwd","created_at_ms":1,"updated_at_ms":1}]"#,
+    );
+    let env = h.run("rss fetch --name bad").await;
+    assert_eq!(env.error_code.as_deref(), Some("InvalidArgs"));
+    assert!(
+        env.stderr.contains("rss add --name bad --url"),
+        "{}",
+        env.stderr
+    );
+    assert!(!env.stdout.contains("root:"));
+}
