@@ -8,6 +8,7 @@
 //! `--overwrite` came without `--confirm`). Writes are atomic.
 
 use lurkbot_core::{HomePath, layout};
+use serde_json::{Map, Value};
 
 use crate::{Artifact, CommandCtx, CommandError, ErrorCode, ParsedArgs};
 
@@ -101,4 +102,49 @@ pub fn write_json_out(
         mime: "application/json".into(),
         description: description.into(),
     })
+}
+
+/// How a listing is cut for stdout and `result` (DESIGN.md §4.4): the first `emitted` of
+/// `total`, the rest in the `--out` file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capped {
+    /// Everything there is.
+    pub total: usize,
+    /// How many stdout and `result` show.
+    pub emitted: usize,
+}
+
+impl Capped {
+    /// `total` items of which at most `max` are shown.
+    pub fn new(total: usize, max: usize) -> Self {
+        Self {
+            total,
+            emitted: total.min(max),
+        }
+    }
+
+    /// Whether some were left out.
+    pub fn truncated(&self) -> bool {
+        self.emitted < self.total
+    }
+
+    /// Adds `count_total`, `count_emitted` and `truncated` to `result`.
+    pub fn insert_into(&self, result: &mut Map<String, Value>) {
+        result.insert("count_total".into(), self.total.into());
+        result.insert("count_emitted".into(), self.emitted.into());
+        result.insert("truncated".into(), self.truncated().into());
+    }
+
+    /// The stdout line saying how many `noun` were left out and how to see them (empty when
+    /// nothing was).
+    pub fn more_line(&self, noun: &str, max_flag: &str) -> String {
+        if self.truncated() {
+            format!(
+                "… {} more {noun} not shown; use {max_flag} N or --out PATH for all\n",
+                self.total - self.emitted
+            )
+        } else {
+            String::new()
+        }
+    }
 }

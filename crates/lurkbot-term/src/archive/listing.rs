@@ -65,8 +65,8 @@ impl Listing<'_> {
         args: &ParsedArgs,
         max: usize,
     ) -> Result<Outcome, CommandError> {
-        let total = self.entries.len();
-        let emitted = total.min(max);
+        let capped = output::Capped::new(self.entries.len(), max);
+        let (total, emitted) = (capped.total, capped.emitted);
         let total_bytes: u64 = self.entries.iter().map(|e| e.uncompressed_bytes).sum();
         let mut stdout = format!(
             "{}: {total} entries, {} uncompressed\n",
@@ -81,12 +81,7 @@ impl Listing<'_> {
                 entry.name
             ));
         }
-        if emitted < total {
-            stdout.push_str(&format!(
-                "… {} more entries not shown; use --max N or --out PATH for the full list\n",
-                total - emitted
-            ));
-        }
+        stdout.push_str(&capped.more_line("entries", "--max"));
         let mut artifacts = Vec::new();
         if let Some(out) = args.get("--out") {
             let mut full = Map::new();
@@ -114,9 +109,7 @@ impl Listing<'_> {
         for (k, v) in self.extra {
             result.insert(k.into(), v);
         }
-        result.insert("count_total".into(), total.into());
-        result.insert("count_emitted".into(), emitted.into());
-        result.insert("truncated".into(), (emitted < total).into());
+        capped.insert_into(&mut result);
         let mut entries = self.entries;
         entries.truncate(emitted);
         result.insert("entries".into(), json!(entries));

@@ -6,7 +6,8 @@ use super::backend::{Backend, not_found};
 use super::times::{parse_instant, show};
 use super::{SPEC, id_flag, require_access};
 use crate::archive::work::LIST_MAX_CEILING;
-use crate::{Artifact, CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs, output};
+use crate::output::{self, Capped};
+use crate::{Artifact, CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs};
 
 pub(super) async fn list_calendars(
     ctx: &CommandCtx<'_>,
@@ -17,8 +18,8 @@ pub(super) async fn list_calendars(
     require_access(ctx, false)?;
     check_out(ctx, &parsed)?;
     let calendars = Backend::open(ctx)?.calendars().await?;
-    let total = calendars.len();
-    let emitted = total.min(max);
+    let capped = Capped::new(calendars.len(), max);
+    let (total, emitted) = (capped.total, capped.emitted);
     let mut stdout = format!("{total} calendar(s)\n");
     for c in &calendars[..emitted] {
         stdout.push_str(&format!(
@@ -31,7 +32,13 @@ pub(super) async fn list_calendars(
     }
     let full: Vec<Value> = calendars.iter().map(|c| c.to_json()).collect();
     let artifact = write_out(ctx, &parsed, &full, "every calendar")?;
-    let mut result = listing("cal list-calendars", total, emitted, &artifact, &mut stdout);
+    let mut result = listing(
+        "cal list-calendars",
+        capped,
+        &artifact,
+        &mut stdout,
+        "calendars",
+    );
     result.insert("calendars".into(), full[..emitted].to_vec().into());
     Ok(outcome(stdout, result, artifact))
 }
@@ -64,8 +71,8 @@ pub(super) async fn list_events(
         backend.require_calendar(id).await?;
     }
     let events = backend.events(from, to, calendar_id).await?;
-    let total = events.len();
-    let emitted = total.min(max);
+    let capped = Capped::new(events.len(), max);
+    let (total, emitted) = (capped.total, capped.emitted);
     let mut stdout = format!("{total} event(s) from {from_raw} to {to_raw}\n");
     for e in &events[..emitted] {
         stdout.push_str(&format!(
@@ -82,7 +89,7 @@ pub(super) async fn list_events(
     }
     let full: Vec<Value> = events.iter().map(|e| e.to_json()).collect();
     let artifact = write_out(ctx, &parsed, &full, "every event in the range")?;
-    let mut result = listing("cal list-events", total, emitted, &artifact, &mut stdout);
+    let mut result = listing("cal list-events", capped, &artifact, &mut stdout, "events");
     result.insert("from".into(), from_raw.into());
     result.insert("to".into(), to_raw.into());
     if let Some(id) = calendar_id {
@@ -165,23 +172,16 @@ fn write_out(
 
 fn listing(
     command: &str,
-    total: usize,
-    emitted: usize,
+    capped: Capped,
     artifact: &Option<Artifact>,
     stdout: &mut String,
+    noun: &str,
 ) -> Map<String, Value> {
-    if emitted < total {
-        stdout.push_str(&format!(
-            "… {} more not shown; use --max N or --out PATH for all\n",
-            total - emitted
-        ));
-    }
+    stdout.push_str(&capped.more_line(noun, "--max"));
     let mut result = Map::new();
     result.insert("ok".into(), true.into());
     result.insert("command".into(), command.into());
-    result.insert("count_total".into(), total.into());
-    result.insert("count_emitted".into(), emitted.into());
-    result.insert("truncated".into(), (emitted < total).into());
+    capped.insert_into(&mut result);
     if let Some(a) = artifact {
         stdout.push_str(&format!("Full list written to {}\n", a.path));
         result.insert("out".into(), a.path.clone().into());

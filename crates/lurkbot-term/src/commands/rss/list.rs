@@ -22,8 +22,8 @@ pub(super) fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, Comm
         let store = RssStore::lock(ctx.home)?;
         (store.subscriptions()?, store.states()?)
     };
-    let total = subs.len();
-    let emitted = total.min(max);
+    let capped = output::Capped::new(subs.len(), max);
+    let (total, emitted) = (capped.total, capped.emitted);
     let mut stdout = match total {
         0 => "No subscriptions yet; add one with: rss add --name NAME --url URL\n".to_string(),
         1 => "1 subscription\n".to_string(),
@@ -40,12 +40,7 @@ pub(super) fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, Comm
             );
         stdout.push_str(&format!("{}  {}  ({last})\n", sub.name, sub.url));
     }
-    if emitted < total {
-        stdout.push_str(&format!(
-            "… {} more not shown; use --max N or --out PATH for all\n",
-            total - emitted
-        ));
-    }
+    stdout.push_str(&capped.more_line("subscriptions", "--max"));
     let mut artifacts = Vec::new();
     if let Some(out) = parsed.get("--out") {
         let full: Vec<Value> = subs
@@ -76,9 +71,7 @@ pub(super) fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, Comm
     let mut result = Map::new();
     result.insert("ok".into(), true.into());
     result.insert("command".into(), "rss list".into());
-    result.insert("count_total".into(), total.into());
-    result.insert("count_emitted".into(), emitted.into());
-    result.insert("truncated".into(), (emitted < total).into());
+    capped.insert_into(&mut result);
     result.insert("items".into(), items.into());
     if let Some(out) = artifacts.first() {
         result.insert("out".into(), out.path.clone().into());
