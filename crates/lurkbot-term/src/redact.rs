@@ -134,26 +134,56 @@ impl Redactor {
         out
     }
 
-    /// Redacts every string (keys included) inside a JSON value.
+    /// Redacts every string (keys included) inside a JSON value. Strings and objects that hold
+    /// nothing to mask are left untouched (no copies on the common path).
     pub fn json(&self, value: &mut Value) {
         match value {
-            Value::String(s) => *s = self.text(s),
+            Value::String(s) if self.needs_masking(s) => *s = self.text(s),
             Value::Array(items) => items.iter_mut().for_each(|v| self.json(v)),
-            Value::Object(map) => {
+            Value::Object(map) if map.keys().any(|k| self.needs_masking(k)) => {
                 let entries = std::mem::take(map);
                 for (k, mut v) in entries {
                     self.json(&mut v);
                     map.insert(self.text(&k), v);
                 }
             }
+            Value::Object(map) => map.values_mut().for_each(|v| self.json(v)),
             _ => {}
         }
+    }
+
+    /// Whether `text` holds a secret value or a URL that may carry a password.
+    fn needs_masking(&self, text: &str) -> bool {
+        (text.contains("://") && text.contains('@'))
+            || self.values.iter().any(|v| text.contains(v.as_str()))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_masks_values_and_keys_and_leaves_the_rest() {
+        let r = Redactor::new(vec!["hunter2".into()]);
+        let mut v = serde_json::json!({
+            "url": "https://me:pw9@e.com/",
+            "hunter2-key": ["x hunter2 y", {"plain": "https://e.com/a"}],
+            "n": 3,
+        });
+        r.json(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "url": "https://me:***@e.com/",
+                "***-key": ["x *** y", {"plain": "https://e.com/a"}],
+                "n": 3,
+            })
+        );
+        let mut nested = serde_json::json!({"a": {"b": "http://u:p@h/"}});
+        Redactor::default().json(&mut nested);
+        assert_eq!(nested["a"]["b"], "http://u:***@h/");
+    }
 
     #[test]
     fn masks_url_passwords() {

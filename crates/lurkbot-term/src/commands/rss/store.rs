@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::item::Item;
+use crate::archive::work::io_error;
 use crate::{CommandError, ErrorCode};
 
 /// One entry of `subscriptions.json` (PRD fields).
@@ -234,9 +235,4 @@ impl RssStore {
                 .with_hint("check free space and permissions, then retry")
         })
     }
-}
-
-fn io_error(action: &str, shown: &str, e: &std::io::Error) -> CommandError {
-    CommandError::new(ErrorCode::IoError, format!("cannot {action} {shown}: {e}"))
-        .with_hint("check free space and permissions, then retry")
 }
