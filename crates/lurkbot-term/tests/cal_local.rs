@@ -496,3 +496,16 @@ async fn update_and_id_refusals() {
         serde_json::json!([])
     );
 }
+
+#[tokio::test]
+async fn an_unknown_backend_is_a_config_error() {
+    let h = Harness::builtin();
+    h.write(
+        "config.toml",
+        b"[permissions]\ncalendar = \"read\"\n[calendar]\nbackend = \"exchange\"\n",
+    );
+    let env = h.run("cal list-calendars").await;
+    assert_eq!(env.error_code.as_deref(), Some("ConfigInvalid"));
+    assert!(env.stderr.contains("calendar.backend"), "{}", env.stderr);
+    assert!(!h.path("workspace/cal/calendar.db").exists());
+}

@@ -262,6 +262,7 @@ async fn redirects_are_followed_up_to_five_and_rechecked() {
         Reply::status(302).header("Location", "file:///etc/passwd")
     });
     server.route("/no-location", |_| Reply::status(302));
+    server.route("/always-304", |_| Reply::status(304));
     let h = Harness::builtin();
 
     let env = h
@@ -300,6 +301,14 @@ async fn redirects_are_followed_up_to_five_and_rechecked() {
         .run(&format!("rss fetch --url {}", server.url("/no-location")))
         .await;
     assert_eq!(env.error_code.as_deref(), Some("HttpError"));
+
+    // A 304 to a request that offered no cached copy is the server's mistake.
+    let env = h
+        .run(&format!("rss fetch --url {}", server.url("/always-304")))
+        .await;
+    assert_eq!(env.error_code.as_deref(), Some("HttpError"));
+    assert_eq!(env.result["http_status"], 304);
+    assert!(env.stderr.contains("--force"), "{}", env.stderr);
 }
 
 #[tokio::test]
