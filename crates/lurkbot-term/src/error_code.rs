@@ -50,6 +50,11 @@ pub enum ErrorCode {
     TarError,
     /// A download is larger than the command's `--max-bytes` (nothing was stored).
     ResponseTooLarge,
+    /// The thing changed on the server since it was last read (an ETag precondition failed);
+    /// nothing was overwritten.
+    Conflict,
+    /// The server refused the credentials (HTTP 401).
+    AuthFailed,
 }
 
 impl ErrorCode {
@@ -77,6 +82,8 @@ impl ErrorCode {
         Self::ZipError,
         Self::TarError,
         Self::ResponseTooLarge,
+        Self::Conflict,
+        Self::AuthFailed,
     ];
 
     /// The code's text, e.g. `"InvalidArgs"`.
@@ -104,6 +111,8 @@ impl ErrorCode {
             Self::ZipError => "ZipError",
             Self::TarError => "TarError",
             Self::ResponseTooLarge => "ResponseTooLarge",
+            Self::Conflict => "Conflict",
+            Self::AuthFailed => "AuthFailed",
         }
     }
 
@@ -132,7 +141,9 @@ impl ErrorCode {
             | Self::ArchiveTooLarge
             | Self::ZipError
             | Self::TarError
-            | Self::ResponseTooLarge => 1,
+            | Self::ResponseTooLarge
+            | Self::Conflict
+            | Self::AuthFailed => 1,
         }
     }
 }
@@ -178,6 +189,8 @@ mod tests {
                 ("ZipError", 1),
                 ("TarError", 1),
                 ("ResponseTooLarge", 1),
+                ("Conflict", 1),
+                ("AuthFailed", 1),
             ]
         );
         for c in ErrorCode::ALL {

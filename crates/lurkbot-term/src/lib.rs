@@ -24,6 +24,7 @@ mod envelope;
 mod error_code;
 mod exec;
 mod help;
+mod net;
 pub mod output;
 mod parser;
 mod progress;

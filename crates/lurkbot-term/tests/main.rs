@@ -7,10 +7,12 @@
 )]
 
 mod archives;
+mod cal_caldav;
 mod cal_local;
 mod crafted;
 mod feed_server;
 mod fixtures;
+mod radicale;
 
 mod executor;
 mod fuzz;

@@ -1,6 +1,7 @@
 //! The backend chosen in `config.toml` (`[calendar] backend = "local" | "caldav"`), behind one
 //! interface the subcommands use.
 
+use super::caldav::CalDavStore;
 use super::local::LocalStore;
 use super::model::{Calendar, Event, NewEvent};
 use crate::{CommandCtx, CommandError, ErrorCode};
@@ -9,6 +10,8 @@ use crate::{CommandCtx, CommandError, ErrorCode};
 pub(super) enum Backend {
     /// The embedded SQLite store.
     Local(LocalStore),
+    /// A CalDAV account.
+    CalDav(Box<CalDavStore>),
 }
 
 impl Backend {
@@ -20,11 +23,12 @@ impl Backend {
         let config = ctx.config()?;
         match config.calendar.backend.as_deref().unwrap_or("local") {
             "local" => Ok(Self::Local(LocalStore::open(ctx.home)?)),
+            "caldav" => Ok(Self::CalDav(Box::new(CalDavStore::open(ctx)?))),
             other => Err(CommandError::new(
                 ErrorCode::ConfigInvalid,
                 format!("calendar.backend = '{other}' is not a backend this build knows"),
             )
-            .with_hint("use: lurkbot config set calendar.backend local")),
+            .with_hint("use: lurkbot config set calendar.backend local (or caldav)")),
         }
     }
 
@@ -32,6 +36,7 @@ impl Backend {
     pub(super) async fn calendars(&mut self) -> Result<Vec<Calendar>, CommandError> {
         match self {
             Self::Local(s) => s.calendars(),
+            Self::CalDav(s) => s.calendars().await,
         }
     }
 
@@ -44,6 +49,7 @@ impl Backend {
     ) -> Result<Vec<Event>, CommandError> {
         match self {
             Self::Local(s) => s.events(from, to, calendar_id),
+            Self::CalDav(s) => s.events(from, to, calendar_id).await,
         }
     }
 
@@ -54,6 +60,7 @@ impl Backend {
     ) -> Result<Vec<Event>, CommandError> {
         match self {
             Self::Local(s) => s.all_events(calendar_id),
+            Self::CalDav(s) => s.all_events(calendar_id).await,
         }
     }
 
@@ -61,6 +68,7 @@ impl Backend {
     pub(super) async fn event(&mut self, id: i64) -> Result<Event, CommandError> {
         let found = match self {
             Self::Local(s) => s.event(id)?,
+            Self::CalDav(s) => s.event(id).await?,
         };
         found.ok_or_else(|| not_found("event", id))
     }
@@ -69,6 +77,7 @@ impl Backend {
     pub(super) async fn require_calendar(&mut self, id: i64) -> Result<(), CommandError> {
         let exists = match self {
             Self::Local(s) => s.has_calendar(id)?,
+            Self::CalDav(s) => s.has_calendar(id).await?,
         };
         if exists {
             Ok(())
@@ -86,6 +95,7 @@ impl Backend {
         let now = now();
         match self {
             Self::Local(s) => s.create(new, &uid, now),
+            Self::CalDav(s) => s.create(new, &uid).await,
         }
     }
 
@@ -94,6 +104,7 @@ impl Backend {
         let now = now();
         match self {
             Self::Local(s) => s.save(event, now),
+            Self::CalDav(s) => s.save(event, now).await,
         }
     }
 
@@ -101,6 +112,7 @@ impl Backend {
     pub(super) async fn delete(&mut self, id: i64) -> Result<(), CommandError> {
         match self {
             Self::Local(s) => s.delete(id),
+            Self::CalDav(s) => s.delete(id).await,
         }
     }
 
@@ -112,6 +124,23 @@ impl Backend {
     ) -> Result<i64, CommandError> {
         match self {
             Self::Local(s) => s.add_reminder(event_id, minutes),
+            Self::CalDav(s) => s.add_reminder(event_id, minutes, now()).await,
+        }
+    }
+}
+
+impl Backend {
+    /// Whether event text comes from other people (a shared server) and must be labelled
+    /// untrusted before a model reads it.
+    pub(super) fn third_party(&self) -> bool {
+        matches!(self, Self::CalDav(_))
+    }
+
+    /// Objects of the last listing that could not be read.
+    pub(super) fn skipped(&self) -> usize {
+        match self {
+            Self::Local(_) => 0,
+            Self::CalDav(s) => s.skipped,
         }
     }
 }

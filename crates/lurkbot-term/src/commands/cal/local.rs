@@ -176,6 +176,8 @@ impl LocalStore {
                         },
                         location: r.get(7)?,
                         reminders: Vec::new(),
+                        rrule: None,
+                        recurring: false,
                     })
                 },
             )

@@ -4,9 +4,15 @@
 //! writes also need `--confirm`. Output never contains descriptions, attendees or URLs.
 
 mod backend;
+mod caldav;
+mod dav;
+mod edit;
+mod ical;
 mod ics;
+mod idmap;
 mod local;
 mod model;
+mod multistatus;
 mod read;
 mod times;
 mod write;

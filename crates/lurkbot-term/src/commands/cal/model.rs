@@ -77,6 +77,10 @@ pub(super) struct Event {
     pub(super) location: Option<String>,
     /// Reminders, oldest first.
     pub(super) reminders: Vec<Reminder>,
+    /// RRULE of a recurring series (CalDAV events written by other clients).
+    pub(super) rrule: Option<String>,
+    /// Whether the event repeats (this may be one occurrence of a series).
+    pub(super) recurring: bool,
 }
 
 impl Event {
@@ -93,6 +97,7 @@ impl Event {
             "start": show(self.span.start_ms, self.span.all_day, false),
             "end": show(self.span.end_ms, self.span.all_day, true),
             "reminder_minutes": self.reminders.iter().map(|r| r.minutes).collect::<Vec<_>>(),
+            "recurring": self.recurring,
         })
     }
 }

@@ -12,6 +12,7 @@ use reqwest::header::{self, HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
 use serde_json::Value;
 
+use crate::net::{header_text, host_of, install_crypto_provider, network_error};
 use crate::{CommandError, ErrorCode};
 
 /// Most redirects followed for one fetch.
@@ -116,16 +117,6 @@ pub(super) async fn fetch(request: &FetchRequest) -> Result<Fetched, FetchFailur
             .with_hint("the server is slow or unreachable; retry later or raise --timeout-ms"),
         }),
     }
-}
-
-/// Installs rustls' `ring` crypto provider as the process default (once; a provider installed
-/// earlier by someone else is kept). `ring` is used rather than aws-lc-rs because it is a
-/// fraction of the size, which keeps the binary within its budget.
-fn install_crypto_provider() {
-    static INSTALLED: std::sync::Once = std::sync::Once::new();
-    INSTALLED.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
 }
 
 async fn exchange(request: &FetchRequest) -> Result<Fetched, FetchFailure> {
@@ -334,66 +325,10 @@ async fn read_capped(
 }
 
 fn network_failure(url: &Url, e: &reqwest::Error) -> FetchFailure {
-    let status = e.status().map(|s| s.as_u16());
-    let cause = root_cause(e);
-    let (message, hint) = if e.is_timeout() {
-        (
-            format!("{} did not answer in time: {cause}", host_of(url)),
-            "retry later or raise --timeout-ms",
-        )
-    } else if cause.contains("certificate") {
-        (
-            format!("cannot connect securely to {}: {cause}", host_of(url)),
-            "the server's TLS certificate could not be verified; check the address, the system's CA certificates and the clock",
-        )
-    } else if e.is_connect() {
-        (
-            format!("cannot connect to {}: {cause}", host_of(url)),
-            "check the address and your network (DNS, proxy, firewall), then retry",
-        )
-    } else if e.is_body() || e.is_decode() {
-        (
-            format!(
-                "the answer from {} was cut off or could not be decoded: {cause}",
-                host_of(url)
-            ),
-            "retry later; the connection or the server's compression failed",
-        )
-    } else {
-        (
-            format!("request to {} failed: {cause}", host_of(url)),
-            "check the address and your network, then retry",
-        )
-    };
     FetchFailure {
-        status,
-        error: CommandError::new(ErrorCode::NetworkError, message).with_hint(hint),
+        status: e.status().map(|s| s.as_u16()),
+        error: network_error(url, e, "retry later or raise --timeout-ms"),
     }
-}
-
-/// The innermost error message (e.g. "Connection refused (os error 111)").
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut current = e;
-    while let Some(next) = current.source() {
-        current = next;
-    }
-    current.to_string()
-}
-
-fn host_of(url: &Url) -> String {
-    match (url.host_str(), url.port()) {
-        (Some(h), Some(p)) => format!("{h}:{p}"),
-        (Some(h), None) => h.to_string(),
-        _ => url.to_string(),
-    }
-}
-
-fn header_text(headers: &HeaderMap, name: &header::HeaderName) -> Option<String> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
 }
 
 /// `Retry-After` in milliseconds from `now`: delay-seconds or an HTTP date (a past date is 0).
