@@ -181,6 +181,15 @@ async fn range_edges_and_all_day_events() {
         ok(&h, &format!("cal create-event --calendar-id {cal} --title {title} --start {start} --end {end} --confirm")).await;
     }
     ok(&h, &format!("cal create-event --calendar-id {cal} --title Holiday --start 2026-12-24 --end 2026-12-25 --all-day --confirm")).await;
+    // New York springs forward at 02:00 on 2026-03-08: 01:30 EST to 03:30 EDT is one hour.
+    ok(&h, &format!("cal create-event --calendar-id {cal} --title Shift --start 2026-03-08T01:30:00-05:00 --end 2026-03-08T03:30:00-04:00 --confirm")).await;
+    let shift = events(&h, "2026-03-08T00:00:00-05:00", "2026-03-09T00:00:00-04:00").await;
+    assert_eq!(titles(&shift), ["Shift"]);
+    assert_eq!(shift[0]["start"], "2026-03-08T06:30:00Z");
+    assert_eq!(
+        shift[0]["end_time_ms"].as_i64().unwrap() - shift[0]["start_time_ms"].as_i64().unwrap(),
+        3_600_000
+    );
     let mut got = titles(&events(&h, "2026-11-21T10:00:00Z", "2026-11-21T12:00:00Z").await)
         .into_iter()
         .map(str::to_string)

@@ -50,7 +50,7 @@ const CALENDAR_ID: FlagSpec = FlagSpec::value("--calendar-id", "id", true, "the 
 /// The spec of `cal`.
 pub static SPEC: CommandSpec = CommandSpec {
     name: "cal",
-    summary: "read and change calendars (needs [permissions] calendar in config.toml)",
+    summary: "read and change calendars, local or CalDAV (needs [permissions] calendar in config.toml)",
     usage: "cal <list-calendars|list-events|create-event|update-event|delete-event|add-reminder|export> [flags]",
     subcommands: &[
         SubcommandSpec {
