@@ -1,0 +1,250 @@
+//! Auth-profile rotation, cooldown and model failover (OpenClaw semantics).
+//!
+//! For each model in order (the primary, then `agent.fallbacks`), each of its provider's
+//! profiles that is not cooling down is tried. An auth, rate-limit or overload failure puts the
+//! profile on cooldown for `min(1 h, 60 s × 5^(n−1))` after its n-th consecutive failure and
+//! moves on; a success clears its count. Network failures and 5xx are retried on the same
+//! profile with jittered exponential back-off (250 ms × 2^attempt, two retries) as long as
+//! nothing was streamed yet. A context overflow or a bad request stops at once: the caller
+//! compacts or reports. Cooldowns are persisted (`auth/profiles.json`, profile names only) so
+//! they survive restarts.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ErrorKind, LlmError};
+use crate::provider::{Endpoint, ModelRef, ProviderKind};
+use crate::types::{ChatRequest, ChatResponse, StreamEvent};
+
+/// Retries of a transient failure on one profile.
+const TRANSIENT_RETRIES: u32 = 2;
+
+/// The cooldown after the n-th consecutive failure (n ≥ 1), in ms.
+pub fn cooldown_ms(failures: u32) -> u64 {
+    let exponent = failures.saturating_sub(1).min(10);
+    (60_000u64.saturating_mul(5u64.saturating_pow(exponent))).min(3_600_000)
+}
+
+/// Usage state of one profile.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileState {
+    /// Consecutive failures.
+    pub failures: u32,
+    /// Not used before this time (ms since the epoch).
+    pub cooldown_until_ms: u64,
+    /// Last success (ms since the epoch).
+    pub last_good_ms: u64,
+}
+
+/// Models, their endpoints and the profiles' state.
+pub struct Failover {
+    models: Vec<ModelRef>,
+    endpoints: BTreeMap<ProviderKind, Endpoint>,
+    state: BTreeMap<String, ProfileState>,
+    state_path: Option<PathBuf>,
+    http: reqwest::Client,
+    clock: fn() -> u64,
+}
+
+/// A successful answer and the model that gave it.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    /// The reply.
+    pub response: ChatResponse,
+    /// Which model answered.
+    pub model: ModelRef,
+}
+
+impl Failover {
+    /// Models in order of preference with their endpoints; `state_path` persists cooldowns.
+    ///
+    /// # Errors
+    /// `NotConfigured` when `models` is empty, `Protocol` when the HTTP client cannot be made.
+    pub fn new(
+        models: Vec<ModelRef>,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        state_path: Option<PathBuf>,
+    ) -> Result<Self, LlmError> {
+        if models.is_empty() {
+            return Err(LlmError::new(
+                ErrorKind::NotConfigured,
+                "no model is configured",
+            ));
+        }
+        let endpoints = models
+            .iter()
+            .map(|m| (m.provider, Endpoint::from_vars(m.provider, lookup)))
+            .collect();
+        let state = state_path
+            .as_ref()
+            .and_then(|p| std::fs::read(p).ok())
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        Ok(Self {
+            models,
+            endpoints,
+            state,
+            state_path,
+            http: crate::http::client()?,
+            clock: || lurkbot_core::now_ms(),
+        })
+    }
+
+    /// Uses `clock` instead of the system clock (tests of the cooldown maths).
+    pub fn with_clock(mut self, clock: fn() -> u64) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The primary model.
+    pub fn primary(&self) -> &ModelRef {
+        &self.models[0]
+    }
+
+    /// The state of every profile used so far, by `provider:PROFILE`.
+    pub fn state(&self) -> &BTreeMap<String, ProfileState> {
+        &self.state
+    }
+
+    /// Runs `request` (its `model` is set per attempt) through the models and profiles.
+    ///
+    /// # Errors
+    /// The last failure when every model and profile failed or was cooling down; a context
+    /// overflow or bad request at once.
+    pub async fn chat(
+        &mut self,
+        request: &ChatRequest,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<Answered, LlmError> {
+        let mut last: Option<LlmError> = None;
+        for model in self.models.clone() {
+            let Some(endpoint) = self.endpoints.get(&model.provider).cloned() else {
+                continue;
+            };
+            let mut request = request.clone();
+            request.model.clone_from(&model.model);
+            for profile in &endpoint.profiles {
+                let id = format!("{}:{}", model.provider.name(), profile.name);
+                let now = (self.clock)();
+                if self
+                    .state
+                    .get(&id)
+                    .is_some_and(|s| s.cooldown_until_ms > now)
+                {
+                    continue;
+                }
+                let mut attempt = 0;
+                loop {
+                    let mut streamed = false;
+                    let mut forward = |event: StreamEvent| {
+                        streamed = true;
+                        on_event(event);
+                    };
+                    match endpoint
+                        .chat(&self.http, profile, &request, &mut forward)
+                        .await
+                    {
+                        Ok(response) => {
+                            self.record(&id, true);
+                            return Ok(Answered { response, model });
+                        }
+                        Err(e)
+                            if e.is_retryable()
+                                && !e.rotates_profile()
+                                && !streamed
+                                && attempt < TRANSIENT_RETRIES =>
+                        {
+                            attempt += 1;
+                            tokio::time::sleep(backoff(attempt)).await;
+                        }
+                        Err(e) if e.rotates_profile() && !streamed => {
+                            self.record(&id, false);
+                            last = Some(e);
+                            break;
+                        }
+                        Err(e) if matches!(e.kind, ErrorKind::Transient) && !streamed => {
+                            last = Some(e);
+                            break;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            let now = (self.clock)();
+            let next = self
+                .state
+                .values()
+                .map(|s| s.cooldown_until_ms)
+                .filter(|&t| t > now)
+                .min()
+                .map(|t| t.saturating_sub(now).div_ceil(1000))
+                .unwrap_or_default();
+            let mut e = LlmError::new(
+                ErrorKind::RateLimited,
+                format!(
+                    "every auth profile is cooling down; the first is usable again in {next} s"
+                ),
+            );
+            e.retry_after_ms = Some(next * 1000);
+            e
+        }))
+    }
+
+    fn record(&mut self, id: &str, good: bool) {
+        let now = (self.clock)();
+        let state = self.state.entry(id.to_string()).or_default();
+        if good {
+            state.failures = 0;
+            state.cooldown_until_ms = 0;
+            state.last_good_ms = now;
+        } else {
+            state.failures = state.failures.saturating_add(1);
+            state.cooldown_until_ms = now.saturating_add(cooldown_ms(state.failures));
+        }
+        if let Some(path) = &self.state_path
+            && let Ok(bytes) = serde_json::to_vec_pretty(&self.state)
+        {
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            // Losing a cooldown record only costs one extra failed request later.
+            let _ = lurkbot_core::write_atomic(path, &bytes);
+        }
+    }
+}
+
+/// Jittered exponential back-off: 250 ms × 2^(attempt−1), ±25 %.
+fn backoff(attempt: u32) -> Duration {
+    let base = 250u64.saturating_mul(1 << attempt.saturating_sub(1).min(6));
+    let jitter =
+        u64::from_str_radix(&lurkbot_core::random_hex(2), 16).unwrap_or(128) % (base / 2 + 1);
+    Duration::from_millis(base - base / 4 + jitter)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cooldown_maths() {
+        assert_eq!(cooldown_ms(1), 60_000);
+        assert_eq!(cooldown_ms(2), 300_000);
+        assert_eq!(cooldown_ms(3), 1_500_000);
+        assert_eq!(cooldown_ms(4), 3_600_000);
+        assert_eq!(cooldown_ms(40), 3_600_000);
+    }
+
+    #[test]
+    fn backoff_stays_near_its_base() {
+        for attempt in 1..=3 {
+            let base = 250u128 << (attempt - 1);
+            let d = backoff(attempt).as_millis();
+            assert!(d >= base * 3 / 4 && d <= base * 5 / 4, "{attempt}: {d}");
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! A scripted model server for tests and benchmarks (feature `fake`): real HTTP on loopback,
+//! real SSE in the OpenAI Chat Completions and Anthropic Messages wire formats, answering each
+//! request with the next scripted step. It records every request (path, key, JSON body) so tests
+//! can check what was sent. This is the only fake in LurkBot's tests: no model with tool calls
+//! runs here.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// A streamed reply: text pieces, then tool calls `(id, name, arguments JSON)`.
+    Reply {
+        /// Text, streamed piece by piece.
+        text: Vec<String>,
+        /// Tool calls.
+        calls: Vec<(String, String, String)>,
+    },
+    /// An HTTP error with a JSON body in the wire format's shape.
+    Error {
+        /// Status.
+        status: u16,
+        /// `error.message`.
+        message: String,
+    },
+    /// Streams some text, then drops the connection.
+    CutOff(String),
+}
+
+impl Step {
+    /// A plain text reply streamed in pieces of about `n` characters.
+    pub fn text(reply: &str) -> Self {
+        let pieces = reply.split_inclusive(' ').map(str::to_string).collect();
+        Self::Reply {
+            text: pieces,
+            calls: Vec::new(),
+        }
+    }
+
+    /// A reply that calls one tool.
+    pub fn call(id: &str, name: &str, arguments: Value) -> Self {
+        Self::calls(&[(id, name, arguments)])
+    }
+
+    /// A reply that calls several tools at once.
+    pub fn calls(calls: &[(&str, &str, Value)]) -> Self {
+        Self::Reply {
+            text: Vec::new(),
+            calls: calls
+                .iter()
+                .map(|(id, name, args)| (id.to_string(), name.to_string(), args.to_string()))
+                .collect(),
+        }
+    }
+}
+
+/// A recorded request.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// Path (`/v1/chat/completions`, `/v1/messages`).
+    pub path: String,
+    /// The key sent (`Authorization: Bearer` or `x-api-key`).
+    pub key: Option<String>,
+    /// The JSON body.
+    pub body: Value,
+}
+
+/// The running server.
+pub struct FakeProvider {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    script: Arc<Mutex<VecDeque<Step>>>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+}
+
+impl FakeProvider {
+    /// Starts a server on an ephemeral loopback port.
+    ///
+    /// # Panics
+    /// When no loopback port can be bound (tests only).
+    pub async fn start(steps: Vec<Step>) -> Self {
+        #[allow(clippy::expect_used)]
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        #[allow(clippy::expect_used)]
+        let addr = listener.local_addr().expect("local address");
+        let script = Arc::new(Mutex::new(VecDeque::from(steps)));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let (s, r) = (script.clone(), requests.clone());
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (s, r) = (s.clone(), r.clone());
+                tokio::spawn(async move {
+                    let _ = serve(stream, s, r).await;
+                });
+            }
+        });
+        Self {
+            url: format!("http://{addr}"),
+            script,
+            requests,
+        }
+    }
+
+    /// Adds steps to the end of the script.
+    pub fn push(&self, steps: Vec<Step>) {
+        if let Ok(mut script) = self.script.lock() {
+            script.extend(steps);
+        }
+    }
+
+    /// Requests received so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Steps not used yet.
+    pub fn remaining(&self) -> usize {
+        self.script.lock().map(|s| s.len()).unwrap_or_default()
+    }
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    script: Arc<Mutex<VecDeque<Step>>>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let header_end = loop {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
+    let path = head
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    let header = |name: &str| {
+        head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
+        })
+    };
+    let length: usize = header("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_default();
+    while buf.len() < header_end + length {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body: Value = serde_json::from_slice(&buf[header_end..]).unwrap_or(Value::Null);
+    let key = header("authorization")
+        .map(|v| v.trim_start_matches("Bearer ").to_string())
+        .or_else(|| header("x-api-key"));
+    if let Ok(mut r) = requests.lock() {
+        r.push(Recorded {
+            path: path.clone(),
+            key,
+            body,
+        });
+    }
+    let step = script.lock().ok().and_then(|mut s| s.pop_front());
+    let anthropic = path.ends_with("/messages");
+    let step = step.unwrap_or(Step::Error {
+        status: 500,
+        message: "the fake provider's script is exhausted".into(),
+    });
+    match step {
+        Step::Error { status, message } => {
+            let body = if anthropic {
+                json!({"type": "error", "error": {"type": "api_error", "message": message}})
+            } else {
+                json!({"error": {"message": message, "type": "error"}})
+            };
+            let body = body.to_string();
+            let head = format!(
+                "HTTP/1.1 {status} Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(body.as_bytes()).await?;
+        }
+        Step::CutOff(text) => {
+            stream.write_all(SSE_HEAD.as_bytes()).await?;
+            let events = if anthropic {
+                anthropic_events(&[text], &[], false)
+            } else {
+                openai_events(&[text], &[], false)
+            };
+            stream.write_all(events.as_bytes()).await?;
+        }
+        Step::Reply { text, calls } => {
+            stream.write_all(SSE_HEAD.as_bytes()).await?;
+            let events = if anthropic {
+                anthropic_events(&text, &calls, true)
+            } else {
+                openai_events(&text, &calls, true)
+            };
+            for piece in events.split_inclusive("\n\n") {
+                stream.write_all(piece.as_bytes()).await?;
+                stream.flush().await?;
+            }
+        }
+    }
+    stream.shutdown().await
+}
+
+const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n";
+
+fn openai_events(text: &[String], calls: &[(String, String, String)], complete: bool) -> String {
+    let mut out = String::new();
+    let mut push = |v: Value| out.push_str(&format!("data: {v}\n\n"));
+    for piece in text {
+        push(
+            json!({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]}),
+        );
+    }
+    for (i, (id, name, args)) in calls.iter().enumerate() {
+        let (a, b) = args.split_at(args.len() / 2);
+        push(json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": a}}]}}]}));
+        push(json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": i, "function": {"arguments": b}}]}}]}));
+    }
+    if complete {
+        let reason = if calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
+        push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}));
+        let output: usize = text.iter().map(|t| t.len() / 4 + 1).sum();
+        push(json!({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": output}}));
+        out.push_str("data: [DONE]\n\n");
+    }
+    out
+}
+
+fn anthropic_events(text: &[String], calls: &[(String, String, String)], complete: bool) -> String {
+    let mut out = String::new();
+    let mut push = |v: Value| {
+        out.push_str(&format!(
+            "event: {}\ndata: {v}\n\n",
+            v["type"].as_str().unwrap_or_default()
+        ))
+    };
+    push(
+        json!({"type": "message_start", "message": {"id": "msg_fake", "role": "assistant", "content": [], "usage": {"input_tokens": 100, "output_tokens": 1}}}),
+    );
+    let mut index = 0;
+    if !text.is_empty() {
+        push(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        );
+        for piece in text {
+            push(
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}),
+            );
+        }
+        push(json!({"type": "content_block_stop", "index": 0}));
+        index = 1;
+    }
+    for (id, name, args) in calls {
+        push(
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        );
+        let (a, b) = args.split_at(args.len() / 2);
+        for part in [a, b] {
+            push(
+                json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": part}}),
+            );
+        }
+        push(json!({"type": "content_block_stop", "index": index}));
+        index += 1;
+    }
+    if complete {
+        let reason = if calls.is_empty() {
+            "end_turn"
+        } else {
+            "tool_use"
+        };
+        let output: usize = text.iter().map(|t| t.len() / 4 + 1).sum();
+        push(
+            json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": output}}),
+        );
+        push(json!({"type": "message_stop"}));
+    }
+    out
+}

@@ -1,0 +1,137 @@
+//! The provider-neutral conversation model every provider translates to and from.
+
+use serde::{Deserialize, Serialize};
+
+/// Who said something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The person (or the system speaking for them, e.g. a cron job).
+    User,
+    /// The model.
+    Assistant,
+    /// A tool's answer to one call.
+    Tool,
+}
+
+/// A call the model asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's call id (echoed back with the result).
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as JSON text, exactly as the model produced them.
+    pub arguments: String,
+}
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who.
+    pub role: Role,
+    /// Text (for a tool message: the result).
+    #[serde(default)]
+    pub content: String,
+    /// Calls made by an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a tool message: the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a tool message: whether the tool failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+impl Message {
+    /// A user message.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: text.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            is_error: false,
+        }
+    }
+
+    /// An assistant message, possibly with calls.
+    pub fn assistant(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: text.into(),
+            tool_calls,
+            tool_call_id: None,
+            is_error: false,
+        }
+    }
+
+    /// A tool result.
+    pub fn tool(call_id: impl Into<String>, text: impl Into<String>, is_error: bool) -> Self {
+        Self {
+            role: Role::Tool,
+            content: text.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.into()),
+            is_error,
+        }
+    }
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// Name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// One request.
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    /// Model name as the provider knows it.
+    pub model: String,
+    /// System prompt.
+    pub system: String,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// Tools offered.
+    pub tools: Vec<ToolSpec>,
+    /// Most tokens to generate.
+    pub max_tokens: u32,
+}
+
+/// Token counts the provider reported.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+}
+
+/// Something that arrived while streaming.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// More reply text.
+    Text(String),
+    /// A tool call, complete with its arguments.
+    ToolCall(ToolCall),
+}
+
+/// The whole answer of one request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChatResponse {
+    /// Reply text.
+    pub text: String,
+    /// Calls, in the order the model made them.
+    pub tool_calls: Vec<ToolCall>,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Why the model stopped (`stop`, `tool_calls`, `length`, `end_turn`, `tool_use`, …).
+    pub stop_reason: String,
+}
