@@ -30,6 +30,9 @@ pub enum Step {
     },
     /// Streams some text, then drops the connection.
     CutOff(String),
+    /// Streams some text, then keeps the connection open without another byte (a model
+    /// that hangs; for crash and cancellation tests).
+    Stall(String),
 }
 
 impl Step {
@@ -207,6 +210,17 @@ async fn serve(
                 openai_events(&[text], &[], false)
             };
             stream.write_all(events.as_bytes()).await?;
+        }
+        Step::Stall(text) => {
+            stream.write_all(SSE_HEAD.as_bytes()).await?;
+            let events = if anthropic {
+                anthropic_events(&[text], &[], false)
+            } else {
+                openai_events(&[text], &[], false)
+            };
+            stream.write_all(events.as_bytes()).await?;
+            stream.flush().await?;
+            std::future::pending::<()>().await;
         }
         Step::Reply { text, calls } => {
             stream.write_all(SSE_HEAD.as_bytes()).await?;

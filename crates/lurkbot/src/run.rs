@@ -13,6 +13,8 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Sub::Init(args) => crate::cli::init::run(&home_path, &args),
         Sub::Exec(args) => crate::cli::exec::run(&home_path, args),
         Sub::Config(args) => crate::cli::config::run(&home_path, &args),
+        Sub::Agent(args) => crate::cli::agent::run(&home_path, args),
+        Sub::Sessions(args) => crate::cli::sessions::run(&home_path, &args),
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod util;
 
+mod agent;
 mod archive;
 mod cal;
 mod cli;

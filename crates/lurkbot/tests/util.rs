@@ -47,16 +47,30 @@ impl Test {
     }
 
     pub fn run_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        self.run_full(args, stdin, &[])
+    }
+
+    /// The binary with a cleared environment plus `env`.
+    pub fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_lurkbot"));
         cmd.env_clear()
             .env("HOME", self.dir.path())
             .env("LURKBOT_HOME", &self.home)
+            .envs(env.iter().copied())
             .current_dir(self.dir.path())
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
+        cmd
+    }
+
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.run_full(args, None, env)
+    }
+
+    fn run_full(&self, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
+        let mut child = self.command(args, env).spawn().unwrap();
         if let Some(text) = stdin {
             child
                 .stdin

@@ -1,9 +1,11 @@
 //! Command-line definitions: one args struct per subcommand, each in its own file with its
 //! `run` function.
 
+pub(crate) mod agent;
 pub(crate) mod config;
 pub(crate) mod exec;
 pub(crate) mod init;
+pub(crate) mod sessions;
 
 use std::path::PathBuf;
 
@@ -35,4 +37,9 @@ pub(crate) enum Sub {
     /// Read or change config.toml by dotted key, keeping its comments.
     #[command(subcommand)]
     Config(config::ConfigArgs),
+    /// One agent turn: the reply streams to stdout, tool calls to stderr.
+    Agent(agent::AgentArgs),
+    /// List, read, reset or delete the agent's sessions.
+    #[command(subcommand)]
+    Sessions(sessions::SessionsArgs),
 }

@@ -1,0 +1,282 @@
+//! The tool policy (DESIGN §5, OpenClaw semantics): layers that can only narrow what the model
+//! is offered, in this order — profile, provider profile, global allow/deny, global
+//! per-provider, agent, agent per-provider, group/channel, sandbox, sub-agent. Within a layer,
+//! deny wins over allow; an empty allow list does not narrow. Names are case-insensitive;
+//! `*` and `prefix_*` patterns match; `group:*` names expand.
+
+/// Tool groups.
+pub const GROUPS: &[(&str, &[&str])] = &[
+    ("group:memory", &["memory_search", "memory_get"]),
+    ("group:web", &["web_search", "web_fetch"]),
+    ("group:fs", &["read", "write", "edit", "apply_patch"]),
+    ("group:runtime", &["terminal_exec"]),
+    (
+        "group:sessions",
+        &[
+            "sessions_spawn",
+            "sessions_send",
+            "sessions_list",
+            "sessions_history",
+            "session_status",
+            "agents_list",
+        ],
+    ),
+    ("group:automation", &["cron", "gateway"]),
+    ("group:messaging", &["message"]),
+];
+
+/// What each profile allows.
+pub const PROFILES: &[(&str, &[&str])] = &[
+    ("minimal", &["session_status"]),
+    (
+        "coding",
+        &[
+            "group:fs",
+            "group:runtime",
+            "group:sessions",
+            "group:memory",
+        ],
+    ),
+    (
+        "messaging",
+        &[
+            "group:messaging",
+            "sessions_list",
+            "sessions_history",
+            "sessions_send",
+            "session_status",
+        ],
+    ),
+    ("full", &["*"]),
+];
+
+/// Never offered to sub-agents.
+pub const SUBAGENT_DENY: &[&str] = &[
+    "sessions_list",
+    "sessions_history",
+    "sessions_send",
+    "sessions_spawn",
+    "gateway",
+    "agents_list",
+    "session_status",
+    "cron",
+    "memory_search",
+    "memory_get",
+];
+
+/// Never offered in sandbox mode.
+pub const SANDBOX_DENY: &[&str] = &["terminal_exec", "write", "edit", "apply_patch"];
+
+/// Never offered in group chats.
+pub const GROUP_DENY: &[&str] = &[
+    "terminal_exec",
+    "write",
+    "edit",
+    "apply_patch",
+    "sessions_spawn",
+    "cron",
+];
+
+/// One allow/deny layer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Layer {
+    /// Where it comes from, for explanations (`tools`, `tools.by_provider.openai`, …).
+    pub source: String,
+    /// Names or patterns allowed (empty: no narrowing).
+    pub allow: Vec<String>,
+    /// Names or patterns denied.
+    pub deny: Vec<String>,
+}
+
+/// Everything the policy depends on.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// `[tools] profile` (default full).
+    pub profile: Option<String>,
+    /// `[tools.by_provider.<p>] profile`.
+    pub provider_profile: Option<String>,
+    /// Global, global per-provider, agent and agent per-provider layers, in order.
+    pub layers: Vec<Layer>,
+    /// A group or channel session.
+    pub group: bool,
+    /// Sandbox mode.
+    pub sandbox: bool,
+    /// A sub-agent run.
+    pub subagent: bool,
+}
+
+/// Whether `pattern` (a name, `*`, `prefix_*` or `group:…`) matches `tool`.
+pub fn matches(pattern: &str, tool: &str) -> bool {
+    let pattern = pattern.trim().to_ascii_lowercase();
+    let tool = tool.to_ascii_lowercase();
+    if pattern == "*" {
+        return true;
+    }
+    if let Some((_, members)) = GROUPS.iter().find(|(g, _)| *g == pattern) {
+        return members.contains(&tool.as_str());
+    }
+    if let Some(prefix) = pattern.strip_suffix('*') {
+        return tool.starts_with(prefix);
+    }
+    pattern == tool
+}
+
+fn any(patterns: &[impl AsRef<str>], tool: &str) -> bool {
+    patterns.iter().any(|p| matches(p.as_ref(), tool))
+}
+
+fn profile_allows(profile: Option<&str>, tool: &str) -> Result<bool, String> {
+    let Some(name) = profile.map(|p| p.trim().to_ascii_lowercase()) else {
+        return Ok(true);
+    };
+    let (_, allow) = PROFILES.iter().find(|(p, _)| *p == name).ok_or_else(|| {
+        format!("unknown tool profile '{name}' (minimal, coding, messaging, full)")
+    })?;
+    Ok(any(allow, tool))
+}
+
+impl Policy {
+    /// Whether `tool` passes every layer; the error names an unknown profile.
+    ///
+    /// # Errors
+    /// An unknown profile name.
+    pub fn allows(&self, tool: &str) -> Result<bool, String> {
+        if !profile_allows(self.profile.as_deref(), tool)?
+            || !profile_allows(self.provider_profile.as_deref(), tool)?
+        {
+            return Ok(false);
+        }
+        for layer in &self.layers {
+            if any(&layer.deny, tool) || (!layer.allow.is_empty() && !any(&layer.allow, tool)) {
+                return Ok(false);
+            }
+        }
+        Ok(!(self.group && any(GROUP_DENY, tool)
+            || self.sandbox && any(SANDBOX_DENY, tool)
+            || self.subagent && any(SUBAGENT_DENY, tool)))
+    }
+
+    /// The names among `tools` that pass.
+    ///
+    /// # Errors
+    /// An unknown profile name.
+    pub fn filter<'a>(
+        &self,
+        tools: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Vec<&'a str>, String> {
+        let mut out = Vec::new();
+        for tool in tools {
+            if self.allows(tool)? {
+                out.push(tool);
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: &[&str] = &[
+        "terminal_exec",
+        "read",
+        "write",
+        "edit",
+        "apply_patch",
+        "web_fetch",
+        "session_status",
+        "sessions_list",
+        "sessions_history",
+        "memory_search",
+    ];
+
+    fn layer(allow: &[&str], deny: &[&str]) -> Layer {
+        Layer {
+            source: "test".into(),
+            allow: allow.iter().map(|s| s.to_string()).collect(),
+            deny: deny.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn minimal_offers_only_session_status() {
+        let p = Policy {
+            profile: Some("minimal".into()),
+            ..Policy::default()
+        };
+        assert_eq!(p.filter(ALL.iter().copied()).unwrap(), ["session_status"]);
+    }
+
+    #[test]
+    fn coding_profile_and_groups() {
+        let p = Policy {
+            profile: Some("Coding".into()),
+            ..Policy::default()
+        };
+        let got = p.filter(ALL.iter().copied()).unwrap();
+        assert!(got.contains(&"terminal_exec") && got.contains(&"apply_patch"));
+        assert!(!got.contains(&"web_fetch"));
+    }
+
+    #[test]
+    fn deny_wins_and_layers_only_narrow() {
+        let p = Policy {
+            layers: vec![
+                layer(&["group:fs", "web_*"], &["WRITE"]),
+                layer(&["*"], &[]),
+            ],
+            ..Policy::default()
+        };
+        assert_eq!(
+            p.filter(ALL.iter().copied()).unwrap(),
+            ["read", "edit", "apply_patch", "web_fetch"]
+        );
+        // A later layer cannot add back what an earlier one removed.
+        let p = Policy {
+            layers: vec![layer(&["read"], &[]), layer(&["read", "write"], &[])],
+            ..Policy::default()
+        };
+        assert_eq!(p.filter(ALL.iter().copied()).unwrap(), ["read"]);
+        // The provider profile narrows the global profile.
+        let p = Policy {
+            profile: Some("coding".into()),
+            provider_profile: Some("minimal".into()),
+            ..Policy::default()
+        };
+        assert_eq!(p.filter(ALL.iter().copied()).unwrap(), ["session_status"]);
+    }
+
+    #[test]
+    fn subagents_groups_and_sandbox() {
+        let p = Policy {
+            subagent: true,
+            ..Policy::default()
+        };
+        let got = p.filter(ALL.iter().copied()).unwrap();
+        for denied in [
+            "session_status",
+            "sessions_list",
+            "sessions_history",
+            "memory_search",
+        ] {
+            assert!(!got.contains(&denied), "{denied}");
+        }
+        assert!(got.contains(&"terminal_exec"));
+        let p = Policy {
+            group: true,
+            ..Policy::default()
+        };
+        assert!(!p.allows("terminal_exec").unwrap() && p.allows("read").unwrap());
+        let p = Policy {
+            sandbox: true,
+            ..Policy::default()
+        };
+        assert!(!p.allows("write").unwrap() && p.allows("web_fetch").unwrap());
+        let p = Policy {
+            profile: Some("everything".into()),
+            ..Policy::default()
+        };
+        assert!(p.allows("read").unwrap_err().contains("everything"));
+    }
+}

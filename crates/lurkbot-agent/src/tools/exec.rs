@@ -1,0 +1,59 @@
+//! `terminal_exec`: runs one whitelisted pseudo-terminal command (no shell, no processes) and
+//! returns its envelope. The audit record is written by the executor as for every run.
+
+use lurkbot_llm::ToolSpec;
+use lurkbot_term::ExecRequest;
+use serde_json::{Value, json};
+
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+
+/// The `terminal_exec` tool.
+pub struct TerminalExecTool;
+
+impl Tool for TerminalExecTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "terminal_exec".into(),
+            description: "Run one command of LurkBot's pseudo-terminal (no shell). Run `help` to list commands and `help <command>` for flags. Paths are relative to the LurkBot home. Writes need --confirm.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "the whole command line, e.g. `rss fetch --name news`"},
+                    "stdin": {"type": "string", "description": "text given to the command's stdin"},
+                    "timeout_ms": {"type": "integer", "minimum": 1, "description": "cancel after this long"}
+                },
+                "required": ["command"]
+            }),
+        }
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let command = match string_arg(args, "command") {
+                Ok(c) => c,
+                Err(e) => return e,
+            };
+            let mut request = ExecRequest::new(command);
+            request.session = ctx.session.clone();
+            request.stdin = args
+                .get("stdin")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            request.timeout_ms = args.get("timeout_ms").and_then(Value::as_u64);
+            let envelope = ctx.exec.run(request).await;
+            let text = json!({
+                "exit_code": envelope.exit_code,
+                "stdout": envelope.stdout,
+                "stderr": envelope.stderr,
+                "error_code": envelope.error_code,
+                "result": envelope.result,
+                "artifacts": envelope.artifacts,
+            })
+            .to_string();
+            ToolOutput {
+                text,
+                is_error: envelope.exit_code != 0,
+            }
+        })
+    }
+}

@@ -1,0 +1,187 @@
+//! `read`, `write` and `edit`: files inside the LurkBot home only. Paths are home-relative;
+//! escapes (absolute paths, `..`, symlinks out) are refused. Secrets (`config.toml`, skill
+//! `.env` files, any `.env`) are never read; the audit log, `config.toml`, secrets, session
+//! transcripts and auth state are never written. Writes are atomic.
+
+use lurkbot_core::{HomePath, protected_reason, secret_reason};
+use lurkbot_llm::ToolSpec;
+use serde_json::{Value, json};
+
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+
+/// Largest file `read` returns whole (larger ones are cut with a marker).
+const READ_MAX_BYTES: usize = 256 * 1024;
+/// Largest content `write` accepts.
+const WRITE_MAX_BYTES: usize = 4 << 20;
+
+fn resolve(ctx: &ToolCtx<'_>, args: &Value) -> Result<HomePath, ToolOutput> {
+    let raw = string_arg(args, "path")?;
+    ctx.home.resolve(raw).map_err(|e| {
+        ToolOutput::error(format!(
+            "{raw}: {e} (paths are relative to the LurkBot home)"
+        ))
+    })
+}
+
+fn readable(path: &HomePath) -> Result<(), ToolOutput> {
+    let rel = path.relative();
+    let reason = secret_reason(rel)
+        .or_else(|| (rel.rsplit('/').next() == Some(".env")).then_some(".env files hold secrets"));
+    match reason {
+        Some(why) => Err(ToolOutput::error(format!("{rel} cannot be read: {why}"))),
+        None => Ok(()),
+    }
+}
+
+fn writable(path: &HomePath) -> Result<(), ToolOutput> {
+    let rel = path.relative();
+    let first = rel.split('/').next().unwrap_or_default();
+    let reason = protected_reason(rel)
+        .or_else(|| {
+            (rel.rsplit('/').next() == Some(".env")).then_some(".env files are edited only by hand")
+        })
+        .or_else(|| {
+            (first == "sessions")
+                .then_some("session transcripts are written only by the agent runtime")
+        })
+        .or_else(|| (first == "auth").then_some("auth state is written only by the agent runtime"));
+    match reason {
+        Some(why) => Err(ToolOutput::error(format!("{rel} cannot be written: {why}"))),
+        None => Ok(()),
+    }
+}
+
+/// The `read` tool.
+pub struct ReadTool;
+
+impl Tool for ReadTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "read".into(),
+            description: "Read a text file inside the LurkBot home (path relative to it).".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        }
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let path = match resolve(ctx, args).and_then(|p| readable(&p).map(|()| p)) {
+                Ok(p) => p,
+                Err(e) => return e,
+            };
+            match std::fs::read(path.absolute()) {
+                Ok(bytes) => {
+                    let cut = bytes.len() > READ_MAX_BYTES;
+                    let mut text =
+                        String::from_utf8_lossy(&bytes[..bytes.len().min(READ_MAX_BYTES)])
+                            .into_owned();
+                    if cut {
+                        text.push_str(&format!(
+                            "\n…[cut at {READ_MAX_BYTES} of {} bytes]",
+                            bytes.len()
+                        ));
+                    }
+                    ToolOutput::ok(text)
+                }
+                Err(e) => ToolOutput::error(format!("{}: {e}", path.relative())),
+            }
+        })
+    }
+}
+
+/// The `write` tool.
+pub struct WriteTool;
+
+impl Tool for WriteTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "write".into(),
+            description:
+                "Create or replace a text file inside the LurkBot home (path relative to it)."
+                    .into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
+        }
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let (path, content) = match resolve(ctx, args)
+                .and_then(|p| writable(&p).map(|()| p))
+                .and_then(|p| string_arg(args, "content").map(|c| (p, c)))
+            {
+                Ok(v) => v,
+                Err(e) => return e,
+            };
+            if content.len() > WRITE_MAX_BYTES {
+                return ToolOutput::error(format!(
+                    "content is larger than {WRITE_MAX_BYTES} bytes"
+                ));
+            }
+            save(&path, content)
+        })
+    }
+}
+
+fn save(path: &HomePath, content: &str) -> ToolOutput {
+    if let Some(dir) = path.absolute().parent()
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        return ToolOutput::error(format!("{}: {e}", path.relative()));
+    }
+    match lurkbot_core::write_atomic(path.absolute(), content.as_bytes()) {
+        Ok(()) => ToolOutput::ok(format!(
+            "wrote {} bytes to {}",
+            content.len(),
+            path.relative()
+        )),
+        Err(e) => ToolOutput::error(format!("{}: {e}", path.relative())),
+    }
+}
+
+/// The `edit` tool: one exact, unique replacement.
+pub struct EditTool;
+
+impl Tool for EditTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "edit".into(),
+            description:
+                "Replace one exact, unique piece of text in a file inside the LurkBot home.".into(),
+            parameters: json!({"type": "object", "properties": {
+                "path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}},
+                "required": ["path", "old_text", "new_text"]}),
+        }
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let path = match resolve(ctx, args)
+                .and_then(|p| writable(&p).and_then(|()| readable(&p)).map(|()| p))
+            {
+                Ok(p) => p,
+                Err(e) => return e,
+            };
+            let (old, new) = match string_arg(args, "old_text")
+                .and_then(|o| string_arg(args, "new_text").map(|n| (o, n)))
+            {
+                Ok(v) => v,
+                Err(e) => return e,
+            };
+            let text = match std::fs::read_to_string(path.absolute()) {
+                Ok(t) => t,
+                Err(e) => return ToolOutput::error(format!("{}: {e}", path.relative())),
+            };
+            match (old.is_empty(), text.matches(old).count()) {
+                (true, _) => ToolOutput::error("old_text must not be empty"),
+                (false, 0) => {
+                    ToolOutput::error(format!("old_text was not found in {}", path.relative()))
+                }
+                (false, 1) => save(&path, &text.replacen(old, new, 1)),
+                (false, n) => ToolOutput::error(format!(
+                    "old_text occurs {n} times in {}; give more context so it is unique",
+                    path.relative()
+                )),
+            }
+        })
+    }
+}

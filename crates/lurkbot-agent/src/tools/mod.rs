@@ -1,0 +1,114 @@
+//! The tools the model may call. Each tool is a [`Tool`]; [`ToolBox`] holds them by name and
+//! hands the model the specs of those the policy allows.
+
+mod exec;
+mod fs;
+mod sessions;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use lurkbot_core::{Home, SessionKey};
+use lurkbot_llm::ToolSpec;
+use lurkbot_term::TerminalExec;
+use serde_json::Value;
+
+use crate::transcript::{SessionEntry, Sessions};
+
+pub use exec::TerminalExecTool;
+pub use fs::{EditTool, ReadTool, WriteTool};
+pub use sessions::{SessionStatusTool, SessionsHistoryTool, SessionsListTool};
+
+/// What a tool returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// Text for the model.
+    pub text: String,
+    /// Whether the call failed.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A success.
+    pub fn ok(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            is_error: false,
+        }
+    }
+
+    /// A failure the model should see.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// What a tool may use.
+pub struct ToolCtx<'a> {
+    /// The home.
+    pub home: &'a Home,
+    /// The session.
+    pub session: &'a SessionKey,
+    /// Its index entry.
+    pub entry: &'a SessionEntry,
+    /// The session store.
+    pub sessions: &'a Sessions,
+    /// The pseudo-terminal.
+    pub exec: &'a TerminalExec,
+}
+
+/// A boxed tool future.
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
+
+/// One tool.
+pub trait Tool: Send + Sync {
+    /// Name, description and argument schema.
+    fn spec(&self) -> ToolSpec;
+    /// Runs one call.
+    fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a>;
+}
+
+/// The tools by name.
+pub struct ToolBox {
+    tools: Vec<Box<dyn Tool>>,
+}
+
+impl ToolBox {
+    /// Every built-in tool.
+    pub fn builtin() -> Self {
+        Self {
+            tools: vec![
+                Box::new(TerminalExecTool),
+                Box::new(ReadTool),
+                Box::new(WriteTool),
+                Box::new(EditTool),
+                Box::new(SessionStatusTool),
+                Box::new(SessionsListTool),
+                Box::new(SessionsHistoryTool),
+            ],
+        }
+    }
+
+    /// Names, in registration order.
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.spec().name).collect()
+    }
+
+    /// The tool called `name` (case-insensitive).
+    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
+        self.tools
+            .iter()
+            .find(|t| t.spec().name.eq_ignore_ascii_case(name))
+            .map(|t| t.as_ref())
+    }
+}
+
+/// A string argument, or an error output naming it.
+pub(crate) fn string_arg<'v>(args: &'v Value, name: &str) -> Result<&'v str, ToolOutput> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolOutput::error(format!("missing string argument '{name}'")))
+}

@@ -1,0 +1,319 @@
+//! Sessions and their transcripts (DESIGN §5): `sessions/<agentId>/sessions.json` maps each
+//! session key to its current session (`ses_` + 12 hex) and counters; `<sessionId>.jsonl` holds
+//! one entry per message, tool call, tool result or compaction summary, appended and flushed to
+//! disk at the end of every step, so a crash loses at most the step in flight. A torn last line
+//! (a crash mid-write) is ignored on read, and tool calls left without results are answered
+//! with an "interrupted" result so the conversation stays valid for the provider.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::PathBuf;
+
+use lurkbot_core::{Home, SessionKey, layout};
+use lurkbot_llm::{Message, Role, Usage};
+use serde::{Deserialize, Serialize};
+
+use crate::error::AgentError;
+
+/// The index entry of one session key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionEntry {
+    /// The key (`agent:main:main`, …).
+    pub key: String,
+    /// The current session id.
+    pub session_id: String,
+    /// Created, ms since the epoch.
+    pub created_ms: u64,
+    /// Last activity, ms since the epoch.
+    pub updated_ms: u64,
+    /// Model of the last turn.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Tokens used so far.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Turns run.
+    #[serde(default)]
+    pub turns: u64,
+}
+
+/// One transcript line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Entry {
+    /// A message (user, assistant with its tool calls, or tool result).
+    Message {
+        /// When, ms since the epoch.
+        ts: u64,
+        /// The message.
+        message: Message,
+    },
+    /// A compaction summary replacing everything before it.
+    Compaction {
+        /// When.
+        ts: u64,
+        /// The summary.
+        summary: String,
+    },
+}
+
+/// The sessions of one agent.
+#[derive(Debug, Clone)]
+pub struct Sessions {
+    dir: PathBuf,
+}
+
+fn io(what: &str, e: &std::io::Error) -> AgentError {
+    AgentError::Store(format!("{what}: {e}"))
+}
+
+impl Sessions {
+    /// The store of `agent_id` under the home.
+    pub fn open(home: &Home, agent_id: &str) -> Self {
+        Self {
+            dir: home.join(layout::SESSIONS).join(agent_id),
+        }
+    }
+
+    fn index_path(&self) -> PathBuf {
+        self.dir.join("sessions.json")
+    }
+
+    /// The transcript file of a session id.
+    pub fn transcript_path(&self, session_id: &str) -> PathBuf {
+        self.dir.join(format!("{session_id}.jsonl"))
+    }
+
+    /// Every session, by key.
+    ///
+    /// # Errors
+    /// A damaged index.
+    pub fn list(&self) -> Result<BTreeMap<String, SessionEntry>, AgentError> {
+        match std::fs::read(self.index_path()) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                AgentError::Store(format!(
+                    "{} is damaged ({e}); move it away to start over",
+                    self.index_path().display()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+            Err(e) => Err(io("cannot read sessions.json", &e)),
+        }
+    }
+
+    /// Changes the index under an exclusive lock (other processes wait).
+    fn change<T>(
+        &self,
+        f: impl FnOnce(&mut BTreeMap<String, SessionEntry>) -> T,
+    ) -> Result<T, AgentError> {
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| io("cannot create the sessions folder", &e))?;
+        let lock = File::create(self.dir.join(".lock")).map_err(|e| io("cannot lock", &e))?;
+        lock.lock().map_err(|e| io("cannot lock", &e))?;
+        let mut all = self.list()?;
+        let out = f(&mut all);
+        let bytes =
+            serde_json::to_vec_pretty(&all).map_err(|e| AgentError::Store(e.to_string()))?;
+        lurkbot_core::write_atomic(&self.index_path(), &bytes)
+            .map_err(|e| AgentError::Store(e.to_string()))?;
+        Ok(out)
+    }
+
+    /// The entry of `key`, created with a new session id on first use.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn get_or_create(&self, key: &SessionKey) -> Result<SessionEntry, AgentError> {
+        if let Some(entry) = self.list()?.get(key.as_str()) {
+            return Ok(entry.clone());
+        }
+        self.change(|all| {
+            all.entry(key.as_str().to_string())
+                .or_insert_with(|| {
+                    let now = lurkbot_core::now_ms();
+                    SessionEntry {
+                        key: key.as_str().to_string(),
+                        session_id: lurkbot_core::new_session_id(),
+                        created_ms: now,
+                        updated_ms: now,
+                        model: None,
+                        usage: Usage::default(),
+                        turns: 0,
+                    }
+                })
+                .clone()
+        })
+    }
+
+    /// Records a finished turn's model and usage.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn record_turn(
+        &self,
+        key: &SessionKey,
+        model: &str,
+        usage: Usage,
+    ) -> Result<(), AgentError> {
+        self.change(|all| {
+            if let Some(e) = all.get_mut(key.as_str()) {
+                e.updated_ms = lurkbot_core::now_ms();
+                e.model = Some(model.to_string());
+                e.usage.input_tokens += usage.input_tokens;
+                e.usage.output_tokens += usage.output_tokens;
+                e.turns += 1;
+            }
+        })
+    }
+
+    /// Starts a fresh session for `key` (the old transcript stays on disk); returns the new id.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn reset(&self, key: &SessionKey) -> Result<String, AgentError> {
+        let id = lurkbot_core::new_session_id();
+        self.change(|all| {
+            let now = lurkbot_core::now_ms();
+            all.insert(
+                key.as_str().to_string(),
+                SessionEntry {
+                    key: key.as_str().to_string(),
+                    session_id: id.clone(),
+                    created_ms: now,
+                    updated_ms: now,
+                    model: None,
+                    usage: Usage::default(),
+                    turns: 0,
+                },
+            );
+        })?;
+        Ok(id)
+    }
+
+    /// Deletes `key` and its current transcript; false when it did not exist.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn delete(&self, key: &SessionKey) -> Result<bool, AgentError> {
+        let removed = self.change(|all| all.remove(key.as_str()))?;
+        if let Some(entry) = &removed {
+            match std::fs::remove_file(self.transcript_path(&entry.session_id)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io("cannot delete the transcript", &e)),
+            }
+        }
+        Ok(removed.is_some())
+    }
+
+    /// Appends entries and flushes them to disk.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn append(&self, session_id: &str, entries: &[Entry]) -> Result<(), AgentError> {
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| io("cannot create the sessions folder", &e))?;
+        let mut text = String::new();
+        for entry in entries {
+            text.push_str(
+                &serde_json::to_string(entry).map_err(|e| AgentError::Store(e.to_string()))?,
+            );
+            text.push('\n');
+        }
+        let path = self.transcript_path(session_id);
+        // A crash mid-write can leave a torn last line: start on a fresh line so it stays the
+        // only casualty.
+        if ends_torn(&path) {
+            text.insert(0, '\n');
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| io("cannot open the transcript", &e))?;
+        file.write_all(text.as_bytes())
+            .and_then(|()| file.sync_data())
+            .map_err(|e| io("cannot write the transcript", &e))
+    }
+
+    /// Every readable entry of a transcript (a torn last line is skipped).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn history(&self, session_id: &str) -> Result<Vec<Entry>, AgentError> {
+        let text = match std::fs::read_to_string(self.transcript_path(session_id)) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io("cannot read the transcript", &e)),
+        };
+        Ok(text
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect())
+    }
+
+    /// The conversation to send: messages after the last compaction (its summary first), with
+    /// every unanswered tool call given an "interrupted" result.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn context(&self, session_id: &str) -> Result<Vec<Message>, AgentError> {
+        let mut messages = Vec::new();
+        for entry in self.history(session_id)? {
+            match entry {
+                Entry::Compaction { summary, .. } => {
+                    messages.clear();
+                    messages.push(Message::user(format!(
+                        "[Summary of the earlier conversation]\n{summary}"
+                    )));
+                }
+                Entry::Message { message, .. } => messages.push(message),
+            }
+        }
+        Ok(repair(messages))
+    }
+}
+
+/// Whether a file exists, is not empty and does not end with a newline.
+fn ends_torn(path: &std::path::Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = File::open(path) else {
+        return false;
+    };
+    let mut last = [0u8; 1];
+    file.seek(SeekFrom::End(-1)).is_ok() && file.read_exact(&mut last).is_ok() && last[0] != b'\n'
+}
+
+/// Gives every tool call without a result an error result right after its assistant message.
+fn repair(messages: Vec<Message>) -> Vec<Message> {
+    let mut out: Vec<Message> = Vec::with_capacity(messages.len());
+    let mut open: Vec<String> = Vec::new();
+    let close = |out: &mut Vec<Message>, open: &mut Vec<String>| {
+        for id in open.drain(..) {
+            out.push(Message::tool(
+                id,
+                "interrupted: this tool call never finished (the run stopped)",
+                true,
+            ));
+        }
+    };
+    for message in messages {
+        match message.role {
+            Role::Tool => {
+                let id = message.tool_call_id.clone().unwrap_or_default();
+                if let Some(pos) = open.iter().position(|o| *o == id) {
+                    open.remove(pos);
+                    out.push(message);
+                }
+            }
+            _ => {
+                close(&mut out, &mut open);
+                open = message.tool_calls.iter().map(|c| c.id.clone()).collect();
+                out.push(message);
+            }
+        }
+    }
+    close(&mut out, &mut open);
+    out
+}

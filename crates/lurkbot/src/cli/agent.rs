@@ -1,0 +1,167 @@
+//! `lurkbot agent -m MESSAGE`: one agent turn, the reply streamed to stdout as it arrives and
+//! tool calls shown on stderr as they happen (`--json`: one JSON event per line on stdout).
+//!
+//! The model comes from `--model`, else `LURKBOT_MODEL`, else `agent.model` in config.toml;
+//! `agent.fallbacks` follow it. Provider variables (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, …) are
+//! read from the environment, then from the home's `.env` file.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Args;
+use lurkbot_agent::{Agent, AgentEvent};
+use lurkbot_core::{Config, Home, SessionKey, layout};
+use lurkbot_llm::{Failover, ModelRef};
+use serde_json::json;
+
+/// Flags of `lurkbot agent`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 answered, 1 the model failed, 2 nothing configured or a bad flag.\n\nExamples:\n  LURKBOT_MODEL=openai/gpt-4o-mini lurkbot agent -m \"What is in my feeds?\"\n  lurkbot agent --json --session agent:main:dm:cli:me -m hello"
+)]
+pub(crate) struct AgentArgs {
+    /// The message.
+    #[arg(short, long, value_name = "TEXT")]
+    message: String,
+    /// Session the turn belongs to.
+    #[arg(long, value_name = "KEY", default_value = "agent:main:main")]
+    session: String,
+    /// Model as provider/model (overrides LURKBOT_MODEL and agent.model).
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    model: Option<String>,
+    /// One JSON event per line on stdout instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Variables from the environment, then the home's `.env`.
+pub(crate) fn variables(home: &Home) -> impl Fn(&str) -> Option<String> + use<> {
+    let file: Vec<(String, String)> = dotenvy::from_path_iter(home.join(".env"))
+        .map(|iter| iter.filter_map(Result::ok).collect())
+        .unwrap_or_default();
+    move |name: &str| {
+        std::env::var(name)
+            .ok()
+            .or_else(|| file.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    }
+}
+
+/// The models to try: the primary one, then the fallbacks.
+pub(crate) fn models(flag: Option<&str>, config: &Config) -> Result<Vec<ModelRef>, String> {
+    let primary = flag
+        .map(str::to_string)
+        .or_else(|| std::env::var("LURKBOT_MODEL").ok().filter(|m| !m.trim().is_empty()))
+        .or_else(|| config.agent.model.clone())
+        .ok_or_else(|| {
+            "no model is configured. Set one, e.g.:\n  export LURKBOT_MODEL=openai/gpt-4o-mini   (key: OPENAI_API_KEY in the environment or the home's .env)\n  lurkbot config set agent.model anthropic/claude-sonnet-4-5\nAny OpenAI-compatible server works via OPENAI_BASE_URL (Ollama, vLLM, llama-server …).".to_string()
+        })?;
+    std::iter::once(primary)
+        .chain(config.agent.fallbacks.iter().cloned())
+        .map(|m| m.parse::<ModelRef>().map_err(|e| e.to_string()))
+        .collect()
+}
+
+pub(crate) fn run(home_path: &Path, args: AgentArgs) -> anyhow::Result<ExitCode> {
+    let session = SessionKey::parse(&args.session)?;
+    let home = Home::open(home_path)?;
+    let config = Config::load(&home.join(layout::CONFIG))?;
+    let models = match models(args.model.as_deref(), &config) {
+        Ok(m) => m,
+        Err(message) => {
+            eprintln!("lurkbot agent: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let failover = Failover::new(
+        models,
+        &variables(&home),
+        Some(home.join(layout::AUTH).join("profiles.json")),
+    )?;
+    let mut agent = Agent::new(home, config, failover);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let json = args.json;
+    let mut on_event = move |event: AgentEvent| show(json, &event);
+    let outcome = runtime.block_on(agent.turn(&session, &args.message, &mut on_event));
+    match outcome {
+        Ok(done) => {
+            if json {
+                line(
+                    &json!({"type": "done", "session_id": done.session_id, "model": done.model,
+                    "usage": done.usage, "steps": done.steps}),
+                );
+            } else if !done.text.ends_with('\n') {
+                let _ = crate::run::print_stdout("\n");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            if json {
+                line(&json!({"type": "error", "message": e.to_string()}));
+            }
+            eprintln!("lurkbot agent: {e}");
+            Ok(ExitCode::from(match e {
+                lurkbot_agent::AgentError::Config(_) => 2,
+                _ => 1,
+            }))
+        }
+    }
+}
+
+fn show(json_mode: bool, event: &AgentEvent) {
+    match (json_mode, event) {
+        (true, AgentEvent::Text(text)) => line(&json!({"type": "text", "text": text})),
+        (
+            true,
+            AgentEvent::ToolStart {
+                id,
+                name,
+                arguments,
+            },
+        ) => {
+            line(&json!({"type": "tool_start", "id": id, "name": name, "arguments": arguments}));
+        }
+        (
+            true,
+            AgentEvent::ToolEnd {
+                id,
+                name,
+                is_error,
+                preview,
+            },
+        ) => {
+            line(
+                &json!({"type": "tool_end", "id": id, "name": name, "is_error": is_error, "preview": preview}),
+            );
+        }
+        (false, AgentEvent::Text(text)) => {
+            let _ = crate::run::print_stdout(text);
+        }
+        (
+            false,
+            AgentEvent::ToolStart {
+                name, arguments, ..
+            },
+        ) => {
+            let _ = writeln!(std::io::stderr(), "→ {name} {arguments}");
+        }
+        (
+            false,
+            AgentEvent::ToolEnd {
+                name,
+                is_error,
+                preview,
+                ..
+            },
+        ) => {
+            let status = if *is_error { "failed" } else { "ok" };
+            let _ = writeln!(std::io::stderr(), "← {name} {status}: {preview}");
+        }
+    }
+}
+
+fn line(value: &serde_json::Value) {
+    let _ = crate::run::print_stdout(&format!("{value}\n"));
+}

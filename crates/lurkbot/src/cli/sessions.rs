@@ -1,0 +1,118 @@
+//! `lurkbot sessions list|history|reset|delete`: the agent's sessions (DESIGN §5).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use lurkbot_agent::{Entry, Sessions};
+use lurkbot_core::{Home, SessionKey};
+use lurkbot_llm::Role;
+
+/// The `sessions` subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionsArgs {
+    /// Every session of an agent: key, id, turns, tokens, last activity.
+    List {
+        /// The agent.
+        #[arg(long, default_value = "main")]
+        agent: String,
+        /// One JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The messages of a session's current transcript.
+    History {
+        /// Session key.
+        #[arg(default_value = "agent:main:main")]
+        key: String,
+        /// Print the raw JSONL entries.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a fresh session for the key (the old transcript stays on disk).
+    Reset {
+        /// Session key.
+        key: String,
+    },
+    /// Remove the key and its current transcript.
+    Delete {
+        /// Session key.
+        key: String,
+    },
+}
+
+pub(crate) fn run(home_path: &Path, args: &SessionsArgs) -> anyhow::Result<ExitCode> {
+    let home = Home::open(home_path)?;
+    match args {
+        SessionsArgs::List { agent, json } => {
+            let all = Sessions::open(&home, agent).list()?;
+            if *json {
+                crate::run::print_stdout(&format!("{}\n", serde_json::to_string(&all)?))?;
+            } else {
+                let mut out = format!("{} session(s)\n", all.len());
+                for e in all.values() {
+                    out.push_str(&format!(
+                        "{}  {}  {} turn(s)  {} tokens in / {} out\n",
+                        e.key, e.session_id, e.turns, e.usage.input_tokens, e.usage.output_tokens
+                    ));
+                }
+                crate::run::print_stdout(&out)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsArgs::History { key, json } => {
+            let key = SessionKey::parse(key)?;
+            let sessions = Sessions::open(&home, key.agent_id());
+            let Some(entry) = sessions.list()?.remove(key.as_str()) else {
+                eprintln!(
+                    "lurkbot sessions: no session '{key}' ('lurkbot sessions list' shows them)"
+                );
+                return Ok(ExitCode::from(1));
+            };
+            let mut out = String::new();
+            for e in sessions.history(&entry.session_id)? {
+                if *json {
+                    out.push_str(&serde_json::to_string(&e)?);
+                    out.push('\n');
+                    continue;
+                }
+                match e {
+                    Entry::Message { message, .. } => {
+                        let who = match message.role {
+                            Role::User => "user",
+                            Role::Assistant => "assistant",
+                            Role::Tool => "tool",
+                        };
+                        if !message.content.is_empty() {
+                            out.push_str(&format!("[{who}] {}\n", message.content));
+                        }
+                        for call in &message.tool_calls {
+                            out.push_str(&format!("[{who}] → {} {}\n", call.name, call.arguments));
+                        }
+                    }
+                    Entry::Compaction { summary, .. } => {
+                        out.push_str(&format!("[summary] {summary}\n"))
+                    }
+                }
+            }
+            crate::run::print_stdout(&out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsArgs::Reset { key } => {
+            let key = SessionKey::parse(key)?;
+            let id = Sessions::open(&home, key.agent_id()).reset(&key)?;
+            crate::run::print_stdout(&format!("{key} now uses session {id}\n"))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsArgs::Delete { key } => {
+            let key = SessionKey::parse(key)?;
+            if Sessions::open(&home, key.agent_id()).delete(&key)? {
+                crate::run::print_stdout(&format!("deleted {key}\n"))?;
+                Ok(ExitCode::SUCCESS)
+            } else {
+                eprintln!("lurkbot sessions: no session '{key}'");
+                Ok(ExitCode::from(1))
+            }
+        }
+    }
+}
