@@ -172,7 +172,13 @@ async fn sessions_reset_and_delete() {
     let fake = FakeProvider::start(vec![Step::text("one"), Step::text("two")]).await;
     run(
         &t,
-        &["agent", "--session", "agent:main:dm:cli:me", "-m", "zebra-first"],
+        &[
+            "agent",
+            "--session",
+            "agent:main:dm:cli:me",
+            "-m",
+            "zebra-first",
+        ],
         &fake,
     );
     let out = t.run(&["sessions", "reset", "agent:main:dm:cli:me"]);
@@ -183,7 +189,10 @@ async fn sessions_reset_and_delete() {
         &fake,
     );
     let second = fake.requests()[1].body.to_string();
-    assert!(!second.contains("zebra-first"), "a reset session starts empty");
+    assert!(
+        !second.contains("zebra-first"),
+        "a reset session starts empty"
+    );
     assert!(fake.requests()[0].body.to_string().contains("zebra-first"));
     let out = t.run(&["sessions", "list"]);
     assert!(
