@@ -198,6 +198,7 @@ impl Failover {
     fn record(&mut self, id: &str, good: bool) {
         let now = (self.clock)();
         let state = self.state.entry(id.to_string()).or_default();
+        let before = (state.failures, state.cooldown_until_ms);
         if good {
             state.failures = 0;
             state.cooldown_until_ms = 0;
@@ -205,6 +206,11 @@ impl Failover {
         } else {
             state.failures = state.failures.saturating_add(1);
             state.cooldown_until_ms = now.saturating_add(cooldown_ms(state.failures));
+        }
+        // Persist only when the cooldown state changed: a success after a success costs no
+        // disk write on the agent loop's path.
+        if before == (state.failures, state.cooldown_until_ms) {
+            return;
         }
         if let Some(path) = &self.state_path
             && let Ok(bytes) = serde_json::to_vec_pretty(&self.state)

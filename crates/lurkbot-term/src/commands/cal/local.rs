@@ -57,21 +57,7 @@ impl LocalStore {
     /// # Errors
     /// `IoError`.
     pub(super) fn open(home: &lurkbot_core::Home) -> Result<Self, CommandError> {
-        let path = home.join(DB);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                CommandError::new(
-                    ErrorCode::IoError,
-                    format!("cannot create workspace/cal: {e}"),
-                )
-            })?;
-        }
-        let conn = Connection::open(&path).map_err(|e| db_error(&e))?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(|e| db_error(&e))?;
-        conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;")
-            .map_err(|e| db_error(&e))?;
-        conn.execute_batch(SCHEMA).map_err(|e| db_error(&e))?;
+        let conn = super::sqlite::open(home, DB, SCHEMA, db_error)?;
         conn.execute(
             "INSERT INTO calendars (display_name, account_name, account_type, owner_account, visible, is_primary)
              SELECT 'Personal', 'local', 'local', 'local', 1, 1

@@ -14,6 +14,7 @@ mod local;
 mod model;
 mod multistatus;
 mod read;
+mod sqlite;
 mod times;
 mod write;
 
