@@ -135,7 +135,8 @@ impl Agent {
         let sid = entry.session_id.clone();
         sessions.append(&sid, &[message_entry(Message::user(message))])?;
         let offered = self.offered(session)?;
-        let files = bootstrap(&self.home, self.policy(session).group);
+        let group = self.policy(session).group;
+        let files = bootstrap(&self.home, group);
         let mut usage = Usage::default();
         let mut model = self.failover.primary().to_string();
         for step in 1..=MAX_STEPS {
@@ -145,7 +146,7 @@ impl Agent {
                     session: session.as_str(),
                     model: &model,
                     date: &today(),
-                    group: self.policy(session).group,
+                    group,
                 },
                 &files,
             );

@@ -36,7 +36,7 @@ pub enum Step {
 }
 
 impl Step {
-    /// A plain text reply streamed in pieces of about `n` characters.
+    /// A plain text reply streamed word by word (each piece keeps its trailing space).
     pub fn text(reply: &str) -> Self {
         let pieces = reply.split_inclusive(' ').map(str::to_string).collect();
         Self::Reply {

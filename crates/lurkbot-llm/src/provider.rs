@@ -172,6 +172,10 @@ impl Endpoint {
             }
         };
         result.map_err(|mut e| {
+            // Some providers echo (part of) the key in their error text.
+            if let Some(key) = key.filter(|k| k.len() >= 4) {
+                e.message = e.message.replace(key, "***");
+            }
             if e.kind == ErrorKind::Auth {
                 e.message = format!(
                     "{} (profile {}: check the key in the environment or the home's .env)",

@@ -218,7 +218,7 @@ async fn profiles_rotate_cool_down_and_fail_over() {
     fake.push(vec![
         Step::Error {
             status: 401,
-            message: "bad key".into(),
+            message: "Incorrect API key provided: sk-two".into(),
         },
         Step::text("claude here"),
     ]);
@@ -330,4 +330,20 @@ fn tempfile_dir() -> std::path::PathBuf {
         std::env::temp_dir().join(format!("lurkbot-llm-test-{}", lurkbot_core::random_hex(6)));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+#[tokio::test]
+async fn a_key_echoed_in_an_error_never_reaches_the_message() {
+    let fake = FakeProvider::start(vec![Step::Error {
+        status: 401,
+        message: "Incorrect API key provided: sk-live-abcdef123".into(),
+    }])
+    .await;
+    let lookup = vars(&fake, &[("OPENAI_API_KEY", "sk-live-abcdef123")]);
+    let mut failover = Failover::new(models(&["openai/m"]), &lookup, None).unwrap();
+    let e = failover.chat(&request(), &mut |_| {}).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Auth);
+    assert!(!e.message.contains("sk-live-abcdef123"), "{e}");
+    assert!(e.message.contains("Incorrect API key provided: ***"), "{e}");
+    assert!(e.message.contains("profile OPENAI_API_KEY"), "{e}");
 }

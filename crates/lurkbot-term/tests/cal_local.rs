@@ -20,6 +20,26 @@ pub fn test_python() -> std::path::PathBuf {
     python
 }
 
+/// Runs a Python `script` (with vobject) on `ics` and returns its stdout; fails on an error.
+pub fn vobject(script: &str, ics: &std::path::Path) -> String {
+    let out = std::process::Command::new(test_python())
+        .args([
+            "-c",
+            &format!(
+                "import sys, vobject\ncal = vobject.readOne(open(sys.argv[1]).read())\n{script}"
+            ),
+        ])
+        .arg(ics)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn granted(access: &str) -> Harness {
     let h = Harness::builtin();
     h.write(
@@ -430,24 +450,12 @@ async fn export_is_standard_icalendar() {
     assert!(id > 0);
     // An independent parser (Python vobject, from the test venv) reads it back.
     let script = r#"
-import sys, vobject
-cal = vobject.readOne(open(sys.argv[1]).read())
 for ev in sorted(cal.vevent_list, key=lambda e: str(e.dtstart.value)):
     alarms = [str(a.trigger.value) for a in getattr(ev, 'valarm_list', [])]
     print(ev.summary.value, '|', ev.dtstart.value.isoformat(), '|', ev.dtend.value.isoformat(), '|', getattr(ev, 'location', None) and ev.location.value, '|', alarms)
 "#;
-    let out = std::process::Command::new(test_python())
-        .args(["-c", script])
-        .arg(h.path("artifacts/cal/personal.ics"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+        vobject(script, &h.path("artifacts/cal/personal.ics")),
         "Team sync, weekly | 2026-11-24T08:00:00+00:00 | 2026-11-24T09:00:00+00:00 | Room 4 | ['-1 day, 23:45:00']\n\
          Holiday | 2026-12-24 | 2026-12-26 | None | []\n"
     );

@@ -151,7 +151,7 @@ impl CalDavStore {
             if calendar_id.is_some_and(|id| id != calendar.id) {
                 continue;
             }
-            for (id, instance) in self.query(&calendar, &query).await? {
+            for (id, instance) in self.query(calendar.id, &query).await? {
                 let overlaps = instance.span.start_ms < to
                     && (instance.span.end_ms > from
                         || (instance.span.end_ms == instance.span.start_ms
@@ -165,10 +165,12 @@ impl CalDavStore {
         Ok(events)
     }
 
-    /// Every event of a calendar as stored (recurring ones once, with their RRULE).
+    /// Every event of a calendar as stored (recurring ones once, with their RRULE). The
+    /// caller has just listed the calendars, so the id is looked up in the map, not discovered
+    /// again.
     ///
     /// # Errors
-    /// As [`CalDavStore::calendars`].
+    /// As [`CalDavStore::calendars`]; `NotFound` for an id never seen.
     pub(super) async fn all_events(
         &mut self,
         calendar_id: i64,
@@ -176,12 +178,8 @@ impl CalDavStore {
         let query = format!(
             r#"<?xml version="1.0" encoding="utf-8"?><C:calendar-query xmlns:D="DAV:" xmlns:C="{CALDAV}"><D:prop><D:getetag/><C:calendar-data/></D:prop><C:filter><C:comp-filter name="VCALENDAR"><C:comp-filter name="VEVENT"/></C:comp-filter></C:filter></C:calendar-query>"#
         );
-        let calendars = self.calendars().await?;
-        let Some(calendar) = calendars.iter().find(|c| c.id == calendar_id) else {
-            return Ok(Vec::new());
-        };
         let mut events: Vec<Event> = self
-            .query(calendar, &query)
+            .query(calendar_id, &query)
             .await?
             .into_iter()
             .filter(|(_, i)| !i.occurrence)
@@ -399,10 +397,10 @@ impl CalDavStore {
     /// Runs a calendar-query on one calendar: (event id, VEVENT) for every readable object.
     async fn query(
         &mut self,
-        calendar: &Calendar,
+        calendar_id: i64,
         query: &str,
     ) -> Result<Vec<(i64, Instance)>, CommandError> {
-        let url = self.calendar_url(calendar.id)?;
+        let url = self.calendar_url(calendar_id)?;
         let resources = self
             .dav
             .multistatus("REPORT", &url, "1", query.to_string())
@@ -422,7 +420,7 @@ impl CalDavStore {
                 .map(|p| p.text.trim().to_string());
             let id = self
                 .map
-                .saw_event(href.as_str(), calendar.id, etag.as_deref())?;
+                .saw_event(href.as_str(), calendar_id, etag.as_deref())?;
             out.extend(instances.into_iter().map(|i| (id, i)));
         }
         Ok(out)
