@@ -82,6 +82,8 @@ pub const GROUP_DENY: &[&str] = &[
 pub struct Layer {
     /// Where it comes from, for explanations (`tools`, `tools.by_provider.openai`, …).
     pub source: String,
+    /// A profile this layer narrows to.
+    pub profile: Option<String>,
     /// Names or patterns allowed (empty: no narrowing).
     pub allow: Vec<String>,
     /// Names or patterns denied.
@@ -91,11 +93,7 @@ pub struct Layer {
 /// Everything the policy depends on.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
-    /// `[tools] profile` (default full).
-    pub profile: Option<String>,
-    /// `[tools.by_provider.<p>] profile`.
-    pub provider_profile: Option<String>,
-    /// Global, global per-provider, agent and agent per-provider layers, in order.
+    /// Global, global per-provider, agent, agent per-provider and group layers, in order.
     pub layers: Vec<Layer>,
     /// A group or channel session.
     pub group: bool,
@@ -141,10 +139,13 @@ impl Policy {
     /// # Errors
     /// An unknown profile name.
     pub fn allows(&self, tool: &str) -> Result<bool, String> {
-        if !profile_allows(self.profile.as_deref(), tool)?
-            || !profile_allows(self.provider_profile.as_deref(), tool)?
-        {
-            return Ok(false);
+        // Profiles first (global, then per provider …), then each layer's allow/deny.
+        for layer in &self.layers {
+            if !profile_allows(layer.profile.as_deref(), tool)
+                .map_err(|e| format!("[{}] {e}", layer.source))?
+            {
+                return Ok(false);
+            }
         }
         for layer in &self.layers {
             if any(&layer.deny, tool) || (!layer.allow.is_empty() && !any(&layer.allow, tool)) {
@@ -191,9 +192,18 @@ mod tests {
         "memory_search",
     ];
 
+    fn profile(name: &str) -> Layer {
+        Layer {
+            source: "tools".into(),
+            profile: Some(name.into()),
+            ..Layer::default()
+        }
+    }
+
     fn layer(allow: &[&str], deny: &[&str]) -> Layer {
         Layer {
             source: "test".into(),
+            profile: None,
             allow: allow.iter().map(|s| s.to_string()).collect(),
             deny: deny.iter().map(|s| s.to_string()).collect(),
         }
@@ -202,7 +212,7 @@ mod tests {
     #[test]
     fn minimal_offers_only_session_status() {
         let p = Policy {
-            profile: Some("minimal".into()),
+            layers: vec![profile("minimal")],
             ..Policy::default()
         };
         assert_eq!(p.filter(ALL.iter().copied()).unwrap(), ["session_status"]);
@@ -211,7 +221,7 @@ mod tests {
     #[test]
     fn coding_profile_and_groups() {
         let p = Policy {
-            profile: Some("Coding".into()),
+            layers: vec![profile("Coding")],
             ..Policy::default()
         };
         let got = p.filter(ALL.iter().copied()).unwrap();
@@ -240,8 +250,7 @@ mod tests {
         assert_eq!(p.filter(ALL.iter().copied()).unwrap(), ["read"]);
         // The provider profile narrows the global profile.
         let p = Policy {
-            profile: Some("coding".into()),
-            provider_profile: Some("minimal".into()),
+            layers: vec![profile("coding"), profile("minimal")],
             ..Policy::default()
         };
         assert_eq!(p.filter(ALL.iter().copied()).unwrap(), ["session_status"]);
@@ -274,9 +283,10 @@ mod tests {
         };
         assert!(!p.allows("write").unwrap() && p.allows("web_fetch").unwrap());
         let p = Policy {
-            profile: Some("everything".into()),
+            layers: vec![profile("everything")],
             ..Policy::default()
         };
-        assert!(p.allows("read").unwrap_err().contains("everything"));
+        let e = p.allows("read").unwrap_err();
+        assert!(e.contains("everything") && e.contains("[tools]"), "{e}");
     }
 }

@@ -38,6 +38,8 @@ pub struct PromptInput<'a> {
     pub date: &'a str,
     /// A group or channel session.
     pub group: bool,
+    /// The summary of the compacted earlier conversation.
+    pub summary: Option<&'a str>,
 }
 
 /// Cuts `text` to the per-file cap: 70 % head, 20 % tail, with a marker naming `name`.
@@ -105,6 +107,12 @@ pub fn build(input: &PromptInput<'_>, files: &[(String, String)]) -> String {
         for (name, text) in files {
             p.push_str(&format!("\n### {name}\n{}\n", text.trim_end()));
         }
+    }
+    if let Some(summary) = input.summary {
+        p.push_str(&format!(
+            "\n## Summary of the earlier conversation\n{}\n",
+            summary.trim_end()
+        ));
     }
     p.push_str(&format!(
         "\n## Runtime\nsession: {} | model: {} | date: {} (UTC){}\n",

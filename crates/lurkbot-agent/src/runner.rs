@@ -5,12 +5,19 @@
 //! appends the results: the transcript is flushed at the end of every step.
 
 use lurkbot_core::{Config, Home, SessionKey};
-use lurkbot_llm::{ChatRequest, Failover, Message, StreamEvent, ToolSpec, Usage};
+use std::sync::Arc;
+
+use lurkbot_llm::{
+    ChatRequest, ErrorKind, Failover, Message, StreamEvent, ToolCall, ToolSpec, Usage,
+};
 use lurkbot_term::TerminalExec;
 use serde_json::Value;
 
+use crate::approvals::{ApprovalRequest, Approvals, Approver, Decision, NoHuman};
+use crate::compaction::{cut_point, estimate_tokens, messages_tokens, summarize};
 use crate::error::AgentError;
-use crate::policy::{Layer, Policy};
+use crate::policy::Policy;
+use crate::policy_config::policy_for;
 use crate::prompt::{PromptInput, bootstrap, build};
 use crate::tools::{ToolBox, ToolCtx, ToolOutput};
 use crate::transcript::{Entry, Sessions};
@@ -34,6 +41,22 @@ pub enum AgentEvent {
         name: String,
         /// Arguments JSON.
         arguments: String,
+    },
+    /// A call waits for a human decision (the run is `approval_pending`).
+    ApprovalPending(ApprovalRequest),
+    /// The decision on a pending call.
+    ApprovalResolved {
+        /// Call id.
+        id: String,
+        /// What was decided.
+        decision: Decision,
+    },
+    /// Older messages were replaced by a summary.
+    Compacted {
+        /// Messages summarised.
+        summarized: usize,
+        /// Messages kept verbatim.
+        kept: usize,
     },
     /// A tool call ended.
     ToolEnd {
@@ -70,37 +93,36 @@ pub struct Agent {
     tools: ToolBox,
     failover: Failover,
     config: Config,
+    approvals: Approvals,
+    approver: Arc<dyn Approver>,
 }
 
 impl Agent {
     /// An agent using `failover` for its models.
     pub fn new(home: Home, config: Config, failover: Failover) -> Self {
         let exec = TerminalExec::new(home.clone(), lurkbot_term::default_registry());
+        let approvals = Approvals::new(&home, config.approvals.clone());
         Self {
             home,
             exec,
             tools: ToolBox::builtin(),
             failover,
             config,
+            approvals,
+            approver: Arc::new(NoHuman),
         }
     }
 
-    /// The tool policy for a session and provider.
+    /// Who answers approval requests (by default nobody: such calls are denied).
+    #[must_use]
+    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    /// The tool policy for a session, given the model that will answer.
     pub fn policy(&self, session: &SessionKey) -> Policy {
-        let tools = &self.config.tools;
-        let key = session.as_str();
-        Policy {
-            profile: tools.profile.clone(),
-            provider_profile: None,
-            layers: vec![Layer {
-                source: "tools".into(),
-                allow: tools.allow.clone(),
-                deny: tools.deny.clone(),
-            }],
-            group: key.contains(":group:") || key.contains(":topic:"),
-            sandbox: false,
-            subagent: key.contains(":subagent:"),
-        }
+        policy_for(&self.config, session, &self.failover.primary().to_string())
     }
 
     /// The specs of the tools the session is offered.
@@ -140,31 +162,52 @@ impl Agent {
         let mut usage = Usage::default();
         let mut model = self.failover.primary().to_string();
         for step in 1..=MAX_STEPS {
-            let system = build(
-                &PromptInput {
-                    tools: &offered,
-                    session: session.as_str(),
-                    model: &model,
-                    date: &today(),
-                    group,
-                },
-                &files,
-            );
-            let request = ChatRequest {
-                model: String::new(),
-                system,
-                messages: sessions.context(&sid)?,
-                tools: offered.clone(),
-                max_tokens: MAX_TOKENS,
-            };
-            let answered = self
-                .failover
-                .chat(&request, &mut |event| {
-                    if let StreamEvent::Text(text) = event {
-                        on_event(AgentEvent::Text(text));
+            let mut compacted = false;
+            let answered = loop {
+                let context = sessions.context(&sid)?;
+                let system = build(
+                    &PromptInput {
+                        tools: &offered,
+                        session: session.as_str(),
+                        model: &model,
+                        date: &today(),
+                        group,
+                        summary: context.summary.as_deref(),
+                    },
+                    &files,
+                );
+                if !compacted && self.over_budget(&system, &context.messages, &offered) {
+                    compacted = self.compact(&sessions, &sid, false, on_event).await?;
+                    if compacted {
+                        continue;
                     }
-                })
-                .await?;
+                }
+                let request = ChatRequest {
+                    model: String::new(),
+                    system,
+                    messages: context.messages,
+                    tools: offered.clone(),
+                    max_tokens: MAX_TOKENS,
+                };
+                let result = self
+                    .failover
+                    .chat(&request, &mut |event| {
+                        if let StreamEvent::Text(text) = event {
+                            on_event(AgentEvent::Text(text));
+                        }
+                    })
+                    .await;
+                match result {
+                    Ok(answered) => break answered,
+                    Err(e) if e.kind == ErrorKind::ContextOverflow && !compacted => {
+                        compacted = self.compact(&sessions, &sid, true, on_event).await?;
+                        if !compacted {
+                            return Err(e.into());
+                        }
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            };
             model = answered.model.to_string();
             let response = answered.response;
             usage.input_tokens += response.usage.input_tokens;
@@ -202,9 +245,7 @@ impl Agent {
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
                 });
-                let output = self
-                    .run_call(&ctx, &offered, &call.name, &call.arguments)
-                    .await;
+                let output = self.run_call(&ctx, &offered, call, &mut *on_event).await;
                 on_event(AgentEvent::ToolEnd {
                     id: call.id.clone(),
                     name: call.name.clone(),
@@ -242,13 +283,79 @@ impl Agent {
         })
     }
 
+    /// Records that the running turn of `session` was cancelled (Ctrl-C): a marker message
+    /// follows what was already written (unanswered tool calls are then read as "interrupted"),
+    /// so the next turn starts clean.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn cancelled(&self, session: &SessionKey) -> Result<(), AgentError> {
+        let sessions = Sessions::open(&self.home, session.agent_id());
+        let entry = sessions.get_or_create(session)?;
+        sessions.append(
+            &entry.session_id,
+            &[message_entry(Message::assistant(
+                "[the user cancelled this turn]",
+                Vec::new(),
+            ))],
+        )
+    }
+
+    /// Whether the next request is over `context_window - reserve_tokens` by estimate.
+    fn over_budget(&self, system: &str, messages: &[Message], tools: &[ToolSpec]) -> bool {
+        let agent = &self.config.agent;
+        let limit = agent.context_window.saturating_sub(agent.reserve_tokens);
+        let tool_tokens: u64 = tools
+            .iter()
+            .map(|t| estimate_tokens(&t.description) + estimate_tokens(&t.parameters.to_string()))
+            .sum();
+        estimate_tokens(system) + tool_tokens + messages_tokens(messages) > limit
+    }
+
+    /// Summarises the older part of the session; `false` when there is nothing to summarise.
+    async fn compact(
+        &mut self,
+        sessions: &Sessions,
+        sid: &str,
+        overflowed: bool,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<bool, AgentError> {
+        let window = self.config.agent.context_window;
+        let raw = sessions.raw_context(sid)?;
+        let Some(cut) = cut_point(&raw.messages, window, overflowed) else {
+            return Ok(false);
+        };
+        let summary = summarize(
+            &mut self.failover,
+            raw.summary.as_deref(),
+            &raw.messages[..cut],
+            window,
+        )
+        .await?;
+        let kept = raw.messages.len() - cut;
+        sessions.append(
+            sid,
+            &[Entry::Compaction {
+                ts: lurkbot_core::now_ms(),
+                summary,
+                kept,
+            }],
+        )?;
+        on_event(AgentEvent::Compacted {
+            summarized: cut,
+            kept,
+        });
+        Ok(true)
+    }
+
     async fn run_call(
         &self,
         ctx: &ToolCtx<'_>,
         offered: &[ToolSpec],
-        name: &str,
-        arguments: &str,
+        call: &ToolCall,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> ToolOutput {
+        let (name, arguments) = (call.name.as_str(), call.arguments.as_str());
         if !offered.iter().any(|t| t.name.eq_ignore_ascii_case(name)) {
             return ToolOutput::error(format!("tool '{name}' is not available in this session"));
         }
@@ -263,6 +370,33 @@ impl Agent {
                 ));
             }
         };
+        if let Some(request) = self
+            .approvals
+            .check(ctx.session.as_str(), &call.id, name, &args)
+        {
+            on_event(AgentEvent::ApprovalPending(request.clone()));
+            let decision = self.approver.decide(&request).await;
+            on_event(AgentEvent::ApprovalResolved {
+                id: call.id.clone(),
+                decision,
+            });
+            match decision {
+                Decision::Deny => {
+                    return ToolOutput::error(format!(
+                        "denied: the user did not approve this call ({}). Do not retry it; ask the user or do something else.",
+                        request.reason
+                    ));
+                }
+                Decision::AllowAlways => {
+                    if let Err(e) = self.approvals.remember(&request.key) {
+                        on_event(AgentEvent::Text(format!(
+                            "\n[the allow-always decision could not be saved: {e}]\n"
+                        )));
+                    }
+                }
+                Decision::AllowOnce => {}
+            }
+        }
         tool.run(ctx, &args).await
     }
 }

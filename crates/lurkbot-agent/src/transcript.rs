@@ -49,12 +49,15 @@ pub enum Entry {
         /// The message.
         message: Message,
     },
-    /// A compaction summary replacing everything before it.
+    /// A compaction summary replacing everything before it but the last `kept` messages.
     Compaction {
         /// When.
         ts: u64,
         /// The summary.
         summary: String,
+        /// Messages just before this entry that stay verbatim.
+        #[serde(default)]
+        kept: usize,
     },
 }
 
@@ -253,26 +256,45 @@ impl Sessions {
             .collect())
     }
 
-    /// The conversation to send: messages after the last compaction (its summary first), with
-    /// every unanswered tool call given an "interrupted" result.
+    /// What the model sees: the latest compaction summary and the messages after it (plus
+    /// those it kept), unfinished tool calls answered "interrupted".
     ///
     /// # Errors
-    /// Store failures.
-    pub fn context(&self, session_id: &str) -> Result<Vec<Message>, AgentError> {
-        let mut messages = Vec::new();
+    /// `Store` when the transcript cannot be read.
+    pub fn context(&self, session_id: &str) -> Result<Context, AgentError> {
+        let mut context = self.raw_context(session_id)?;
+        context.messages = repair(context.messages);
+        Ok(context)
+    }
+
+    /// Like [`Sessions::context`], without the repair: message positions match what later
+    /// compaction entries count.
+    ///
+    /// # Errors
+    /// `Store` when the transcript cannot be read.
+    pub fn raw_context(&self, session_id: &str) -> Result<Context, AgentError> {
+        let mut context = Context::default();
         for entry in self.history(session_id)? {
             match entry {
-                Entry::Compaction { summary, .. } => {
-                    messages.clear();
-                    messages.push(Message::user(format!(
-                        "[Summary of the earlier conversation]\n{summary}"
-                    )));
+                Entry::Compaction { summary, kept, .. } => {
+                    let keep_from = context.messages.len().saturating_sub(kept);
+                    context.messages.drain(..keep_from);
+                    context.summary = Some(summary);
                 }
-                Entry::Message { message, .. } => messages.push(message),
+                Entry::Message { message, .. } => context.messages.push(message),
             }
         }
-        Ok(repair(messages))
+        Ok(context)
     }
+}
+
+/// A session's model context.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    /// The summary of everything compacted away.
+    pub summary: Option<String>,
+    /// The messages since.
+    pub messages: Vec<Message>,
 }
 
 /// Whether a file exists, is not empty and does not end with a newline.

@@ -3,59 +3,14 @@
 //! wrapping, and transcripts that survive a crash mid-turn.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
-use lurkbot_agent::{Agent, AgentEvent, Entry, Sessions};
-use lurkbot_core::{Config, Home, SessionKey};
-use lurkbot_llm::fake::{FakeProvider, Step};
-use lurkbot_llm::{Failover, Message, Role, ToolCall};
-use serde_json::{Value, json};
+use lurkbot_agent::{AgentEvent, Entry, Sessions};
+use lurkbot_core::SessionKey;
+use lurkbot_llm::fake::Step;
+use lurkbot_llm::{Message, Role, ToolCall};
+use serde_json::json;
 
-struct Setup {
-    _dir: tempfile::TempDir,
-    home: Home,
-    fake: FakeProvider,
-}
-
-async fn setup(steps: Vec<Step>) -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let home = Home::open(&dir.path().join("home")).unwrap();
-    std::fs::create_dir_all(home.join("workspace")).unwrap();
-    std::fs::write(home.join("workspace/AGENTS.md"), "Be brief.\n").unwrap();
-    let fake = FakeProvider::start(steps).await;
-    Setup {
-        _dir: dir,
-        home,
-        fake,
-    }
-}
-
-fn agent(s: &Setup, model: &str, config: &str) -> Agent {
-    let url = s.fake.url.clone();
-    let lookup = move |name: &str| match name {
-        "OPENAI_BASE_URL" => Some(format!("{url}/v1")),
-        "ANTHROPIC_BASE_URL" => Some(url.clone()),
-        _ => None,
-    };
-    let failover = Failover::new(vec![model.parse().unwrap()], &lookup, None).unwrap();
-    let config = Config::parse(std::path::Path::new("config.toml"), config).unwrap();
-    Agent::new(s.home.clone(), config, failover)
-}
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .map(|t| {
-                    t["function"]["name"]
-                        .as_str()
-                        .or(t["name"].as_str())
-                        .unwrap()
-                        .to_string()
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
+mod common;
+use common::{agent, setup, tool_names};
 
 async fn multi_step(model: &str) {
     let s = setup(vec![

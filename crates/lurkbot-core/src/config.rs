@@ -2,6 +2,7 @@
 //! newer LurkBot still loads; known keys are type-checked and a bad value is reported with the
 //! file, line and dotted key.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -20,16 +21,110 @@ pub struct Config {
     pub calendar: CalendarConfig,
     /// `[tools]`: the global layer of the tool policy.
     pub tools: ToolsConfig,
+    /// `[agents.<id>]`: per-agent overrides.
+    pub agents: BTreeMap<String, AgentOverride>,
+    /// `[approvals]`: which tool calls wait for a human decision.
+    pub approvals: ApprovalsConfig,
 }
 
 /// `[agent]` settings.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
 pub struct AgentConfig {
     /// `<provider>/<model>`, e.g. `openai/gpt-4o-mini`.
     pub model: Option<String>,
     /// Models tried in order when the primary one fails.
     pub fallbacks: Vec<String>,
+    /// The model's context window in tokens (compaction starts below it).
+    pub context_window: u64,
+    /// Tokens kept free for the reply; compaction runs above `context_window - reserve_tokens`.
+    pub reserve_tokens: u64,
+    /// System prompt mode: `full` (default), `minimal` or `none`.
+    pub prompt_mode: PromptMode,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            model: None,
+            fallbacks: Vec::new(),
+            context_window: 128_000,
+            reserve_tokens: 16_384,
+            prompt_mode: PromptMode::Full,
+        }
+    }
+}
+
+/// How much the system prompt says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromptMode {
+    /// Every section (main sessions).
+    #[default]
+    Full,
+    /// Tooling, safety, workspace and runtime only (sub-agents).
+    Minimal,
+    /// One identity line.
+    None,
+}
+
+/// `[agents.<id>]`: settings for one agent.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct AgentOverride {
+    /// `[agents.<id>.tools]`: the agent's policy layer (and its `by_provider` tables).
+    pub tools: ToolLayerConfig,
+    /// Sandbox mode for this agent (overrides `tools.sandbox`).
+    pub sandbox: Option<SandboxMode>,
+}
+
+/// One layer of the tool policy as configured.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ToolLayerConfig {
+    /// A profile that narrows this layer.
+    pub profile: Option<String>,
+    /// Tool names or patterns allowed (empty: no narrowing).
+    pub allow: Vec<String>,
+    /// Tool names or patterns denied (deny wins).
+    pub deny: Vec<String>,
+    /// Per provider (`openai`) or per model (`openai/gpt-4o-mini`).
+    pub by_provider: BTreeMap<String, ToolLayerConfig>,
+}
+
+/// When tools run sandboxed (no terminal, no file changes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Never (default).
+    #[default]
+    Off,
+    /// Every session but the agent's main one.
+    NonMain,
+    /// Every session.
+    All,
+}
+
+/// `[approvals]`: tool calls that wait for a human.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct ApprovalsConfig {
+    /// Every `terminal_exec` command carrying `--confirm` needs approval (default true).
+    pub confirm: bool,
+    /// Tool names or patterns that always need approval (e.g. `write`, `apply_patch`).
+    pub tools: Vec<String>,
+    /// Terminal command prefixes that need approval (e.g. `irc send`, `zip`).
+    pub commands: Vec<String>,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        Self {
+            confirm: true,
+            tools: Vec::new(),
+            commands: Vec::new(),
+        }
+    }
 }
 
 /// `[gateway]` settings.
@@ -109,6 +204,36 @@ pub struct ToolsConfig {
     pub allow: Vec<String>,
     /// Tool names or patterns denied (deny wins).
     pub deny: Vec<String>,
+    /// `[tools.by_provider.<provider or provider/model>]`: narrower layers per provider.
+    pub by_provider: BTreeMap<String, ToolLayerConfig>,
+    /// `[tools.group]`: the layer for group and channel sessions.
+    pub group: ToolLayerConfig,
+    /// Sandbox mode: `off` (default), `non-main` or `all`.
+    pub sandbox: SandboxMode,
+    /// `[tools.web_fetch]`.
+    pub web_fetch: WebFetchConfig,
+}
+
+/// `[tools.web_fetch]` settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct WebFetchConfig {
+    /// Allow loopback, private, link-local and other non-public addresses (default false).
+    pub allow_private: bool,
+    /// Most bytes read from one answer (default 2,000,000).
+    pub max_bytes: u64,
+    /// Whole-request timeout in seconds (default 30).
+    pub timeout_seconds: u64,
+}
+
+impl Default for WebFetchConfig {
+    fn default() -> Self {
+        Self {
+            allow_private: false,
+            max_bytes: 2_000_000,
+            timeout_seconds: 30,
+        }
+    }
 }
 
 /// A `config.toml` that cannot be read or does not match the expected types.

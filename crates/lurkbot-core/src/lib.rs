@@ -19,7 +19,10 @@ mod templates;
 
 pub use atomic::{write_atomic, write_atomic_with_mode, write_new_atomic};
 pub use clock::now_ms;
-pub use config::{CalendarPermission, Config, ConfigError, GatewayAuth};
+pub use config::{
+    AgentOverride, ApprovalsConfig, CalendarPermission, Config, ConfigError, GatewayAuth,
+    PromptMode, SandboxMode, ToolLayerConfig, WebFetchConfig,
+};
 pub use config_doc::{ConfigDoc, ConfigDocError, is_secret_key};
 pub use error::CoreError;
 pub use home::{Home, layout};

@@ -5,15 +5,18 @@
 //! `agent.fallbacks` follow it. Provider variables (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, …) are
 //! read from the environment, then from the home's `.env` file.
 
-use std::io::Write;
+use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
-use lurkbot_agent::{Agent, AgentEvent};
+use lurkbot_agent::{Agent, AgentEvent, approvals::NoHuman};
 use lurkbot_core::{Config, Home, SessionKey, layout};
 use lurkbot_llm::{Failover, ModelRef};
 use serde_json::json;
+
+use super::console::{AskHuman, line, show, stdin_lines};
 
 /// Flags of `lurkbot agent`.
 #[derive(Debug, Args)]
@@ -78,13 +81,35 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> anyhow::Result<ExitCode>
         &variables(&home),
         Some(home.join(layout::AUTH).join("profiles.json")),
     )?;
-    let mut agent = Agent::new(home, config, failover);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    // Approvals are asked on the terminal; without one (a pipe, a script) they are denied.
+    let approver: Arc<dyn lurkbot_agent::Approver> = if std::io::stdin().is_terminal() {
+        let _guard = runtime.enter();
+        Arc::new(AskHuman {
+            lines: stdin_lines(),
+        })
+    } else {
+        Arc::new(NoHuman)
+    };
+    let mut agent = Agent::new(home, config, failover).with_approver(approver);
     let json = args.json;
     let mut on_event = move |event: AgentEvent| show(json, &event);
-    let outcome = runtime.block_on(agent.turn(&session, &args.message, &mut on_event));
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            outcome = agent.turn(&session, &args.message, &mut on_event) => Some(outcome),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    });
+    let Some(outcome) = outcome else {
+        agent.cancelled(&session)?;
+        if json {
+            line(&json!({"type": "cancelled"}));
+        }
+        eprintln!("\nlurkbot agent: cancelled; what ran so far is in the transcript");
+        return Ok(ExitCode::from(130));
+    };
     match outcome {
         Ok(done) => {
             if json {
@@ -108,60 +133,4 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> anyhow::Result<ExitCode>
             }))
         }
     }
-}
-
-fn show(json_mode: bool, event: &AgentEvent) {
-    match (json_mode, event) {
-        (true, AgentEvent::Text(text)) => line(&json!({"type": "text", "text": text})),
-        (
-            true,
-            AgentEvent::ToolStart {
-                id,
-                name,
-                arguments,
-            },
-        ) => {
-            line(&json!({"type": "tool_start", "id": id, "name": name, "arguments": arguments}));
-        }
-        (
-            true,
-            AgentEvent::ToolEnd {
-                id,
-                name,
-                is_error,
-                preview,
-            },
-        ) => {
-            line(
-                &json!({"type": "tool_end", "id": id, "name": name, "is_error": is_error, "preview": preview}),
-            );
-        }
-        (false, AgentEvent::Text(text)) => {
-            let _ = crate::run::print_stdout(text);
-        }
-        (
-            false,
-            AgentEvent::ToolStart {
-                name, arguments, ..
-            },
-        ) => {
-            let _ = writeln!(std::io::stderr(), "→ {name} {arguments}");
-        }
-        (
-            false,
-            AgentEvent::ToolEnd {
-                name,
-                is_error,
-                preview,
-                ..
-            },
-        ) => {
-            let status = if *is_error { "failed" } else { "ok" };
-            let _ = writeln!(std::io::stderr(), "← {name} {status}: {preview}");
-        }
-    }
-}
-
-fn line(value: &serde_json::Value) {
-    let _ = crate::run::print_stdout(&format!("{value}\n"));
 }

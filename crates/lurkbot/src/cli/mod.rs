@@ -3,6 +3,7 @@
 
 pub(crate) mod agent;
 pub(crate) mod config;
+pub(crate) mod console;
 pub(crate) mod exec;
 pub(crate) mod init;
 pub(crate) mod sessions;

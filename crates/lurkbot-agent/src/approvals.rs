@@ -1,0 +1,275 @@
+//! Approvals: tool calls that wait for a human decision before they run (DESIGN §5).
+//!
+//! What needs one comes from `[approvals]`: every `terminal_exec` command carrying `--confirm`
+//! (`confirm = true`, the default), tools matching `tools = […]`, and terminal commands starting
+//! with one of `commands = […]` (word by word: `"irc send"` matches `irc send --to …`). The run
+//! pauses as `approval_pending` until an [`Approver`] answers allow-once, allow-always or deny.
+//!
+//! allow-always is remembered in `exec-approvals.json` at the home root (atomically written):
+//! for `terminal_exec` the command and its subcommand (`terminal_exec:cal delete-event`), for
+//! other tools the tool name. A denied call becomes a tool error the model sees; the run goes on.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Mutex;
+
+use lurkbot_core::{ApprovalsConfig, Home, write_atomic};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::AgentError;
+use crate::policy::matches;
+
+/// The file holding allow-always decisions.
+pub const APPROVALS_FILE: &str = "exec-approvals.json";
+
+/// A call waiting for a decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ApprovalRequest {
+    /// The tool call id.
+    pub id: String,
+    /// The session key.
+    pub session: String,
+    /// The tool.
+    pub tool: String,
+    /// What will run (the command line, or the tool's arguments).
+    pub summary: String,
+    /// Why it needs approval.
+    pub reason: String,
+    /// What allow-always remembers.
+    pub key: String,
+}
+
+/// A human's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decision {
+    /// Run this call.
+    AllowOnce,
+    /// Run it, and every later call with the same key.
+    AllowAlways,
+    /// Do not run it.
+    Deny,
+}
+
+impl std::str::FromStr for Decision {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "allow-once" | "once" | "y" | "yes" => Ok(Self::AllowOnce),
+            "allow-always" | "always" | "a" => Ok(Self::AllowAlways),
+            "deny" | "n" | "no" | "" => Ok(Self::Deny),
+            other => Err(format!(
+                "unknown decision '{other}' (allow-once, allow-always, deny)"
+            )),
+        }
+    }
+}
+
+/// A boxed decision future.
+pub type DecisionFuture<'a> = Pin<Box<dyn Future<Output = Decision> + Send + 'a>>;
+
+/// Whoever answers approval requests (the terminal, the gateway's clients).
+pub trait Approver: Send + Sync {
+    /// Waits for the decision on `request`.
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> DecisionFuture<'a>;
+}
+
+/// Denies everything: used when no human is attached.
+pub struct NoHuman;
+
+impl Approver for NoHuman {
+    fn decide<'a>(&'a self, _request: &'a ApprovalRequest) -> DecisionFuture<'a> {
+        Box::pin(async { Decision::Deny })
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Remembered {
+    allow: Vec<String>,
+}
+
+/// The approval rules of one home.
+pub struct Approvals {
+    config: ApprovalsConfig,
+    path: PathBuf,
+    remembered: Mutex<Remembered>,
+}
+
+impl Approvals {
+    /// The rules of `config`, with the decisions remembered in `home`.
+    pub fn new(home: &Home, config: ApprovalsConfig) -> Self {
+        let path = home.join(APPROVALS_FILE);
+        let remembered = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        Self {
+            config,
+            path,
+            remembered: Mutex::new(remembered),
+        }
+    }
+
+    /// The request for a call that needs a decision, or `None` when it may run.
+    pub fn check(
+        &self,
+        session: &str,
+        id: &str,
+        tool: &str,
+        args: &Value,
+    ) -> Option<ApprovalRequest> {
+        let tool = tool.to_ascii_lowercase();
+        let (summary, key, reason) = if tool == "terminal_exec" {
+            let command = args.get("command").and_then(Value::as_str).unwrap_or("");
+            let words = lurkbot_term::parse_command(command).unwrap_or_default();
+            let key = format!("terminal_exec:{}", command_key(&words));
+            let reason = if self.config.confirm && words.iter().any(|w| w == "--confirm") {
+                Some("the command carries --confirm".to_string())
+            } else if let Some(prefix) = self
+                .config
+                .commands
+                .iter()
+                .find(|p| starts_with_words(&words, p))
+            {
+                Some(format!("commands starting with '{prefix}' need approval"))
+            } else if self.config.tools.iter().any(|p| matches(p, &tool)) {
+                Some("terminal_exec needs approval".to_string())
+            } else {
+                None
+            };
+            (command.to_string(), key, reason?)
+        } else {
+            let pattern = self.config.tools.iter().find(|p| matches(p, &tool))?;
+            let summary: String = args.to_string().chars().take(500).collect();
+            (
+                summary,
+                tool.clone(),
+                format!("tool '{pattern}' needs approval"),
+            )
+        };
+        if self.is_remembered(&key) {
+            return None;
+        }
+        Some(ApprovalRequest {
+            id: id.to_string(),
+            session: session.to_string(),
+            tool,
+            summary,
+            reason,
+            key,
+        })
+    }
+
+    fn is_remembered(&self, key: &str) -> bool {
+        self.remembered
+            .lock()
+            .map(|r| r.allow.iter().any(|k| k == key))
+            .unwrap_or(false)
+    }
+
+    /// Remembers an allow-always decision.
+    ///
+    /// # Errors
+    /// `Store` when the file cannot be written (the decision still applies to this call).
+    pub fn remember(&self, key: &str) -> Result<(), AgentError> {
+        let mut remembered = self
+            .remembered
+            .lock()
+            .map_err(|_| AgentError::Store("approvals lock poisoned".into()))?;
+        if remembered.allow.iter().any(|k| k == key) {
+            return Ok(());
+        }
+        remembered.allow.push(key.to_string());
+        let bytes = serde_json::to_vec_pretty(&*remembered)
+            .map_err(|e| AgentError::Store(e.to_string()))?;
+        write_atomic(&self.path, &bytes)
+            .map_err(|e| AgentError::Store(format!("{}: {e}", self.path.display())))
+    }
+}
+
+/// The command and its subcommand (flags and values after them do not count).
+fn command_key(words: &[String]) -> String {
+    let mut key: Vec<&str> = Vec::new();
+    for word in words.iter().take(2) {
+        if word.starts_with('-') {
+            break;
+        }
+        key.push(word);
+    }
+    key.join(" ")
+}
+
+fn starts_with_words(words: &[String], prefix: &str) -> bool {
+    let prefix: Vec<&str> = prefix.split_whitespace().collect();
+    !prefix.is_empty()
+        && prefix.len() <= words.len()
+        && prefix
+            .iter()
+            .zip(words)
+            .all(|(p, w)| p.eq_ignore_ascii_case(w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn approvals(config: ApprovalsConfig) -> (tempfile::TempDir, Approvals) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::open(dir.path()).expect("home");
+        let a = Approvals::new(&home, config);
+        (dir, a)
+    }
+
+    #[test]
+    fn confirm_flag_prefixes_and_tools() {
+        let config = ApprovalsConfig {
+            confirm: true,
+            tools: vec!["write".into()],
+            commands: vec!["irc send".into()],
+        };
+        let (_dir, a) = approvals(config);
+        let exec = |c: &str| a.check("s", "1", "terminal_exec", &json!({"command": c}));
+        assert!(exec("rss list").is_none());
+        let r = exec("cal delete-event --id 3 --confirm").expect("needs approval");
+        assert_eq!(r.key, "terminal_exec:cal delete-event");
+        assert!(r.reason.contains("--confirm"));
+        assert!(exec("irc send --to '#a' hi").is_some());
+        assert!(exec("irc sendx").is_none());
+        assert!(a.check("s", "2", "write", &json!({"path": "x"})).is_some());
+        assert!(a.check("s", "2", "read", &json!({"path": "x"})).is_none());
+    }
+
+    #[test]
+    fn allow_always_is_persisted_per_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::open(dir.path()).expect("home");
+        let a = Approvals::new(&home, ApprovalsConfig::default());
+        let args = json!({"command": "cal delete-event --id 3 --confirm"});
+        a.remember("terminal_exec:cal delete-event").expect("saved");
+        assert!(a.check("s", "1", "terminal_exec", &args).is_none());
+        let again = Approvals::new(&home, ApprovalsConfig::default());
+        assert!(again.check("s", "1", "terminal_exec", &args).is_none());
+        let other = json!({"command": "cal update-event --id 3 --title x --confirm"});
+        assert!(again.check("s", "1", "terminal_exec", &other).is_some());
+        let off = Approvals::new(
+            &home,
+            ApprovalsConfig {
+                confirm: false,
+                ..ApprovalsConfig::default()
+            },
+        );
+        assert!(off.check("s", "1", "terminal_exec", &other).is_none());
+    }
+
+    #[test]
+    fn decisions_parse() {
+        assert_eq!("allow-always".parse(), Ok(Decision::AllowAlways));
+        assert_eq!("y".parse(), Ok(Decision::AllowOnce));
+        assert_eq!("".parse(), Ok(Decision::Deny));
+        assert!("maybe".parse::<Decision>().is_err());
+    }
+}
