@@ -237,6 +237,7 @@ impl Agent {
                 entry: &entry,
                 sessions: &sessions,
                 exec: &self.exec,
+                config: &self.config,
             };
             let mut results = Vec::with_capacity(calls.len());
             for call in &calls {

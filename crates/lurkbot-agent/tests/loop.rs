@@ -196,7 +196,13 @@ async fn the_policy_decides_what_is_offered_and_what_runs() {
         .unwrap();
     assert_eq!(
         tool_names(&s.fake.requests()[0].body),
-        ["terminal_exec", "read", "write", "session_status"]
+        [
+            "terminal_exec",
+            "read",
+            "write",
+            "apply_patch",
+            "session_status"
+        ]
     );
     let group = SessionKey::parse("agent:main:group:irc:#lurk").unwrap();
     a.turn(&group, "hi", &mut |_| {}).await.unwrap();

@@ -15,7 +15,11 @@ const READ_MAX_BYTES: usize = 256 * 1024;
 const WRITE_MAX_BYTES: usize = 4 << 20;
 
 fn resolve(ctx: &ToolCtx<'_>, args: &Value) -> Result<HomePath, ToolOutput> {
-    let raw = string_arg(args, "path")?;
+    resolve_path(ctx, string_arg(args, "path")?)
+}
+
+/// A home-relative path, confined to the home.
+pub(super) fn resolve_path(ctx: &ToolCtx<'_>, raw: &str) -> Result<HomePath, ToolOutput> {
     ctx.home.resolve(raw).map_err(|e| {
         ToolOutput::error(format!(
             "{raw}: {e} (paths are relative to the LurkBot home)"
@@ -23,7 +27,7 @@ fn resolve(ctx: &ToolCtx<'_>, args: &Value) -> Result<HomePath, ToolOutput> {
     })
 }
 
-fn readable(path: &HomePath) -> Result<(), ToolOutput> {
+pub(super) fn readable(path: &HomePath) -> Result<(), ToolOutput> {
     let rel = path.relative();
     let reason = secret_reason(rel)
         .or_else(|| (rel.rsplit('/').next() == Some(".env")).then_some(".env files hold secrets"));
@@ -33,7 +37,7 @@ fn readable(path: &HomePath) -> Result<(), ToolOutput> {
     }
 }
 
-fn writable(path: &HomePath) -> Result<(), ToolOutput> {
+pub(super) fn writable(path: &HomePath) -> Result<(), ToolOutput> {
     let rel = path.relative();
     let first = rel.split('/').next().unwrap_or_default();
     let reason = protected_reason(rel)
@@ -44,7 +48,11 @@ fn writable(path: &HomePath) -> Result<(), ToolOutput> {
             (first == "sessions")
                 .then_some("session transcripts are written only by the agent runtime")
         })
-        .or_else(|| (first == "auth").then_some("auth state is written only by the agent runtime"));
+        .or_else(|| (first == "auth").then_some("auth state is written only by the agent runtime"))
+        .or_else(|| {
+            (rel == crate::approvals::APPROVALS_FILE)
+                .then_some("approval decisions are made only by the human")
+        });
     match reason {
         Some(why) => Err(ToolOutput::error(format!("{rel} cannot be written: {why}"))),
         None => Ok(()),

@@ -3,12 +3,15 @@
 
 mod exec;
 mod fs;
+mod html;
+mod patch;
 mod sessions;
+mod web;
 
 use std::future::Future;
 use std::pin::Pin;
 
-use lurkbot_core::{Home, SessionKey};
+use lurkbot_core::{Config, Home, SessionKey};
 use lurkbot_llm::ToolSpec;
 use lurkbot_term::TerminalExec;
 use serde_json::Value;
@@ -17,7 +20,9 @@ use crate::transcript::{SessionEntry, Sessions};
 
 pub use exec::TerminalExecTool;
 pub use fs::{EditTool, ReadTool, WriteTool};
+pub use patch::ApplyPatchTool;
 pub use sessions::{SessionStatusTool, SessionsHistoryTool, SessionsListTool};
+pub use web::WebFetchTool;
 
 /// What a tool returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +63,8 @@ pub struct ToolCtx<'a> {
     pub sessions: &'a Sessions,
     /// The pseudo-terminal.
     pub exec: &'a TerminalExec,
+    /// The settings.
+    pub config: &'a Config,
 }
 
 /// A boxed tool future.
@@ -85,6 +92,8 @@ impl ToolBox {
                 Box::new(ReadTool),
                 Box::new(WriteTool),
                 Box::new(EditTool),
+                Box::new(ApplyPatchTool),
+                Box::new(WebFetchTool),
                 Box::new(SessionStatusTool),
                 Box::new(SessionsListTool),
                 Box::new(SessionsHistoryTool),
