@@ -175,6 +175,7 @@ async fn ask(failover: &mut Failover, prompt: String) -> Result<String, AgentErr
         messages: vec![Message::user(prompt)],
         tools: Vec::new(),
         max_tokens: 2048,
+        reasoning: None,
     };
     let answered = failover.chat(&request, &mut |_| {}).await?;
     Ok(answered.response.text)

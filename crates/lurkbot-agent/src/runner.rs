@@ -4,7 +4,7 @@
 //! arguments become error results the model sees), wraps every result as untrusted data and
 //! appends the results: the transcript is flushed at the end of every step.
 
-use lurkbot_core::{Config, Home, SessionKey};
+use lurkbot_core::{Config, Home, PromptMode, SessionKey};
 use std::sync::Arc;
 
 use lurkbot_llm::{
@@ -18,11 +18,13 @@ use crate::compaction::{cut_point, estimate_tokens, messages_tokens, summarize};
 use crate::error::AgentError;
 use crate::policy::Policy;
 use crate::policy_config::policy_for;
-use crate::prompt::{PromptInput, bootstrap, build};
+use crate::prompt::{PromptInput, SessionKind, bootstrap, build};
 use crate::tools::{ToolBox, ToolCtx, ToolOutput};
 use crate::transcript::{Entry, Sessions};
 use crate::untrusted::wrap;
 
+/// Thinking levels `/think` accepts.
+pub const THINKING_LEVELS: &[&str] = &["off", "minimal", "low", "medium", "high"];
 /// Most model steps in one turn.
 pub const MAX_STEPS: usize = 24;
 /// Most tokens one step may generate.
@@ -95,6 +97,7 @@ pub struct Agent {
     config: Config,
     approvals: Approvals,
     approver: Arc<dyn Approver>,
+    thinking: String,
 }
 
 impl Agent {
@@ -110,7 +113,29 @@ impl Agent {
             config,
             approvals,
             approver: Arc::new(NoHuman),
+            thinking: "off".into(),
         }
+    }
+
+    /// The thinking level (`off`, `minimal`, `low`, `medium`, `high`) sent with model requests.
+    ///
+    /// # Errors
+    /// `Config` for an unknown level.
+    pub fn set_thinking(&mut self, level: &str) -> Result<(), AgentError> {
+        let level = level.trim().to_ascii_lowercase();
+        if !THINKING_LEVELS.contains(&level.as_str()) {
+            return Err(AgentError::Config(format!(
+                "unknown thinking level '{level}' ({})",
+                THINKING_LEVELS.join(", ")
+            )));
+        }
+        self.thinking = level;
+        Ok(())
+    }
+
+    /// The thinking level.
+    pub fn thinking(&self) -> &str {
+        &self.thinking
     }
 
     /// Who answers approval requests (by default nobody: such calls are denied).
@@ -157,8 +182,22 @@ impl Agent {
         let sid = entry.session_id.clone();
         sessions.append(&sid, &[message_entry(Message::user(message))])?;
         let offered = self.offered(session)?;
-        let group = self.policy(session).group;
-        let files = bootstrap(&self.home, group);
+        let policy = self.policy(session);
+        let kind = if policy.subagent {
+            SessionKind::Subagent
+        } else if policy.group {
+            SessionKind::Group
+        } else {
+            SessionKind::Direct
+        };
+        let first_run = sessions.list()?.values().all(|e| e.turns == 0);
+        let files = bootstrap(&self.home, kind, first_run);
+        let skills = crate::skills::installed(&self.home);
+        let mode = match (self.config.agent.prompt_mode, kind) {
+            (PromptMode::Full, SessionKind::Subagent) => PromptMode::Minimal,
+            (mode, _) => mode,
+        };
+        let (host, os) = host_and_os();
         let mut usage = Usage::default();
         let mut model = self.failover.primary().to_string();
         for step in 1..=MAX_STEPS {
@@ -167,11 +206,18 @@ impl Agent {
                 let context = sessions.context(&sid)?;
                 let system = build(
                     &PromptInput {
+                        mode,
                         tools: &offered,
+                        skills: &skills,
+                        agent_id: session.agent_id(),
                         session: session.as_str(),
+                        kind,
                         model: &model,
                         date: &today(),
-                        group,
+                        host: &host,
+                        os: &os,
+                        thinking: &self.thinking,
+                        sandbox: policy.sandbox,
                         summary: context.summary.as_deref(),
                     },
                     &files,
@@ -188,6 +234,7 @@ impl Agent {
                     messages: context.messages,
                     tools: offered.clone(),
                     max_tokens: MAX_TOKENS,
+                    reasoning: Some(self.thinking.clone()),
                 };
                 let result = self
                     .failover
@@ -407,6 +454,16 @@ fn message_entry(message: Message) -> Entry {
         ts: lurkbot_core::now_ms(),
         message,
     }
+}
+
+/// The host name and `os (arch)` for the runtime line.
+fn host_and_os() -> (String, String) {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    let os = format!("{} ({})", std::env::consts::OS, std::env::consts::ARCH);
+    (host, os)
 }
 
 fn today() -> String {

@@ -20,6 +20,9 @@ pub fn body(request: &ChatRequest) -> Value {
         "max_tokens": request.max_tokens,
         "messages": messages,
     });
+    if let Some(effort) = request.reasoning.as_deref().filter(|e| *e != "off") {
+        body["reasoning_effort"] = json!(effort);
+    }
     if !request.tools.is_empty() {
         body["tools"] = request
             .tools

@@ -103,6 +103,10 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     /// Most tokens to generate.
     pub max_tokens: u32,
+    /// Reasoning effort (`minimal`, `low`, `medium`, `high`); `None` or `off` sends nothing.
+    /// Sent as OpenAI's `reasoning_effort`; not sent to Anthropic (extended thinking needs its
+    /// signed thinking blocks replayed with tool use, which transcripts do not keep yet).
+    pub reasoning: Option<String>,
 }
 
 /// Token counts the provider reported.
