@@ -352,10 +352,25 @@ async fn a_key_echoed_in_an_error_never_reaches_the_message() {
 #[test]
 fn reasoning_effort_is_sent_to_openai_only_when_on() {
     let mut r = request();
-    assert!(lurkbot_llm::wire::openai_body(&r).get("reasoning_effort").is_none());
+    assert!(
+        lurkbot_llm::wire::openai_body(&r)
+            .get("reasoning_effort")
+            .is_none()
+    );
     r.reasoning = Some("off".into());
-    assert!(lurkbot_llm::wire::openai_body(&r).get("reasoning_effort").is_none());
+    assert!(
+        lurkbot_llm::wire::openai_body(&r)
+            .get("reasoning_effort")
+            .is_none()
+    );
     r.reasoning = Some("high".into());
-    assert_eq!(lurkbot_llm::wire::openai_body(&r)["reasoning_effort"], "high");
-    assert!(lurkbot_llm::wire::anthropic_body(&r).get("thinking").is_none());
+    assert_eq!(
+        lurkbot_llm::wire::openai_body(&r)["reasoning_effort"],
+        "high"
+    );
+    assert!(
+        lurkbot_llm::wire::anthropic_body(&r)
+            .get("thinking")
+            .is_none()
+    );
 }

@@ -214,3 +214,47 @@ async fn sessions_reset_and_delete() {
     );
     assert_eq!(t.run(&["sessions", "history", "nonsense key"]).status, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_the_turn_and_records_it() {
+    let t = Test::init();
+    let fake = FakeProvider::start(vec![
+        Step::call("c1", "terminal_exec", json!({"command": "help"})),
+        Step::Stall("Thinking ab".into()),
+        Step::text("fresh start"),
+    ])
+    .await;
+    let vars = env(&fake);
+    let pairs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let child = t
+        .command(&["agent", "--json", "-m", "long task"], &pairs)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while fake.requests().len() < 2 {
+        assert!(Instant::now() < deadline, "the second step never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.lines().last().unwrap().contains("\"cancelled\""),
+        "{stdout}"
+    );
+    let history = t.run(&["sessions", "history"]).stdout;
+    assert!(
+        history.contains("[the user cancelled this turn]"),
+        "{history}"
+    );
+    // The next turn works on the same session.
+    let out = run(&t, &["agent", "-m", "again"], &fake);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "fresh start\n");
+}

@@ -11,6 +11,7 @@ mod util;
 mod agent;
 mod archive;
 mod cal;
+mod chat;
 mod cli;
 mod config;
 mod exec;

@@ -69,7 +69,7 @@ impl Test {
         self.run_full(args, None, env)
     }
 
-    fn run_full(&self, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
+    pub fn run_full(&self, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
         let mut child = self.command(args, env).spawn().unwrap();
         if let Some(text) = stdin {
             child

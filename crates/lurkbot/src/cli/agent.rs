@@ -65,15 +65,20 @@ pub(crate) fn models(flag: Option<&str>, config: &Config) -> Result<Vec<ModelRef
         .collect()
 }
 
-pub(crate) fn run(home_path: &Path, args: AgentArgs) -> anyhow::Result<ExitCode> {
-    let session = SessionKey::parse(&args.session)?;
+/// The home, its config and the models to use, or the exit status after saying what is
+/// missing (`who` names the subcommand in the message).
+pub(crate) fn prepare(
+    home_path: &Path,
+    model: Option<&str>,
+    who: &str,
+) -> anyhow::Result<Result<(Home, Config, Failover), ExitCode>> {
     let home = Home::open(home_path)?;
     let config = Config::load(&home.join(layout::CONFIG))?;
-    let models = match models(args.model.as_deref(), &config) {
+    let models = match models(model, &config) {
         Ok(m) => m,
         Err(message) => {
-            eprintln!("lurkbot agent: {message}");
-            return Ok(ExitCode::from(2));
+            eprintln!("lurkbot {who}: {message}");
+            return Ok(Err(ExitCode::from(2)));
         }
     };
     let failover = Failover::new(
@@ -81,6 +86,15 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> anyhow::Result<ExitCode>
         &variables(&home),
         Some(home.join(layout::AUTH).join("profiles.json")),
     )?;
+    Ok(Ok((home, config, failover)))
+}
+
+pub(crate) fn run(home_path: &Path, args: AgentArgs) -> anyhow::Result<ExitCode> {
+    let session = SessionKey::parse(&args.session)?;
+    let (home, config, failover) = match prepare(home_path, args.model.as_deref(), "agent")? {
+        Ok(ready) => ready,
+        Err(status) => return Ok(status),
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -2,6 +2,7 @@
 //! `run` function.
 
 pub(crate) mod agent;
+pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod console;
 pub(crate) mod exec;
@@ -40,6 +41,8 @@ pub(crate) enum Sub {
     Config(config::ConfigArgs),
     /// One agent turn: the reply streams to stdout, tool calls to stderr.
     Agent(agent::AgentArgs),
+    /// Interactive chat on one session: /new, /think, /status, /quit.
+    Chat(chat::ChatArgs),
     /// List, read, reset or delete the agent's sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsArgs),

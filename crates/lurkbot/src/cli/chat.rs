@@ -1,0 +1,140 @@
+//! `lurkbot chat`: an interactive loop on one session. Each line is a turn (the reply streams
+//! as it arrives, tool calls show on stderr); slash commands:
+//! `/new` starts a fresh session under the same key, `/think <off|minimal|low|medium|high>`
+//! sets the thinking level (without a level, shows it), `/status` shows the session, model,
+//! usage and thinking level, `/help` lists these, `/quit` (or end of input) leaves.
+//!
+//! Approval prompts read the answer from the next input line (`y` allow once, `a` always,
+//! `n` deny). Ctrl-C during a turn cancels it (what ran so far stays in the transcript, marked
+//! cancelled); Ctrl-C at the prompt leaves. Input may be piped, which is how it is tested.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use lurkbot_agent::{Agent, AgentEvent, Sessions};
+use lurkbot_core::{Home, SessionKey};
+
+use super::console::{AskHuman, Lines, show, stdin_lines};
+
+/// Flags of `lurkbot chat`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "In the chat: /new  /think <level>  /status  /help  /quit\n\nExample:\n  LURKBOT_MODEL=openai/gpt-4o-mini lurkbot chat --session agent:main:dm:cli:me"
+)]
+pub(crate) struct ChatArgs {
+    /// Session to chat in.
+    #[arg(long, value_name = "KEY", default_value = "agent:main:main")]
+    session: String,
+    /// Model as provider/model (overrides LURKBOT_MODEL and agent.model).
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    model: Option<String>,
+}
+
+const HELP: &str = "/new             start a fresh session (the old transcript is kept)\n/think <level>   off, minimal, low, medium or high\n/status          session, model, usage, thinking level\n/quit            leave (also Ctrl-D)\n";
+
+pub(crate) fn run(home_path: &Path, args: ChatArgs) -> anyhow::Result<ExitCode> {
+    let session = SessionKey::parse(&args.session)?;
+    let (home, config, failover) =
+        match super::agent::prepare(home_path, args.model.as_deref(), "chat")? {
+            Ok(ready) => ready,
+            Err(status) => return Ok(status),
+        };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let lines = {
+        let _guard = runtime.enter();
+        stdin_lines()
+    };
+    let model = failover.primary().to_string();
+    let agent = Agent::new(home.clone(), config, failover).with_approver(Arc::new(AskHuman {
+        lines: lines.clone(),
+    }));
+    runtime.block_on(chat(home, agent, session, model, lines))
+}
+
+async fn chat(
+    home: Home,
+    mut agent: Agent,
+    session: SessionKey,
+    model: String,
+    lines: Lines,
+) -> anyhow::Result<ExitCode> {
+    let interactive = std::io::stdin().is_terminal();
+    let sessions = Sessions::open(&home, session.agent_id());
+    let entry = sessions.get_or_create(&session)?;
+    eprintln!(
+        "lurkbot chat: session {} ({}), model {model}, {} turns so far. /help for commands.",
+        session.as_str(),
+        entry.session_id,
+        entry.turns
+    );
+    loop {
+        if interactive {
+            eprint!("> ");
+            let _ = std::io::stderr().flush();
+        }
+        let line = tokio::select! {
+            line = async { lines.lock().await.recv().await } => line,
+            _ = tokio::signal::ctrl_c() => None,
+        };
+        let Some(line) = line else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(command) = line.strip_prefix('/') {
+            let (name, rest) = command.split_once(' ').unwrap_or((command, ""));
+            match name {
+                "quit" | "exit" => return Ok(ExitCode::SUCCESS),
+                "help" => eprint!("{HELP}"),
+                "new" => {
+                    let id = sessions.reset(&session)?;
+                    eprintln!("new session {id}");
+                }
+                "think" if rest.trim().is_empty() => eprintln!("thinking: {}", agent.thinking()),
+                "think" => match agent.set_thinking(rest) {
+                    Ok(()) => eprintln!("thinking: {}", agent.thinking()),
+                    Err(e) => eprintln!("{e}"),
+                },
+                "status" => {
+                    let entry = sessions.get_or_create(&session)?;
+                    println!(
+                        "session: {}\nid: {}\nmodel: {}\nturns: {}\ntokens: {} in, {} out\nthinking: {}",
+                        session.as_str(),
+                        entry.session_id,
+                        entry.model.as_deref().unwrap_or(&model),
+                        entry.turns,
+                        entry.usage.input_tokens,
+                        entry.usage.output_tokens,
+                        agent.thinking()
+                    );
+                }
+                other => eprintln!("unknown command /{other}; /help lists them"),
+            }
+            continue;
+        }
+        let mut on_event = |event: AgentEvent| show(false, &event);
+        let outcome = tokio::select! {
+            outcome = agent.turn(&session, line, &mut on_event) => Some(outcome),
+            _ = tokio::signal::ctrl_c() => None,
+        };
+        match outcome {
+            Some(Ok(done)) => {
+                if !done.text.ends_with('\n') {
+                    let _ = crate::run::print_stdout("\n");
+                }
+            }
+            Some(Err(e)) => eprintln!("lurkbot chat: {e}"),
+            None => {
+                agent.cancelled(&session)?;
+                eprintln!("\n(cancelled)");
+            }
+        }
+    }
+}

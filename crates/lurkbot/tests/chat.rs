@@ -1,0 +1,87 @@
+//! `lurkbot chat` with piped input against the scripted provider: turns on one session,
+//! `/think`, `/status`, `/new`, an approval answered from the input, and refusals.
+
+use lurkbot_llm::fake::{FakeProvider, Step};
+use serde_json::json;
+
+use crate::util::Test;
+
+const CREATE: &str = "cal create-event --calendar-id 1 --title Dentist --start 2026-11-24T09:00:00Z --end 2026-11-24T09:30:00Z --confirm";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_session_with_commands_and_an_approval() {
+    let t = Test::init();
+    assert_eq!(
+        t.run(&["config", "set", "permissions.calendar", "read-write"])
+            .status,
+        0
+    );
+    let fake = FakeProvider::start(vec![
+        Step::text("Hi there."),
+        Step::call("c1", "terminal_exec", json!({"command": CREATE})),
+        Step::text("Booked."),
+        Step::call("c2", "terminal_exec", json!({"command": CREATE})),
+        Step::text("Not booked."),
+    ])
+    .await;
+    let base = format!("{}/v1", fake.url);
+    let env = [
+        ("LURKBOT_MODEL", "openai/fake-model"),
+        ("OPENAI_BASE_URL", base.as_str()),
+    ];
+    let input = "hello\n/think high\n/think bogus\n/status\nbook it\ny\nagain\nmaybe\n/frobnicate\n/new\n/status\n";
+    let out = t.run_full(&["chat"], Some(input), &env);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with("Hi there.\n"), "{}", out.stdout);
+    assert!(out.stdout.contains("Booked.\n") && out.stdout.contains("Not booked.\n"));
+    let status: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("id: "))
+        .collect();
+    assert_eq!(status.len(), 2);
+    assert_ne!(status[0], status[1], "/new starts a new session id");
+    assert!(out.stdout.contains("turns: 1\n") && out.stdout.contains("turns: 0\n"));
+    assert!(out.stdout.contains("thinking: high"));
+    assert!(
+        out.stderr.contains("unknown thinking level 'bogus'"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("unknown command /frobnicate"));
+    // The approval: asked, answered from the input; "maybe" is not an answer → denied.
+    assert_eq!(
+        out.stderr
+            .matches("? approval needed for terminal_exec")
+            .count(),
+        2
+    );
+    assert!(out.stderr.contains("decision: allow-once"));
+    assert!(
+        out.stderr.contains("unknown decision 'maybe'") && out.stderr.contains("decision: deny")
+    );
+    let events =
+        t.exec_json("cal list-events --from 2026-11-01T00:00:00Z --to 2026-12-01T00:00:00Z");
+    assert_eq!(events["result"]["events"].as_array().unwrap().len(), 1);
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 5);
+    assert!(requests[0].body.get("reasoning_effort").is_none());
+    assert_eq!(requests[1].body["reasoning_effort"], "high");
+    // All turns went to one session until /new.
+    let last = requests[4].body["messages"].as_array().unwrap();
+    assert!(last.iter().any(|m| m["content"] == "hello"));
+}
+
+#[test]
+fn chat_without_a_model_says_how_to_configure_one() {
+    let t = Test::init();
+    let out = t.run_full(&["chat"], Some("hi\n"), &[]);
+    assert_eq!(out.status, 2);
+    assert!(
+        out.stderr.contains("lurkbot chat: no model is configured"),
+        "{}",
+        out.stderr
+    );
+    let out = t.run_full(&["chat", "--session", "bad key"], Some(""), &[]);
+    assert_ne!(out.status, 0);
+}
