@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the release binary and runs a benchmark (DESIGN.md §9).
-# Usage: bench/run.sh [startup|archive|rss] [--runs N] [--mib N]
+# Usage: bench/run.sh [startup|archive|rss|agent] [--runs N] [--mib N]
 #   startup  binary size, --version and exec help against the budgets (default)
 #   archive  zip/tar throughput against Info-ZIP zip/unzip and GNU tar, as ratios, and peak RSS
 #   rss      feed parse and fetch+parse against Python feedparser (installed here in a venv)
+#   agent    agent loop overhead per tool round trip, peak RSS of a 200-turn chat session
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"

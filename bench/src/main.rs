@@ -4,13 +4,15 @@
 //! Usage: `bench/run.sh [startup|archive]` (builds the release binary, then runs this), or
 //! `lurkbot-bench startup --bin target/release/lurkbot [--runs 50]`,
 //! `lurkbot-bench archive --bin target/release/lurkbot [--runs 3] [--mib 200]`,
-//! `lurkbot-bench rss --bin target/release/lurkbot --python VENV/bin/python [--runs 20]`.
+//! `lurkbot-bench rss --bin target/release/lurkbot --python VENV/bin/python [--runs 20]`,
+//! `lurkbot-bench agent --bin target/release/lurkbot [--runs 200]` (turns).
 //!
 //! Startup peers (ZeptoClaw, ZeroClaw) cannot be fetched on this network, so their figures come
 //! from DESIGN.md §9 and are labelled as such; what is measured in the same run is a
 //! process-spawn floor (`true`). The archive benchmark measures its peers (Info-ZIP `zip` and
 //! `unzip`, GNU `tar`) in the same run on the same generated corpus and prints ratios.
 
+mod agent;
 mod archive;
 mod rss;
 mod startup;
@@ -28,7 +30,7 @@ fn main() -> ExitCode {
     let mut iter = args.iter();
     while let Some(a) = iter.next() {
         match a.as_str() {
-            "startup" | "archive" | "rss" => which = a.clone(),
+            "startup" | "archive" | "rss" | "agent" => which = a.clone(),
             "--python" => python = iter.next().map(PathBuf::from).unwrap_or(python),
             "--bin" => bin = iter.next().map(PathBuf::from).unwrap_or(bin),
             "--runs" => runs = iter.next().and_then(|r| r.parse().ok()),
@@ -41,7 +43,7 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss] [--bin PATH] [--runs N] [--mib N] [--python PATH]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent] [--bin PATH] [--runs N] [--mib N] [--python PATH]"
                 );
                 return ExitCode::from(2);
             }
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
     let outcome = match which.as_str() {
         "archive" => archive::archive(&bin, runs.unwrap_or(3).max(1), mib),
         "rss" => rss::rss(&bin, &python, runs.unwrap_or(20).max(3)),
+        "agent" => agent::agent(&bin, runs.unwrap_or(200).max(10)),
         _ => startup::startup(&bin, runs.unwrap_or(50).max(20)),
     };
     match outcome {

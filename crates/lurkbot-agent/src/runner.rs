@@ -20,7 +20,7 @@ use crate::policy::Policy;
 use crate::policy_config::policy_for;
 use crate::prompt::{PromptInput, SessionKind, bootstrap, build};
 use crate::tools::{ToolBox, ToolCtx, ToolOutput};
-use crate::transcript::{Entry, Sessions};
+use crate::transcript::{Entry, Sessions, Tracked};
 use crate::untrusted::wrap;
 
 /// Thinking levels `/think` accepts.
@@ -98,6 +98,8 @@ pub struct Agent {
     approvals: Approvals,
     approver: Arc<dyn Approver>,
     thinking: String,
+    /// The last session's context, reused while its transcript is unchanged.
+    cache: Option<Tracked>,
 }
 
 impl Agent {
@@ -114,6 +116,7 @@ impl Agent {
             approvals,
             approver: Arc::new(NoHuman),
             thinking: "off".into(),
+            cache: None,
         }
     }
 
@@ -180,7 +183,12 @@ impl Agent {
         let sessions = Sessions::open(&self.home, session.agent_id());
         let entry = sessions.get_or_create(session)?;
         let sid = entry.session_id.clone();
-        sessions.append(&sid, &[message_entry(Message::user(message))])?;
+        let mut tracked = sessions.tracked(&sid, self.cache.take())?;
+        sessions.append_tracked(
+            &mut tracked,
+            &[message_entry(Message::user(message))],
+            false,
+        )?;
         let offered = self.offered(session)?;
         let policy = self.policy(session);
         let kind = if policy.subagent {
@@ -203,7 +211,7 @@ impl Agent {
         for step in 1..=MAX_STEPS {
             let mut compacted = false;
             let answered = loop {
-                let context = sessions.context(&sid)?;
+                let context = tracked.context();
                 let system = build(
                     &PromptInput {
                         mode,
@@ -223,7 +231,9 @@ impl Agent {
                     &files,
                 );
                 if !compacted && self.over_budget(&system, &context.messages, &offered) {
-                    compacted = self.compact(&sessions, &sid, false, on_event).await?;
+                    compacted = self
+                        .compact(&sessions, &mut tracked, false, on_event)
+                        .await?;
                     if compacted {
                         continue;
                     }
@@ -247,7 +257,9 @@ impl Agent {
                 match result {
                     Ok(answered) => break answered,
                     Err(e) if e.kind == ErrorKind::ContextOverflow && !compacted => {
-                        compacted = self.compact(&sessions, &sid, true, on_event).await?;
+                        compacted = self
+                            .compact(&sessions, &mut tracked, true, on_event)
+                            .await?;
                         if !compacted {
                             return Err(e.into());
                         }
@@ -260,15 +272,18 @@ impl Agent {
             usage.input_tokens += response.usage.input_tokens;
             usage.output_tokens += response.usage.output_tokens;
             let calls = response.tool_calls.clone();
-            sessions.append(
-                &sid,
+            // Synced now only when it ends the turn; with calls, the results' append syncs it.
+            sessions.append_tracked(
+                &mut tracked,
                 &[message_entry(Message::assistant(
                     response.text.clone(),
                     calls.clone(),
                 ))],
+                calls.is_empty(),
             )?;
             if calls.is_empty() {
                 sessions.record_turn(session, &model, usage)?;
+                self.cache = Some(tracked);
                 return Ok(TurnOutcome {
                     text: response.text,
                     model,
@@ -313,14 +328,16 @@ impl Agent {
                     output.is_error,
                 )));
             }
-            sessions.append(&sid, &results)?;
+            sessions.append_tracked(&mut tracked, &results, true)?;
         }
         sessions.record_turn(session, &model, usage)?;
         let note = format!("[stopped after {MAX_STEPS} model steps without a final answer]");
-        sessions.append(
-            &sid,
+        sessions.append_tracked(
+            &mut tracked,
             &[message_entry(Message::assistant(note.clone(), Vec::new()))],
+            true,
         )?;
+        self.cache = Some(tracked);
         on_event(AgentEvent::Text(note.clone()));
         Ok(TurnOutcome {
             text: note,
@@ -364,12 +381,12 @@ impl Agent {
     async fn compact(
         &mut self,
         sessions: &Sessions,
-        sid: &str,
+        tracked: &mut Tracked,
         overflowed: bool,
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Result<bool, AgentError> {
         let window = self.config.agent.context_window;
-        let raw = sessions.raw_context(sid)?;
+        let raw = &tracked.raw;
         let Some(cut) = cut_point(&raw.messages, window, overflowed) else {
             return Ok(false);
         };
@@ -381,13 +398,14 @@ impl Agent {
         )
         .await?;
         let kept = raw.messages.len() - cut;
-        sessions.append(
-            sid,
+        sessions.append_tracked(
+            tracked,
             &[Entry::Compaction {
                 ts: lurkbot_core::now_ms(),
                 summary,
                 kept,
             }],
+            true,
         )?;
         on_event(AgentEvent::Compacted {
             summarized: cut,

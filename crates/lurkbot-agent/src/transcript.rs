@@ -215,6 +215,18 @@ impl Sessions {
     /// # Errors
     /// Store failures.
     pub fn append(&self, session_id: &str, entries: &[Entry]) -> Result<(), AgentError> {
+        self.write_entries(session_id, entries, true)
+    }
+
+    /// Appends entries; `sync` also forces them to stable storage (the end of a step). Without
+    /// it they are written to the OS at once (a killed process loses nothing) and made durable
+    /// by the next synced append.
+    fn write_entries(
+        &self,
+        session_id: &str,
+        entries: &[Entry],
+        sync: bool,
+    ) -> Result<(), AgentError> {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| io("cannot create the sessions folder", &e))?;
         let mut text = String::new();
@@ -236,7 +248,7 @@ impl Sessions {
             .open(&path)
             .map_err(|e| io("cannot open the transcript", &e))?;
         file.write_all(text.as_bytes())
-            .and_then(|()| file.sync_data())
+            .and_then(|()| if sync { file.sync_data() } else { Ok(()) })
             .map_err(|e| io("cannot write the transcript", &e))
     }
 
@@ -275,16 +287,94 @@ impl Sessions {
     pub fn raw_context(&self, session_id: &str) -> Result<Context, AgentError> {
         let mut context = Context::default();
         for entry in self.history(session_id)? {
-            match entry {
-                Entry::Compaction { summary, kept, .. } => {
-                    let keep_from = context.messages.len().saturating_sub(kept);
-                    context.messages.drain(..keep_from);
-                    context.summary = Some(summary);
-                }
-                Entry::Message { message, .. } => context.messages.push(message),
-            }
+            context.apply(entry);
         }
         Ok(context)
+    }
+
+    /// The raw context of `session_id`, reusing `cached` when the transcript has not changed
+    /// since (same session, same length): a long session is not re-read and re-parsed for
+    /// every model step.
+    ///
+    /// # Errors
+    /// `Store` when the transcript cannot be read.
+    pub fn tracked(
+        &self,
+        session_id: &str,
+        cached: Option<Tracked>,
+    ) -> Result<Tracked, AgentError> {
+        let len = self.transcript_len(session_id);
+        if let Some(cached) = cached.filter(|c| c.session_id == session_id && c.len == len) {
+            return Ok(cached);
+        }
+        Ok(Tracked {
+            session_id: session_id.to_string(),
+            len,
+            raw: self.raw_context(session_id)?,
+        })
+    }
+
+    /// Appends entries and applies them to `tracked`; `end_of_step` syncs them to stable
+    /// storage (see [`Sessions::append`]).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn append_tracked(
+        &self,
+        tracked: &mut Tracked,
+        entries: &[Entry],
+        end_of_step: bool,
+    ) -> Result<(), AgentError> {
+        let before = self.transcript_len(&tracked.session_id);
+        self.write_entries(&tracked.session_id, entries, end_of_step)?;
+        if before == tracked.len {
+            for entry in entries {
+                tracked.raw.apply(entry.clone());
+            }
+            tracked.len = self.transcript_len(&tracked.session_id);
+        } else {
+            // Someone else wrote in between: read it all again.
+            *tracked = self.tracked(&tracked.session_id, None)?;
+        }
+        Ok(())
+    }
+
+    fn transcript_len(&self, session_id: &str) -> u64 {
+        std::fs::metadata(self.transcript_path(session_id)).map_or(0, |m| m.len())
+    }
+}
+
+/// A session's raw context kept in memory between model steps, with the transcript length it
+/// was read at.
+#[derive(Debug, Clone)]
+pub struct Tracked {
+    session_id: String,
+    len: u64,
+    /// The context, unrepaired.
+    pub raw: Context,
+}
+
+impl Tracked {
+    /// The context as the model sees it (unfinished tool calls answered "interrupted").
+    pub fn context(&self) -> Context {
+        Context {
+            summary: self.raw.summary.clone(),
+            messages: repair(self.raw.messages.clone()),
+        }
+    }
+}
+
+impl Context {
+    /// Applies one transcript entry.
+    fn apply(&mut self, entry: Entry) {
+        match entry {
+            Entry::Compaction { summary, kept, .. } => {
+                let keep_from = self.messages.len().saturating_sub(kept);
+                self.messages.drain(..keep_from);
+                self.summary = Some(summary);
+            }
+            Entry::Message { message, .. } => self.messages.push(message),
+        }
     }
 }
 
@@ -338,4 +428,53 @@ fn repair(messages: Vec<Message>) -> Vec<Message> {
     }
     close(&mut out, &mut open);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(text: &str) -> Entry {
+        Entry::Message {
+            ts: 1,
+            message: Message::user(text),
+        }
+    }
+
+    #[test]
+    fn tracked_context_follows_appends_and_rereads_after_other_writers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::open(dir.path()).expect("home");
+        let sessions = Sessions::open(&home, "main");
+        let mut tracked = sessions.tracked("ses_x", None).expect("empty");
+        sessions
+            .append_tracked(&mut tracked, &[message("one")], false)
+            .expect("append");
+        sessions
+            .append_tracked(&mut tracked, &[message("two")], true)
+            .expect("append");
+        assert_eq!(tracked.context(), sessions.context("ses_x").expect("read"));
+        // Another writer (a cancel marker, another process) appends: the cache is not reused.
+        sessions
+            .append("ses_x", &[message("three")])
+            .expect("append");
+        let again = sessions.tracked("ses_x", Some(tracked)).expect("reread");
+        assert_eq!(again.raw.messages.len(), 3);
+        // A compaction keeps the last `kept` messages.
+        let mut again = again;
+        sessions
+            .append_tracked(
+                &mut again,
+                &[Entry::Compaction {
+                    ts: 2,
+                    summary: "S".into(),
+                    kept: 1,
+                }],
+                true,
+            )
+            .expect("append");
+        assert_eq!(again.raw.summary.as_deref(), Some("S"));
+        assert_eq!(again.raw.messages, vec![Message::user("three")]);
+        assert_eq!(again.context(), sessions.context("ses_x").expect("read"));
+    }
 }
