@@ -4,9 +4,9 @@
 //! arguments become error results the model sees), wraps every result as untrusted data and
 //! appends the results: the transcript is flushed at the end of every step.
 
-use lurkbot_core::{Config, Home, PromptMode, SessionKey};
 use std::sync::Arc;
 
+use lurkbot_core::{Config, Home, PromptMode, SessionKey};
 use lurkbot_llm::{
     ChatRequest, ErrorKind, Failover, Message, StreamEvent, ToolCall, ToolSpec, Usage,
 };
@@ -158,11 +158,14 @@ impl Agent {
     /// # Errors
     /// `Config` for an unknown tool profile.
     pub fn offered(&self, session: &SessionKey) -> Result<Vec<ToolSpec>, AgentError> {
-        let policy = self.policy(session);
+        self.offered_by(&self.policy(session))
+    }
+
+    fn offered_by(&self, policy: &Policy) -> Result<Vec<ToolSpec>, AgentError> {
         let names = self.tools.names();
         let allowed = policy
             .filter(names.iter().map(String::as_str))
-            .map_err(|e| AgentError::Config(format!("[tools] {e}")))?;
+            .map_err(AgentError::Config)?;
         Ok(allowed
             .into_iter()
             .filter_map(|n| self.tools.get(n).map(|t| t.spec()))
@@ -183,14 +186,15 @@ impl Agent {
         let sessions = Sessions::open(&self.home, session.agent_id());
         let entry = sessions.get_or_create(session)?;
         let sid = entry.session_id.clone();
+        // A configuration error stops the turn before anything is recorded.
+        let policy = self.policy(session);
+        let offered = self.offered_by(&policy)?;
         let mut tracked = sessions.tracked(&sid, self.cache.take())?;
         sessions.append_tracked(
             &mut tracked,
             &[message_entry(Message::user(message))],
             false,
         )?;
-        let offered = self.offered(session)?;
-        let policy = self.policy(session);
         let kind = if policy.subagent {
             SessionKind::Subagent
         } else if policy.group {

@@ -217,7 +217,11 @@ async fn the_policy_decides_what_is_offered_and_what_runs() {
         .turn(&SessionKey::main(), "hi", &mut |_| {})
         .await
         .unwrap_err();
-    assert!(e.to_string().contains("everything"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("[tools] unknown tool profile 'everything'"),
+        "{e}"
+    );
 }
 
 #[tokio::test]

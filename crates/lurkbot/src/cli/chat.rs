@@ -104,8 +104,8 @@ async fn chat(
                 },
                 "status" => {
                     let entry = sessions.get_or_create(&session)?;
-                    println!(
-                        "session: {}\nid: {}\nmodel: {}\nturns: {}\ntokens: {} in, {} out\nthinking: {}",
+                    crate::run::print_stdout(&format!(
+                        "session: {}\nid: {}\nmodel: {}\nturns: {}\ntokens: {} in, {} out\nthinking: {}\n",
                         session.as_str(),
                         entry.session_id,
                         entry.model.as_deref().unwrap_or(&model),
@@ -113,7 +113,7 @@ async fn chat(
                         entry.usage.input_tokens,
                         entry.usage.output_tokens,
                         agent.thinking()
-                    );
+                    ))?;
                 }
                 other => eprintln!("unknown command /{other}; /help lists them"),
             }
