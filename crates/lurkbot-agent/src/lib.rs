@@ -8,6 +8,7 @@ pub mod policy;
 mod policy_config;
 pub mod prompt;
 mod runner;
+pub mod setup;
 pub mod skills;
 pub mod tools;
 mod transcript;

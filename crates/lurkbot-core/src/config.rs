@@ -139,6 +139,8 @@ pub struct GatewayConfig {
     pub token: Option<String>,
     /// `token` (default) or `none` (loopback only).
     pub auth: GatewayAuth,
+    /// Browser origins allowed besides the gateway's own (e.g. `https://app.example`).
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for GatewayConfig {
@@ -148,6 +150,7 @@ impl Default for GatewayConfig {
             port: 18789,
             token: None,
             auth: GatewayAuth::Token,
+            allowed_origins: Vec::new(),
         }
     }
 }

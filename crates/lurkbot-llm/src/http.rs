@@ -45,7 +45,7 @@ pub(crate) async fn post_stream(
     url: &str,
     headers: HeaderMap,
     body: &serde_json::Value,
-    on_event: &mut dyn FnMut(SseEvent) -> Result<bool, LlmError>,
+    on_event: &mut (dyn FnMut(SseEvent) -> Result<bool, LlmError> + Send),
 ) -> Result<(), LlmError> {
     let mut response = http
         .post(url)

@@ -2,8 +2,7 @@
 //! tool calls shown on stderr as they happen (`--json`: one JSON event per line on stdout).
 //!
 //! The model comes from `--model`, else `LURKBOT_MODEL`, else `agent.model` in config.toml;
-//! `agent.fallbacks` follow it. Provider variables (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, …) are
-//! read from the environment, then from the home's `.env` file.
+//! `agent.fallbacks` follow it (see `lurkbot_agent::setup`).
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -13,7 +12,7 @@ use std::sync::Arc;
 use clap::Args;
 use lurkbot_agent::{Agent, AgentEvent, approvals::NoHuman};
 use lurkbot_core::{Config, Home, SessionKey, layout};
-use lurkbot_llm::{Failover, ModelRef};
+use lurkbot_llm::Failover;
 use serde_json::json;
 
 use super::console::{AskHuman, line, show, stdin_lines};
@@ -38,33 +37,6 @@ pub(crate) struct AgentArgs {
     json: bool,
 }
 
-/// Variables from the environment, then the home's `.env`.
-pub(crate) fn variables(home: &Home) -> impl Fn(&str) -> Option<String> + use<> {
-    let file: Vec<(String, String)> = dotenvy::from_path_iter(home.join(".env"))
-        .map(|iter| iter.filter_map(Result::ok).collect())
-        .unwrap_or_default();
-    move |name: &str| {
-        std::env::var(name)
-            .ok()
-            .or_else(|| file.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
-    }
-}
-
-/// The models to try: the primary one, then the fallbacks.
-pub(crate) fn models(flag: Option<&str>, config: &Config) -> Result<Vec<ModelRef>, String> {
-    let primary = flag
-        .map(str::to_string)
-        .or_else(|| std::env::var("LURKBOT_MODEL").ok().filter(|m| !m.trim().is_empty()))
-        .or_else(|| config.agent.model.clone())
-        .ok_or_else(|| {
-            "no model is configured. Set one, e.g.:\n  export LURKBOT_MODEL=openai/gpt-4o-mini   (key: OPENAI_API_KEY in the environment or the home's .env)\n  lurkbot config set agent.model anthropic/claude-sonnet-4-5\nAny OpenAI-compatible server works via OPENAI_BASE_URL (Ollama, vLLM, llama-server …).".to_string()
-        })?;
-    std::iter::once(primary)
-        .chain(config.agent.fallbacks.iter().cloned())
-        .map(|m| m.parse::<ModelRef>().map_err(|e| e.to_string()))
-        .collect()
-}
-
 /// The home, its config and the models to use, or the exit status after saying what is
 /// missing (`who` names the subcommand in the message).
 pub(crate) fn prepare(
@@ -74,19 +46,14 @@ pub(crate) fn prepare(
 ) -> anyhow::Result<Result<(Home, Config, Failover), ExitCode>> {
     let home = Home::open(home_path)?;
     let config = Config::load(&home.join(layout::CONFIG))?;
-    let models = match models(model, &config) {
-        Ok(m) => m,
-        Err(message) => {
+    match lurkbot_agent::setup::failover(&home, &config, model) {
+        Ok(failover) => Ok(Ok((home, config, failover))),
+        Err(lurkbot_agent::AgentError::Config(message)) => {
             eprintln!("lurkbot {who}: {message}");
-            return Ok(Err(ExitCode::from(2)));
+            Ok(Err(ExitCode::from(2)))
         }
-    };
-    let failover = Failover::new(
-        models,
-        &variables(&home),
-        Some(home.join(layout::AUTH).join("profiles.json")),
-    )?;
-    Ok(Ok((home, config, failover)))
+        Err(e) => Err(e.into()),
+    }
 }
 
 pub(crate) fn run(home_path: &Path, args: AgentArgs) -> anyhow::Result<ExitCode> {

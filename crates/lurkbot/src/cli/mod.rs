@@ -6,6 +6,7 @@ pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod console;
 pub(crate) mod exec;
+pub(crate) mod gateway;
 pub(crate) mod init;
 pub(crate) mod sessions;
 
@@ -43,6 +44,8 @@ pub(crate) enum Sub {
     Agent(agent::AgentArgs),
     /// Interactive chat on one session: /new, /think, /status, /quit.
     Chat(chat::ChatArgs),
+    /// Gateway: WebSocket protocol, OpenAI-compatible API, hooks and web UI on one port.
+    Gateway(gateway::GatewayArgs),
     /// List, read, reset or delete the agent's sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsArgs),

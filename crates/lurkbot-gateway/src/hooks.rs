@@ -1,0 +1,92 @@
+//! Webhooks with their own bearer token (`LURKBOT_HOOKS_TOKEN`, from the environment or the
+//! home's `.env`; without it the hooks answer 404):
+//! - `POST /hooks/wake {"text"}`: a system event for the main session, run now as a turn
+//!   (`[system event] text`);
+//! - `POST /hooks/agent {"message", "sessionKey"?}`: an agent turn in its own `hook:<id>`
+//!   session (or the given one).
+//!
+//! Both answer `202 {"runId", "sessionKey"}` at once; the turn's events go to the WebSocket
+//! clients and `agent.wait` returns its end.
+
+use std::net::SocketAddr;
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use lurkbot_core::SessionKey;
+use serde_json::{Value, json};
+
+use crate::http::{HttpError, check};
+use crate::state::AppState;
+
+/// `POST /hooks/wake`.
+pub(crate) async fn wake(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    run(&state, &headers, peer, &body, |body| {
+        let text = field(body, "text")?;
+        Ok((SessionKey::main(), format!("[system event] {text}")))
+    })
+}
+
+/// `POST /hooks/agent`.
+pub(crate) async fn agent(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    run(&state, &headers, peer, &body, |body| {
+        let message = field(body, "message")?;
+        let key = match body.get("sessionKey").and_then(Value::as_str) {
+            Some(raw) => {
+                SessionKey::parse(raw).map_err(|e| HttpError::bad_request(e.to_string()))?
+            }
+            None => SessionKey::parse(&format!("hook:{}", lurkbot_core::random_hex(8)))
+                .map_err(|e| HttpError::bad_request(e.to_string()))?,
+        };
+        Ok((key, message.to_string()))
+    })
+}
+
+fn field<'a>(body: &'a Value, name: &str) -> Result<&'a str, HttpError> {
+    body.get(name)
+        .and_then(Value::as_str)
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| HttpError::bad_request(format!("'{name}' must be a non-empty string")))
+}
+
+fn run(
+    state: &AppState,
+    headers: &HeaderMap,
+    peer: SocketAddr,
+    body: &[u8],
+    turn: impl FnOnce(&Value) -> Result<(SessionKey, String), HttpError>,
+) -> Response {
+    let result = (|| {
+        let Some(token) = state.hooks_token.as_deref() else {
+            return Err(HttpError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "hooks are off: set LURKBOT_HOOKS_TOKEN (environment or the home's .env) to turn them on",
+            ));
+        };
+        check(state, headers, peer.ip(), Some(token), "the hooks token")?;
+        let body: Value = serde_json::from_slice(body)
+            .map_err(|e| HttpError::bad_request(format!("the body is not JSON: {e}")))?;
+        let (key, message) = turn(&body)?;
+        let run_id = state
+            .host
+            .start(key.clone(), message)
+            .map_err(|e| HttpError::new(StatusCode::CONFLICT, "busy", e.message))?;
+        Ok(json!({"runId": run_id, "sessionKey": key.as_str()}))
+    })();
+    match result {
+        Ok(v) => (StatusCode::ACCEPTED, axum::Json(v)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}

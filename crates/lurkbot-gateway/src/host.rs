@@ -1,0 +1,319 @@
+//! The session host: long-lived per-session resources, created lazily and released when the
+//! session is reset or deleted or the gateway stops. Today that is the session's agent (its
+//! model clients, auth-profile state and context cache) and its running turn; IRC connections
+//! join it with the `irc` command.
+//!
+//! One turn runs per session at a time; another request for a busy session is refused with
+//! `UNAVAILABLE`. Turns report as events: `agent` (`lifecycle` start/end/error, `tool`
+//! start/end, `compaction`) and `chat` (`delta` text, then `final`, `error` or `aborted`). An
+//! aborted turn is recorded in the transcript as cancelled.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lurkbot_agent::{Agent, AgentEvent, TurnOutcome};
+use lurkbot_core::{Config, Home, SessionKey};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+
+use crate::hub::{ClientApprover, Hub};
+use crate::protocol::{ErrorCode, MethodError};
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnd {
+    /// The final reply.
+    Done {
+        /// Reply text.
+        text: String,
+        /// Model that answered.
+        model: String,
+    },
+    /// The turn failed.
+    Failed(String),
+    /// `chat.abort` or shutdown stopped it.
+    Aborted,
+}
+
+impl RunEnd {
+    /// The wire form.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Self::Done { text, model } => json!({"status": "ok", "text": text, "model": model}),
+            Self::Failed(message) => json!({"status": "error", "message": message}),
+            Self::Aborted => json!({"status": "aborted"}),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Slot {
+    agent: tokio::sync::Mutex<Option<Agent>>,
+    running: Mutex<Option<(String, AbortHandle)>>,
+}
+
+/// Runs older than this many finished runs are forgotten by `agent.wait`.
+const KEPT_RUNS: usize = 256;
+
+/// Per-session agents and running turns.
+pub struct SessionHost {
+    home: Home,
+    config: Config,
+    hub: Hub,
+    approver: Arc<ClientApprover>,
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    runs: Mutex<Vec<(String, watch::Receiver<Option<RunEnd>>)>>,
+}
+
+impl SessionHost {
+    /// A host for `home`.
+    pub fn new(home: Home, config: Config, hub: Hub, approver: Arc<ClientApprover>) -> Self {
+        Self {
+            home,
+            config,
+            hub,
+            approver,
+            slots: Mutex::new(HashMap::new()),
+            runs: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn slot(&self, key: &SessionKey) -> Arc<Slot> {
+        match self.slots.lock() {
+            Ok(mut slots) => slots.entry(key.as_str().to_string()).or_default().clone(),
+            Err(_) => Arc::new(Slot::default()),
+        }
+    }
+
+    /// Sessions with a live resource.
+    pub fn live_sessions(&self) -> Vec<String> {
+        self.slots
+            .lock()
+            .map(|s| s.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Runs one turn to its end, reporting events on the hub tagged with `run_id`; `on_event`
+    /// sees every agent event too (the HTTP API streams from it).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when no model is configured or the model failed.
+    pub async fn turn(
+        &self,
+        key: &SessionKey,
+        message: &str,
+        run_id: &str,
+        on_event: &mut (dyn FnMut(&AgentEvent) + Send),
+    ) -> Result<TurnOutcome, MethodError> {
+        let slot = self.slot(key);
+        let mut guard = slot.agent.lock().await;
+        if guard.is_none() {
+            let failover = lurkbot_agent::setup::failover(&self.home, &self.config, None)
+                .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))?;
+            *guard = Some(
+                Agent::new(self.home.clone(), self.config.clone(), failover)
+                    .with_approver(self.approver.clone()),
+            );
+        }
+        let Some(agent) = guard.as_mut() else {
+            return Err(MethodError::new(ErrorCode::Unavailable, "no agent"));
+        };
+        let session = key.as_str().to_string();
+        let hub = self.hub.clone();
+        let lifecycle = |phase: &str| json!({"runId": run_id, "sessionKey": session, "stream": "lifecycle", "data": {"phase": phase}});
+        hub.emit("agent", lifecycle("start"));
+        let mut forward = |event: AgentEvent| {
+            on_event(&event);
+            if let Some((name, payload)) = event_payload(&event, run_id, &session) {
+                hub.emit(name, payload);
+            }
+        };
+        let outcome = agent.turn(key, message, &mut forward).await;
+        match outcome {
+            Ok(done) => {
+                hub.emit("agent", lifecycle("end"));
+                hub.emit(
+                    "chat",
+                    json!({"runId": run_id, "sessionKey": session, "state": "final",
+                        "text": done.text, "model": done.model, "usage": done.usage}),
+                );
+                Ok(done)
+            }
+            Err(e) => {
+                hub.emit("agent", lifecycle("error"));
+                hub.emit(
+                    "chat",
+                    json!({"runId": run_id, "sessionKey": session, "state": "error", "message": e.to_string()}),
+                );
+                Err(MethodError::new(ErrorCode::Unavailable, e.to_string()))
+            }
+        }
+    }
+
+    /// Starts a turn in the background; returns its run id at once.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the session already runs a turn.
+    pub fn start(
+        self: &Arc<Self>,
+        key: SessionKey,
+        message: String,
+    ) -> Result<String, MethodError> {
+        let slot = self.slot(&key);
+        let mut running = slot
+            .running
+            .lock()
+            .map_err(|_| MethodError::new(ErrorCode::Unavailable, "session lock poisoned"))?;
+        if let Some((run, _)) = running.as_ref() {
+            return Err(MethodError::new(
+                ErrorCode::Unavailable,
+                format!(
+                    "session {} is running {run}; wait for it or send chat.abort",
+                    key.as_str()
+                ),
+            ));
+        }
+        let run_id = format!("run_{}", lurkbot_core::random_hex(8));
+        let (tx, rx) = watch::channel(None);
+        if let Ok(mut runs) = self.runs.lock() {
+            runs.push((run_id.clone(), rx));
+            let excess = runs.len().saturating_sub(KEPT_RUNS);
+            runs.drain(..excess);
+        }
+        let host = Arc::clone(self);
+        let id = run_id.clone();
+        let task_slot = Arc::clone(&slot);
+        let task = tokio::spawn(async move {
+            let end = match host.turn(&key, &message, &id, &mut |_| {}).await {
+                Ok(done) => RunEnd::Done {
+                    text: done.text,
+                    model: done.model,
+                },
+                Err(e) => RunEnd::Failed(e.message),
+            };
+            if let Ok(mut running) = task_slot.running.lock() {
+                *running = None;
+            }
+            let _ = tx.send(Some(end));
+        });
+        *running = Some((run_id.clone(), task.abort_handle()));
+        Ok(run_id)
+    }
+
+    /// Waits up to `timeout` for a run's end; `None` while it still runs.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown run id.
+    pub async fn wait(
+        &self,
+        run_id: &str,
+        timeout: Duration,
+    ) -> Result<Option<RunEnd>, MethodError> {
+        let mut rx = self
+            .runs
+            .lock()
+            .ok()
+            .and_then(|runs| {
+                runs.iter()
+                    .find(|(id, _)| id == run_id)
+                    .map(|(_, rx)| rx.clone())
+            })
+            .ok_or_else(|| MethodError::new(ErrorCode::NotFound, format!("no run {run_id}")))?;
+        let waited = tokio::time::timeout(timeout, rx.wait_for(Option::is_some)).await;
+        Ok(match waited {
+            Ok(Ok(end)) => end.clone(),
+            _ => None,
+        })
+    }
+
+    /// Aborts the running turn of `key`; false when none runs. The transcript records it.
+    pub async fn abort(&self, key: &SessionKey) -> bool {
+        let slot = self.slot(key);
+        let running = slot.running.lock().ok().and_then(|mut r| r.take());
+        let Some((run_id, handle)) = running else {
+            return false;
+        };
+        handle.abort();
+        if let Some(agent) = slot.agent.lock().await.as_ref() {
+            let _ = agent.cancelled(key);
+        }
+        self.finish_aborted(&run_id, key);
+        true
+    }
+
+    fn finish_aborted(&self, run_id: &str, key: &SessionKey) {
+        self.hub.emit(
+            "chat",
+            json!({"runId": run_id, "sessionKey": key.as_str(), "state": "aborted"}),
+        );
+        // The aborted task never sends its end: mark it here for agent.wait.
+        if let Ok(mut runs) = self.runs.lock()
+            && let Some(pos) = runs.iter().position(|(id, _)| id == run_id)
+        {
+            let (tx, rx) = watch::channel(Some(RunEnd::Aborted));
+            drop(tx);
+            runs[pos].1 = rx;
+        }
+    }
+
+    /// Releases the session's resources (its running turn is aborted).
+    pub async fn release(&self, key: &SessionKey) {
+        self.abort(key).await;
+        if let Ok(mut slots) = self.slots.lock() {
+            slots.remove(key.as_str());
+        }
+    }
+
+    /// Aborts every running turn and releases everything (gateway shutdown).
+    pub async fn shutdown(&self) {
+        let keys = self.live_sessions();
+        for key in keys {
+            if let Ok(key) = SessionKey::parse(&key) {
+                self.release(&key).await;
+            }
+        }
+    }
+}
+
+/// The hub event for an agent event (text deltas, tools, approvals' outcome, compaction).
+fn event_payload(event: &AgentEvent, run_id: &str, session: &str) -> Option<(&'static str, Value)> {
+    let tool = |data: Value| json!({"runId": run_id, "sessionKey": session, "stream": "tool", "data": data});
+    Some(match event {
+        AgentEvent::Text(text) => (
+            "chat",
+            json!({"runId": run_id, "sessionKey": session, "state": "delta", "text": text}),
+        ),
+        AgentEvent::ToolStart {
+            id,
+            name,
+            arguments,
+        } => (
+            "agent",
+            tool(json!({"phase": "start", "id": id, "name": name, "arguments": arguments})),
+        ),
+        AgentEvent::ToolEnd {
+            id,
+            name,
+            is_error,
+            preview,
+        } => (
+            "agent",
+            tool(
+                json!({"phase": "end", "id": id, "name": name, "isError": is_error, "preview": preview}),
+            ),
+        ),
+        AgentEvent::ApprovalResolved { id, decision } => (
+            "agent",
+            tool(json!({"phase": "approval", "id": id, "decision": decision})),
+        ),
+        AgentEvent::Compacted { summarized, kept } => (
+            "agent",
+            json!({"runId": run_id, "sessionKey": session, "stream": "compaction",
+                "data": {"summarized": summarized, "kept": kept}}),
+        ),
+        // The approver emits exec.approval.requested itself.
+        AgentEvent::ApprovalPending(_) => return None,
+    })
+}

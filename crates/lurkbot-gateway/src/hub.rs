@@ -1,0 +1,119 @@
+//! Server events fanned out to every connected client (each connection numbers them with its
+//! own `seq`), and the approver that asks those clients.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use lurkbot_agent::approvals::DecisionFuture;
+use lurkbot_agent::{ApprovalRequest, Approver, Decision};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, oneshot};
+
+/// How long an approval waits before it counts as denied.
+pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// One event for all clients.
+#[derive(Debug, Clone)]
+pub struct Broadcast {
+    /// Event name.
+    pub event: String,
+    /// Payload.
+    pub payload: Value,
+}
+
+/// The event fan-out.
+#[derive(Debug, Clone)]
+pub struct Hub {
+    tx: broadcast::Sender<Broadcast>,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Self {
+            tx: broadcast::channel(1024).0,
+        }
+    }
+}
+
+impl Hub {
+    /// Sends `event` to every connection (dropped when none listens).
+    pub fn emit(&self, event: &str, payload: Value) {
+        let _ = self.tx.send(Broadcast {
+            event: event.to_string(),
+            payload,
+        });
+    }
+
+    /// A new listener.
+    pub fn subscribe(&self) -> broadcast::Receiver<Broadcast> {
+        self.tx.subscribe()
+    }
+}
+
+/// Asks the connected clients: emits `exec.approval.requested` and waits for
+/// `exec.approval.resolve`; nobody answering within [`APPROVAL_TIMEOUT`] denies.
+#[derive(Debug, Default)]
+pub struct ClientApprover {
+    hub: Hub,
+    pending: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
+}
+
+impl ClientApprover {
+    /// An approver emitting on `hub`.
+    pub fn new(hub: Hub) -> Self {
+        Self {
+            hub,
+            pending: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Resolves a pending approval; false when no such approval waits.
+    pub fn resolve(&self, approval_id: &str, decision: Decision) -> bool {
+        let sender = self
+            .pending
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(approval_id));
+        sender.is_some_and(|s| s.send(decision).is_ok())
+    }
+
+    /// Approvals waiting now.
+    pub fn pending(&self) -> usize {
+        self.pending.lock().map(|p| p.len()).unwrap_or(0)
+    }
+}
+
+impl Approver for ClientApprover {
+    fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> DecisionFuture<'a> {
+        Box::pin(async move {
+            let approval_id = format!("appr_{}", lurkbot_core::random_hex(8));
+            let (tx, rx) = oneshot::channel();
+            if let Ok(mut pending) = self.pending.lock() {
+                pending.insert(approval_id.clone(), tx);
+            }
+            self.hub.emit(
+                "exec.approval.requested",
+                json!({
+                    "approvalId": approval_id,
+                    "sessionKey": request.session,
+                    "callId": request.id,
+                    "tool": request.tool,
+                    "summary": request.summary,
+                    "reason": request.reason,
+                    "key": request.key,
+                    "timeoutMs": APPROVAL_TIMEOUT.as_millis() as u64,
+                }),
+            );
+            let decision = tokio::time::timeout(APPROVAL_TIMEOUT, rx)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or(Decision::Deny);
+            if let Ok(mut pending) = self.pending.lock() {
+                pending.remove(&approval_id);
+            }
+            decision
+        })
+    }
+}

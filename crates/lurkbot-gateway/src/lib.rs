@@ -1,0 +1,21 @@
+//! LurkBot's gateway (DESIGN §6): one port serving the WebSocket protocol at `/ws`, the
+//! OpenAI-compatible HTTP API, webhooks, `GET /health` and the embedded web UI, over a session
+//! host that keeps each session's agent and running turn.
+
+mod auth;
+mod hooks;
+mod host;
+mod http;
+pub mod hub;
+mod methods;
+mod openai;
+pub mod protocol;
+mod server;
+mod state;
+mod ui;
+mod ws;
+
+pub use auth::{FailureLimiter, MAX_FAILURES, WINDOW, origin_allowed, token_matches};
+pub use host::{RunEnd, SessionHost};
+pub use server::{StartError, check_safe, router, serve};
+pub use state::AppState;

@@ -1,0 +1,269 @@
+//! The OpenAI-compatible HTTP API, so any OpenAI SDK can talk to the agent:
+//! `GET /v1/models` and `POST /v1/chat/completions` (stream and non-stream), with the gateway
+//! token as the bearer key.
+//!
+//! `model` is `lurkbot` or `lurkbot/<agentId>`. With the `x-lurkbot-session` header the turn
+//! runs on that session, whose history the gateway keeps: only the last user message is sent to
+//! the agent. Without it every request gets a fresh session seeded with the request's earlier
+//! messages (system messages become a leading user note), so the API is stateless as OpenAI's.
+//! Tool activity is hidden: the answer is the agent's text. Streaming sends
+//! `chat.completion.chunk` deltas and `data: [DONE]`.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use lurkbot_agent::{AgentEvent, Entry, Sessions};
+use lurkbot_core::SessionKey;
+use lurkbot_llm::Message;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::http::{HttpError, authorize};
+use crate::state::AppState;
+
+/// `GET /v1/models`.
+pub(crate) async fn models(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(e) = authorize(&state, &headers, peer.ip()) {
+        return e.into_response();
+    }
+    let mut ids = vec!["lurkbot".to_string(), "lurkbot/main".to_string()];
+    ids.extend(state.config.agents.keys().map(|a| format!("lurkbot/{a}")));
+    ids.dedup();
+    let data: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "lurkbot"}))
+        .collect();
+    axum::Json(json!({"object": "list", "data": data})).into_response()
+}
+
+/// `POST /v1/chat/completions`.
+pub(crate) async fn chat_completions(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(e) = authorize(&state, &headers, peer.ip()) {
+        return e.into_response();
+    }
+    match prepare(&state, &headers, &body) {
+        Ok(turn) if turn.stream => stream(state, turn).into_response(),
+        Ok(turn) => complete(state, turn).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+struct Turn {
+    key: SessionKey,
+    message: String,
+    model: String,
+    stream: bool,
+}
+
+fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, HttpError> {
+    let request: Value = serde_json::from_slice(body)
+        .map_err(|e| HttpError::bad_request(format!("the body is not JSON: {e}")))?;
+    let model = request
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("lurkbot")
+        .to_string();
+    let agent = match model.split_once('/') {
+        None if model == "lurkbot" => "main",
+        Some(("lurkbot", agent)) if !agent.is_empty() => agent,
+        _ => {
+            return Err(HttpError::new(
+                StatusCode::NOT_FOUND,
+                "model_not_found",
+                format!("model '{model}' does not exist; use 'lurkbot' or 'lurkbot/<agentId>'"),
+            ));
+        }
+    };
+    let messages = request
+        .get("messages")
+        .and_then(Value::as_array)
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| HttpError::bad_request("'messages' must be a non-empty array"))?;
+    let text_of = |m: &Value| -> String {
+        match m.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        }
+    };
+    let role_of = |m: &Value| {
+        m.get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let last = messages
+        .last()
+        .filter(|m| role_of(m) == "user")
+        .ok_or_else(|| HttpError::bad_request("the last message must have role 'user'"))?;
+    let message = text_of(last);
+    if message.trim().is_empty() {
+        return Err(HttpError::bad_request("the last user message is empty"));
+    }
+    let header_key = headers
+        .get("x-lurkbot-session")
+        .and_then(|v| v.to_str().ok());
+    let key = match header_key {
+        Some(raw) => SessionKey::parse(raw).map_err(|e| HttpError::bad_request(e.to_string()))?,
+        None => {
+            let key = SessionKey::parse(&format!(
+                "agent:{agent}:dm:openai:{}",
+                lurkbot_core::random_hex(8)
+            ))
+            .map_err(|e| HttpError::bad_request(e.to_string()))?;
+            seed(
+                state,
+                &key,
+                &messages[..messages.len() - 1],
+                &role_of,
+                &text_of,
+            )?;
+            key
+        }
+    };
+    Ok(Turn {
+        key,
+        message,
+        model,
+        stream: request
+            .get("stream")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+/// Writes a stateless request's earlier messages into its fresh session.
+fn seed(
+    state: &AppState,
+    key: &SessionKey,
+    earlier: &[Value],
+    role_of: &dyn Fn(&Value) -> String,
+    text_of: &dyn Fn(&Value) -> String,
+) -> Result<(), HttpError> {
+    if earlier.is_empty() {
+        return Ok(());
+    }
+    let sessions = Sessions::open(&state.home, key.agent_id());
+    let entry = sessions.get_or_create(key).map_err(HttpError::internal)?;
+    let entries: Vec<Entry> = earlier
+        .iter()
+        .filter_map(|m| {
+            let text = text_of(m);
+            let message = match role_of(m).as_str() {
+                "system" | "developer" => {
+                    Message::user(format!("[instructions from the API client]\n{text}"))
+                }
+                "assistant" => Message::assistant(text, Vec::new()),
+                "user" => Message::user(text),
+                _ => return None,
+            };
+            Some(Entry::Message {
+                ts: lurkbot_core::now_ms(),
+                message,
+            })
+        })
+        .collect();
+    sessions
+        .append(&entry.session_id, &entries)
+        .map_err(HttpError::internal)
+}
+
+fn completion_id() -> String {
+    format!("chatcmpl-{}", lurkbot_core::random_hex(12))
+}
+
+fn now_secs() -> u64 {
+    lurkbot_core::now_ms() / 1000
+}
+
+async fn complete(state: AppState, turn: Turn) -> Response {
+    let run_id = format!("run_{}", lurkbot_core::random_hex(8));
+    match state
+        .host
+        .turn(&turn.key, &turn.message, &run_id, &mut |_| {})
+        .await
+    {
+        Ok(done) => axum::Json(json!({
+            "id": completion_id(),
+            "object": "chat.completion",
+            "created": now_secs(),
+            "model": turn.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": done.text},
+                "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": done.usage.input_tokens,
+                "completion_tokens": done.usage.output_tokens,
+                "total_tokens": done.usage.input_tokens + done.usage.output_tokens},
+        }))
+        .into_response(),
+        Err(e) => HttpError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.message)
+            .into_response(),
+    }
+}
+
+fn stream(state: AppState, turn: Turn) -> Response {
+    let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
+    let id = completion_id();
+    let created = now_secs();
+    let model = turn.model.clone();
+    let chunk = move |delta: Value, finish: Value| {
+        let v = json!({"id": id, "object": "chat.completion.chunk", "created": created,
+            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        Bytes::from(format!("data: {v}\n\n"))
+    };
+    tokio::spawn(async move {
+        let _ = tx.send(chunk(
+            json!({"role": "assistant", "content": ""}),
+            Value::Null,
+        ));
+        let run_id = format!("run_{}", lurkbot_core::random_hex(8));
+        let sender = tx.clone();
+        let text_chunk = chunk.clone();
+        let mut on_event = move |event: &AgentEvent| {
+            if let AgentEvent::Text(text) = event {
+                let _ = sender.send(text_chunk(json!({"content": text}), Value::Null));
+            }
+        };
+        let result = state
+            .host
+            .turn(&turn.key, &turn.message, &run_id, &mut on_event)
+            .await;
+        match result {
+            Ok(_) => {
+                let _ = tx.send(chunk(json!({}), json!("stop")));
+            }
+            Err(e) => {
+                let error = json!({"error": {"message": e.message, "type": "unavailable"}});
+                let _ = tx.send(Bytes::from(format!("data: {error}\n\n")));
+            }
+        }
+        let _ = tx.send(Bytes::from_static(b"data: [DONE]\n\n"));
+    });
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
+}

@@ -1,0 +1,91 @@
+//! The router and the server loop: one port for `/ws`, the HTTP API, the hooks and the web UI.
+//!
+//! Refusals at start: a non-loopback bind without a token, and `gateway.auth = "none"` on a
+//! non-loopback bind. Stopping (SIGINT/SIGTERM in the CLI, or the `stop` future) tells every
+//! WebSocket client (`shutdown` event), aborts running turns and records them as cancelled
+//! in their transcripts, then returns.
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::routing::{get, post};
+use lurkbot_core::GatewayAuth;
+use serde_json::json;
+use tokio::net::TcpListener;
+
+use crate::state::AppState;
+
+/// A reason the gateway will not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Unsafe settings.
+    #[error("{0}")]
+    Unsafe(String),
+    /// The port could not be bound or served.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The routes.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(crate::ui::index))
+        .route(
+            "/health",
+            get(|| async { axum::Json(json!({"ok": true, "version": env!("CARGO_PKG_VERSION")})) }),
+        )
+        .route("/ws", get(crate::ws::upgrade))
+        .route("/v1/models", get(crate::openai::models))
+        .route(
+            "/v1/chat/completions",
+            post(crate::openai::chat_completions),
+        )
+        .route("/hooks/wake", post(crate::hooks::wake))
+        .route("/hooks/agent", post(crate::hooks::agent))
+        .with_state(state)
+}
+
+/// Checks that `state`'s auth suits a listener on `addr`.
+///
+/// # Errors
+/// `Unsafe` naming the setting to change.
+pub fn check_safe(state: &AppState, addr: SocketAddr) -> Result<(), StartError> {
+    let loopback = addr.ip().is_loopback();
+    if !loopback && state.config.gateway.auth == GatewayAuth::None {
+        return Err(StartError::Unsafe(format!(
+            "gateway.auth = \"none\" is allowed on loopback only, not on {addr}; remove it or bind 127.0.0.1"
+        )));
+    }
+    if !loopback && state.token.is_none() {
+        return Err(StartError::Unsafe(format!(
+            "binding {addr} without a token is refused: set gateway.token (lurkbot init makes one) or LURKBOT_GATEWAY_TOKEN"
+        )));
+    }
+    Ok(())
+}
+
+/// Serves on `listener` until `stop` resolves, then shuts down cleanly.
+///
+/// # Errors
+/// `Unsafe` settings, or the server failing.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
+    check_safe(&state, listener.local_addr()?)?;
+    let app = router(state.clone());
+    let on_stop = state.clone();
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        stop.await;
+        on_stop.begin_shutdown();
+        on_stop.host.shutdown().await;
+    })
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,103 @@
+//! What every handler shares.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use lurkbot_core::{Config, Home};
+use lurkbot_term::TerminalExec;
+use tokio::sync::watch;
+
+use crate::auth::FailureLimiter;
+use crate::host::SessionHost;
+use crate::hub::{ClientApprover, Hub};
+
+/// The gateway's shared state.
+#[derive(Clone)]
+pub struct AppState {
+    /// The home.
+    pub home: Home,
+    /// Settings.
+    pub config: Arc<Config>,
+    /// The token clients must present (`None`: `gateway.auth = "none"` on loopback).
+    pub token: Option<Arc<str>>,
+    /// The hooks' bearer token (`None`: hooks are off).
+    pub hooks_token: Option<Arc<str>>,
+    /// Event fan-out.
+    pub hub: Hub,
+    /// Approvals asked of the clients.
+    pub approver: Arc<ClientApprover>,
+    /// Per-session agents and turns.
+    pub host: Arc<SessionHost>,
+    /// The pseudo-terminal.
+    pub exec: Arc<TerminalExec>,
+    /// Failed-auth limiter.
+    pub limiter: Arc<FailureLimiter>,
+    live_connections: Arc<AtomicUsize>,
+    shutdown: Arc<watch::Sender<bool>>,
+}
+
+impl AppState {
+    /// State for `home`.
+    pub fn new(
+        home: Home,
+        config: Config,
+        token: Option<String>,
+        hooks_token: Option<String>,
+    ) -> Self {
+        let hub = Hub::default();
+        let approver = Arc::new(ClientApprover::new(hub.clone()));
+        let host = Arc::new(SessionHost::new(
+            home.clone(),
+            config.clone(),
+            hub.clone(),
+            approver.clone(),
+        ));
+        let exec = Arc::new(TerminalExec::new(
+            home.clone(),
+            lurkbot_term::default_registry(),
+        ));
+        Self {
+            home,
+            config: Arc::new(config),
+            token: token.map(Arc::from),
+            hooks_token: hooks_token.map(Arc::from),
+            hub,
+            approver,
+            host,
+            exec,
+            limiter: Arc::new(FailureLimiter::default()),
+            live_connections: Arc::new(AtomicUsize::new(0)),
+            shutdown: Arc::new(watch::channel(false).0),
+        }
+    }
+
+    /// Tells every connection the gateway is stopping.
+    pub fn begin_shutdown(&self) {
+        let _ = self.shutdown.send(true);
+    }
+
+    /// Resolves when the gateway begins to stop.
+    pub fn stopping(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    /// Open WebSocket connections.
+    pub fn connections(&self) -> usize {
+        self.live_connections.load(Ordering::Relaxed)
+    }
+
+    /// Counts a connection while the guard lives.
+    pub fn connection_guard(&self) -> ConnectionGuard {
+        self.live_connections.fetch_add(1, Ordering::Relaxed);
+        ConnectionGuard(self.live_connections.clone())
+    }
+}
+
+/// Decrements the connection count when dropped.
+pub struct ConnectionGuard(Arc<AtomicUsize>);
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,259 @@
+//! `/ws`: the WebSocket protocol. The server speaks first (`connect.challenge {nonce, ts}`); the
+//! client's first request must be `connect` with a protocol range containing 1 and the token;
+//! anything else, or a wrong token, gets an error response and the connection is closed. After
+//! `hello-ok`, requests run concurrently (each answered by id), events arrive numbered by a
+//! per-connection `seq`, and a `tick` is sent every 15 s. Frames over the payload cap are
+//! refused with `INVALID_REQUEST` and the connection is closed.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::auth::{origin_allowed, token_matches};
+use crate::protocol::{
+    self, EVENTS, ErrorCode, MAX_PAYLOAD, METHODS, MethodError, PROTOCOL_VERSION, TICK_INTERVAL_MS,
+};
+use crate::state::AppState;
+
+/// Time allowed for the `connect` request.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the writer task sends.
+enum Out {
+    /// A response frame.
+    Frame(Value),
+    /// An event (numbered when sent).
+    Event(String, Value),
+    /// Close with a code and reason.
+    Close(u16, String),
+}
+
+/// The upgrade handler.
+pub(crate) async fn upgrade(
+    State(state): State<AppState>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    if !origin_allowed(origin, host, &state.config.gateway.allowed_origins) {
+        return (
+            StatusCode::FORBIDDEN,
+            "this browser origin may not use the gateway; add it to gateway.allowed_origins",
+        )
+            .into_response();
+    }
+    if let Some(wait) = state.limiter.blocked(addr.ip()) {
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("too many failed attempts; try again in {wait} s"),
+        )
+            .into_response();
+    }
+    ws.max_message_size(MAX_PAYLOAD * 2)
+        .max_frame_size(MAX_PAYLOAD * 2)
+        .on_upgrade(move |socket| connection(socket, state, addr.ip()))
+}
+
+async fn connection(socket: WebSocket, state: AppState, ip: IpAddr) {
+    let _counted = state.connection_guard();
+    let (sink, mut stream) = socket.split();
+    let (out, rx) = mpsc::unbounded_channel::<Out>();
+    let writer = tokio::spawn(write_loop(sink, rx));
+    let nonce = lurkbot_core::random_hex(16);
+    let _ = out.send(Out::Event(
+        "connect.challenge".into(),
+        json!({"nonce": nonce, "ts": lurkbot_core::now_ms()}),
+    ));
+    if handshake(&state, &mut stream, &out, ip).await {
+        serve(&state, &mut stream, &out).await;
+    }
+    drop(out);
+    let _ = writer.await;
+}
+
+/// Reads and answers the `connect` request; false when the connection must close.
+async fn handshake(
+    state: &AppState,
+    stream: &mut futures_util::stream::SplitStream<WebSocket>,
+    out: &mpsc::UnboundedSender<Out>,
+    ip: IpAddr,
+) -> bool {
+    let refuse = |id: Option<&str>, error: MethodError| {
+        let _ = out.send(Out::Frame(protocol::err(id, &error)));
+        let _ = out.send(Out::Close(close_code::POLICY, error.message));
+        false
+    };
+    let text = match tokio::time::timeout(CONNECT_TIMEOUT, stream.next()).await {
+        Ok(Some(Ok(Message::Text(text)))) => text,
+        Ok(Some(Ok(_))) => {
+            return refuse(
+                None,
+                MethodError::invalid("the first frame must be a connect request (JSON text)"),
+            );
+        }
+        Ok(_) => return false,
+        Err(_) => return refuse(None, MethodError::invalid("no connect request within 10 s")),
+    };
+    let request = match protocol::parse_request(text.as_str()) {
+        Ok(r) => r,
+        Err((id, e)) => return refuse(id.as_deref(), e),
+    };
+    let id = request.id.as_str();
+    if request.method != "connect" {
+        return refuse(
+            Some(id),
+            MethodError::invalid(format!(
+                "the first request must be 'connect', not '{}'",
+                request.method
+            )),
+        );
+    }
+    let p = &request.params;
+    let min = p
+        .get("minProtocol")
+        .and_then(Value::as_u64)
+        .unwrap_or(PROTOCOL_VERSION);
+    let max = p
+        .get("maxProtocol")
+        .and_then(Value::as_u64)
+        .unwrap_or(PROTOCOL_VERSION);
+    if !(min..=max).contains(&PROTOCOL_VERSION) {
+        return refuse(
+            Some(id),
+            MethodError::invalid(format!(
+                "protocol {min}..{max} not supported; this gateway speaks {PROTOCOL_VERSION}"
+            )),
+        );
+    }
+    if let Some(expected) = state.token.as_deref() {
+        let given = p
+            .pointer("/auth/token")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if !token_matches(expected, given) {
+            state.limiter.fail(ip);
+            return refuse(
+                Some(id),
+                MethodError::new(
+                    ErrorCode::Unauthorized,
+                    "wrong or missing token (auth.token); it is gateway.token in config.toml or LURKBOT_GATEWAY_TOKEN",
+                ),
+            );
+        }
+    }
+    let conn_id = format!("conn_{}", lurkbot_core::random_hex(6));
+    let _ = out.send(Out::Frame(protocol::ok(
+        id,
+        json!({
+            "type": "hello-ok",
+            "protocol": PROTOCOL_VERSION,
+            "server": {"version": env!("CARGO_PKG_VERSION"), "connId": conn_id},
+            "features": {"methods": METHODS, "events": EVENTS},
+            "policy": {"maxPayload": MAX_PAYLOAD, "tickIntervalMs": TICK_INTERVAL_MS},
+        }),
+    )));
+    true
+}
+
+/// Requests, events, ticks and shutdown until the client leaves.
+async fn serve(
+    state: &AppState,
+    stream: &mut futures_util::stream::SplitStream<WebSocket>,
+    out: &mpsc::UnboundedSender<Out>,
+) {
+    let mut events = state.hub.subscribe();
+    let mut stopping = state.stopping();
+    let mut tick = tokio::time::interval(Duration::from_millis(TICK_INTERVAL_MS));
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            frame = stream.next() => match frame {
+                Some(Ok(Message::Text(text))) => {
+                    if text.len() > MAX_PAYLOAD {
+                        let e = MethodError::invalid(format!("frame of {} bytes is over the {MAX_PAYLOAD}-byte cap", text.len()));
+                        let _ = out.send(Out::Frame(protocol::err(None, &e)));
+                        let _ = out.send(Out::Close(close_code::SIZE, "frame too large".into()));
+                        return;
+                    }
+                    request(state, text.as_str(), out);
+                }
+                Some(Ok(Message::Binary(_))) => {
+                    let e = MethodError::invalid("binary frames are not part of the protocol");
+                    let _ = out.send(Out::Frame(protocol::err(None, &e)));
+                }
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
+                Some(Ok(_)) => {}
+            },
+            event = events.recv() => match event {
+                Ok(b) => { let _ = out.send(Out::Event(b.event, b.payload)); }
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    let _ = out.send(Out::Event("lagged".into(), json!({"dropped": n})));
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            _ = tick.tick() => { let _ = out.send(Out::Event("tick".into(), json!({"ts": lurkbot_core::now_ms()}))); }
+            _ = stopping.changed() => {
+                let _ = out.send(Out::Event("shutdown".into(), json!({"reason": "the gateway is stopping"})));
+                let _ = out.send(Out::Close(close_code::AWAY, "gateway stopping".into()));
+                return;
+            }
+        }
+    }
+}
+
+/// Answers one request in its own task.
+fn request(state: &AppState, text: &str, out: &mpsc::UnboundedSender<Out>) {
+    let request = match protocol::parse_request(text) {
+        Ok(r) => r,
+        Err((id, e)) => {
+            let _ = out.send(Out::Frame(protocol::err(id.as_deref(), &e)));
+            return;
+        }
+    };
+    let state = state.clone();
+    let out = out.clone();
+    tokio::spawn(async move {
+        let frame = match crate::methods::call(&state, &request.method, &request.params).await {
+            Ok(payload) => protocol::ok(&request.id, payload),
+            Err(e) => protocol::err(Some(&request.id), &e),
+        };
+        let _ = out.send(Out::Frame(frame));
+    });
+}
+
+async fn write_loop(
+    mut sink: futures_util::stream::SplitSink<WebSocket, Message>,
+    mut rx: mpsc::UnboundedReceiver<Out>,
+) {
+    let mut seq = 0u64;
+    while let Some(item) = rx.recv().await {
+        let message = match item {
+            Out::Frame(v) => Message::Text(v.to_string().into()),
+            Out::Event(name, payload) => {
+                seq += 1;
+                Message::Text(protocol::event(&name, &payload, seq).to_string().into())
+            }
+            Out::Close(code, reason) => {
+                let _ = sink
+                    .send(Message::Close(Some(CloseFrame {
+                        code,
+                        reason: reason.chars().take(120).collect::<String>().into(),
+                    })))
+                    .await;
+                break;
+            }
+        };
+        if sink.send(message).await.is_err() {
+            break;
+        }
+    }
+}

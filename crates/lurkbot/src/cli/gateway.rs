@@ -1,0 +1,122 @@
+//! `lurkbot gateway [--bind ADDR] [--port N]`: the gateway, web UI and session host on one
+//! port. Logs one line with the URL; stops cleanly on SIGINT/SIGTERM (running turns are
+//! cancelled and recorded, clients get a `shutdown` event).
+//!
+//! The token is `LURKBOT_GATEWAY_TOKEN` (environment or the home's `.env`), else
+//! `gateway.token`; `gateway.auth = "none"` runs without one on loopback only. Hooks use
+//! `LURKBOT_HOOKS_TOKEN`. The URL line carries the token only as a `#token=` fragment and only
+//! when stdout is a terminal, so logs never hold it.
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Args;
+use lurkbot_core::{Config, GatewayAuth, Home, layout};
+use lurkbot_gateway::AppState;
+
+/// Flags of `lurkbot gateway`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 stopped cleanly, 1 the port could not be served, 2 unsafe or missing settings.\n\nExamples:\n  lurkbot gateway\n  lurkbot gateway --port 8080"
+)]
+pub(crate) struct GatewayArgs {
+    /// Address to bind (default gateway.bind, 127.0.0.1).
+    #[arg(long, value_name = "ADDR")]
+    bind: Option<String>,
+    /// Port (default gateway.port, 18789; 0 picks a free one).
+    #[arg(long, value_name = "N")]
+    port: Option<u16>,
+}
+
+pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> anyhow::Result<ExitCode> {
+    let home = Home::open(home_path)?;
+    let config = Config::load(&home.join(layout::CONFIG))?;
+    let vars = lurkbot_agent::setup::variables(&home);
+    let token = match config.gateway.auth {
+        GatewayAuth::None => None,
+        GatewayAuth::Token => {
+            let token = vars("LURKBOT_GATEWAY_TOKEN")
+                .or_else(|| config.gateway.token.clone())
+                .filter(|t| !t.trim().is_empty());
+            if token.is_none() {
+                eprintln!(
+                    "lurkbot gateway: no token: run `lurkbot init` (it writes gateway.token) or set LURKBOT_GATEWAY_TOKEN; gateway.auth = \"none\" runs without one on loopback only"
+                );
+                return Ok(ExitCode::from(2));
+            }
+            token
+        }
+    };
+    let hooks_token = vars("LURKBOT_HOOKS_TOKEN").filter(|t| !t.trim().is_empty());
+    let bind = args
+        .bind
+        .clone()
+        .unwrap_or_else(|| config.gateway.bind.clone());
+    let port = args.port.unwrap_or(config.gateway.port);
+    let addr: SocketAddr = match format!("{bind}:{port}")
+        .parse()
+        .or_else(|_| format!("[{bind}]:{port}").parse::<SocketAddr>())
+    {
+        Ok(a) => a,
+        Err(_) => {
+            eprintln!("lurkbot gateway: '{bind}' is not an IP address to bind");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let state = AppState::new(home, config, token.clone(), hooks_token);
+    if let Err(e) = lurkbot_gateway::check_safe(&state, addr) {
+        eprintln!("lurkbot gateway: {e}");
+        return Ok(ExitCode::from(2));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("lurkbot gateway: cannot listen on {addr}: {e}");
+                return Ok(ExitCode::from(1));
+            }
+        };
+        let local = listener.local_addr()?;
+        let url = format!("http://{local}/");
+        let line = match &token {
+            Some(t) if std::io::stdout().is_terminal() => {
+                format!("lurkbot gateway listening on {url} (web UI: {url}#token={t})")
+            }
+            Some(_) => {
+                format!("lurkbot gateway listening on {url} (token: gateway.token in config.toml)")
+            }
+            None => format!("lurkbot gateway listening on {url} (no token: loopback only)"),
+        };
+        crate::run::print_stdout(&format!("{line}\n"))?;
+        match lurkbot_gateway::serve(listener, state, stop_signal()).await {
+            Ok(()) => {
+                eprintln!("lurkbot gateway: stopped");
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("lurkbot gateway: {e}");
+                Ok(ExitCode::from(1))
+            }
+        }
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn stop_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async {
+            match term.as_mut() {
+                Some(t) => { t.recv().await; }
+                None => std::future::pending::<()>().await,
+            }
+        } => {}
+    }
+}
