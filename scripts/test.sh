@@ -22,12 +22,13 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # A Python venv with Radicale (a real CalDAV server; its vobject is also the independent
-# iCalendar parser the cal tests check exports with). Tests find it through LURKBOT_TEST_VENV.
+# iCalendar parser the cal tests check exports with) and the official `openai` package (the
+# gateway's OpenAI-compatible API is tested with it). Tests find it through LURKBOT_TEST_VENV.
 venv="${LURKBOT_TEST_VENV:-$HOME/.cache/lurkbot-test/venv}"
-if ! "$venv/bin/python" -c 'import radicale, vobject' 2>/dev/null; then
-  echo "creating $venv (radicale)"
+if ! "$venv/bin/python" -c 'import radicale, vobject, openai' 2>/dev/null; then
+  echo "creating $venv (radicale, openai)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q radicale
+  "$venv/bin/pip" install -q radicale openai
 fi
 export LURKBOT_TEST_VENV="$venv"
 

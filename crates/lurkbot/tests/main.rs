@@ -15,5 +15,6 @@ mod chat;
 mod cli;
 mod config;
 mod exec;
+mod gateway;
 mod init;
 mod rss;

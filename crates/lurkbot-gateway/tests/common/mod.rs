@@ -1,0 +1,221 @@
+//! A gateway served in-process on a free loopback port over a temp home whose model is the
+//! scripted provider, and a WebSocket client speaking the protocol.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use lurkbot_core::{Config, Home};
+use lurkbot_gateway::AppState;
+use lurkbot_llm::fake::{FakeProvider, Step};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+pub const TOKEN: &str = "test-token-0123456789";
+pub const HOOKS_TOKEN: &str = "hooks-token-abcdef";
+
+pub struct Gateway {
+    pub _dir: tempfile::TempDir,
+    pub home: Home,
+    pub fake: FakeProvider,
+    pub addr: std::net::SocketAddr,
+    pub state: AppState,
+    stop: Option<oneshot::Sender<()>>,
+    pub task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Gateway {
+    /// Starts with `config` (TOML appended to a model section) and scripted model replies.
+    pub async fn start(config: &str, steps: Vec<Step>) -> Self {
+        Self::start_with(config, steps, Some(TOKEN), Some(HOOKS_TOKEN)).await
+    }
+
+    pub async fn start_with(
+        config: &str,
+        steps: Vec<Step>,
+        token: Option<&str>,
+        hooks: Option<&str>,
+    ) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::open(&dir.path().join("home")).unwrap();
+        lurkbot_core::init_home(&home, &[]).unwrap();
+        let fake = FakeProvider::start(steps).await;
+        let text = format!("[agent]\nmodel = \"openai/fake\"\n{config}");
+        std::fs::write(home.join("config.toml"), &text).unwrap();
+        std::fs::write(
+            home.join(".env"),
+            format!("OPENAI_BASE_URL={}/v1\n", fake.url),
+        )
+        .unwrap();
+        let config = Config::parse(std::path::Path::new("config.toml"), &text).unwrap();
+        let state = AppState::new(
+            home.clone(),
+            config,
+            token.map(str::to_string),
+            hooks.map(str::to_string),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let serving = state.clone();
+        let task = tokio::spawn(async move {
+            lurkbot_gateway::serve(listener, serving, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        Self {
+            _dir: dir,
+            home,
+            fake,
+            addr,
+            state,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}/ws", self.addr)
+    }
+
+    /// Stops the gateway and waits for it to finish.
+    pub async fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(Duration::from_secs(10), task)
+                .await
+                .expect("the gateway stops within 10 s")
+                .unwrap();
+        }
+    }
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+pub struct Client {
+    pub ws: Ws,
+    pub events: Vec<Value>,
+    next: u64,
+}
+
+impl Client {
+    /// Opens the socket (no handshake yet).
+    pub async fn open(gw: &Gateway) -> Self {
+        let (ws, _) = tokio_tungstenite::connect_async(gw.ws_url()).await.unwrap();
+        Self {
+            ws,
+            events: Vec::new(),
+            next: 0,
+        }
+    }
+
+    /// Opens with extra request headers; the HTTP status when the upgrade is refused.
+    pub async fn open_with(gw: &Gateway, headers: &[(&str, &str)]) -> Result<Self, u16> {
+        let mut request = gw.ws_url().into_client_request().unwrap();
+        for (k, v) in headers {
+            let name: tokio_tungstenite::tungstenite::http::HeaderName = k.parse().unwrap();
+            request.headers_mut().insert(name, v.parse().unwrap());
+        }
+        match tokio_tungstenite::connect_async(request).await {
+            Ok((ws, _)) => Ok(Self {
+                ws,
+                events: Vec::new(),
+                next: 0,
+            }),
+            Err(tokio_tungstenite::tungstenite::Error::Http(r)) => Err(r.status().as_u16()),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Opens and completes the handshake with `token`; returns the hello payload.
+    pub async fn connect(gw: &Gateway, token: &str) -> (Self, Value) {
+        let mut c = Self::open(gw).await;
+        let challenge = c.recv().await.expect("challenge");
+        assert_eq!(challenge["event"], "connect.challenge");
+        let res = c.request("connect", connect_params(token)).await;
+        assert_eq!(res["ok"], true, "{res}");
+        let hello = res["payload"].clone();
+        (c, hello)
+    }
+
+    pub async fn send(&mut self, frame: &Value) {
+        self.ws
+            .send(Message::Text(frame.to_string().into()))
+            .await
+            .unwrap();
+    }
+
+    /// The next text frame as JSON; `None` when the server closed.
+    pub async fn recv(&mut self) -> Option<Value> {
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(20), self.ws.next())
+                .await
+                .expect("a frame within 20 s")?;
+            match msg {
+                Ok(Message::Text(t)) => return Some(serde_json::from_str(t.as_str()).unwrap()),
+                Ok(Message::Close(_)) | Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// The close code the server sent (reads until the close frame).
+    pub async fn close_code(&mut self) -> Option<u16> {
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), self.ws.next())
+                .await
+                .ok()??
+            {
+                Ok(Message::Close(frame)) => return frame.map(|f| u16::from(f.code)),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Sends a request and waits for its response; events meanwhile are kept in `events`.
+    pub async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = format!("r{}", self.next);
+        self.send(&json!({"type": "req", "id": id, "method": method, "params": params}))
+            .await;
+        loop {
+            let frame = self.recv().await.expect("a response before close");
+            if frame["type"] == "res" && frame["id"] == id {
+                return frame;
+            }
+            self.events.push(frame);
+        }
+    }
+
+    /// Waits for an event matching `pred` (looking at already received ones first).
+    pub async fn event(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        if let Some(pos) = self.events.iter().position(&pred) {
+            return self.events.remove(pos);
+        }
+        loop {
+            let frame = self.recv().await.expect("an event before close");
+            if frame["type"] == "event" && pred(&frame) {
+                return frame;
+            }
+            self.events.push(frame);
+        }
+    }
+}
+
+pub fn connect_params(token: &str) -> Value {
+    json!({"minProtocol": 1, "maxProtocol": 1,
+        "client": {"id": "test", "version": "1", "platform": "linux", "mode": "test"},
+        "role": "operator", "auth": {"token": token}})
+}

@@ -1,0 +1,83 @@
+//! The official `openai` Python package (installed in the test venv by `scripts/test.sh`) talks
+//! to a gateway backed by the scripted provider: models, a completion, a streamed completion,
+//! and a wrong key raising its authentication error.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use lurkbot_llm::fake::Step;
+use serde_json::Value;
+
+mod common;
+use common::{Gateway, TOKEN};
+
+const SCRIPT: &str = r#"
+import json, sys, openai
+base, key = sys.argv[1], sys.argv[2]
+client = openai.OpenAI(base_url=base, api_key=key)
+out = {"models": [m.id for m in client.models.list()]}
+r = client.chat.completions.create(model="lurkbot", messages=[{"role": "user", "content": "hello"}])
+out["text"] = r.choices[0].message.content
+out["finish"] = r.choices[0].finish_reason
+pieces = []
+for chunk in client.chat.completions.create(model="lurkbot/main", stream=True,
+        messages=[{"role": "user", "content": "stream"}]):
+    if chunk.choices and chunk.choices[0].delta.content:
+        pieces.append(chunk.choices[0].delta.content)
+out["pieces"] = pieces
+try:
+    openai.OpenAI(base_url=base, api_key="wrong", max_retries=0).models.list()
+    out["wrong"] = "accepted"
+except openai.AuthenticationError as e:
+    out["wrong"] = e.status_code
+print(json.dumps(out))
+"#;
+
+fn venv_python() -> std::path::PathBuf {
+    let venv = std::env::var_os("LURKBOT_TEST_VENV")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::home_dir().map(|h| h.join(".cache/lurkbot-test/venv")))
+        .unwrap();
+    let python = venv.join("bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test.sh, which creates the test venv (openai)",
+        python.display()
+    );
+    python
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_python_sdk_talks_to_the_gateway() {
+    let gw = Gateway::start(
+        "",
+        vec![
+            Step::text("Hello from LurkBot."),
+            Step::text("Streamed in pieces."),
+        ],
+    )
+    .await;
+    let base = gw.url("/v1");
+    let python = venv_python();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python)
+            .args(["-c", SCRIPT, &base, TOKEN])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["models"][0], "lurkbot");
+    assert_eq!(result["text"], "Hello from LurkBot.");
+    assert_eq!(result["finish"], "stop");
+    let pieces: Vec<&str> = result["pieces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(pieces.len() >= 2, "{pieces:?}");
+    assert_eq!(pieces.concat(), "Streamed in pieces.");
+    assert_eq!(result["wrong"], 401);
+}

@@ -1,0 +1,299 @@
+//! The WebSocket protocol against a real gateway on loopback: handshake, refusals (bad first
+//! frame, wrong token and its rate limit, foreign origin, oversized frame, unknown method),
+//! methods, 100 clients at once, a streamed turn with an approval answered by the client, abort,
+//! and shutdown.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use futures_util::future::join_all;
+use lurkbot_llm::fake::Step;
+use serde_json::json;
+
+mod common;
+use common::{Client, Gateway, TOKEN, connect_params};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handshake_methods_and_refusals_on_an_open_connection() {
+    let gw = Gateway::start("", vec![]).await;
+    let (mut c, hello) = Client::connect(&gw, TOKEN).await;
+    assert_eq!(hello["type"], "hello-ok");
+    assert_eq!(hello["protocol"], 1);
+    assert!(
+        hello["server"]["connId"]
+            .as_str()
+            .unwrap()
+            .starts_with("conn_")
+    );
+    let methods = hello["features"]["methods"].as_array().unwrap();
+    assert!(
+        methods.iter().any(|m| m == "terminal.exec") && methods.iter().any(|m| m == "chat.send")
+    );
+    assert!(hello["policy"]["maxPayload"].as_u64().unwrap() > 1000);
+
+    let health = c.request("health", json!({})).await;
+    assert_eq!(
+        (health["ok"].clone(), health["payload"]["ok"].clone()),
+        (json!(true), json!(true))
+    );
+    let unknown = c.request("frobnicate", json!({})).await;
+    assert_eq!(unknown["ok"], false);
+    assert_eq!(unknown["error"]["code"], "NOT_FOUND");
+    // A malformed frame is answered and the connection stays usable.
+    c.send(&json!({"type": "req", "id": "x1", "method": "health", "params": [1]}))
+        .await;
+    let bad = c.recv().await.unwrap();
+    assert_eq!(
+        (bad["id"].clone(), bad["error"]["code"].clone()),
+        (json!("x1"), json!("INVALID_REQUEST"))
+    );
+    let missing = c.request("chat.send", json!({})).await;
+    assert!(
+        missing["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("message")
+    );
+
+    // terminal.exec answers with the envelope; a refused command is still ok at the RPC level.
+    let exec = c.request("terminal.exec", json!({"command": "help"})).await;
+    assert_eq!(exec["ok"], true);
+    assert_eq!(exec["payload"]["exit_code"], 0);
+    assert!(exec["payload"]["stdout"].as_str().unwrap().contains("zip"));
+    let refused = c
+        .request("terminal.exec", json!({"command": "rm -rf /"}))
+        .await;
+    assert_eq!(refused["ok"], true);
+    assert_eq!(refused["payload"]["error_code"], "UnknownCommand");
+    let bad_key = c
+        .request(
+            "terminal.exec",
+            json!({"command": "help", "sessionKey": "nope"}),
+        )
+        .await;
+    assert_eq!(bad_key["error"]["code"], "INVALID_REQUEST");
+    let status = c.request("status", json!({})).await;
+    assert_eq!(status["payload"]["connections"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_first_frame_or_wrong_token_closes_the_connection() {
+    let gw = Gateway::start("", vec![]).await;
+    for first in [
+        json!({"type": "req", "id": "1", "method": "health", "params": {}}),
+        json!({"hello": "there"}),
+        json!({"type": "req", "id": "2", "method": "connect",
+            "params": {"minProtocol": 2, "maxProtocol": 3, "auth": {"token": TOKEN}}}),
+    ] {
+        let mut c = Client::open(&gw).await;
+        c.recv().await.unwrap();
+        c.send(&first).await;
+        let res = c.recv().await.unwrap();
+        assert_eq!(res["error"]["code"], "INVALID_REQUEST", "{first} → {res}");
+        assert!(c.recv().await.is_none(), "closed after {first}");
+    }
+    // Wrong tokens: UNAUTHORIZED and closed; after five, the address is refused for a while.
+    for _ in 0..lurkbot_gateway::MAX_FAILURES {
+        let mut c = Client::open(&gw).await;
+        c.recv().await.unwrap();
+        let res = c.request("connect", connect_params("wrong")).await;
+        assert_eq!(res["error"]["code"], "UNAUTHORIZED");
+        assert!(!res["error"]["message"].as_str().unwrap().contains(TOKEN));
+        assert!(c.recv().await.is_none());
+    }
+    assert_eq!(Client::open_with(&gw, &[]).await.err(), Some(429));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn origins_and_oversized_frames_are_refused() {
+    let gw = Gateway::start(
+        "[gateway]\nallowed_origins = [\"https://app.example\"]\n",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        Client::open_with(&gw, &[("Origin", "http://evil.example")])
+            .await
+            .err(),
+        Some(403)
+    );
+    let own = format!("http://{}", gw.addr);
+    assert!(
+        Client::open_with(&gw, &[("Origin", own.as_str())])
+            .await
+            .is_ok()
+    );
+    assert!(
+        Client::open_with(&gw, &[("Origin", "https://app.example")])
+            .await
+            .is_ok()
+    );
+
+    let (mut c, hello) = Client::connect(&gw, TOKEN).await;
+    let cap = hello["policy"]["maxPayload"].as_u64().unwrap() as usize;
+    let big = json!({"type": "req", "id": "big", "method": "terminal.exec",
+        "params": {"command": "help", "stdin": "x".repeat(cap + 10)}});
+    c.send(&big).await;
+    let res = c.recv().await.unwrap();
+    assert_eq!(res["error"]["code"], "INVALID_REQUEST");
+    assert!(res["error"]["message"].as_str().unwrap().contains("cap"));
+    assert_eq!(c.close_code().await, Some(1009));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_clients_at_once() {
+    let gw = Gateway::start("", vec![]).await;
+    let clients = join_all((0..100).map(|_| async {
+        let (mut c, _) = Client::connect(&gw, TOKEN).await;
+        let res = c.request("health", json!({})).await;
+        assert_eq!(res["payload"]["ok"], true);
+        c
+    }))
+    .await;
+    let mut one = Client::connect(&gw, TOKEN).await.0;
+    assert_eq!(
+        one.request("status", json!({})).await["payload"]["connections"],
+        101
+    );
+    drop(clients);
+}
+
+const CREATE: &str = "cal create-event --calendar-id 1 --title Dentist --start 2026-11-24T09:00:00Z --end 2026-11-24T09:30:00Z --confirm";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_streams_events_and_waits_for_the_clients_approval() {
+    let gw = Gateway::start(
+        "[permissions]\ncalendar = \"read-write\"\n",
+        vec![
+            Step::call("c1", "terminal_exec", json!({"command": CREATE})),
+            Step::text("Booked it."),
+        ],
+    )
+    .await;
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    let sent = c
+        .request("chat.send", json!({"message": "book the dentist"}))
+        .await;
+    let run_id = sent["payload"]["runId"].as_str().unwrap().to_string();
+    let asked = c.event(|e| e["event"] == "exec.approval.requested").await;
+    assert_eq!(asked["payload"]["tool"], "terminal_exec");
+    assert_eq!(asked["payload"]["summary"], CREATE);
+    assert_eq!(asked["payload"]["sessionKey"], "agent:main:main");
+    // Busy: a second turn on the session is refused while this one waits.
+    let busy = c.request("chat.send", json!({"message": "again"})).await;
+    assert_eq!(busy["error"]["code"], "UNAVAILABLE");
+    let approval = asked["payload"]["approvalId"].as_str().unwrap();
+    let bogus = c
+        .request(
+            "exec.approval.resolve",
+            json!({"approvalId": "appr_none", "decision": "allow-once"}),
+        )
+        .await;
+    assert_eq!(bogus["error"]["code"], "NOT_FOUND");
+    let resolved = c
+        .request(
+            "exec.approval.resolve",
+            json!({"approvalId": approval, "decision": "allow-once"}),
+        )
+        .await;
+    assert_eq!(resolved["ok"], true, "{resolved}");
+    let tool_end = c
+        .event(|e| e["event"] == "agent" && e["payload"]["data"]["phase"] == "end")
+        .await;
+    assert_eq!(tool_end["payload"]["data"]["isError"], false);
+    let fin = c
+        .event(|e| e["event"] == "chat" && e["payload"]["state"] == "final")
+        .await;
+    assert_eq!(fin["payload"]["text"], "Booked it.");
+    assert_eq!(fin["payload"]["runId"], run_id.as_str());
+    // Deltas arrived before the final event, and event seq numbers only grow.
+    let waited = c
+        .request("agent.wait", json!({"runId": run_id, "timeoutMs": 5000}))
+        .await;
+    assert_eq!(waited["payload"]["status"], "ok");
+    assert_eq!(waited["payload"]["text"], "Booked it.");
+    let seqs: Vec<u64> = c.events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let history = c.request("chat.history", json!({})).await;
+    let messages = history["payload"]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 4, "{history}");
+    let listed = c.request("sessions.list", json!({})).await;
+    assert_eq!(listed["payload"]["sessions"][0]["turns"], 1);
+    let exec = c
+        .request("terminal.exec", json!({"command": "cal list-events --from 2026-11-01T00:00:00Z --to 2026-12-01T00:00:00Z"}))
+        .await;
+    assert_eq!(
+        exec["payload"]["result"]["events"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abort_and_shutdown_record_the_cancelled_turns() {
+    let mut gw = Gateway::start(
+        "",
+        vec![Step::Stall("Thinking".into()), Step::Stall("Still".into())],
+    )
+    .await;
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    let sent = c.request("chat.send", json!({"message": "long one"})).await;
+    let run_id = sent["payload"]["runId"].as_str().unwrap().to_string();
+    c.event(|e| e["event"] == "chat" && e["payload"]["state"] == "delta")
+        .await;
+    let aborted = c.request("chat.abort", json!({})).await;
+    assert_eq!(aborted["payload"]["aborted"], true);
+    c.event(|e| e["event"] == "chat" && e["payload"]["state"] == "aborted")
+        .await;
+    let waited = c.request("agent.wait", json!({"runId": run_id})).await;
+    assert_eq!(waited["payload"]["status"], "aborted");
+    let history = c.request("chat.history", json!({})).await.to_string();
+    assert!(
+        history.contains("[the user cancelled this turn]"),
+        "{history}"
+    );
+
+    // Shutdown with a turn in flight: the client hears it, the turn is recorded as cancelled.
+    let other = c
+        .request(
+            "chat.send",
+            json!({"message": "another", "sessionKey": "agent:main:dm:web:me"}),
+        )
+        .await;
+    assert_eq!(other["ok"], true);
+    c.event(|e| e["event"] == "chat" && e["payload"]["state"] == "delta")
+        .await;
+    gw.stop().await;
+    c.event(|e| e["event"] == "shutdown").await;
+    let sessions = lurkbot_agent::Sessions::open(&gw.home, "main");
+    let key = lurkbot_core::SessionKey::parse("agent:main:dm:web:me").unwrap();
+    let entry = sessions.get_or_create(&key).unwrap();
+    let text = serde_json::to_string(&sessions.history(&entry.session_id).unwrap()).unwrap();
+    assert!(text.contains("[the user cancelled this turn]"), "{text}");
+}
+
+#[tokio::test]
+async fn unsafe_binds_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = lurkbot_core::Home::open(dir.path()).unwrap();
+    let config = lurkbot_core::Config::default();
+    let public: std::net::SocketAddr = "0.0.0.0:18789".parse().unwrap();
+    let loopback: std::net::SocketAddr = "127.0.0.1:18789".parse().unwrap();
+    let no_token = lurkbot_gateway::AppState::new(home.clone(), config.clone(), None, None);
+    assert!(
+        lurkbot_gateway::check_safe(&no_token, public)
+            .unwrap_err()
+            .to_string()
+            .contains("token")
+    );
+    assert!(lurkbot_gateway::check_safe(&no_token, loopback).is_ok());
+    let mut none = config.clone();
+    none.gateway.auth = lurkbot_core::GatewayAuth::None;
+    let with_none = lurkbot_gateway::AppState::new(home, none, Some("t".into()), None);
+    assert!(
+        lurkbot_gateway::check_safe(&with_none, public)
+            .unwrap_err()
+            .to_string()
+            .contains("loopback")
+    );
+}

@@ -1,0 +1,76 @@
+//! `lurkbot gateway` as a user runs it: one log line with the URL (no token in it when stdout
+//! is not a terminal), `/health` at once, a clean stop on SIGTERM, and the refusals at start.
+
+use std::io::{BufRead, BufReader};
+use std::time::{Duration, Instant};
+
+use crate::util::Test;
+
+#[test]
+fn starts_logs_one_line_and_stops_on_sigterm() {
+    let t = Test::init();
+    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    let token = config
+        .lines()
+        .find_map(|l| l.strip_prefix("token = \""))
+        .unwrap()
+        .trim_end_matches('"')
+        .to_string();
+    assert!(token.len() >= 32);
+    let started = Instant::now();
+    let mut child = t.command(&["gateway", "--port", "0"], &[]).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(
+        line.starts_with("lurkbot gateway listening on http://127.0.0.1:"),
+        "{line}"
+    );
+    assert!(
+        !line.contains(&token),
+        "the token never reaches a log: {line}"
+    );
+    let url = line.split_whitespace().nth(4).unwrap().to_string();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    use std::io::{Read, Write};
+    write!(
+        stream,
+        "GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("\"ok\":true"));
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stopped"));
+}
+
+#[test]
+fn unsafe_or_incomplete_settings_refuse_to_start() {
+    let t = Test::init();
+    // auth = none on a public bind.
+    assert_eq!(t.run(&["config", "set", "gateway.auth", "none"]).status, 0);
+    let out = t.run(&["gateway", "--bind", "0.0.0.0", "--port", "0"]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("loopback"), "{}", out.stderr);
+    let out = t.run(&["gateway", "--bind", "not-an-ip", "--port", "0"]);
+    assert_eq!(out.status, 2);
+    // No token at all with auth = token.
+    let bare = Test::new();
+    std::fs::create_dir_all(bare.path("")).unwrap();
+    let out = bare.run(&["gateway", "--port", "0"]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("lurkbot init"), "{}", out.stderr);
+}
