@@ -1,0 +1,299 @@
+//! The web UI in a real headless Chromium driven through chromedriver (Debian `chromium` and
+//! `chromium-driver`, installed by `scripts/test.sh`): sign in with a `#token=` fragment, send a
+//! message and see the streamed reply, open a new session and answer an approval card, switch
+//! sessions, see the IRC light red for a session without IRC, use it at phone width, and a wrong
+//! token asking for the token. A screenshot is saved under the target directory.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client as Browser, ClientBuilder, Locator};
+use lurkbot_llm::fake::Step;
+use serde_json::{Value, json};
+
+mod common;
+use common::{Gateway, TOKEN};
+
+/// chromedriver on a free port, killed on drop.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Driver {
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect(
+                "chromedriver is missing: scripts/test.sh installs chromium and chromium-driver",
+            );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, port }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn browser(driver: &Driver) -> Browser {
+    let profile = tempfile::tempdir().unwrap().keep();
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({"binary": "/usr/bin/chromium", "args": [
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-dev-shm-usage", "--window-size=1200,800",
+            format!("--user-data-dir={}", profile.display())]}),
+    );
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a chromium session")
+}
+
+/// Polls a JavaScript expression until it is truthy; returns its value.
+async fn until(b: &Browser, what: &str, script: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = b
+            .execute(&format!("return {script};"), vec![])
+            .await
+            .unwrap();
+        if !(v.is_null() || v == json!(false) || v == json!("") || v == json!(0)) {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what} ({script})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+const CREATE: &str = "cal create-event --calendar-id 1 --title Dentist --start 2026-11-24T09:00:00Z --end 2026-11-24T09:30:00Z --confirm";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_sessions_approvals_and_the_irc_light_in_chromium() {
+    let gw = Gateway::start(
+        "[permissions]\ncalendar = \"read-write\"\n",
+        vec![
+            Step::text("Hello from the browser test."),
+            Step::call("c1", "terminal_exec", json!({"command": CREATE})),
+            Step::text("Booked the dentist."),
+        ],
+    )
+    .await;
+    let driver = Driver::start();
+    let b = browser(&driver).await;
+    b.goto(&gw.url(&format!("/#token={TOKEN}"))).await.unwrap();
+    until(
+        &b,
+        "connected",
+        "document.getElementById('status').textContent === 'connected'",
+    )
+    .await;
+    // The fragment is consumed and removed from the address bar.
+    assert_eq!(
+        b.execute("return location.hash;", vec![]).await.unwrap(),
+        ""
+    );
+
+    // IRC light: red for a session without IRC, and it names no server, channel or nick.
+    let irc = b.find(Locator::Css("#irc")).await.unwrap();
+    assert_eq!(
+        irc.attr("data-state").await.unwrap().as_deref(),
+        Some("red")
+    );
+    assert_eq!(irc.text().await.unwrap().trim(), "IRC");
+    let color = b
+        .execute(
+            "return getComputedStyle(document.getElementById('irc-dot')).backgroundColor;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(color, "rgb(217, 83, 79)");
+
+    // Send a message and see the streamed reply.
+    b.find(Locator::Css("#input"))
+        .await
+        .unwrap()
+        .send_keys("hello")
+        .await
+        .unwrap();
+    b.find(Locator::Css("#send-button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &b,
+        "the reply",
+        "[...document.querySelectorAll('.msg.assistant')].some(e => e.textContent === 'Hello from the browser test.')",
+    )
+    .await;
+    assert_eq!(
+        gw.fake.requests()[0].body["messages"]
+            .to_string()
+            .contains("hello"),
+        true
+    );
+
+    // A new session, a message needing approval, answered with the card's button.
+    b.find(Locator::Css("#new-session"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &b,
+        "two sessions",
+        "document.querySelectorAll('#sessions .session').length === 2",
+    )
+    .await;
+    assert_eq!(
+        b.execute("return document.querySelectorAll('.msg').length;", vec![])
+            .await
+            .unwrap(),
+        0
+    );
+    b.find(Locator::Css("#input"))
+        .await
+        .unwrap()
+        .send_keys("book the dentist")
+        .await
+        .unwrap();
+    b.find(Locator::Css("#send-button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &b,
+        "the approval card",
+        "document.querySelector('.card.approval button[data-decision=\"allow-once\"]')",
+    )
+    .await;
+    let card = b
+        .find(Locator::Css(".card.approval"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        card.contains("terminal_exec") && card.contains("cal create-event"),
+        "{card}"
+    );
+    b.find(Locator::Css(
+        ".card.approval button[data-decision=\"allow-once\"]",
+    ))
+    .await
+    .unwrap()
+    .click()
+    .await
+    .unwrap();
+    until(
+        &b,
+        "the booked reply",
+        "[...document.querySelectorAll('.msg.assistant')].some(e => e.textContent === 'Booked the dentist.')",
+    )
+    .await;
+    until(&b, "a finished tool card", "[...document.querySelectorAll('.card.tool')].some(e => e.textContent.startsWith('✓ terminal_exec'))").await;
+    let shot = b.screenshot().await.unwrap();
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("gateway-ui.png"), &shot).unwrap();
+    assert!(shot.starts_with(b"\x89PNG"));
+
+    // Back to the main session: its history is shown.
+    b.find(Locator::Css(
+        "#sessions .session[data-key=\"agent:main:main\"]",
+    ))
+    .await
+    .unwrap()
+    .click()
+    .await
+    .unwrap();
+    until(
+        &b,
+        "the main history",
+        "[...document.querySelectorAll('.msg.user')].some(e => e.textContent === 'hello') && ![...document.querySelectorAll('.msg')].some(e => e.textContent === 'Booked the dentist.')",
+    )
+    .await;
+
+    // Phone width: the session list hides behind the menu button.
+    b.set_window_size(390, 800).await.unwrap();
+    until(
+        &b,
+        "the menu button",
+        "getComputedStyle(document.getElementById('menu')).display !== 'none'",
+    )
+    .await;
+    until(
+        &b,
+        "the hidden session list",
+        "document.getElementById('nav').getBoundingClientRect().right <= 0",
+    )
+    .await;
+    b.find(Locator::Css("#menu"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &b,
+        "the open menu",
+        "document.getElementById('nav').getBoundingClientRect().left >= 0",
+    )
+    .await;
+    let wide = b
+        .execute(
+            "return [document.documentElement.scrollWidth, window.innerWidth];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        wide[0].as_u64() <= wide[1].as_u64(),
+        "no horizontal scrolling at phone width: {wide}"
+    );
+
+    // A wrong token: the page asks for the token instead.
+    b.execute(
+        "localStorage.setItem('lurkbot.token', 'wrong'); location.reload();",
+        vec![],
+    )
+    .await
+    .unwrap();
+    until(
+        &b,
+        "the token prompt",
+        "document.getElementById('login').classList.contains('shown')",
+    )
+    .await;
+    b.close().await.unwrap();
+}
