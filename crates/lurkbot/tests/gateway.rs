@@ -74,3 +74,102 @@ fn unsafe_or_incomplete_settings_refuse_to_start() {
     assert_eq!(out.status, 2, "{}", out.stderr);
     assert!(out.stderr.contains("lurkbot init"), "{}", out.stderr);
 }
+
+/// A running `lurkbot gateway` process, stopped on drop.
+struct Running {
+    child: std::process::Child,
+    ws: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(t: &Test, env: &[(&str, &str)]) -> Running {
+    let mut child = t.command(&["gateway", "--port", "0"], env).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.split_whitespace().nth(4).unwrap();
+    let ws = format!("{}ws", url.replace("http://", "ws://"));
+    Running { child, ws }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_and_agent_run_inside_the_gateway() {
+    use lurkbot_llm::fake::{FakeProvider, Step};
+    let t = Test::init();
+    let fake = FakeProvider::start(vec![
+        Step::call(
+            "c1",
+            "terminal_exec",
+            serde_json::json!({"command": "help"}),
+        ),
+        Step::text("Remote answer."),
+    ])
+    .await;
+    let base = format!("{}/v1", fake.url);
+    let gw = start(
+        &t,
+        &[("LURKBOT_MODEL", "openai/fake"), ("OPENAI_BASE_URL", &base)],
+    );
+
+    let client = Test::init();
+    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    let token = config
+        .lines()
+        .find_map(|l| l.strip_prefix("token = \""))
+        .unwrap()
+        .trim_end_matches('"')
+        .to_string();
+    let env = [("LURKBOT_GATEWAY_TOKEN", token.as_str())];
+    let out = client.run_env(&["exec", "--gateway", &gw.ws, "help"], &env);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("zip"));
+    let out = client.run_env(&["exec", "--json", "--gateway", &gw.ws, "nosuch"], &env);
+    assert_eq!(out.status, 127);
+    assert_eq!(out.json()["error_code"], "UnknownCommand");
+    // The audit record is written by the gateway's home, not the client's.
+    assert!(t.audit_text().contains("nosuch"));
+    assert!(!client.audit_text().contains("nosuch"));
+    // LURKBOT_GATEWAY_URL works as the flag does; a wrong token is refused.
+    let out = client.run_env(
+        &["exec", "help"],
+        &[
+            ("LURKBOT_GATEWAY_URL", gw.ws.as_str()),
+            ("LURKBOT_GATEWAY_TOKEN", "wrong"),
+        ],
+    );
+    assert_eq!(out.status, 1);
+    assert!(out.stderr.contains("UNAUTHORIZED"), "{}", out.stderr);
+
+    let out = client.run_env(
+        &["agent", "--gateway", &gw.ws, "-m", "what can you do?"],
+        &env,
+    );
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "Remote answer.\n");
+    assert!(out.stderr.contains("→ terminal_exec"), "{}", out.stderr);
+    let history = t.run(&["sessions", "history"]).stdout;
+    assert!(
+        history.contains("Remote answer."),
+        "the gateway's home holds the turn: {history}"
+    );
+    let out = client.run_env(
+        &[
+            "agent",
+            "--gateway",
+            &gw.ws,
+            "--model",
+            "openai/x",
+            "-m",
+            "x",
+        ],
+        &env,
+    );
+    assert_eq!(out.status, 2);
+}

@@ -35,6 +35,10 @@ pub(crate) struct AgentArgs {
     /// One JSON event per line on stdout instead of text.
     #[arg(long)]
     json: bool,
+    /// Run the turn in a gateway's session host (ws://HOST:PORT/ws; default
+    /// LURKBOT_GATEWAY_URL).
+    #[arg(long, value_name = "URL")]
+    gateway: Option<String>,
 }
 
 /// The home, its config and the models to use, or the exit status after saying what is
@@ -58,6 +62,16 @@ pub(crate) fn prepare(
 
 pub(crate) fn run(home_path: &Path, args: AgentArgs) -> anyhow::Result<ExitCode> {
     let session = SessionKey::parse(&args.session)?;
+    if let Some(url) = super::remote::gateway_url(args.gateway.as_deref()) {
+        if args.model.is_some() {
+            eprintln!(
+                "lurkbot agent: --model cannot be combined with --gateway (the gateway's model answers)"
+            );
+            return Ok(ExitCode::from(2));
+        }
+        let home = Home::open(home_path)?;
+        return super::agent_remote::run(&home, &url, &session, &args.message, args.json);
+    }
     let (home, config, failover) = match prepare(home_path, args.model.as_deref(), "agent")? {
         Ok(ready) => ready,
         Err(status) => return Ok(status),

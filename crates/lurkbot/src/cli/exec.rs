@@ -33,6 +33,11 @@ pub(crate) struct ExecArgs {
     /// Cancel the command after this many milliseconds (exit 124, Timeout).
     #[arg(long, value_name = "MS")]
     timeout_ms: Option<u64>,
+    /// Run inside a gateway's session host (ws://HOST:PORT/ws; default LURKBOT_GATEWAY_URL),
+    /// which keeps per-session connections alive; the token is LURKBOT_GATEWAY_TOKEN or
+    /// gateway.token.
+    #[arg(long, value_name = "URL")]
+    gateway: Option<String>,
     /// The command, as one string, e.g. "zip list --in workspace/a.zip".
     #[arg(value_name = "COMMAND", allow_hyphen_values = true)]
     command: String,
@@ -56,6 +61,9 @@ pub(crate) fn run(home_path: &Path, args: ExecArgs) -> anyhow::Result<ExitCode> 
         (None, None) => None,
     };
     let home = Home::open(home_path)?;
+    if let Some(url) = super::remote::gateway_url(args.gateway.as_deref()) {
+        return remote(&home, &url, &args, &session, stdin);
+    }
     let exec = TerminalExec::new(home, default_registry());
     let request = ExecRequest {
         command: args.command,
@@ -72,8 +80,50 @@ pub(crate) fn run(home_path: &Path, args: ExecArgs) -> anyhow::Result<ExitCode> 
         .enable_all()
         .build()?;
     let envelope = runtime.block_on(exec.run(request));
-    if args.json {
-        let mut line = serde_json::to_string(&envelope)?;
+    print(args.json, &envelope)
+}
+
+/// Runs the command in the gateway's session host.
+fn remote(
+    home: &Home,
+    url: &str,
+    args: &ExecArgs,
+    session: &SessionKey,
+    stdin: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let token = super::remote::gateway_token(home);
+    let answer = runtime.block_on(async {
+        let mut gw = super::remote::Remote::connect(url, token.as_deref()).await?;
+        gw.call(
+            "terminal.exec",
+            serde_json::json!({"command": args.command, "stdin": stdin,
+                "timeoutMs": args.timeout_ms, "sessionKey": session.as_str()}),
+        )
+        .await
+    });
+    match answer {
+        Ok(Ok(payload)) => {
+            let envelope: lurkbot_term::Envelope = serde_json::from_value(payload)
+                .context("the gateway answered with something that is not an envelope")?;
+            print(args.json, &envelope)
+        }
+        Ok(Err((code, message))) => {
+            eprintln!("lurkbot exec: the gateway refused: {code}: {message}");
+            Ok(ExitCode::from(2))
+        }
+        Err(e) => {
+            eprintln!("lurkbot exec: {e:#}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn print(json: bool, envelope: &lurkbot_term::Envelope) -> anyhow::Result<ExitCode> {
+    if json {
+        let mut line = serde_json::to_string(envelope)?;
         line.push('\n');
         crate::run::print_stdout(&line)?;
     } else {

@@ -2,12 +2,14 @@
 //! `run` function.
 
 pub(crate) mod agent;
+pub(crate) mod agent_remote;
 pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod console;
 pub(crate) mod exec;
 pub(crate) mod gateway;
 pub(crate) mod init;
+pub(crate) mod remote;
 pub(crate) mod sessions;
 
 use std::path::PathBuf;

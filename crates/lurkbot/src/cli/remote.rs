@@ -1,0 +1,148 @@
+//! The gateway client behind `exec --gateway` and `agent --gateway`: opens `/ws`, answers the
+//! challenge with `connect` and the token, then calls methods and reads events.
+//!
+//! The URL comes from `--gateway` or `LURKBOT_GATEWAY_URL` (`ws://127.0.0.1:18789/ws`); the token
+//! from `LURKBOT_GATEWAY_TOKEN` (environment or the home's `.env`), else `gateway.token` in the
+//! home's config. Only `ws://` is spoken (the gateway is loopback by default; put a TLS proxy in
+//! front for anything else and tunnel to it).
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use futures_util::{SinkExt, StreamExt};
+use lurkbot_core::{Config, Home, layout};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The gateway URL from the flag or `LURKBOT_GATEWAY_URL`.
+pub(crate) fn gateway_url(flag: Option<&str>) -> Option<String> {
+    flag.map(str::to_string).or_else(|| {
+        std::env::var("LURKBOT_GATEWAY_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty())
+    })
+}
+
+/// The token to present.
+pub(crate) fn gateway_token(home: &Home) -> Option<String> {
+    lurkbot_agent::setup::variables(home)("LURKBOT_GATEWAY_TOKEN")
+        .or_else(|| {
+            Config::load(&home.join(layout::CONFIG))
+                .ok()
+                .and_then(|c| c.gateway.token)
+        })
+        .filter(|t| !t.trim().is_empty())
+}
+
+/// A connected, authenticated client.
+pub(crate) struct Remote {
+    ws: Socket,
+    next: u64,
+    events: VecDeque<Value>,
+}
+
+impl Remote {
+    /// Connects and authenticates.
+    pub(crate) async fn connect(url: &str, token: Option<&str>) -> anyhow::Result<Self> {
+        if !url.starts_with("ws://") {
+            bail!(
+                "the gateway URL must start with ws:// (got '{url}'), e.g. ws://127.0.0.1:18789/ws"
+            );
+        }
+        let (ws, _) = tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio_tungstenite::connect_async(url),
+        )
+        .await
+        .context("the gateway did not answer within 10 s")?
+        .with_context(|| format!("cannot reach the gateway at {url}"))?;
+        let mut remote = Self {
+            ws,
+            next: 0,
+            events: VecDeque::new(),
+        };
+        let challenge = remote.frame().await?;
+        if challenge["event"] != "connect.challenge" {
+            bail!("the gateway did not start with connect.challenge");
+        }
+        let hello = remote
+            .call(
+                "connect",
+                json!({"minProtocol": 1, "maxProtocol": 1, "role": "operator",
+                    "client": {"id": "lurkbot-cli", "version": env!("CARGO_PKG_VERSION"),
+                        "platform": std::env::consts::OS, "mode": "cli"},
+                    "auth": {"token": token.unwrap_or("")}}),
+            )
+            .await?;
+        match hello {
+            Ok(_) => Ok(remote),
+            Err((code, message)) => bail!("the gateway refused the connection ({code}): {message}"),
+        }
+    }
+
+    async fn frame(&mut self) -> anyhow::Result<Value> {
+        loop {
+            match self.ws.next().await {
+                Some(Ok(Message::Text(text))) => {
+                    return serde_json::from_str(text.as_str())
+                        .context("the gateway sent a frame that is not JSON");
+                }
+                Some(Ok(Message::Close(frame))) => bail!(
+                    "the gateway closed the connection{}",
+                    frame.map(|f| format!(": {}", f.reason)).unwrap_or_default()
+                ),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => bail!("the connection to the gateway failed: {e}"),
+                None => bail!("the gateway closed the connection"),
+            }
+        }
+    }
+
+    /// Calls a method: `Ok(payload)` or `Err((code, message))`.
+    pub(crate) async fn call(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> anyhow::Result<Result<Value, (String, String)>> {
+        self.next += 1;
+        let id = format!("c{}", self.next);
+        let frame = json!({"type": "req", "id": id, "method": method, "params": params});
+        self.ws
+            .send(Message::Text(frame.to_string().into()))
+            .await
+            .context("cannot send to the gateway")?;
+        loop {
+            let frame = self.frame().await?;
+            if frame["type"] == "res" && frame["id"] == id.as_str() {
+                return Ok(if frame["ok"] == true {
+                    Ok(frame["payload"].clone())
+                } else {
+                    Err((
+                        frame["error"]["code"].as_str().unwrap_or("?").to_string(),
+                        frame["error"]["message"].as_str().unwrap_or("").to_string(),
+                    ))
+                });
+            }
+            if frame["type"] == "event" {
+                self.events.push_back(frame);
+            }
+        }
+    }
+
+    /// The next event.
+    pub(crate) async fn event(&mut self) -> anyhow::Result<Value> {
+        if let Some(e) = self.events.pop_front() {
+            return Ok(e);
+        }
+        loop {
+            let frame = self.frame().await?;
+            if frame["type"] == "event" {
+                return Ok(frame);
+            }
+        }
+    }
+}
