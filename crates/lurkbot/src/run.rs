@@ -15,6 +15,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Sub::Config(args) => crate::cli::config::run(&home_path, &args),
         Sub::Agent(args) => crate::cli::agent::run(&home_path, args),
         Sub::Chat(args) => crate::cli::chat::run(&home_path, args),
+        Sub::Doctor(args) => crate::cli::doctor::run(&home_path, &args),
         Sub::Gateway(args) => crate::cli::gateway::run(&home_path, &args),
         Sub::Sessions(args) => crate::cli::sessions::run(&home_path, &args),
     }

@@ -6,6 +6,7 @@ pub(crate) mod agent_remote;
 pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod console;
+pub(crate) mod doctor;
 pub(crate) mod exec;
 pub(crate) mod gateway;
 pub(crate) mod init;
@@ -46,6 +47,8 @@ pub(crate) enum Sub {
     Agent(agent::AgentArgs),
     /// Interactive chat on one session: /new, /think, /status, /quit.
     Chat(chat::ChatArgs),
+    /// Check the home, permissions, config, model and gateway settings.
+    Doctor(doctor::DoctorArgs),
     /// Gateway: WebSocket protocol, OpenAI-compatible API, hooks and web UI on one port.
     Gateway(gateway::GatewayArgs),
     /// List, read, reset or delete the agent's sessions.

@@ -1,0 +1,304 @@
+//! `lurkbot doctor [--json]`: checks the home and prints one line per check, with what to do
+//! about each problem. Exit 0 when nothing failed (warnings allowed), 1 otherwise.
+//!
+//! Checks: the home and its config exist; `config.toml` and every `.env` (the home's and each
+//! skill's `secrets/.env`) are not readable by group or others; `config.toml` is valid; a model
+//! is configured and answers a one-word request (20 s limit); the gateway settings are safe
+//! (bind, token, auth, origins).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use lurkbot_core::{Config, GatewayAuth, Home, layout};
+use lurkbot_llm::{ChatRequest, Message};
+use serde::Serialize;
+
+/// Flags of `lurkbot doctor`.
+#[derive(Debug, Args)]
+#[command(after_help = "Exit status: 0 no check failed, 1 a check failed.")]
+pub(crate) struct DoctorArgs {
+    /// One JSON object per check instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The outcome of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+#[derive(Debug, Serialize)]
+struct Check {
+    check: &'static str,
+    status: Status,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+fn ok(check: &'static str, detail: impl Into<String>) -> Check {
+    Check {
+        check,
+        status: Status::Ok,
+        detail: detail.into(),
+        fix: None,
+    }
+}
+
+fn bad(
+    check: &'static str,
+    status: Status,
+    detail: impl Into<String>,
+    fix: impl Into<String>,
+) -> Check {
+    Check {
+        check,
+        status,
+        detail: detail.into(),
+        fix: Some(fix.into()),
+    }
+}
+
+pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> anyhow::Result<ExitCode> {
+    let mut checks = Vec::new();
+    let config_path = home_path.join(layout::CONFIG);
+    if !config_path.exists() {
+        checks.push(bad(
+            "home",
+            Status::Fail,
+            format!("{} has no config.toml", home_path.display()),
+            "run `lurkbot init`",
+        ));
+        return report(&checks, args.json);
+    }
+    checks.push(ok("home", home_path.display().to_string()));
+    let home = Home::open(home_path)?;
+    for path in secret_files(&home) {
+        checks.push(permissions(&home, &path));
+    }
+    let config = match Config::load(&config_path) {
+        Ok(c) => {
+            checks.push(ok("config", "config.toml is valid"));
+            c
+        }
+        Err(e) => {
+            checks.push(bad(
+                "config",
+                Status::Fail,
+                e.to_string(),
+                "fix that line (lurkbot config set KEY VALUE checks values)",
+            ));
+            return report(&checks, args.json);
+        }
+    };
+    checks.push(model(&home, &config));
+    checks.extend(gateway(&home, &config));
+    report(&checks, args.json)
+}
+
+/// config.toml and every .env under the home.
+fn secret_files(home: &Home) -> Vec<PathBuf> {
+    let mut files = vec![home.join(layout::CONFIG)];
+    let env = home.join(".env");
+    if env.exists() {
+        files.push(env);
+    }
+    if let Ok(skills) = std::fs::read_dir(home.join("skills")) {
+        for skill in skills.filter_map(Result::ok) {
+            let env = skill.path().join("secrets/.env");
+            if env.exists() {
+                files.push(env);
+            }
+        }
+    }
+    files
+}
+
+fn permissions(home: &Home, path: &Path) -> Check {
+    let rel = home
+        .relative(path)
+        .unwrap_or_else(|| path.display().to_string());
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.permissions().mode() & 0o077 == 0 => ok(
+            "permissions",
+            format!("{rel} is private ({:o})", meta.permissions().mode() & 0o777),
+        ),
+        Ok(meta) => bad(
+            "permissions",
+            Status::Fail,
+            format!(
+                "{rel} is readable by others ({:o})",
+                meta.permissions().mode() & 0o777
+            ),
+            format!("chmod 600 {}", path.display()),
+        ),
+        Err(e) => bad(
+            "permissions",
+            Status::Fail,
+            format!("{rel}: {e}"),
+            "check the file",
+        ),
+    }
+}
+
+fn model(home: &Home, config: &Config) -> Check {
+    let mut failover = match lurkbot_agent::setup::failover(home, config, None) {
+        Ok(f) => f,
+        Err(e) => {
+            return bad(
+                "model",
+                Status::Fail,
+                e.to_string()
+                    .split(". ")
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+                "export LURKBOT_MODEL=openai/gpt-4o-mini (key in OPENAI_API_KEY) or lurkbot config set agent.model …",
+            );
+        }
+    };
+    let name = failover.primary().to_string();
+    let request = ChatRequest {
+        model: String::new(),
+        system: "Answer with one word.".into(),
+        messages: vec![Message::user("Say OK.")],
+        tools: Vec::new(),
+        max_tokens: 8,
+        reasoning: None,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return bad("model", Status::Fail, e.to_string(), "retry"),
+    };
+    let answered = runtime.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(20),
+            failover.chat(&request, &mut |_| {}),
+        )
+        .await
+    });
+    match answered {
+        Ok(Ok(a)) => ok("model", format!("{} answers", a.model)),
+        Ok(Err(e)) => bad(
+            "model",
+            Status::Fail,
+            format!("{name} does not answer: {e}"),
+            "check the API key and base URL (OPENAI_API_KEY/OPENAI_BASE_URL or ANTHROPIC_…)",
+        ),
+        Err(_) => bad(
+            "model",
+            Status::Fail,
+            format!("{name} did not answer within 20 s"),
+            "check the base URL and the network",
+        ),
+    }
+}
+
+fn gateway(home: &Home, config: &Config) -> Vec<Check> {
+    let g = &config.gateway;
+    let mut checks = Vec::new();
+    let loopback = g
+        .bind
+        .parse::<std::net::IpAddr>()
+        .map(|ip| ip.is_loopback())
+        .unwrap_or(false);
+    let token = lurkbot_agent::setup::variables(home)("LURKBOT_GATEWAY_TOKEN")
+        .or_else(|| g.token.clone())
+        .filter(|t| !t.trim().is_empty());
+    checks.push(if loopback {
+        ok("gateway.bind", format!("{} is loopback", g.bind))
+    } else if token.is_some() && g.auth == GatewayAuth::Token {
+        bad(
+            "gateway.bind",
+            Status::Warn,
+            format!("{} is reachable from the network", g.bind),
+            "keep the token secret; prefer 127.0.0.1 behind a TLS proxy",
+        )
+    } else {
+        bad(
+            "gateway.bind",
+            Status::Fail,
+            format!("{} is public without a token", g.bind),
+            "set gateway.bind = \"127.0.0.1\" or a token (lurkbot init)",
+        )
+    });
+    checks.push(match (&g.auth, &token) {
+        (GatewayAuth::None, _) if loopback => bad(
+            "gateway.auth",
+            Status::Warn,
+            "auth = \"none\": any local process may use the gateway",
+            "set gateway.auth = \"token\"",
+        ),
+        (GatewayAuth::None, _) => bad(
+            "gateway.auth",
+            Status::Fail,
+            "auth = \"none\" on a non-loopback bind (the gateway refuses to start)",
+            "set gateway.auth = \"token\"",
+        ),
+        (GatewayAuth::Token, None) => bad(
+            "gateway.token",
+            Status::Fail,
+            "no token",
+            "run `lurkbot init` or set LURKBOT_GATEWAY_TOKEN",
+        ),
+        (GatewayAuth::Token, Some(t)) if t.len() < 24 => bad(
+            "gateway.token",
+            Status::Warn,
+            format!("the token has only {} characters", t.len()),
+            "use at least 24 random characters",
+        ),
+        (GatewayAuth::Token, Some(_)) => ok("gateway.token", "set"),
+    });
+    for origin in &g.allowed_origins {
+        let sane = (origin.starts_with("http://") || origin.starts_with("https://"))
+            && origin.matches('/').count() == 2
+            && !origin.contains('*');
+        checks.push(if sane {
+            ok("gateway.allowed_origins", origin.clone())
+        } else {
+            bad(
+                "gateway.allowed_origins",
+                Status::Fail,
+                format!("'{origin}' is not an origin"),
+                "use scheme://host[:port] without a path or wildcard",
+            )
+        });
+    }
+    checks
+}
+
+fn report(checks: &[Check], json: bool) -> anyhow::Result<ExitCode> {
+    let mut out = String::new();
+    for c in checks {
+        if json {
+            out.push_str(&serde_json::to_string(c)?);
+        } else {
+            let mark = match c.status {
+                Status::Ok => "ok  ",
+                Status::Warn => "warn",
+                Status::Fail => "FAIL",
+            };
+            out.push_str(&format!("{mark} {:<24} {}", c.check, c.detail));
+            if let Some(fix) = &c.fix {
+                out.push_str(&format!(" — {fix}"));
+            }
+        }
+        out.push('\n');
+    }
+    crate::run::print_stdout(&out)?;
+    Ok(if checks.iter().any(|c| c.status == Status::Fail) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
