@@ -5,7 +5,8 @@
 //! `lurkbot-bench startup --bin target/release/lurkbot [--runs 50]`,
 //! `lurkbot-bench archive --bin target/release/lurkbot [--runs 3] [--mib 200]`,
 //! `lurkbot-bench rss --bin target/release/lurkbot --python VENV/bin/python [--runs 20]`,
-//! `lurkbot-bench agent --bin target/release/lurkbot [--runs 200]` (turns).
+//! `lurkbot-bench agent --bin target/release/lurkbot [--runs 200]` (turns),
+//! `lurkbot-bench gateway --bin target/release/lurkbot [--runs 20] [--idle-secs 60]`.
 //!
 //! Startup peers (ZeptoClaw, ZeroClaw) cannot be fetched on this network, so their figures come
 //! from DESIGN.md §9 and are labelled as such; what is measured in the same run is a
@@ -14,6 +15,7 @@
 
 mod agent;
 mod archive;
+mod gateway;
 mod rss;
 mod startup;
 
@@ -25,15 +27,22 @@ fn main() -> ExitCode {
     let mut bin = PathBuf::from("target/release/lurkbot");
     let mut runs: Option<usize> = None;
     let mut mib = 200u64;
+    let mut idle_secs = 60u64;
     let mut which = "startup".to_string();
     let mut python = PathBuf::from("python3");
     let mut iter = args.iter();
     while let Some(a) = iter.next() {
         match a.as_str() {
-            "startup" | "archive" | "rss" | "agent" => which = a.clone(),
+            "startup" | "archive" | "rss" | "agent" | "gateway" => which = a.clone(),
             "--python" => python = iter.next().map(PathBuf::from).unwrap_or(python),
             "--bin" => bin = iter.next().map(PathBuf::from).unwrap_or(bin),
             "--runs" => runs = iter.next().and_then(|r| r.parse().ok()),
+            "--idle-secs" => {
+                idle_secs = iter
+                    .next()
+                    .and_then(|r| r.parse().ok())
+                    .unwrap_or(idle_secs)
+            }
             "--mib" => {
                 mib = iter
                     .next()
@@ -43,7 +52,7 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent] [--bin PATH] [--runs N] [--mib N] [--python PATH]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway] [--bin PATH] [--runs N] [--mib N] [--python PATH]"
                 );
                 return ExitCode::from(2);
             }
@@ -53,6 +62,7 @@ fn main() -> ExitCode {
         "archive" => archive::archive(&bin, runs.unwrap_or(3).max(1), mib),
         "rss" => rss::rss(&bin, &python, runs.unwrap_or(20).max(3)),
         "agent" => agent::agent(&bin, runs.unwrap_or(200).max(10)),
+        "gateway" => gateway::gateway(&bin, runs.unwrap_or(20).max(3), idle_secs, 1000),
         _ => startup::startup(&bin, runs.unwrap_or(50).max(20)),
     };
     match outcome {

@@ -58,8 +58,11 @@ pub(crate) async fn upgrade(
         )
             .into_response();
     }
+    // Small buffers: a thousand idle connections should cost little memory.
     ws.max_message_size(MAX_PAYLOAD * 2)
         .max_frame_size(MAX_PAYLOAD * 2)
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(0)
         .on_upgrade(move |socket| connection(socket, state, addr.ip()))
 }
 

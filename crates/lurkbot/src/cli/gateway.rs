@@ -75,7 +75,7 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> anyhow::Result<ExitCo
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let listener = match tokio::net::TcpListener::bind(addr).await {
+        let listener = match listen(addr) {
             Ok(l) => l,
             Err(e) => {
                 eprintln!("lurkbot gateway: cannot listen on {addr}: {e}");
@@ -105,6 +105,18 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> anyhow::Result<ExitCo
             }
         }
     })
+}
+
+/// A listener with a deep accept queue (many clients may connect at once).
+fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(4096)
 }
 
 /// Resolves on SIGINT or SIGTERM.

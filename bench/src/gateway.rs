@@ -1,0 +1,240 @@
+//! `lurkbot-bench gateway`: the gateway's figures of DESIGN.md §9.
+//!
+//! - Time from spawning `lurkbot gateway` to the first `GET /health` answered 200 (polled over
+//!   raw TCP every 0.2 ms; median of `--runs`). Budget 6 ms.
+//! - Idle RSS after 60 s (`--idle-secs` to shorten), read from /proc. Budget 12 MB. No IRC
+//!   connection is open yet: the irc command is not built, so this is the gateway alone.
+//! - 1,000 WebSocket clients connected at once, each doing the handshake and then `health`;
+//!   p50/p99 of the `health` round trip and of the whole connect+handshake.
+//!
+//! The peers cannot be run here (no network to fetch them), so their figures are quoted from
+//! DESIGN.md §9 and labelled so; the spawn floor (`true`) is measured in the same run.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::startup::{median, ms, run_once};
+
+struct Gateway {
+    child: Child,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| e.to_string())
+}
+
+fn health_ok(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if write!(
+        s,
+        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .is_err()
+    {
+        return false;
+    }
+    let mut buf = [0u8; 12];
+    s.read_exact(&mut buf).is_ok() && buf.starts_with(b"HTTP/1.1 200")
+}
+
+fn spawn(bin: &Path, home: &Path, port: u16) -> Result<Gateway, String> {
+    let child = Command::new(bin)
+        .arg("--home")
+        .arg(home)
+        .args(["gateway", "--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    Ok(Gateway { child })
+}
+
+/// Spawn → first /health 200.
+fn time_to_health(bin: &Path, home: &Path) -> Result<Duration, String> {
+    let port = free_port()?;
+    let start = Instant::now();
+    let gateway = spawn(bin, home, port)?;
+    loop {
+        if health_ok(port) {
+            let elapsed = start.elapsed();
+            drop(gateway);
+            return Ok(elapsed);
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            return Err("the gateway did not answer /health within 10 s".into());
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(i).copied().unwrap_or_default()
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Connect, handshake, one `health`; the socket is returned so it stays open.
+async fn one_client(url: String, token: String) -> Result<(Duration, Duration, Socket), String> {
+    let start = Instant::now();
+    let (mut ws, _) = tokio_tungstenite::connect_async(&url)
+        .await
+        .map_err(|e| e.to_string())?;
+    loop {
+        match ws.next().await {
+            Some(Ok(Message::Text(_))) => break,
+            Some(Ok(_)) => {}
+            _ => return Err("closed before the challenge".into()),
+        }
+    }
+    let connect = json!({"type": "req", "id": "c", "method": "connect", "params": {
+        "minProtocol": 1, "maxProtocol": 1, "auth": {"token": token}}});
+    ws.send(Message::Text(connect.to_string().into()))
+        .await
+        .map_err(|e| e.to_string())?;
+    wait_res(&mut ws, "c").await?;
+    let handshake = start.elapsed();
+    let t = Instant::now();
+    let health = json!({"type": "req", "id": "h", "method": "health", "params": {}});
+    ws.send(Message::Text(health.to_string().into()))
+        .await
+        .map_err(|e| e.to_string())?;
+    wait_res(&mut ws, "h").await?;
+    Ok((handshake, t.elapsed(), ws))
+}
+
+async fn wait_res<S>(ws: &mut S, id: &str) -> Result<(), String>
+where
+    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    loop {
+        match ws.next().await {
+            Some(Ok(Message::Text(t))) => {
+                let v: Value = serde_json::from_str(t.as_str()).map_err(|e| e.to_string())?;
+                if v["type"] == "res" && v["id"] == id {
+                    return if v["ok"] == true {
+                        Ok(())
+                    } else {
+                        Err(v["error"].to_string())
+                    };
+                }
+            }
+            Some(Ok(_)) => {}
+            _ => return Err("closed".into()),
+        }
+    }
+}
+
+pub(crate) fn gateway(
+    bin: &Path,
+    runs: usize,
+    idle_secs: u64,
+    clients: usize,
+) -> Result<(), String> {
+    let home = std::env::temp_dir().join(format!("lurkbot-bench-gw-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    run_once(
+        Command::new(bin)
+            .arg("--home")
+            .arg(&home)
+            .args(["init", "--quiet"]),
+    )?;
+    let config = std::fs::read_to_string(home.join("config.toml")).map_err(|e| e.to_string())?;
+    let token = config
+        .lines()
+        .find_map(|l| l.strip_prefix("token = \""))
+        .map(|t| t.trim_end_matches('"').to_string())
+        .ok_or("no token in config.toml")?;
+
+    let floor = median(runs, || run_once(&mut Command::new("true")))?;
+    let to_health = median(runs, || time_to_health(bin, &home))?;
+    println!("LurkBot gateway benchmark — binary {}", bin.display());
+    println!(
+        "start → /health 200 (median of {runs}): {:.2} ms (budget 6 ms; ZeptoClaw 6 ms, ZeroClaw 16–19 ms per DESIGN §9; spawn floor `true` {:.2} ms)",
+        ms(to_health),
+        ms(floor)
+    );
+
+    let port = free_port()?;
+    let gw = spawn(bin, &home, port)?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !health_ok(port) {
+        if Instant::now() > deadline {
+            return Err("the gateway did not start".into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_secs(idle_secs));
+    let idle = rss_kib(gw.child.id());
+    println!(
+        "idle RSS after {idle_secs} s: {:.1} MB (budget 12 MB; ZeptoClaw 14 MB, ZeroClaw 25–29 MB per DESIGN §9; no IRC connection: irc is not built yet)",
+        idle as f64 * 1024.0 / 1e6
+    );
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let url = format!("ws://127.0.0.1:{port}/ws");
+    let results = runtime.block_on(async {
+        let tasks: Vec<_> = (0..clients)
+            .map(|_| tokio::spawn(one_client(url.clone(), token.clone())))
+            .collect();
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.map_err(|e| e.to_string())??);
+        }
+        Ok::<_, String>(out)
+    })?;
+    let busy = rss_kib(gw.child.id());
+    let results: Vec<(Duration, Duration)> =
+        results.into_iter().map(|(h, r, _ws)| (h, r)).collect();
+    let mut handshakes: Vec<Duration> = results.iter().map(|r| r.0).collect();
+    let mut rtts: Vec<Duration> = results.iter().map(|r| r.1).collect();
+    handshakes.sort();
+    rtts.sort();
+    println!(
+        "{clients} WebSocket clients at once: health round trip p50 {:.2} ms, p99 {:.2} ms; connect+handshake p50 {:.1} ms, p99 {:.1} ms; RSS with them open {:.1} MB",
+        ms(percentile(&rtts, 0.5)),
+        ms(percentile(&rtts, 0.99)),
+        ms(percentile(&handshakes, 0.5)),
+        ms(percentile(&handshakes, 0.99)),
+        busy as f64 * 1024.0 / 1e6
+    );
+    drop(gw);
+    let _ = std::fs::remove_dir_all(&home);
+    Ok(())
+}
