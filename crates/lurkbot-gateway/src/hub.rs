@@ -49,10 +49,16 @@ impl Hub {
     pub fn subscribe(&self) -> broadcast::Receiver<Broadcast> {
         self.tx.subscribe()
     }
+
+    /// Connections listening now.
+    pub fn listeners(&self) -> usize {
+        self.tx.receiver_count()
+    }
 }
 
 /// Asks the connected clients: emits `exec.approval.requested` and waits for
-/// `exec.approval.resolve`; nobody answering within [`APPROVAL_TIMEOUT`] denies.
+/// `exec.approval.resolve`; nobody answering within [`APPROVAL_TIMEOUT`] denies, and with no
+/// client connected at all (an API-only turn) the call is denied at once.
 #[derive(Debug, Default)]
 pub struct ClientApprover {
     hub: Hub,
@@ -87,6 +93,9 @@ impl ClientApprover {
 impl Approver for ClientApprover {
     fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> DecisionFuture<'a> {
         Box::pin(async move {
+            if self.hub.listeners() == 0 {
+                return Decision::Deny;
+            }
             let approval_id = format!("appr_{}", lurkbot_core::random_hex(8));
             let (tx, rx) = oneshot::channel();
             if let Ok(mut pending) = self.pending.lock() {

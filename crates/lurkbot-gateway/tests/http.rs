@@ -280,3 +280,37 @@ async fn hooks_need_their_own_token_and_run_turns() {
             .contains("LURKBOT_HOOKS_TOKEN")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_turn_needing_approval_without_clients_is_denied_at_once() {
+    let gw = Gateway::start(
+        "[permissions]\ncalendar = \"read-write\"\n",
+        vec![
+            Step::call(
+                "c1",
+                "terminal_exec",
+                json!({"command": "cal delete-event --id 1 --confirm"}),
+            ),
+            Step::text("It was not approved."),
+        ],
+    )
+    .await;
+    let (status, body) = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        post(
+            &gw,
+            "/v1/chat/completions",
+            Some(TOKEN),
+            json!({"messages": [{"role": "user", "content": "delete it"}]}),
+        ),
+    )
+    .await
+    .expect("no 10-minute wait for an approval nobody can give");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["choices"][0]["message"]["content"],
+        "It was not approved."
+    );
+    let result = gw.fake.requests()[1].body["messages"].to_string();
+    assert!(result.contains("denied"), "{result}");
+}
