@@ -29,7 +29,7 @@ pub(crate) async fn wake(
 ) -> Response {
     run(&state, &headers, peer, &body, |body| {
         let text = field(body, "text")?;
-        Ok((SessionKey::main(), format!("[system event] {text}")))
+        Ok((SessionKey::main(), format!("[system event] {text}"), false))
     })
 }
 
@@ -42,14 +42,18 @@ pub(crate) async fn agent(
 ) -> Response {
     run(&state, &headers, peer, &body, |body| {
         let message = field(body, "message")?;
-        let key = match body.get("sessionKey").and_then(Value::as_str) {
-            Some(raw) => {
-                SessionKey::parse(raw).map_err(|e| HttpError::bad_request(e.to_string()))?
-            }
-            None => SessionKey::parse(&format!("hook:{}", lurkbot_core::random_hex(8)))
-                .map_err(|e| HttpError::bad_request(e.to_string()))?,
+        let (key, own) = match body.get("sessionKey").and_then(Value::as_str) {
+            Some(raw) => (
+                SessionKey::parse(raw).map_err(|e| HttpError::bad_request(e.to_string()))?,
+                false,
+            ),
+            None => (
+                SessionKey::parse(&format!("hook:{}", lurkbot_core::random_hex(8)))
+                    .map_err(|e| HttpError::bad_request(e.to_string()))?,
+                true,
+            ),
         };
-        Ok((key, message.to_string()))
+        Ok((key, message.to_string(), own))
     })
 }
 
@@ -65,7 +69,7 @@ fn run(
     headers: &HeaderMap,
     peer: SocketAddr,
     body: &[u8],
-    turn: impl FnOnce(&Value) -> Result<(SessionKey, String), HttpError>,
+    turn: impl FnOnce(&Value) -> Result<(SessionKey, String, bool), HttpError>,
 ) -> Response {
     let result = (|| {
         let Some(token) = state.hooks_token.as_deref() else {
@@ -78,10 +82,10 @@ fn run(
         check(state, headers, peer.ip(), Some(token), "the hooks token")?;
         let body: Value = serde_json::from_slice(body)
             .map_err(|e| HttpError::bad_request(format!("the body is not JSON: {e}")))?;
-        let (key, message) = turn(&body)?;
+        let (key, message, ephemeral) = turn(&body)?;
         let run_id = state
             .host
-            .start(key.clone(), message)
+            .start(key.clone(), message, ephemeral)
             .map_err(|e| HttpError::new(StatusCode::CONFLICT, "busy", e.message))?;
         Ok(json!({"runId": run_id, "sessionKey": key.as_str()}))
     })();

@@ -152,7 +152,8 @@ impl SessionHost {
         }
     }
 
-    /// Starts a turn in the background; returns its run id at once.
+    /// Starts a turn in the background; returns its run id at once. An `ephemeral` session
+    /// (a hook's own) has its resources released when the turn ends.
     ///
     /// # Errors
     /// `UNAVAILABLE` when the session already runs a turn.
@@ -160,6 +161,7 @@ impl SessionHost {
         self: &Arc<Self>,
         key: SessionKey,
         message: String,
+        ephemeral: bool,
     ) -> Result<String, MethodError> {
         let slot = self.slot(&key);
         let mut running = slot
@@ -195,6 +197,9 @@ impl SessionHost {
             };
             if let Ok(mut running) = task_slot.running.lock() {
                 *running = None;
+            }
+            if ephemeral {
+                host.forget(&key);
             }
             let _ = tx.send(Some(end));
         });
@@ -258,12 +263,17 @@ impl SessionHost {
         }
     }
 
-    /// Releases the session's resources (its running turn is aborted).
-    pub async fn release(&self, key: &SessionKey) {
-        self.abort(key).await;
+    /// Drops the session's slot (nothing may run in it).
+    pub fn forget(&self, key: &SessionKey) {
         if let Ok(mut slots) = self.slots.lock() {
             slots.remove(key.as_str());
         }
+    }
+
+    /// Releases the session's resources (its running turn is aborted).
+    pub async fn release(&self, key: &SessionKey) {
+        self.abort(key).await;
+        self.forget(key);
     }
 
     /// Aborts every running turn and releases everything (gateway shutdown).

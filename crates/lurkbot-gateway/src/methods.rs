@@ -51,7 +51,7 @@ pub(crate) async fn call(
             if message.trim().is_empty() {
                 return Err(MethodError::invalid("message is empty"));
             }
-            let run_id = state.host.start(key.clone(), message.to_string())?;
+            let run_id = state.host.start(key.clone(), message.to_string(), false)?;
             Ok(json!({"runId": run_id, "sessionKey": key.as_str(), "status": "started"}))
         }
         "agent.wait" => {

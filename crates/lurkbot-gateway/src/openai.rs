@@ -66,6 +66,8 @@ struct Turn {
     message: String,
     model: String,
     stream: bool,
+    /// A fresh session made for this request: released when it ends.
+    fresh: bool,
 }
 
 fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, HttpError> {
@@ -120,6 +122,7 @@ fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, H
     let header_key = headers
         .get("x-lurkbot-session")
         .and_then(|v| v.to_str().ok());
+    let fresh = header_key.is_none();
     let key = match header_key {
         Some(raw) => SessionKey::parse(raw).map_err(|e| HttpError::bad_request(e.to_string()))?,
         None => {
@@ -146,6 +149,7 @@ fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, H
             .get("stream")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        fresh,
     })
 }
 
@@ -195,11 +199,14 @@ fn now_secs() -> u64 {
 
 async fn complete(state: AppState, turn: Turn) -> Response {
     let run_id = format!("run_{}", lurkbot_core::random_hex(8));
-    match state
+    let result = state
         .host
         .turn(&turn.key, &turn.message, &run_id, &mut |_| {})
-        .await
-    {
+        .await;
+    if turn.fresh {
+        state.host.forget(&turn.key);
+    }
+    match result {
         Ok(done) => axum::Json(json!({
             "id": completion_id(),
             "object": "chat.completion",
@@ -244,6 +251,9 @@ fn stream(state: AppState, turn: Turn) -> Response {
             .host
             .turn(&turn.key, &turn.message, &run_id, &mut on_event)
             .await;
+        if turn.fresh {
+            state.host.forget(&turn.key);
+        }
         match result {
             Ok(_) => {
                 let _ = tx.send(chunk(json!({}), json!("stop")));

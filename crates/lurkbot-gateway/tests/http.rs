@@ -263,6 +263,14 @@ async fn hooks_need_their_own_token_and_run_turns() {
         )
         .await;
     assert_eq!(waited["payload"]["text"], "Hooked.");
+    assert!(
+        !gw.state
+            .host
+            .live_sessions()
+            .iter()
+            .any(|k| k.starts_with("hook:")),
+        "a hook's own session is released when its turn ends"
+    );
 
     let off = Gateway::start_with("", vec![], Some(TOKEN), None).await;
     let (status, body) = post(
