@@ -25,6 +25,7 @@ mod error_code;
 mod exec;
 mod help;
 mod net;
+pub use net::{install_crypto_provider, root_cause};
 pub mod output;
 mod parser;
 mod progress;

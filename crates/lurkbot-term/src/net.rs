@@ -9,7 +9,7 @@ use crate::{CommandError, ErrorCode};
 /// Installs rustls' `ring` crypto provider as the process default (once; a provider installed
 /// earlier by someone else is kept). `ring` is used rather than aws-lc-rs because it is a
 /// fraction of the size, which keeps the binary within its budget.
-pub(crate) fn install_crypto_provider() {
+pub fn install_crypto_provider() {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -17,7 +17,7 @@ pub(crate) fn install_crypto_provider() {
 }
 
 /// The innermost error message (e.g. "Connection refused (os error 111)").
-pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut current = e;
     while let Some(next) = current.source() {
         current = next;

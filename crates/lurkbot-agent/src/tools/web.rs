@@ -62,7 +62,7 @@ async fn fetch(start: &str, config: &WebFetchConfig) -> Result<String, String> {
             .get(url.clone())
             .send()
             .await
-            .map_err(|e| format!("cannot fetch {url}: {}", root_cause(&e)))?;
+            .map_err(|e| format!("cannot fetch {url}: {}", lurkbot_term::root_cause(&e)))?;
         let status = response.status();
         if status.is_redirection() {
             let location = response
@@ -145,10 +145,7 @@ pub(crate) fn is_public(ip: IpAddr) -> bool {
 }
 
 fn client(host: &str, addr: SocketAddr, timeout_seconds: u64) -> Result<reqwest::Client, String> {
-    static INSTALLED: std::sync::Once = std::sync::Once::new();
-    INSTALLED.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
+    lurkbot_term::install_crypto_provider();
     reqwest::Client::builder()
         .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION")))
         .redirect(reqwest::redirect::Policy::none())
@@ -185,7 +182,7 @@ async fn read_body(
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| format!("reading {url} failed: {}", root_cause(&e)))?
+        .map_err(|e| format!("reading {url} failed: {}", lurkbot_term::root_cause(&e)))?
     {
         let room = usize::try_from(max_bytes).unwrap_or(usize::MAX) - body.len();
         if chunk.len() > room {
@@ -211,14 +208,6 @@ async fn read_body(
     } else {
         Err(out)
     }
-}
-
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cause = e;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
-    cause.to_string()
 }
 
 #[cfg(test)]
