@@ -89,6 +89,24 @@ async fn until(b: &Browser, what: &str, script: &str) -> Value {
     }
 }
 
+async fn click(b: &Browser, css: &str) {
+    b.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
+async fn type_into(b: &Browser, css: &str, text: &str) {
+    b.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .send_keys(text)
+        .await
+        .unwrap();
+}
+
 const CREATE: &str = "cal create-event --calendar-id 1 --title Dentist --start 2026-11-24T09:00:00Z --end 2026-11-24T09:30:00Z --confirm";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,18 +152,8 @@ async fn chat_sessions_approvals_and_the_irc_light_in_chromium() {
     assert_eq!(color, "rgb(217, 83, 79)");
 
     // Send a message and see the streamed reply.
-    b.find(Locator::Css("#input"))
-        .await
-        .unwrap()
-        .send_keys("hello")
-        .await
-        .unwrap();
-    b.find(Locator::Css("#send-button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    type_into(&b, "#input", "hello").await;
+    click(&b, "#send-button").await;
     until(
         &b,
         "the reply",
@@ -159,12 +167,7 @@ async fn chat_sessions_approvals_and_the_irc_light_in_chromium() {
     );
 
     // A new session, a message needing approval, answered with the card's button.
-    b.find(Locator::Css("#new-session"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "#new-session").await;
     until(
         &b,
         "two sessions",
@@ -177,18 +180,8 @@ async fn chat_sessions_approvals_and_the_irc_light_in_chromium() {
             .unwrap(),
         0
     );
-    b.find(Locator::Css("#input"))
-        .await
-        .unwrap()
-        .send_keys("book the dentist")
-        .await
-        .unwrap();
-    b.find(Locator::Css("#send-button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    type_into(&b, "#input", "book the dentist").await;
+    click(&b, "#send-button").await;
     until(
         &b,
         "the approval card",
@@ -257,12 +250,7 @@ async fn chat_sessions_approvals_and_the_irc_light_in_chromium() {
         "document.getElementById('nav').getBoundingClientRect().right <= 0",
     )
     .await;
-    b.find(Locator::Css("#menu"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, "#menu").await;
     until(
         &b,
         "the open menu",
