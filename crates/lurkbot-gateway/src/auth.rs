@@ -36,6 +36,13 @@ pub struct FailureLimiter {
 }
 
 impl FailureLimiter {
+    /// Addresses with recent failures.
+    pub fn tracked(&self) -> usize {
+        self.failures.lock().map(|f| f.len()).unwrap_or(0)
+    }
+}
+
+impl FailureLimiter {
     /// `Some(seconds to wait)` when `ip` is blocked now.
     pub fn blocked(&self, ip: IpAddr) -> Option<u64> {
         let mut all = self.failures.lock().ok()?;
@@ -49,9 +56,11 @@ impl FailureLimiter {
         None
     }
 
-    /// Records a failure of `ip`.
+    /// Records a failure of `ip` (and forgets addresses whose failures are all old).
     pub fn fail(&self, ip: IpAddr) {
         if let Ok(mut all) = self.failures.lock() {
+            let now = Instant::now();
+            all.retain(|_, list| list.last().is_some_and(|t| now.duration_since(*t) < WINDOW));
             let list = all.entry(ip).or_default();
             list.push(Instant::now());
             if list.len() > MAX_FAILURES * 2 {
@@ -110,5 +119,7 @@ mod tests {
         limiter.fail(ip);
         assert!(limiter.blocked(ip).is_some_and(|s| s >= 1));
         assert!(limiter.blocked("10.0.0.1".parse().unwrap()).is_none());
+        limiter.fail("10.0.0.2".parse().unwrap());
+        assert_eq!(limiter.tracked(), 2);
     }
 }
