@@ -16,7 +16,7 @@ use lurkbot_agent::{Agent, AgentEvent, TurnOutcome};
 use lurkbot_core::{Config, Home, SessionKey};
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use tokio::task::AbortHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::hub::{ClientApprover, Hub};
 use crate::protocol::{ErrorCode, MethodError};
@@ -100,7 +100,7 @@ impl SessionHost {
     ///
     /// # Errors
     /// `UNAVAILABLE` when no model is configured or the model failed.
-    pub async fn turn(
+    async fn turn(
         &self,
         key: &SessionKey,
         message: &str,
@@ -153,7 +153,8 @@ impl SessionHost {
     }
 
     /// Starts a turn in the background; returns its run id at once. An `ephemeral` session
-    /// (a hook's own) has its resources released when the turn ends.
+    /// (a hook's or a stateless API request's own) has its resources released when the turn
+    /// ends.
     ///
     /// # Errors
     /// `UNAVAILABLE` when the session already runs a turn.
@@ -163,6 +164,23 @@ impl SessionHost {
         message: String,
         ephemeral: bool,
     ) -> Result<String, MethodError> {
+        self.spawn_turn(key, message, ephemeral, Box::new(|_| {}))
+            .map(|(run_id, _)| run_id)
+    }
+
+    /// Like [`SessionHost::start`], with every agent event passed to `on_event` and the task's
+    /// handle returned (it ends in `Err` when the turn was aborted). Every turn goes through
+    /// here, so one runs per session and `chat.abort` reaches all of them.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the session already runs a turn.
+    pub fn spawn_turn(
+        self: &Arc<Self>,
+        key: SessionKey,
+        message: String,
+        ephemeral: bool,
+        mut on_event: Box<dyn FnMut(&AgentEvent) + Send>,
+    ) -> Result<(String, JoinHandle<Result<TurnOutcome, MethodError>>), MethodError> {
         let slot = self.slot(&key);
         let mut running = slot
             .running
@@ -188,12 +206,13 @@ impl SessionHost {
         let id = run_id.clone();
         let task_slot = Arc::clone(&slot);
         let task = tokio::spawn(async move {
-            let end = match host.turn(&key, &message, &id, &mut |_| {}).await {
+            let result = host.turn(&key, &message, &id, &mut *on_event).await;
+            let end = match &result {
                 Ok(done) => RunEnd::Done {
-                    text: done.text,
-                    model: done.model,
+                    text: done.text.clone(),
+                    model: done.model.clone(),
                 },
-                Err(e) => RunEnd::Failed(e.message),
+                Err(e) => RunEnd::Failed(e.message.clone()),
             };
             if let Ok(mut running) = task_slot.running.lock() {
                 *running = None;
@@ -202,9 +221,10 @@ impl SessionHost {
                 host.forget(&key);
             }
             let _ = tx.send(Some(end));
+            result
         });
         *running = Some((run_id.clone(), task.abort_handle()));
-        Ok(run_id)
+        Ok((run_id, task))
     }
 
     /// Waits up to `timeout` for a run's end; `None` while it still runs.

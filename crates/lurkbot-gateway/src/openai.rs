@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::http::{HttpError, authorize};
+use crate::protocol::MethodError;
 use crate::state::AppState;
 
 /// `GET /v1/models`.
@@ -197,17 +198,20 @@ fn now_secs() -> u64 {
     lurkbot_core::now_ms() / 1000
 }
 
+fn busy(e: MethodError) -> HttpError {
+    HttpError::new(StatusCode::CONFLICT, "busy", e.message)
+}
+
 async fn complete(state: AppState, turn: Turn) -> Response {
-    let run_id = format!("run_{}", lurkbot_core::random_hex(8));
-    let result = state
+    let spawned = state
         .host
-        .turn(&turn.key, &turn.message, &run_id, &mut |_| {})
-        .await;
-    if turn.fresh {
-        state.host.forget(&turn.key);
-    }
-    match result {
-        Ok(done) => axum::Json(json!({
+        .spawn_turn(turn.key, turn.message, turn.fresh, Box::new(|_| {}));
+    let handle = match spawned {
+        Ok((_, handle)) => handle,
+        Err(e) => return busy(e).into_response(),
+    };
+    match handle.await {
+        Ok(Ok(done)) => axum::Json(json!({
             "id": completion_id(),
             "object": "chat.completion",
             "created": now_secs(),
@@ -219,8 +223,14 @@ async fn complete(state: AppState, turn: Turn) -> Response {
                 "total_tokens": done.usage.input_tokens + done.usage.output_tokens},
         }))
         .into_response(),
-        Err(e) => HttpError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.message)
+        Ok(Err(e)) => HttpError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.message)
             .into_response(),
+        Err(_) => HttpError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "aborted",
+            "the turn was aborted (chat.abort or the gateway stopping)",
+        )
+        .into_response(),
     }
 }
 
@@ -234,32 +244,36 @@ fn stream(state: AppState, turn: Turn) -> Response {
             "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
         Bytes::from(format!("data: {v}\n\n"))
     };
-    tokio::spawn(async move {
-        let _ = tx.send(chunk(
-            json!({"role": "assistant", "content": ""}),
-            Value::Null,
-        ));
-        let run_id = format!("run_{}", lurkbot_core::random_hex(8));
-        let sender = tx.clone();
-        let text_chunk = chunk.clone();
-        let mut on_event = move |event: &AgentEvent| {
-            if let AgentEvent::Text(text) = event {
-                let _ = sender.send(text_chunk(json!({"content": text}), Value::Null));
-            }
-        };
-        let result = state
-            .host
-            .turn(&turn.key, &turn.message, &run_id, &mut on_event)
-            .await;
-        if turn.fresh {
-            state.host.forget(&turn.key);
+    let sender = tx.clone();
+    let text_chunk = chunk.clone();
+    let on_event = Box::new(move |event: &AgentEvent| {
+        if let AgentEvent::Text(text) = event {
+            let _ = sender.send(text_chunk(json!({"content": text}), Value::Null));
         }
-        match result {
-            Ok(_) => {
+    });
+    let _ = tx.send(chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    ));
+    let handle = match state
+        .host
+        .spawn_turn(turn.key, turn.message, turn.fresh, on_event)
+    {
+        Ok((_, handle)) => handle,
+        Err(e) => return busy(e).into_response(),
+    };
+    tokio::spawn(async move {
+        let error = match handle.await {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(("unavailable", e.message)),
+            Err(_) => Some(("aborted", "the turn was aborted".to_string())),
+        };
+        match error {
+            None => {
                 let _ = tx.send(chunk(json!({}), json!("stop")));
             }
-            Err(e) => {
-                let error = json!({"error": {"message": e.message, "type": "unavailable"}});
+            Some((kind, message)) => {
+                let error = json!({"error": {"message": message, "type": kind}});
                 let _ = tx.send(Bytes::from(format!("data: {error}\n\n")));
             }
         }

@@ -322,3 +322,38 @@ async fn an_api_turn_needing_approval_without_clients_is_denied_at_once() {
     let result = gw.fake.requests()[1].body["messages"].to_string();
     assert!(result.contains("denied"), "{result}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_turns_are_one_per_session_and_chat_abort_reaches_them() {
+    let gw = Gateway::start("", vec![Step::Stall("Thinking".into())]).await;
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    let session = "agent:main:dm:api:slow";
+    let request = |text: &str| {
+        http()
+            .post(gw.url("/v1/chat/completions"))
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("x-lurkbot-session", session)
+            .body(json!({"messages": [{"role": "user", "content": text}]}).to_string())
+            .send()
+    };
+    let slow = tokio::spawn(request("take your time"));
+    c.event(|e| e["event"] == "chat" && e["payload"]["state"] == "delta")
+        .await;
+    let busy = request("me too").await.unwrap();
+    assert_eq!(busy.status(), 409);
+    let also_busy = c
+        .request(
+            "chat.send",
+            json!({"message": "and me", "sessionKey": session}),
+        )
+        .await;
+    assert_eq!(also_busy["error"]["code"], "UNAVAILABLE");
+    let aborted = c
+        .request("chat.abort", json!({"sessionKey": session}))
+        .await;
+    assert_eq!(aborted["payload"]["aborted"], true);
+    let res = slow.await.unwrap().unwrap();
+    assert_eq!(res.status(), 503);
+    let body: Value = serde_json::from_str(&res.text().await.unwrap()).unwrap();
+    assert_eq!(body["error"]["type"], "aborted");
+}
