@@ -31,19 +31,9 @@ except openai.AuthenticationError as e:
 print(json.dumps(out))
 "#;
 
-fn venv_python() -> std::path::PathBuf {
-    let venv = std::env::var_os("LURKBOT_TEST_VENV")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::home_dir().map(|h| h.join(".cache/lurkbot-test/venv")))
-        .unwrap();
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/test.sh, which creates the test venv (openai)",
-        python.display()
-    );
-    python
-}
+#[path = "../../lurkbot-term/tests/test_venv.rs"]
+#[allow(unreachable_pub)]
+mod test_venv;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openai_python_sdk_talks_to_the_gateway() {
@@ -56,7 +46,7 @@ async fn the_openai_python_sdk_talks_to_the_gateway() {
     )
     .await;
     let base = gw.url("/v1");
-    let python = venv_python();
+    let python = test_venv::test_python();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(python)
             .args(["-c", SCRIPT, &base, TOKEN])

@@ -5,20 +5,7 @@ use serde_json::Value;
 
 use crate::fixtures::Harness;
 
-/// The Python of the test venv (made by scripts/test.sh, which exports LURKBOT_TEST_VENV).
-pub fn test_python() -> std::path::PathBuf {
-    let venv = std::env::var_os("LURKBOT_TEST_VENV")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::home_dir().map(|h| h.join(".cache/lurkbot-test/venv")))
-        .unwrap();
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/test.sh, which creates the test venv (Radicale, vobject)",
-        python.display()
-    );
-    python
-}
+pub use crate::test_venv::test_python;
 
 /// Runs a Python `script` (with vobject) on `ics` and returns its stdout; fails on an error.
 pub fn vobject(script: &str, ics: &std::path::Path) -> String {

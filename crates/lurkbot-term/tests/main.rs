@@ -13,6 +13,7 @@ mod crafted;
 mod feed_server;
 mod fixtures;
 mod radicale;
+mod test_venv;
 
 mod executor;
 mod fuzz;
