@@ -22,7 +22,7 @@ use crate::error::AgentError;
 use crate::policy::matches;
 
 /// The file holding allow-always decisions.
-pub const APPROVALS_FILE: &str = "exec-approvals.json";
+pub use lurkbot_core::APPROVALS_FILE;
 
 /// A call waiting for a decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

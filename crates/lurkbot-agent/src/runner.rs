@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use lurkbot_core::{Config, Home, PromptMode, SessionKey};
+use lurkbot_core::{Config, Home, PromptMode, Secrets, SessionKey};
 use lurkbot_llm::{
     ChatRequest, ErrorKind, Failover, Message, StreamEvent, ToolCall, ToolSpec, Usage,
 };
@@ -305,6 +305,8 @@ impl Agent {
                 exec: &self.exec,
                 config: &self.config,
             };
+            let redactor =
+                lurkbot_term::Redactor::new(Secrets::load(&self.home).redaction_values());
             let mut results = Vec::with_capacity(calls.len());
             for call in &calls {
                 on_event(AgentEvent::ToolStart {
@@ -312,7 +314,9 @@ impl Agent {
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
                 });
-                let output = self.run_call(&ctx, &offered, call, &mut *on_event).await;
+                let mut output = self.run_call(&ctx, &offered, call, &mut *on_event).await;
+                // Secret values (home and skill .env files) never reach the model.
+                output.text = redactor.text(&output.text);
                 on_event(AgentEvent::ToolEnd {
                     id: call.id.clone(),
                     name: call.name.clone(),

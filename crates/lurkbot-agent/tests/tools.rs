@@ -3,53 +3,18 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use lurkbot_core::SessionKey;
-use lurkbot_llm::fake::Step;
 use serde_json::{Value, json};
 
 mod common;
-use common::{Setup, agent, setup};
+use common::{Setup, setup};
 
 #[path = "../../lurkbot-term/tests/feed_server.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod feed_server;
 use feed_server::{FeedServer, Reply};
 
-/// Runs one turn in which the model calls `tool` once per argument set, then answers; returns
-/// each call's result text and whether it failed.
 async fn call_each(s: &Setup, config: &str, tool: &str, calls: &[Value]) -> Vec<(String, bool)> {
-    let before = s.fake.requests().len();
-    let steps: Vec<(String, &str, Value)> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, args)| (format!("c{i}"), tool, args.clone()))
-        .collect();
-    let refs: Vec<(&str, &str, Value)> = steps
-        .iter()
-        .map(|(id, t, a)| (id.as_str(), *t, a.clone()))
-        .collect();
-    s.fake.push(vec![Step::calls(&refs), Step::text("done")]);
-    let mut a = agent(s, "openai/m", config);
-    a.turn(&SessionKey::main(), "go", &mut |_| {})
-        .await
-        .unwrap();
-    let requests = s.fake.requests();
-    let last = &requests[before + 1].body;
-    last["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .rev()
-        .take(calls.len())
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .map(|m| {
-            let text = m["content"].as_str().unwrap().to_string();
-            let failed = text.contains("is_error=\"true\"") || text.contains("[error]");
-            (text, failed)
-        })
-        .collect()
+    common::call_each_in(s, &SessionKey::main(), config, tool, calls).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -81,7 +46,7 @@ async fn web_fetch_refuses_private_addresses_by_default() {
         );
     }
     assert!(
-        results[4].0.contains("only http and https"),
+        results[4].0.contains("only http:// and https://"),
         "{}",
         results[4].0
     );
@@ -89,6 +54,21 @@ async fn web_fetch_refuses_private_addresses_by_default() {
     assert!(!results[5].0.contains("pw@"), "the password is not echoed");
     assert!(results[6].0.contains("not a URL"));
     assert!(results.iter().all(|(t, _)| !t.contains("secret intranet")));
+    // IPv4-compatible, NAT64 and 6to4 forms of loopback are private too.
+    let embedded = call_each(
+        &s,
+        "",
+        "web_fetch",
+        &[
+            json!({"url": "http://[::127.0.0.1]:1/"}),
+            json!({"url": "http://[64:ff9b::7f00:1]:1/"}),
+            json!({"url": "http://[2002:7f00:1::1]:1/"}),
+        ],
+    )
+    .await;
+    for (text, _) in &embedded {
+        assert!(text.contains("non-public address"), "{text}");
+    }
     assert_eq!(
         server.all_requests(),
         0,

@@ -73,19 +73,27 @@ fn write_synced_temp(
     let tmp = dir.join(format!(".{name}.tmp-{}", crate::random_hex(4)));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
+    // The temporary copy is private (0600) while it is written, whatever the final mode: a
+    // crash must not leave a readable copy of a secret behind (DESIGN.md §4.6).
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(mode);
+        options.mode(0o600);
     }
-    #[cfg(not(unix))]
-    let _ = mode;
     let written = options
         .open(&tmp)
         .map_err(|e| CoreError::io("create", &tmp, e))
         .and_then(|mut file| {
             file.write_all(bytes)
                 .map_err(|e| CoreError::io("write", &tmp, e))?;
+            #[cfg(unix)]
+            if mode & 0o777 != 0o600 {
+                use std::os::unix::fs::PermissionsExt;
+                file.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))
+                    .map_err(|e| CoreError::io("set permissions of", &tmp, e))?;
+            }
+            #[cfg(not(unix))]
+            let _ = mode;
             file.sync_all().map_err(|e| CoreError::io("sync", &tmp, e))
         });
     match written {

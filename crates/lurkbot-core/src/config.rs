@@ -25,6 +25,26 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentOverride>,
     /// `[approvals]`: which tool calls wait for a human decision.
     pub approvals: ApprovalsConfig,
+    /// `[network]`: where URLs from command and tool arguments may go (DESIGN.md §4.6).
+    pub network: NetworkConfig,
+}
+
+/// `[network]`: the network policy for URLs that come from command or tool arguments.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct NetworkConfig {
+    /// Allow loopback, private, link-local and every other non-public address (default false).
+    pub allow_private: bool,
+    /// Hosts allowed whatever they resolve to: `name`, `name:port`, `ip` or `ip:port`.
+    pub allow_hosts: Vec<String>,
+}
+
+impl Config {
+    /// Whether non-public addresses are allowed: `[network] allow_private`, or its older alias
+    /// `[tools.web_fetch] allow_private`.
+    pub fn allow_private_network(&self) -> bool {
+        self.network.allow_private || self.tools.web_fetch.allow_private
+    }
 }
 
 /// `[agent]` settings.
@@ -141,6 +161,10 @@ pub struct GatewayConfig {
     pub auth: GatewayAuth,
     /// Browser origins allowed besides the gateway's own (e.g. `https://app.example`).
     pub allowed_origins: Vec<String>,
+    /// `Host` names accepted besides the bind address and `localhost` (DNS rebinding guard).
+    pub allowed_hosts: Vec<String>,
+    /// Most connections open at once (default 4096).
+    pub max_connections: usize,
 }
 
 impl Default for GatewayConfig {
@@ -151,6 +175,8 @@ impl Default for GatewayConfig {
             token: None,
             auth: GatewayAuth::Token,
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            max_connections: 4096,
         }
     }
 }
@@ -221,7 +247,7 @@ pub struct ToolsConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
 pub struct WebFetchConfig {
-    /// Allow loopback, private, link-local and other non-public addresses (default false).
+    /// Older alias of `[network] allow_private` (either one allows non-public addresses).
     pub allow_private: bool,
     /// Most bytes read from one answer (default 2,000,000).
     pub max_bytes: u64,

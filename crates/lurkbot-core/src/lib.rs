@@ -13,21 +13,27 @@ mod home;
 mod ids;
 mod init;
 mod paths;
+mod protection;
 mod secrets;
 mod session_key;
+mod stale_temp;
 mod templates;
 
 pub use atomic::{write_atomic, write_atomic_with_mode, write_new_atomic};
 pub use clock::now_ms;
 pub use config::{
     AgentOverride, ApprovalsConfig, CalendarPermission, Config, ConfigError, GatewayAuth,
-    PromptMode, SandboxMode, ToolLayerConfig, WebFetchConfig,
+    NetworkConfig, PromptMode, SandboxMode, ToolLayerConfig, WebFetchConfig,
 };
 pub use config_doc::{ConfigDoc, ConfigDocError, is_secret_key};
 pub use error::CoreError;
 pub use home::{Home, layout};
 pub use ids::{new_run_id, new_session_id, random_hex};
 pub use init::{InitReport, init_home};
-pub use paths::{HomePath, PathError, protected_reason, secret_reason};
+pub use paths::{HomePath, PathError};
+pub use protection::{
+    APPROVALS_FILE, AccessError, Protection, classify_relative, is_private_memory,
+};
 pub use secrets::Secrets;
 pub use session_key::{SessionKey, SessionKeyError};
+pub use stale_temp::{STALE_AFTER, Sweep, sweep_stale_temp, sweep_stale_temp_at};

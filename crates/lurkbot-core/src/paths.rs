@@ -87,31 +87,6 @@ impl HomePath {
     }
 }
 
-/// Why a home-relative path (normalised, `/`-separated) must not be written by commands, if it
-/// must not: the audit log (append-only), `config.toml`, and skill secrets.
-pub fn protected_reason(relative: &str) -> Option<&'static str> {
-    let segments: Vec<&str> = relative.split('/').collect();
-    match segments.as_slice() {
-        ["artifacts", "terminal_exec", ..] => {
-            Some("the terminal_exec audit log is written only by terminal_exec")
-        }
-        ["config.toml"] => Some("config.toml is changed only with 'lurkbot config set' or by hand"),
-        ["skills", _, "secrets", ..] => Some("skill secrets are edited only by hand"),
-        _ => None,
-    }
-}
-
-/// Why a home-relative path must not be read into something that leaves the home (an archive),
-/// if it must not: `config.toml` (it holds the gateway token) and skill secrets.
-pub fn secret_reason(relative: &str) -> Option<&'static str> {
-    let segments: Vec<&str> = relative.split('/').collect();
-    match segments.as_slice() {
-        ["config.toml"] => Some("config.toml holds the gateway token"),
-        ["skills", _, "secrets", ..] => Some("skill secrets never leave the home"),
-        _ => None,
-    }
-}
-
 /// `C:`, `c:foo` — any single ASCII letter followed by a colon at the start.
 fn has_drive_letter(path: &str) -> bool {
     let b = path.as_bytes();
@@ -192,19 +167,6 @@ mod tests {
             Err(PathError::Invalid { .. })
         ));
         Ok(())
-    }
-
-    #[test]
-    fn protects_audit_config_and_secrets() {
-        assert!(protected_reason("artifacts/terminal_exec/runs/x.json").is_some());
-        assert!(protected_reason("config.toml").is_some());
-        assert!(protected_reason("skills/irc-cli/secrets/.env").is_some());
-        assert!(protected_reason("artifacts/zip/list.json").is_none());
-        assert!(protected_reason("workspace/config.toml").is_none());
-        assert!(secret_reason("config.toml").is_some());
-        assert!(secret_reason("skills/calendar-cli/secrets").is_some());
-        assert!(secret_reason("skills/calendar-cli/SKILL.md").is_none());
-        assert!(secret_reason("artifacts/terminal_exec/runs/x.json").is_none());
     }
 
     #[cfg(unix)]

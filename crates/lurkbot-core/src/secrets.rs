@@ -1,5 +1,6 @@
-//! Skill credentials from `skills/<skill>/secrets/.env` (dotenv), and the list of secret values
-//! that must never appear in any output.
+//! Skill credentials from `skills/<skill>/secrets/.env` and the home's own `.env` (provider
+//! keys, tokens), both dotenv, and the list of secret values that must never appear in any
+//! output or model request.
 //!
 //! A variable counts as secret when its name contains `PASS`, `TOKEN`, `SECRET`, `KEY`,
 //! `CREDENTIAL` or `AUTH` (so `IRC_NICKSERV_PASSWORD` and `IRC_CHANNEL_KEY` do, `IRC_NICK` does
@@ -17,6 +18,7 @@ const MIN_REDACTED_LEN: usize = 3;
 #[derive(Debug, Clone, Default)]
 pub struct Secrets {
     by_skill: BTreeMap<String, BTreeMap<String, String>>,
+    home_env: BTreeMap<String, String>,
     problems: Vec<String>,
 }
 
@@ -25,6 +27,10 @@ impl Secrets {
     /// in [`Secrets::problems`] (by path and line, never by value) and skipped.
     pub fn load(home: &Home) -> Self {
         let mut secrets = Self::default();
+        let home_env = home.join(".env");
+        if home_env.is_file() {
+            secrets.home_env = secrets.read_env(&home_env);
+        }
         let Ok(entries) = std::fs::read_dir(home.join(layout::SKILLS)) else {
             return secrets;
         };
@@ -34,31 +40,34 @@ impl Secrets {
                 continue;
             }
             let skill = entry.file_name().to_string_lossy().into_owned();
-            let mut vars = BTreeMap::new();
-            match dotenvy::from_path_iter(&env_path) {
-                Ok(iter) => {
-                    for item in iter {
-                        match item {
-                            Ok((k, v)) => {
-                                vars.insert(k, v);
-                            }
-                            Err(e) => secrets.problems.push(format!(
-                                "{}: {}",
-                                env_path.display(),
-                                describe(&e)
-                            )),
-                        }
-                    }
-                }
-                Err(e) => {
-                    secrets
-                        .problems
-                        .push(format!("{}: {}", env_path.display(), describe(&e)))
-                }
-            }
+            let vars = secrets.read_env(&env_path);
             secrets.by_skill.insert(skill, vars);
         }
         secrets
+    }
+
+    /// The variables of one dotenv file; problems are recorded without the line's content.
+    fn read_env(&mut self, env_path: &std::path::Path) -> BTreeMap<String, String> {
+        let mut vars = BTreeMap::new();
+        match dotenvy::from_path_iter(env_path) {
+            Ok(iter) => {
+                for item in iter {
+                    match item {
+                        Ok((k, v)) => {
+                            vars.insert(k, v);
+                        }
+                        Err(e) => {
+                            self.problems
+                                .push(format!("{}: {}", env_path.display(), describe(&e)))
+                        }
+                    }
+                }
+            }
+            Err(e) => self
+                .problems
+                .push(format!("{}: {}", env_path.display(), describe(&e))),
+        }
+        vars
     }
 
     /// The variables of one skill, if it has a `.env` file.
@@ -77,6 +86,7 @@ impl Secrets {
         let mut values: Vec<String> = self
             .by_skill
             .values()
+            .chain(std::iter::once(&self.home_env))
             .flat_map(|vars| vars.iter())
             .filter(|(k, v)| is_secret_name(k) && v.chars().count() >= MIN_REDACTED_LEN)
             .map(|(_, v)| v.clone())
@@ -131,6 +141,21 @@ mod tests {
             vec!["hunter2-long".to_string(), "tok-123".to_string()]
         );
         assert!(s.problems().is_empty());
+    }
+
+    #[test]
+    fn home_env_values_join_the_redaction_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::open(dir.path()).unwrap();
+        std::fs::write(
+            home.join(".env"),
+            "OPENAI_API_KEY=sk-home-key-1\nOPENAI_BASE_URL=http://x\nLURKBOT_GATEWAY_TOKEN=gw-tok-9\n",
+        )
+        .unwrap();
+        assert_eq!(
+            Secrets::load(&home).redaction_values(),
+            vec!["sk-home-key-1".to_string(), "gw-tok-9".to_string()]
+        );
     }
 
     #[test]

@@ -81,6 +81,13 @@ impl SessionKey {
         &self.0
     }
 
+    /// Whether this is a group or topic session (`agent:<id>:group:…`, `agent:<id>:topic:…`),
+    /// which must not see the owner's private memory or other sessions (DESIGN.md §4.6).
+    pub fn is_group(&self) -> bool {
+        let mut parts = self.0.split(':');
+        parts.next() == Some("agent") && matches!(parts.nth(1), Some("group" | "topic"))
+    }
+
     /// The agent id for `agent:` keys (`main` for cron and hook sessions).
     pub fn agent_id(&self) -> &str {
         self.0
@@ -124,6 +131,22 @@ mod tests {
             "ops"
         );
         assert_eq!(SessionKey::parse("cron:x").unwrap().agent_id(), "main");
+        assert!(
+            SessionKey::parse("agent:main:group:irc:x")
+                .unwrap()
+                .is_group()
+        );
+        assert!(
+            SessionKey::parse("agent:main:topic:s:c:t")
+                .unwrap()
+                .is_group()
+        );
+        assert!(!SessionKey::parse("agent:main:main").unwrap().is_group());
+        assert!(
+            !SessionKey::parse("agent:main:dm:irc:group")
+                .unwrap()
+                .is_group()
+        );
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Shortest token accepted on a non-loopback bind.
+pub(crate) const MIN_REMOTE_TOKEN_CHARS: usize = 24;
+
 /// Checks that `state`'s auth suits a listener on `addr`.
 ///
 /// # Errors
@@ -60,6 +63,15 @@ pub fn check_safe(state: &AppState, addr: SocketAddr) -> Result<(), StartError> 
     if !loopback && state.token.is_none() {
         return Err(StartError::Unsafe(format!(
             "binding {addr} without a token is refused: set gateway.token (lurkbot init makes one) or LURKBOT_GATEWAY_TOKEN"
+        )));
+    }
+    if let Some(token) = state.token.as_deref()
+        && !loopback
+        && token.chars().count() < MIN_REMOTE_TOKEN_CHARS
+    {
+        return Err(StartError::Unsafe(format!(
+            "binding {addr} with a token of {} characters is refused: off loopback the token needs at least {MIN_REMOTE_TOKEN_CHARS} (lurkbot init makes a 48-character one)",
+            token.chars().count()
         )));
     }
     Ok(())

@@ -167,6 +167,16 @@ impl From<lurkbot_core::PathError> for CommandError {
     }
 }
 
+impl From<lurkbot_core::AccessError> for CommandError {
+    fn from(e: lurkbot_core::AccessError) -> Self {
+        match e {
+            lurkbot_core::AccessError::Path(p) => p.into(),
+            protected => Self::new(ErrorCode::PermissionDenied, protected.to_string())
+                .with_hint("choose a path under workspace/ or artifacts/; LurkBot's secrets and state are never read or written by commands"),
+        }
+    }
+}
+
 /// The commands `terminal_exec` knows, in registration order.
 #[derive(Default)]
 pub struct Registry {

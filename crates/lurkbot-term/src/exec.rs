@@ -120,7 +120,10 @@ impl TerminalExec {
         let masked = mask_argv(&argv);
         let name = argv[0].to_ascii_lowercase();
         if let Some(flag) = parser::sensitive_flag(&argv) {
-            let flag = flag.split_once('=').map_or(flag, |(f, _)| f).to_string();
+            let flag = parser::split_sensitive(flag)
+                .map_or(flag, |(f, _)| f)
+                .trim_end_matches(['=', ':'])
+                .to_string();
             let err = CommandError::new(
                 ErrorCode::SensitiveArgv,
                 format!("'{flag}' would put a secret on the command line, where it would be logged"),

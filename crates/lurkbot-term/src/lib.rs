@@ -26,6 +26,8 @@ mod exec;
 mod help;
 mod net;
 pub use net::{install_crypto_provider, root_cause};
+mod net_policy;
+pub use net_policy::{NetRefusal, NetworkPolicy, is_public};
 pub mod output;
 mod parser;
 mod progress;
@@ -43,8 +45,8 @@ pub use envelope::{Artifact, Envelope, STDERR_CAP, STDOUT_CAP, cap_text};
 pub use error_code::ErrorCode;
 pub use exec::{ExecRequest, TerminalExec};
 pub use parser::{
-    BANNED_TOKENS, MAX_COMMAND_CHARS, MAX_TOKENS, ParseError, SENSITIVE_FLAGS, parse_command,
-    sensitive_flag,
+    BANNED_TOKENS, MAX_COMMAND_CHARS, MAX_TOKENS, ParseError, SENSITIVE_NAMES, SENSITIVE_WORDS,
+    is_sensitive_name, parse_command, sensitive_flag, split_sensitive,
 };
 pub use progress::{Progress, ProgressSink};
 pub use redact::{MASK, Redactor, mask_argv, mask_command_text, mask_url_passwords};

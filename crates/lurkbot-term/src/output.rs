@@ -1,7 +1,7 @@
 //! Writing a command's product to a file inside the home (`--out`), as an artifact.
 //!
-//! Rules: the path must resolve inside the home and not be protected (audit log, `config.toml`,
-//! skill secrets). A new file is simply written. An existing file under `artifacts/` — a
+//! Rules: the path must resolve inside the home and be free in the protection model (never a
+//! secret or LurkBot's own state, decided on the resolved path). A new file is simply written. An existing file under `artifacts/` — a
 //! previous product of a command — is replaced, so a listing can be refreshed. An existing
 //! file anywhere else is user content: it is replaced only with `--overwrite --confirm`,
 //! otherwise it is kept and the run answers `RefuseOverwrite` (or `ConfirmRequired` when
@@ -44,15 +44,8 @@ fn checked_target(
     raw: &str,
     artifacts_replaceable: bool,
 ) -> Result<HomePath, CommandError> {
-    let target = ctx.home.resolve(raw)?;
+    let target = ctx.home.resolve_writable(raw)?;
     let resolved_rel = ctx.home.relative(target.absolute()).unwrap_or_default();
-    if let Some(reason) = lurkbot_core::protected_reason(&resolved_rel) {
-        return Err(CommandError::new(
-            ErrorCode::PermissionDenied,
-            format!("cannot write '{raw}': {reason}"),
-        )
-        .with_hint("choose a path under artifacts/ or workspace/"));
-    }
     if target.relative().is_empty() || target.absolute().is_dir() {
         return Err(CommandError::new(
             ErrorCode::InvalidArgs,

@@ -7,16 +7,22 @@ pub const MAX_COMMAND_CHARS: usize = 4096;
 pub const MAX_TOKENS: usize = 64;
 /// Shell operators refused anywhere in the raw text, quoted or not.
 pub const BANNED_TOKENS: &[&str] = &[";", "&&", "||", "|", ">", "<", "`", "$("];
-/// Flags that would carry a secret (their `=` forms too), refused for every command.
-pub const SENSITIVE_FLAGS: &[&str] = &[
-    "--password",
-    "--pass",
-    "--key",
-    "--secret",
-    "--token",
-    "--apikey",
-    "--api-key",
+/// Words that mark a flag as secret-carrying when its name (lower-cased, `_` and `-` removed)
+/// contains one of them (DESIGN.md §4.2).
+pub const SENSITIVE_WORDS: &[&str] = &[
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "apikey",
+    "privatekey",
+    "accesskey",
+    "credential",
+    "cookie",
+    "auth",
 ];
+/// Flag names that carry a secret only when they are the whole name.
+pub const SENSITIVE_NAMES: &[&str] = &["key", "pw"];
 
 /// Why a command string was refused (always `InvalidCommand`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -130,16 +136,40 @@ pub fn sensitive_flag(argv: &[String]) -> Option<&str> {
     argv.iter()
         .skip(1)
         .map(String::as_str)
-        .find(|arg| is_sensitive(arg))
+        .find(|arg| split_sensitive(arg).is_some())
 }
 
-/// Whether one token is a secret-carrying flag (`--token` or `--token=…`, any case).
-pub(crate) fn is_sensitive(arg: &str) -> bool {
-    let flag = arg
-        .split_once('=')
-        .map_or(arg, |(f, _)| f)
-        .to_ascii_lowercase();
-    SENSITIVE_FLAGS.contains(&flag.as_str())
+/// A secret-carrying flag token split into the flag with its separator (`--token=`,
+/// `--token:`, or `--token` alone) and whether a value is attached; `None` for other tokens.
+/// Any number of leading dashes, any case, any spelling (`--api_key`, `-Auth-Token:x`).
+pub fn split_sensitive(arg: &str) -> Option<(&str, bool)> {
+    let name_start = arg.len() - arg.trim_start_matches('-').len();
+    if name_start == 0 {
+        return None;
+    }
+    let name_end = arg[name_start..]
+        .find(['=', ':'])
+        .map_or(arg.len(), |i| name_start + i);
+    if !is_sensitive_name(&arg[name_start..name_end]) {
+        return None;
+    }
+    Some(if name_end < arg.len() {
+        (&arg[..=name_end], true)
+    } else {
+        (arg, false)
+    })
+}
+
+/// Whether a flag name (without dashes) is secret-carrying by DESIGN.md §4.2's rule.
+pub fn is_sensitive_name(name: &str) -> bool {
+    let normal: String = name
+        .chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect();
+    !normal.is_empty()
+        && (SENSITIVE_NAMES.contains(&normal.as_str())
+            || SENSITIVE_WORDS.iter().any(|w| normal.contains(w)))
 }
 
 #[cfg(test)]
@@ -221,13 +251,33 @@ mod tests {
             "x --token=t",
             "x --apikey a",
             "x --Api-Key=a",
+            "x --api_key a",
+            "x --passwd p",
+            "x --client-secret s",
+            "x --access-token t",
+            "x --private-key k",
+            "x --auth-token t",
+            "x --token:x",
+            "x -password p",
+            "x -PW p",
+            "x --db-pwd=p",
+            "x --session_cookie c",
+            "x --aws-accesskey a",
+            "x --credentials f",
+            "x --passwords p",
         ] {
             assert!(sensitive_flag(&argv(raw)).is_some(), "{raw}");
         }
         assert_eq!(
-            sensitive_flag(&argv("x --keyboard --passwords --in key")),
+            sensitive_flag(&argv(
+                "x --keyboard --in key --max -1 --keys --url http://a/auth"
+            )),
             None
         );
+        assert_eq!(split_sensitive("--token:abc"), Some(("--token:", true)));
+        assert_eq!(split_sensitive("-Api_Key=v"), Some(("-Api_Key=", true)));
+        assert_eq!(split_sensitive("--secret"), Some(("--secret", false)));
+        assert_eq!(split_sensitive("--"), None);
     }
 
     proptest! {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::parser::{SENSITIVE_FLAGS, is_sensitive};
+use crate::parser::{is_sensitive_name, split_sensitive};
 
 /// What replaces a secret.
 pub const MASK: &str = "***";
@@ -16,13 +16,12 @@ pub fn mask_argv(argv: &[String]) -> Vec<String> {
         if mask_next {
             out.push(MASK.to_string());
             mask_next = false;
-        } else if is_sensitive(arg) {
-            match arg.split_once('=') {
-                Some((flag, _)) => out.push(format!("{flag}={MASK}")),
-                None => {
-                    out.push(arg.clone());
-                    mask_next = true;
-                }
+        } else if let Some((flag, attached)) = split_sensitive(arg) {
+            if attached {
+                out.push(format!("{flag}{MASK}"));
+            } else {
+                out.push(arg.clone());
+                mask_next = true;
             }
         } else {
             out.push(mask_url_passwords(arg));
@@ -66,28 +65,37 @@ pub fn mask_url_passwords(text: &str) -> String {
 /// a refused command never leaks a secret into the audit log.
 pub fn mask_command_text(raw: &str) -> String {
     let raw = &mask_url_passwords(raw);
-    let lower = raw.to_ascii_lowercase();
     let mut out = String::with_capacity(raw.len());
     let mut i = 0;
     while i < raw.len() {
-        let hit = SENSITIVE_FLAGS.iter().find(|f| {
-            lower[i..].starts_with(*f)
-                && (i == 0 || raw[..i].ends_with([' ', '\t', '"', '\'']))
-                && matches!(raw[i + f.len()..].chars().next(), Some('=' | ' ' | '\t'))
-        });
-        let Some(flag) = hit else {
-            let c = raw[i..].chars().next().unwrap_or(' ');
+        let at_boundary = i == 0 || raw[..i].ends_with([' ', '\t', '"', '\'']);
+        let rest = &raw[i..];
+        let flag_len = if at_boundary && rest.starts_with('-') {
+            let dashes = rest.len() - rest.trim_start_matches('-').len();
+            let name_len = rest[dashes..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+                .unwrap_or(rest.len() - dashes);
+            let name = &rest[dashes..dashes + name_len];
+            let next = rest[dashes + name_len..].chars().next();
+            (is_sensitive_name(name)
+                && matches!(next, None | Some('=' | ':' | ' ' | '\t' | '"' | '\'')))
+            .then_some(dashes + name_len)
+        } else {
+            None
+        };
+        let Some(flag_len) = flag_len else {
+            let c = rest.chars().next().unwrap_or(' ');
             out.push(c);
             i += c.len_utf8();
             continue;
         };
-        out.push_str(&raw[i..i + flag.len()]);
-        i += flag.len();
+        out.push_str(&rest[..flag_len]);
+        i += flag_len;
         // separator(s)
         while let Some(c) = raw[i..]
             .chars()
             .next()
-            .filter(|c| matches!(c, '=' | ' ' | '\t'))
+            .filter(|c| matches!(c, '=' | ':' | ' ' | '\t'))
         {
             out.push(c);
             i += 1;
@@ -247,8 +255,12 @@ mod tests {
         );
         assert_eq!(mask_command_text("x --api-key 'k k'"), "x --api-key ***");
         assert_eq!(
-            mask_command_text("x --keyboard k --passive p"),
-            "x --keyboard k --passive p"
+            mask_command_text("x --keyboard k --passive p --max -1"),
+            "x --keyboard k --passive *** --max -1"
+        );
+        assert_eq!(
+            mask_command_text("x --token:abc --api_key k -PW p --auth-token=\"q r\" z"),
+            "x --token:*** --api_key *** -PW *** --auth-token=*** z"
         );
         assert_eq!(mask_command_text("x --pass"), "x --pass");
         assert_eq!(mask_command_text("é --key ü"), "é --key ***");

@@ -163,6 +163,14 @@ impl Harness {
         }
     }
 
+    /// Built-in commands in a home whose network policy allows private addresses, for tests
+    /// that serve feeds on loopback (`[network] allow_private = true`).
+    pub fn lan() -> Self {
+        let h = Self::builtin();
+        h.write("config.toml", b"[network]\nallow_private = true\n");
+        h
+    }
+
     /// A path inside the home.
     pub fn path(&self, rel: &str) -> std::path::PathBuf {
         self.home().join(rel)

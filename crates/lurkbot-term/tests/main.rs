@@ -18,6 +18,7 @@ mod test_venv;
 mod executor;
 mod fuzz;
 mod interop;
+mod protection;
 mod rss_feeds;
 mod rss_fetching;
 mod rss_fuzz;

@@ -15,7 +15,7 @@ fn corpus(file: &str) -> Vec<u8> {
 async fn fetch_file(file: &str, content_type: &'static str) -> (Value, Vec<Value>) {
     let server = FeedServer::start();
     server.serve_bytes("/feed", content_type, corpus(file));
-    let h = Harness::builtin();
+    let h = Harness::lan();
     let env = h
         .run(&format!(
             "rss fetch --url {} --out artifacts/rss/items.json",
@@ -170,7 +170,7 @@ async fn charset_from_the_header_when_the_prolog_has_none() {
     let server = FeedServer::start();
     let body = b"<rss version=\"2.0\"><channel><title>Caf\xe9</title><item><title>na\xefve</title></item></channel></rss>".to_vec();
     server.serve_bytes("/f", "text/xml; charset=ISO-8859-1", body);
-    let h = Harness::builtin();
+    let h = Harness::lan();
     let env = h
         .run(&format!("rss fetch --url {}", server.url("/f")))
         .await;
@@ -183,7 +183,7 @@ async fn charset_from_the_header_when_the_prolog_has_none() {
 async fn billion_laughs_is_never_expanded() {
     let server = FeedServer::start();
     server.serve_bytes("/lol", "application/rss+xml", corpus("billion_laughs.xml"));
-    let h = Harness::builtin();
+    let h = Harness::lan();
     let env = h
         .run(&format!(
             "rss fetch --url {} --out artifacts/rss/lol.json",
@@ -207,7 +207,7 @@ async fn billion_laughs_is_never_expanded() {
 async fn external_entities_are_never_fetched_or_read() {
     let server = FeedServer::start();
     server.serve_bytes("/xxe", "application/rss+xml", corpus("xxe.xml"));
-    let h = Harness::builtin();
+    let h = Harness::lan();
     let env = h
         .run(&format!(
             "rss fetch --url {} --out artifacts/rss/xxe.json",
@@ -247,7 +247,7 @@ async fn truncated_and_non_feed_bodies_are_parse_errors() {
         )
         .into_bytes(),
     );
-    let h = Harness::builtin();
+    let h = Harness::lan();
     for (path, hint) in [
         ("/cut", "well-formed"),
         ("/page", "web page"),
@@ -287,7 +287,7 @@ async fn gzip_and_deflate_answers_are_decoded() {
     server.route("/deflate", move |_| {
         Reply::ok("application/rss+xml", zl.clone()).header("Content-Encoding", "deflate")
     });
-    let h = Harness::builtin();
+    let h = Harness::lan();
     for path in ["/gz", "/deflate"] {
         let env = h
             .run(&format!("rss fetch --url {}", server.url(path)))

@@ -44,7 +44,7 @@ async fn etag_round_trip_answers_304_from_the_cache() {
             Reply::ok("application/rss+xml", FEED).header("ETag", "\"v1\"")
         }
     });
-    let h = Harness::builtin();
+    let h = Harness::lan();
     subscribe(&h, "tiny", &server.url("/f")).await;
 
     let first = h.run("rss fetch --name tiny --max-items 2").await;
@@ -119,7 +119,7 @@ async fn last_modified_round_trip() {
             Reply::ok("application/rss+xml", FEED).header("Last-Modified", STAMP)
         }
     });
-    let h = Harness::builtin();
+    let h = Harness::lan();
     subscribe(&h, "lm", &server.url("/f")).await;
     assert_eq!(
         h.run("rss fetch --name lm").await.result["http_status"],
@@ -152,7 +152,7 @@ async fn changed_feeds_replace_the_cache_and_validators() {
         };
         Reply::ok("application/rss+xml", body).header("ETag", &current)
     });
-    let h = Harness::builtin();
+    let h = Harness::lan();
     subscribe(&h, "tiny", &server.url("/f")).await;
     h.run("rss fetch --name tiny").await;
     version.store(2, Ordering::SeqCst);
@@ -176,7 +176,7 @@ async fn rate_limits_report_retry_after_in_both_forms() {
         Reply::status(429).header("Retry-After", &http_date)
     });
     server.route("/bare", |_| Reply::status(429));
-    let h = Harness::builtin();
+    let h = Harness::lan();
     subscribe(&h, "limited", &server.url("/seconds")).await;
     let env = h.run("rss fetch --name limited").await;
     assert_eq!(env.error_code.as_deref(), Some("RateLimited"));
@@ -217,7 +217,7 @@ async fn http_errors_keep_the_previous_good_state() {
             "<rss version=\"2.0\"><channel><item>",
         ),
     });
-    let h = Harness::builtin();
+    let h = Harness::lan();
     subscribe(&h, "tiny", &server.url("/f")).await;
     assert_eq!(h.run("rss fetch --name tiny").await.exit_code, 0);
     let good_cache = std::fs::read(h.path("workspace/rss/cache/tiny.json")).unwrap();
@@ -263,7 +263,7 @@ async fn redirects_are_followed_up_to_five_and_rechecked() {
     });
     server.route("/no-location", |_| Reply::status(302));
     server.route("/always-304", |_| Reply::status(304));
-    let h = Harness::builtin();
+    let h = Harness::lan();
 
     let env = h
         .run(&format!("rss fetch --url {}", server.url("/r1")))
@@ -326,7 +326,7 @@ async fn endless_and_oversized_bodies_stop_at_the_cap_and_store_nothing() {
         Reply::ok("application/rss+xml", bomb.clone()).header("Content-Encoding", "gzip")
     });
     server.serve_bytes("/big", "application/rss+xml", vec![b' '; 3 * 1024 * 1024]);
-    let h = Harness::builtin();
+    let h = Harness::lan();
     for path in ["/endless", "/bomb", "/big"] {
         subscribe(&h, "huge", &server.url(path)).await;
         let env = h.run("rss fetch --name huge").await;
@@ -369,7 +369,7 @@ async fn endless_and_oversized_bodies_stop_at_the_cap_and_store_nothing() {
 async fn network_failures_and_timeouts() {
     let server = FeedServer::start();
     server.route("/stall", |_| Reply::stall());
-    let h = Harness::builtin();
+    let h = Harness::lan();
     let started = std::time::Instant::now();
     let env = h
         .run(&format!(
@@ -421,7 +421,7 @@ async fn network_failures_and_timeouts() {
 async fn refusals_happen_before_any_request() {
     let server = FeedServer::start();
     server.serve_bytes("/f", "application/rss+xml", FEED.as_bytes().to_vec());
-    let h = Harness::builtin();
+    let h = Harness::lan();
     let url = server.url("/f");
     for (command, code) in [
         (
@@ -478,7 +478,7 @@ async fn refusals_happen_before_any_request() {
 async fn out_writes_every_item_as_an_artifact() {
     let server = FeedServer::start();
     server.serve_bytes("/f", "application/rss+xml", FEED.as_bytes().to_vec());
-    let h = Harness::builtin();
+    let h = Harness::lan();
     let env = h
         .run(&format!(
             "rss fetch --url {} --max-items 1 --out artifacts/rss/tiny.json",
@@ -555,7 +555,7 @@ async fn https_verifies_certificates() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let h = Harness::builtin();
+    let h = Harness::lan();
     let env = h
         .run(&format!(
             "rss fetch --url https://127.0.0.1:{port}/ --timeout-ms 5000"
@@ -571,4 +571,75 @@ async fn https_verifies_certificates() {
     );
     let message = env.error_message.unwrap_or_default().to_lowercase();
     assert!(message.contains("certificate"), "{message}");
+}
+
+#[tokio::test]
+async fn the_network_policy_keeps_feeds_off_private_addresses() {
+    let server = FeedServer::start();
+    server.serve_bytes("/f", "application/rss+xml", FEED.as_bytes().to_vec());
+    let port = server
+        .url("/")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    server.route("/hop", move |_| {
+        Reply::status(302).header("Location", &format!("http://localhost:{port}/f"))
+    });
+
+    // Default policy: loopback is refused before any request is sent.
+    let strict = Harness::builtin();
+    let env = strict
+        .run(&format!("rss fetch --url {}", server.url("/f")))
+        .await;
+    assert_eq!(
+        env.error_code.as_deref(),
+        Some("PermissionDenied"),
+        "{}",
+        env.stderr
+    );
+    assert_eq!(env.exit_code, 2);
+    assert!(env.stderr.contains("allow_private"), "{}", env.stderr);
+    assert_eq!(server.all_requests(), 0);
+
+    // One host allowed by name and port: it is fetched; a redirect to another host is checked
+    // again and refused.
+    let listed = Harness::builtin();
+    let host_port = server
+        .url("/")
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    listed.write(
+        "config.toml",
+        format!("[network]\nallow_hosts = [\"{host_port}\"]\n").as_bytes(),
+    );
+    let env = listed
+        .run(&format!("rss fetch --url {}", server.url("/f")))
+        .await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+    let before = server.all_requests();
+    let env = listed
+        .run(&format!("rss fetch --url {}", server.url("/hop")))
+        .await;
+    assert_eq!(
+        env.error_code.as_deref(),
+        Some("PermissionDenied"),
+        "{}",
+        env.stderr
+    );
+    assert_eq!(
+        server.all_requests(),
+        before + 1,
+        "the redirect target was not requested"
+    );
+
+    // The older [tools.web_fetch] allow_private is honoured as an alias.
+    let alias = Harness::builtin();
+    alias.write("config.toml", b"[tools.web_fetch]\nallow_private = true\n");
+    let env = alias
+        .run(&format!("rss fetch --url {}", server.url("/f")))
+        .await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
 }

@@ -11,7 +11,7 @@ fn subscriptions(h: &Harness) -> Value {
 
 #[tokio::test]
 async fn add_list_update_and_remove() {
-    let h = Harness::builtin();
+    let h = Harness::lan();
     let env = h
         .run("rss add --name wapo-politics --url https://www.washingtonpost.com/arcio/rss/category/politics/")
         .await;
@@ -96,7 +96,7 @@ async fn add_list_update_and_remove() {
 
 #[tokio::test]
 async fn bad_names_and_urls_are_refused_and_change_nothing() {
-    let h = Harness::builtin();
+    let h = Harness::lan();
     h.run("rss add --name keep --url https://example.com/feed")
         .await;
     let before = std::fs::read(h.path("workspace/rss/subscriptions.json")).unwrap();
@@ -137,7 +137,7 @@ async fn bad_names_and_urls_are_refused_and_change_nothing() {
 
 #[tokio::test]
 async fn url_passwords_never_reach_output_or_audit() {
-    let h = Harness::builtin();
+    let h = Harness::lan();
     let env = h
         .run("rss add --name private --url https://me:s3cr3tpw@feeds.example.com/private.xml")
         .await;
@@ -156,7 +156,7 @@ async fn url_passwords_never_reach_output_or_audit() {
 
 #[tokio::test]
 async fn a_damaged_state_file_is_reported_and_left_alone() {
-    let h = Harness::builtin();
+    let h = Harness::lan();
     h.write("workspace/rss/subscriptions.json", b"[{\"name\": \"half");
     for command in [
         "rss add --name x --url https://e.com/f",
@@ -177,7 +177,7 @@ async fn a_damaged_state_file_is_reported_and_left_alone() {
 /// Runs on OS threads, each with its own runtime, so the adds really overlap.
 #[test]
 fn concurrent_adds_lose_nothing() {
-    let h = Harness::builtin();
+    let h = Harness::lan();
     std::thread::scope(|scope| {
         for i in 0..24 {
             let h = &h;
@@ -199,7 +199,7 @@ fn concurrent_adds_lose_nothing() {
 
 #[tokio::test]
 async fn help_and_bundled_skill_describe_rss() {
-    let h = Harness::builtin();
+    let h = Harness::lan();
     let env = h.run("rss --help").await;
     assert_eq!(env.exit_code, 0);
     let subs: Vec<&str> = env.result["subcommands"]
@@ -232,7 +232,7 @@ async fn help_and_bundled_skill_describe_rss() {
 
 #[tokio::test]
 async fn a_hand_edited_unusable_url_is_refused_before_fetching() {
-    let h = Harness::builtin();
+    let h = Harness::lan();
     h.write(
         "workspace/rss/subscriptions.json",
         br#"[{"name":"bad","url":"file:///etc/passwd","created_at_ms":1,"updated_at_ms":1}]"#,

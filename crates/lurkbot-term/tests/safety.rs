@@ -156,7 +156,7 @@ async fn protected_files_of_the_home_are_never_written() {
         .run("zip extract --in workspace/in.zip --dest . --confirm --overwrite")
         .await;
     assert_eq!(env.exit_code, 0, "{}", env.stderr);
-    assert_eq!(env.result["skipped"]["unsafe_path"], json!(3));
+    assert_eq!(env.result["skipped"]["protected"], json!(3));
     assert_eq!(std::fs::read(h.path("config.toml")).unwrap(), b"# mine\n");
     assert!(!h.path("skills/x/secrets/.env").exists());
     for dest in ["artifacts/terminal_exec", "skills/x/secrets"] {

@@ -32,6 +32,9 @@ const FEED: &str = "<rss version=\"2.0\"><channel><title>CLI feed</title><item><
 #[test]
 fn subscribe_and_fetch_through_the_binary() {
     let t = Test::init();
+    // The feed is served on loopback, which the network policy refuses by default.
+    let out = t.run(&["config", "set", "network.allow_private", "true"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
     let url = serve(FEED, 2);
     let out = t.run(&["exec", &format!("rss add --name cli-feed --url {url}")]);
     assert_eq!(out.status, 0, "{}", out.stderr);
@@ -63,6 +66,12 @@ fn failures_exit_with_the_documented_status() {
         .local_addr()
         .unwrap()
         .port();
+    // Loopback is refused by the network policy (exit 2, the setting named) before any request.
+    let out = t.run(&["exec", &format!("rss fetch --url http://127.0.0.1:{port}/")]);
+    assert_eq!(out.status, 2);
+    assert!(out.stderr.contains("allow_private"), "{}", out.stderr);
+    let out = t.run(&["config", "set", "network.allow_private", "true"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
     let out = t.run(&[
         "exec",
         "--json",

@@ -1,9 +1,10 @@
 //! `read`, `write` and `edit`: files inside the LurkBot home only. Paths are home-relative;
-//! escapes (absolute paths, `..`, symlinks out) are refused. Secrets (`config.toml`, skill
-//! `.env` files, any `.env`) are never read; the audit log, `config.toml`, secrets, session
-//! transcripts and auth state are never written. Writes are atomic.
+//! escapes (absolute paths, `..`, symlinks out) are refused, and the protection model of
+//! `lurkbot-core` decides on the resolved path (links followed): secrets are never read, secrets
+//! and state are never written, and group sessions never read the owner's private memory.
+//! Writes are atomic.
 
-use lurkbot_core::{HomePath, protected_reason, secret_reason};
+use lurkbot_core::{AccessError, HomePath, is_private_memory};
 use lurkbot_llm::ToolSpec;
 use serde_json::{Value, json};
 
@@ -27,36 +28,45 @@ pub(super) fn resolve_path(ctx: &ToolCtx<'_>, raw: &str) -> Result<HomePath, Too
     })
 }
 
-pub(super) fn readable(path: &HomePath) -> Result<(), ToolOutput> {
-    let rel = path.relative();
-    let reason = secret_reason(rel)
-        .or_else(|| (rel.rsplit('/').next() == Some(".env")).then_some(".env files hold secrets"));
-    match reason {
-        Some(why) => Err(ToolOutput::error(format!("{rel} cannot be read: {why}"))),
-        None => Ok(()),
+/// Refuses a path the protection model keeps from readers (secrets), and the owner's private
+/// memory in group and topic sessions. Decided on the resolved path.
+pub(super) fn readable(ctx: &ToolCtx<'_>, path: &HomePath) -> Result<(), ToolOutput> {
+    let protection = ctx.home.protection(path.absolute());
+    if !protection.readable() {
+        return Err(denied(path, "read", protection.reason()));
+    }
+    if ctx.session.is_group() {
+        let resolved = ctx.home.relative(path.absolute()).unwrap_or_default();
+        if is_private_memory(&resolved) || is_private_memory(path.relative()) {
+            return Err(denied(
+                path,
+                "read",
+                Some("the owner's private memory is not shared with group sessions"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a path the protection model keeps from generic writers (secrets and state).
+pub(super) fn writable(ctx: &ToolCtx<'_>, path: &HomePath) -> Result<(), ToolOutput> {
+    let protection = ctx.home.protection(path.absolute());
+    if protection.writable() {
+        Ok(())
+    } else {
+        Err(denied(path, "written", protection.reason()))
     }
 }
 
-pub(super) fn writable(path: &HomePath) -> Result<(), ToolOutput> {
-    let rel = path.relative();
-    let first = rel.split('/').next().unwrap_or_default();
-    let reason = protected_reason(rel)
-        .or_else(|| {
-            (rel.rsplit('/').next() == Some(".env")).then_some(".env files are edited only by hand")
-        })
-        .or_else(|| {
-            (first == "sessions")
-                .then_some("session transcripts are written only by the agent runtime")
-        })
-        .or_else(|| (first == "auth").then_some("auth state is written only by the agent runtime"))
-        .or_else(|| {
-            (rel == crate::approvals::APPROVALS_FILE)
-                .then_some("approval decisions are made only by the human")
-        });
-    match reason {
-        Some(why) => Err(ToolOutput::error(format!("{rel} cannot be written: {why}"))),
-        None => Ok(()),
-    }
+fn denied(path: &HomePath, action: &'static str, reason: Option<&'static str>) -> ToolOutput {
+    ToolOutput::error(
+        AccessError::Protected {
+            path: path.relative().to_string(),
+            action,
+            reason: reason.unwrap_or("it is protected"),
+        }
+        .to_string(),
+    )
 }
 
 /// The `read` tool.
@@ -73,7 +83,7 @@ impl Tool for ReadTool {
 
     fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a> {
         Box::pin(async move {
-            let path = match resolve(ctx, args).and_then(|p| readable(&p).map(|()| p)) {
+            let path = match resolve(ctx, args).and_then(|p| readable(ctx, &p).map(|()| p)) {
                 Ok(p) => p,
                 Err(e) => return e,
             };
@@ -114,7 +124,7 @@ impl Tool for WriteTool {
     fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a> {
         Box::pin(async move {
             let (path, content) = match resolve(ctx, args)
-                .and_then(|p| writable(&p).map(|()| p))
+                .and_then(|p| writable(ctx, &p).map(|()| p))
                 .and_then(|p| string_arg(args, "content").map(|c| (p, c)))
             {
                 Ok(v) => v,
@@ -163,9 +173,11 @@ impl Tool for EditTool {
 
     fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a> {
         Box::pin(async move {
-            let path = match resolve(ctx, args)
-                .and_then(|p| writable(&p).and_then(|()| readable(&p)).map(|()| p))
-            {
+            let path = match resolve(ctx, args).and_then(|p| {
+                writable(ctx, &p)
+                    .and_then(|()| readable(ctx, &p))
+                    .map(|()| p)
+            }) {
                 Ok(p) => p,
                 Err(e) => return e,
             };

@@ -203,7 +203,7 @@ enum Planned {
 fn plan(ctx: &ToolCtx<'_>, ops: &[Op]) -> Result<Vec<Planned>, String> {
     let target = |raw: &str| -> Result<HomePath, String> {
         let path = resolve_path(ctx, raw).map_err(|e| e.text)?;
-        writable(&path).map_err(|e| e.text)?;
+        writable(ctx, &path).map_err(|e| e.text)?;
         Ok(path)
     };
     let mut planned = Vec::new();
@@ -233,7 +233,7 @@ fn plan(ctx: &ToolCtx<'_>, ops: &[Op]) -> Result<Vec<Planned>, String> {
                 chunks,
             } => {
                 let p = target(path)?;
-                readable(&p).map_err(|e| e.text)?;
+                readable(ctx, &p).map_err(|e| e.text)?;
                 let text = std::fs::read_to_string(p.absolute())
                     .map_err(|e| format!("{path} cannot be read: {e}"))?;
                 let new = apply_chunks(path, &text, chunks)?;

@@ -1,5 +1,6 @@
 //! `session_status`, `sessions_list`, `sessions_history`: what the agent may know about its
-//! sessions.
+//! sessions. A group or topic session sees only itself (DESIGN.md §4.6): the owner's direct
+//! conversations are never shown to a group.
 
 use lurkbot_llm::{Role, ToolSpec};
 use serde_json::{Value, json};
@@ -52,7 +53,7 @@ impl Tool for SessionsListTool {
         Box::pin(async move {
             match ctx.sessions.list() {
                 Ok(all) => ToolOutput::ok(
-                    Value::Array(all.values().map(|e| json!({
+                    Value::Array(all.values().filter(|e| visible(ctx, &e.key)).map(|e| json!({
                         "key": e.key, "session_id": e.session_id, "updated_ms": e.updated_ms, "turns": e.turns})).collect())
                     .to_string(),
                 ),
@@ -60,6 +61,12 @@ impl Tool for SessionsListTool {
             }
         })
     }
+}
+
+/// Whether the calling session may see session `key`: always its own; a group or topic session
+/// nothing else.
+fn visible(ctx: &ToolCtx<'_>, key: &str) -> bool {
+    !ctx.session.is_group() || key == ctx.session.as_str()
 }
 
 /// `sessions_history`.
@@ -93,7 +100,7 @@ impl Tool for SessionsHistoryTool {
                 Ok(all) => all,
                 Err(e) => return ToolOutput::error(e.to_string()),
             };
-            let Some(entry) = all.get(key) else {
+            let Some(entry) = all.get(key).filter(|_| visible(ctx, key)) else {
                 return ToolOutput::error(format!(
                     "no session '{key}'; sessions_list shows the keys"
                 ));

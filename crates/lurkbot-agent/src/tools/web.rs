@@ -1,17 +1,17 @@
 //! `web_fetch`: GET one http(s) URL and return its text.
 //!
-//! Safe by default: only `http`/`https`, no credentials in the URL, and every address the host
-//! resolves to must be public — loopback, private, link-local (cloud metadata), CGNAT, unique
-//! local, multicast and unspecified addresses are refused unless `[tools.web_fetch]
-//! allow_private = true`. The connection is pinned to the address that was checked (no DNS
-//! rebinding), redirects are followed by hand (at most 5) and every hop is checked again. At
+//! Safe by default: every URL, the first and each redirect, passes the shared network policy
+//! ([`NetworkPolicy`]: http/https only, no credentials, public addresses only unless `[network]
+//! allow_private` or `allow_hosts` say otherwise). The connection is pinned to the address that
+//! was checked (no DNS rebinding), redirects are followed by hand (at most 5). At
 //! most `max_bytes` are read; HTML is turned into plain text (scripts and styles dropped).
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use lurkbot_core::WebFetchConfig;
 use lurkbot_llm::ToolSpec;
+use lurkbot_term::NetworkPolicy;
 use serde_json::{Value, json};
 
 use super::html::html_to_text;
@@ -44,7 +44,8 @@ impl Tool for WebFetchTool {
                 Ok(u) => u,
                 Err(e) => return e,
             };
-            match fetch(url, &ctx.config.tools.web_fetch).await {
+            let policy = NetworkPolicy::from_config(ctx.config);
+            match fetch(url, &policy, &ctx.config.tools.web_fetch).await {
                 Ok(text) => ToolOutput::ok(text),
                 Err(message) => ToolOutput::error(message),
             }
@@ -52,10 +53,14 @@ impl Tool for WebFetchTool {
     }
 }
 
-async fn fetch(start: &str, config: &WebFetchConfig) -> Result<String, String> {
+async fn fetch(
+    start: &str,
+    policy: &NetworkPolicy,
+    config: &WebFetchConfig,
+) -> Result<String, String> {
     let mut url = reqwest::Url::parse(start).map_err(|e| format!("not a URL: {start} ({e})"))?;
     for _ in 0..=MAX_REDIRECTS {
-        let addr = checked_address(&url, config.allow_private).await?;
+        let addr = policy.check(&url).await.map_err(|e| e.to_string())?;
         let host = url.host_str().unwrap_or_default().to_string();
         let client = client(&host, addr, config.timeout_seconds)?;
         let response = client
@@ -78,70 +83,6 @@ async fn fetch(start: &str, config: &WebFetchConfig) -> Result<String, String> {
         return read_body(url.as_str(), response, config.max_bytes).await;
     }
     Err(format!("more than {MAX_REDIRECTS} redirects from {start}"))
-}
-
-/// Checks scheme, credentials and every resolved address; returns the one to connect to.
-async fn checked_address(url: &reqwest::Url, allow_private: bool) -> Result<SocketAddr, String> {
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "only http and https URLs can be fetched, not '{}:'",
-            url.scheme()
-        ));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err("URLs with credentials are refused".into());
-    }
-    let host = url.host_str().ok_or("the URL has no host")?;
-    let port = url.port_or_known_default().unwrap_or(80);
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let addrs: Vec<SocketAddr> = match bare.parse::<IpAddr>() {
-        Ok(ip) => vec![SocketAddr::new(ip, port)],
-        Err(_) => tokio::net::lookup_host((bare, port))
-            .await
-            .map_err(|e| format!("cannot resolve {host}: {e}"))?
-            .collect(),
-    };
-    let first = *addrs.first().ok_or(format!("{host} has no address"))?;
-    if !allow_private && let Some(private) = addrs.iter().find(|a| !is_public(a.ip())) {
-        return Err(format!(
-            "refused: {host} resolves to the non-public address {}; set [tools.web_fetch] allow_private = true in config.toml to allow local and private networks",
-            private.ip()
-        ));
-    }
-    Ok(first)
-}
-
-/// Whether an address is on the public internet.
-pub(crate) fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                || v4.is_multicast()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b))
-                || (a == 192 && b == 0)
-                || (a == 198 && (18..20).contains(&b))
-                || a >= 240)
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-                || first == 0x2001 && v6.segments()[1] == 0xdb8)
-        }
-    }
 }
 
 fn client(host: &str, addr: SocketAddr, timeout_seconds: u64) -> Result<reqwest::Client, String> {
@@ -207,40 +148,5 @@ async fn read_body(
         Ok(out)
     } else {
         Err(out)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn public_and_private_addresses() {
-        for private in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "0.0.0.0",
-            "255.255.255.255",
-            "::1",
-            "::",
-            "fd00::1",
-            "fe80::1",
-            "::ffff:127.0.0.1",
-            "::ffff:10.0.0.1",
-        ] {
-            assert!(!is_public(private.parse().unwrap()), "{private}");
-        }
-        for public in [
-            "1.1.1.1",
-            "93.184.216.34",
-            "2606:4700::1111",
-            "::ffff:8.8.8.8",
-        ] {
-            assert!(is_public(public.parse().unwrap()), "{public}");
-        }
     }
 }

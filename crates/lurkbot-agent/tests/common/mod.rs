@@ -2,7 +2,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use lurkbot_agent::Agent;
-use lurkbot_core::{Config, Home};
+use lurkbot_core::{Config, Home, SessionKey};
 use lurkbot_llm::Failover;
 use lurkbot_llm::fake::{FakeProvider, Step};
 use serde_json::Value;
@@ -55,4 +55,46 @@ pub(crate) fn tool_names(body: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Runs one turn on `session` in which the model calls `tool` once per argument set, then answers; returns
+/// each call's result text and whether it failed.
+pub(crate) async fn call_each_in(
+    s: &Setup,
+    session: &SessionKey,
+    config: &str,
+    tool: &str,
+    calls: &[Value],
+) -> Vec<(String, bool)> {
+    let before = s.fake.requests().len();
+    let steps: Vec<(String, &str, Value)> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, args)| (format!("c{i}"), tool, args.clone()))
+        .collect();
+    let refs: Vec<(&str, &str, Value)> = steps
+        .iter()
+        .map(|(id, t, a)| (id.as_str(), *t, a.clone()))
+        .collect();
+    s.fake.push(vec![Step::calls(&refs), Step::text("done")]);
+    let mut a = agent(s, "openai/m", config);
+    a.turn(session, "go", &mut |_| {}).await.unwrap();
+    let requests = s.fake.requests();
+    let last = &requests[before + 1].body;
+    last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .rev()
+        .take(calls.len())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .map(|m| {
+            let text = m["content"].as_str().unwrap().to_string();
+            let failed = text.contains("is_error=\"true\"") || text.contains("[error]");
+            (text, failed)
+        })
+        .collect()
 }

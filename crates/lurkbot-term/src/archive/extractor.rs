@@ -17,7 +17,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use lurkbot_core::HomePath;
+use lurkbot_core::{Home, HomePath};
 use serde::Serialize;
 use tempfile::TempDir;
 
@@ -34,6 +34,8 @@ const CHUNK: usize = 256 * 1024;
 pub(crate) struct ExtractOptions {
     /// Where entries go (resolved inside the home).
     pub(crate) dest: HomePath,
+    /// The home, whose protection model every entry is checked against.
+    pub(crate) home: Home,
     /// `--overwrite --confirm` was given.
     pub(crate) overwrite: bool,
     /// Bomb limits.
@@ -63,6 +65,7 @@ impl ExtractOptions {
         let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
         let options = Self {
             dest,
+            home: ctx.home.clone(),
             overwrite: parsed.overwrite_confirmed(),
             limits,
             archive_error,
@@ -87,8 +90,11 @@ pub(crate) struct EntryMeta {
 pub(crate) struct Skipped {
     /// The target exists (and `--overwrite --confirm` was not given, or it cannot be replaced).
     pub(crate) existing: u64,
-    /// The name is absolute, has `..`, `:` or NUL, is protected, or crosses a link in `--dest`.
+    /// The name is absolute, has `..`, `:` or NUL, or crosses a link in `--dest`.
     pub(crate) unsafe_path: u64,
+    /// The target is a secret or LurkBot's own state (DESIGN.md §4.6), resolved: never written,
+    /// with or without `--overwrite`.
+    pub(crate) protected: u64,
     /// A symbolic or hard link entry (never created).
     pub(crate) unsafe_link: u64,
     /// The entry alone declares more bytes than `--max-bytes`.
@@ -104,6 +110,8 @@ pub(crate) enum SkipReason {
     Existing,
     /// See [`Skipped::unsafe_path`].
     UnsafePath(&'static str),
+    /// See [`Skipped::protected`].
+    Protected(&'static str),
     /// See [`Skipped::unsafe_link`].
     UnsafeLink,
     /// See [`Skipped::too_large`].
@@ -117,6 +125,7 @@ impl SkipReason {
         match self {
             Self::Existing => "exists (add --overwrite --confirm to replace)".into(),
             Self::UnsafePath(why) => format!("unsafe path: {why}"),
+            Self::Protected(why) => format!("protected: {why}"),
             Self::UnsafeLink => "link entries are never created".into(),
             Self::TooLarge => "declares more bytes than --max-bytes".into(),
             Self::Unsupported => "special file (device or FIFO)".into(),
@@ -250,9 +259,13 @@ impl Extractor {
         }
         match safe_segments(name) {
             Ok(segments) => {
-                let rel = format!("{}/{}", self.opts.dest.relative(), segments.join("/"));
-                if let Some(why) = lurkbot_core::protected_reason(rel.trim_start_matches('/')) {
-                    self.skip(name, SkipReason::UnsafePath(why));
+                let target = self.opts.dest.absolute().join(segments.join("/"));
+                if self.opts.home.resolved_relative(&target).is_none() {
+                    // A link in --dest leads outside the home: the link checks name it.
+                    return Ok(Some(segments));
+                }
+                if let Some(why) = self.opts.home.protection(&target).reason() {
+                    self.skip(name, SkipReason::Protected(why));
                     return Ok(None);
                 }
                 Ok(Some(segments))
@@ -270,6 +283,7 @@ impl Extractor {
         match reason {
             SkipReason::Existing => counts.existing += 1,
             SkipReason::UnsafePath(_) => counts.unsafe_path += 1,
+            SkipReason::Protected(_) => counts.protected += 1,
             SkipReason::UnsafeLink => counts.unsafe_link += 1,
             SkipReason::TooLarge => counts.too_large += 1,
             SkipReason::Unsupported => counts.unsupported += 1,

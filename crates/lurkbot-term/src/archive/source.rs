@@ -4,7 +4,8 @@
 //! `tar -C parent -cf out.tar dir`), or have no prefix when `--src` is the home itself.
 //! Symbolic links are followed only when they resolve inside the home; a link that leads
 //! outside, dangles or loops back to a parent folder is skipped (`skipped.unsafe_link`).
-//! `config.toml` and skill secrets are never archived (`skipped.secret`); sockets, FIFOs and
+//! Secrets of the protection model (`config.toml` and its temporary copies, every `.env`, skill
+//! secrets, hard links to them) are never archived (`skipped.secret`); sockets, FIFOs and
 //! devices are skipped (`skipped.unsupported`). The archive being written is left out.
 
 use std::fs::{self, Metadata};
@@ -41,7 +42,7 @@ impl SourceItem {
 /// Counts of sources left out, by reason.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub(crate) struct SourceSkips {
-    /// `config.toml` or a skill secret.
+    /// A secret of the protection model.
     pub(crate) secret: u64,
     /// A link leading outside the home, dangling, or looping.
     pub(crate) unsafe_link: u64,
@@ -83,11 +84,15 @@ impl SourceTree {
 
 /// Refuses a `--src` that is a secret or does not exist.
 pub(crate) fn check_source(ctx: &CommandCtx<'_>, src: &HomePath) -> Result<(), CommandError> {
-    let resolved = ctx.home.relative(src.absolute()).unwrap_or_default();
-    if let Some(why) = lurkbot_core::secret_reason(&resolved) {
+    let protection = ctx.home.protection(src.absolute());
+    if !protection.readable() {
         return Err(CommandError::new(
             ErrorCode::PermissionDenied,
-            format!("cannot archive '{}': {why}", src.relative()),
+            format!(
+                "cannot archive '{}': {}",
+                src.relative(),
+                protection.reason().unwrap_or("it is a secret")
+            ),
         ));
     }
     if !src.absolute().exists() {
@@ -205,8 +210,9 @@ impl Walker<'_> {
             if self.exclude.iter().any(|x| *x == real) {
                 continue;
             }
-            let rel = self.home.relative(&real).unwrap_or_default();
-            if let Some(why) = lurkbot_core::secret_reason(&rel) {
+            let protection = self.home.protection(&real);
+            if !protection.readable() {
+                let why = protection.reason().unwrap_or("it is a secret");
                 tree.skip(&name, why, |s| &mut s.secret);
                 continue;
             }

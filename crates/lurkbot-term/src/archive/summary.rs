@@ -26,7 +26,8 @@ pub(crate) fn extract_outcome(
         dest.relative()
     };
     let s = report.skipped;
-    let skipped_total = s.existing + s.unsafe_path + s.unsafe_link + s.too_large + s.unsupported;
+    let skipped_total =
+        s.existing + s.unsafe_path + s.protected + s.unsafe_link + s.too_large + s.unsupported;
     let mut stdout = format!(
         "Extracted {} files ({}) from {} into {dest_shown}; created {} folders.\n",
         report.files_written,
@@ -39,6 +40,7 @@ pub(crate) fn extract_outcome(
         let parts: Vec<String> = [
             (s.existing, "existing"),
             (s.unsafe_path, "unsafe path"),
+            (s.protected, "protected"),
             (s.unsafe_link, "link"),
             (s.too_large, "too large"),
             (s.unsupported, "special file"),
@@ -56,6 +58,12 @@ pub(crate) fn extract_outcome(
             stderr.push_str(&format!(
                 "warning: the archive holds {} entries that would write outside --dest or create links; they were not extracted\n",
                 s.unsafe_path + s.unsafe_link
+            ));
+        }
+        if s.protected > 0 {
+            stderr.push_str(&format!(
+                "warning: the archive holds {} entries that would write LurkBot's secrets or state (.env, config.toml, sessions/, …); they were not extracted\n",
+                s.protected
             ));
         }
         if s.existing > 0 {

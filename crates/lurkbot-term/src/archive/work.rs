@@ -45,12 +45,13 @@ pub(crate) fn io_error(action: &str, path: &str, e: &std::io::Error) -> CommandE
         .with_hint("check free space and permissions, then retry")
 }
 
-/// Resolves `--in`: it must be an existing file inside the home.
+/// Resolves `--in`: it must be an existing file inside the home that is not a secret.
 ///
 /// # Errors
-/// `PathEscapesAgentsRoot`, or `NotFound` / `InvalidArgs` for a missing file or a directory.
+/// `PathEscapesAgentsRoot`, `PermissionDenied` for a secret, or `NotFound` / `InvalidArgs` for
+/// a missing file or a directory.
 pub(crate) fn input_file(ctx: &CommandCtx<'_>, raw: &str) -> Result<HomePath, CommandError> {
-    let path = ctx.home.resolve(raw)?;
+    let path = ctx.home.resolve_readable(raw)?;
     match std::fs::metadata(path.absolute()) {
         Ok(meta) if meta.is_file() => Ok(path),
         Ok(_) => Err(CommandError::new(
@@ -69,15 +70,7 @@ pub(crate) fn input_file(ctx: &CommandCtx<'_>, raw: &str) -> Result<HomePath, Co
 /// # Errors
 /// `PathEscapesAgentsRoot`, `PermissionDenied` for a protected place, `InvalidArgs` for a file.
 pub(crate) fn dest_dir(ctx: &CommandCtx<'_>, raw: &str) -> Result<HomePath, CommandError> {
-    let dest = ctx.home.resolve(raw)?;
-    let resolved = ctx.home.relative(dest.absolute()).unwrap_or_default();
-    if let Some(why) = lurkbot_core::protected_reason(&resolved) {
-        return Err(CommandError::new(
-            ErrorCode::PermissionDenied,
-            format!("cannot extract into '{raw}': {why}"),
-        )
-        .with_hint("extract under workspace/ or artifacts/"));
-    }
+    let dest = ctx.home.resolve_writable(raw)?;
     if dest.absolute().exists() && !dest.absolute().is_dir() {
         return Err(CommandError::new(
             ErrorCode::InvalidArgs,

@@ -33,11 +33,21 @@ pub(crate) struct GatewayArgs {
 pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> anyhow::Result<ExitCode> {
     let home = Home::open(home_path)?;
     let config = Config::load(&home.join(layout::CONFIG))?;
+    lurkbot_core::sweep_stale_temp(&home);
     let vars = lurkbot_agent::setup::variables(&home);
+    let mut token_source = "gateway.token in config.toml";
     let token = match config.gateway.auth {
         GatewayAuth::None => None,
         GatewayAuth::Token => {
-            let token = vars("LURKBOT_GATEWAY_TOKEN")
+            let from_vars = vars("LURKBOT_GATEWAY_TOKEN").filter(|t| !t.trim().is_empty());
+            if from_vars.is_some() {
+                token_source = if std::env::var_os("LURKBOT_GATEWAY_TOKEN").is_some() {
+                    "LURKBOT_GATEWAY_TOKEN from the environment"
+                } else {
+                    "LURKBOT_GATEWAY_TOKEN in the home's .env"
+                };
+            }
+            let token = from_vars
                 .or_else(|| config.gateway.token.clone())
                 .filter(|t| !t.trim().is_empty());
             if token.is_none() {
@@ -89,7 +99,7 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> anyhow::Result<ExitCo
                 format!("lurkbot gateway listening on {url} (web UI: {url}#token={t})")
             }
             Some(_) => {
-                format!("lurkbot gateway listening on {url} (token: gateway.token in config.toml)")
+                format!("lurkbot gateway listening on {url} (token: {token_source})")
             }
             None => format!("lurkbot gateway listening on {url} (no token: loopback only)"),
         };

@@ -80,6 +80,7 @@ pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome
         last_modified: cached.as_ref().and_then(|(s, _)| s.last_modified.clone()),
         timeout: std::time::Duration::from_millis(timeout_ms),
         max_bytes,
+        policy: crate::NetworkPolicy::from_config(ctx.config()?),
     };
     let fetched = match http::fetch(&request).await {
         Ok(f) => f,

@@ -13,7 +13,7 @@ use reqwest::{StatusCode, Url};
 use serde_json::Value;
 
 use crate::net::{header_text, host_of, install_crypto_provider, network_error};
-use crate::{CommandError, ErrorCode};
+use crate::{CommandError, ErrorCode, NetRefusal, NetworkPolicy};
 
 /// Most redirects followed for one fetch.
 pub(super) const MAX_REDIRECTS: usize = 5;
@@ -31,6 +31,8 @@ pub(super) struct FetchRequest {
     pub(super) timeout: Duration,
     /// Most body bytes accepted (after decompression).
     pub(super) max_bytes: u64,
+    /// Where the feed and its redirects may lead (DESIGN.md §4.6).
+    pub(super) policy: NetworkPolicy,
 }
 
 /// A successful exchange.
@@ -119,23 +121,66 @@ pub(super) async fn fetch(request: &FetchRequest) -> Result<Fetched, FetchFailur
     }
 }
 
-async fn exchange(request: &FetchRequest) -> Result<Fetched, FetchFailure> {
-    install_crypto_provider();
-    let client = reqwest::Client::builder()
+/// A client that connects to `addr` (checked by the network policy) for `url`'s host.
+fn pinned_client(
+    request: &FetchRequest,
+    url: &Url,
+    addr: std::net::SocketAddr,
+) -> Result<reqwest::Client, FetchFailure> {
+    let mut builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION"), " (rss)"))
-        .default_headers(conditional_headers(request))
-        .build()
-        .map_err(|e| FetchFailure {
-            status: None,
-            error: CommandError::new(
-                ErrorCode::Internal,
-                format!("cannot build the HTTP client: {e}"),
-            ),
-        })?;
+        .default_headers(conditional_headers(request));
+    if let Some(host) = url.host_str() {
+        builder = builder.resolve(host.trim_start_matches('[').trim_end_matches(']'), addr);
+    }
+    builder.build().map_err(|e| FetchFailure {
+        status: None,
+        error: CommandError::new(
+            ErrorCode::Internal,
+            format!("cannot build the HTTP client: {e}"),
+        ),
+    })
+}
+
+/// The network policy's refusal as a failure: `PermissionDenied` for an address it does not
+/// allow, `NetworkError` when the host cannot be resolved, `InvalidArgs` otherwise.
+fn refused(refusal: NetRefusal, redirects: &[Value]) -> FetchFailure {
+    let (code, hint) = match &refusal {
+        NetRefusal::Private { .. } => (
+            ErrorCode::PermissionDenied,
+            "feeds on this machine or a private network need [network] allow_private = true or the host in [network] allow_hosts (config.toml)",
+        ),
+        NetRefusal::Resolve { .. } => (
+            ErrorCode::NetworkError,
+            "check the address and your network (DNS), then retry",
+        ),
+        _ => (
+            ErrorCode::InvalidArgs,
+            "give a full feed address such as https://example.com/feed.xml",
+        ),
+    };
+    let mut error = CommandError::new(code, refusal.to_string()).with_hint(hint);
+    if !redirects.is_empty() {
+        error = error.with_detail("redirects", Value::Array(redirects.to_vec()));
+    }
+    FetchFailure {
+        status: None,
+        error,
+    }
+}
+
+async fn exchange(request: &FetchRequest) -> Result<Fetched, FetchFailure> {
+    install_crypto_provider();
     let mut url = request.url.clone();
     let mut chain: Vec<Value> = Vec::new();
     loop {
+        let addr = request
+            .policy
+            .check(&url)
+            .await
+            .map_err(|r| refused(r, &chain))?;
+        let client = pinned_client(request, &url, addr)?;
         let response = client
             .get(url.clone())
             .send()

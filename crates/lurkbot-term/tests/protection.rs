@@ -1,0 +1,238 @@
+//! The protection model (DESIGN.md §4.6) as every terminal command meets it: archive entries,
+//! `--in`, `--out`, `--src` and `--dest`, decided on the resolved path (links followed).
+
+use serde_json::json;
+
+use crate::crafted::{TarItem, ZipItem, tar_bytes, tree, zip_bytes};
+use crate::fixtures::Harness;
+
+/// Names a hostile archive plants to take over the home (all protected, none unsafe by name).
+const PLANTED: [&[u8]; 7] = [
+    b".env",
+    b"exec-approvals.json",
+    b"auth/profiles.json",
+    b"sessions/main/sessions.json",
+    b"skills/irc-cli/secrets/.env",
+    b"workspace/proj/.env",
+    b"artifacts/terminal_exec/runs/forged.json",
+];
+
+fn home_with_secrets(h: &Harness) {
+    h.write(".env", b"OPENAI_API_KEY=sk-real-key-123456\n");
+    h.write(
+        "config.toml",
+        b"[gateway]\ntoken = \"gateway-token-abcdefghijklmnop\"\n",
+    );
+    h.write("exec-approvals.json", b"{\"allow\":[]}\n");
+}
+
+fn snapshot(h: &Harness, rel: &str) -> Option<Vec<u8>> {
+    std::fs::read(h.path(rel)).ok()
+}
+
+#[tokio::test]
+async fn planted_secrets_and_state_are_skipped_on_extract_even_with_overwrite() {
+    for (kind, overwrite) in [("zip", false), ("zip", true), ("tar", false), ("tar", true)] {
+        let h = Harness::builtin();
+        home_with_secrets(&h);
+        let before: Vec<_> = PLANTED
+            .iter()
+            .map(|n| snapshot(&h, &String::from_utf8_lossy(n)))
+            .collect();
+        let mut names: Vec<&[u8]> = PLANTED.to_vec();
+        names.push(b"workspace/fine.txt");
+        let bytes = if kind == "zip" {
+            zip_bytes(
+                &names
+                    .iter()
+                    .map(|n| ZipItem::File(n, b"OPENAI_BASE_URL=http://evil\n"))
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            tar_bytes(
+                &names
+                    .iter()
+                    .map(|n| TarItem::File(n, b"OPENAI_BASE_URL=http://evil\n"))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        h.write(&format!("workspace/in.{kind}"), &bytes);
+        let flags = if overwrite { " --overwrite" } else { "" };
+        let env = h
+            .run(&format!(
+                "{kind} extract --in workspace/in.{kind} --dest . --confirm{flags}"
+            ))
+            .await;
+        assert_eq!(env.exit_code, 0, "{kind}: {}", env.stderr);
+        assert_eq!(
+            env.result["skipped"]["protected"],
+            json!(PLANTED.len()),
+            "{kind} {}",
+            env.stdout
+        );
+        assert_eq!(env.result["files_written"], json!(1));
+        assert!(env.stderr.contains("secrets or state"), "{}", env.stderr);
+        let after: Vec<_> = PLANTED
+            .iter()
+            .map(|n| snapshot(&h, &String::from_utf8_lossy(n)))
+            .collect();
+        assert_eq!(before, after, "{kind}: a protected file changed");
+        assert_eq!(
+            std::fs::read(h.path("workspace/fine.txt")).unwrap(),
+            b"OPENAI_BASE_URL=http://evil\n"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_link_in_dest_does_not_reach_protected_files() {
+    let h = Harness::builtin();
+    home_with_secrets(&h);
+    std::fs::create_dir_all(h.path("workspace")).unwrap();
+    std::os::unix::fs::symlink("..", h.path("workspace/homelink")).unwrap();
+    let items = [
+        ZipItem::File(b"config.toml", b"[gateway]\ntoken='attacker'\n"),
+        ZipItem::File(b"artifacts/terminal_exec/runs/forged.json", b"{}"),
+    ];
+    h.write("workspace/in.zip", &zip_bytes(&items));
+    let cfg = snapshot(&h, "config.toml");
+    let env = h
+        .run("zip extract --in workspace/in.zip --dest workspace/homelink --confirm --overwrite")
+        .await;
+    assert_eq!(
+        env.result["skipped"]["protected"],
+        json!(2),
+        "{}",
+        env.stdout
+    );
+    assert_eq!(snapshot(&h, "config.toml"), cfg);
+    assert!(!h.path("artifacts/terminal_exec/runs/forged.json").exists());
+    // And the link itself as a destination into state is refused outright.
+    let env = h
+        .run("zip extract --in workspace/in.zip --dest workspace/homelink/sessions --confirm")
+        .await;
+    assert_eq!(
+        env.error_code.as_deref(),
+        Some("PermissionDenied"),
+        "{}",
+        env.stderr
+    );
+}
+
+#[tokio::test]
+async fn secrets_are_never_archived() {
+    let h = Harness::builtin();
+    home_with_secrets(&h);
+    h.write("workspace/proj/.env", b"TOKEN=deep-secret-value\n");
+    h.write("workspace/proj/main.rs", b"fn main() {}\n");
+    h.write(".config.toml.tmp-1a2b", b"token = \"leaked-temp-copy\"\n");
+    for (cmd, out) in [
+        (
+            "tar create --src . --out artifacts/home.tar --confirm",
+            "artifacts/home.tar",
+        ),
+        (
+            "zip create --src . --out artifacts/home.zip --confirm --level 0",
+            "artifacts/home.zip",
+        ),
+    ] {
+        let env = h.run(cmd).await;
+        assert_eq!(env.exit_code, 0, "{cmd}: {}", env.stderr);
+        let bytes = std::fs::read(h.path(out)).unwrap();
+        for secret in [
+            &b"sk-real-key"[..],
+            b"gateway-token",
+            b"deep-secret",
+            b"leaked-temp",
+        ] {
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret),
+                "{cmd} archived {}",
+                String::from_utf8_lossy(secret)
+            );
+        }
+        assert!(
+            env.result["skipped"]["secret"].as_u64().unwrap() >= 4,
+            "{}",
+            env.stdout
+        );
+    }
+    for src in [".env", "workspace/proj/.env", ".config.toml.tmp-1a2b"] {
+        let env = h
+            .run(&format!(
+                "zip create --src {src} --out artifacts/x.zip --confirm"
+            ))
+            .await;
+        assert_eq!(env.error_code.as_deref(), Some("PermissionDenied"), "{src}");
+    }
+    let env = h.run("zip list --in .env").await;
+    assert_eq!(env.error_code.as_deref(), Some("PermissionDenied"));
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_hard_link_to_a_secret_is_the_secret() {
+    let h = Harness::builtin();
+    home_with_secrets(&h);
+    std::fs::create_dir_all(h.path("workspace")).unwrap();
+    std::fs::hard_link(h.path("config.toml"), h.path("workspace/hardcfg")).unwrap();
+    let env = h
+        .run("zip create --src workspace --out artifacts/w.zip --confirm --level 0")
+        .await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+    let bytes = std::fs::read(h.path("artifacts/w.zip")).unwrap();
+    assert!(!bytes.windows(13).any(|w| w == b"gateway-token"));
+    let env = h.run("zip list --in workspace/hardcfg").await;
+    assert_eq!(env.error_code.as_deref(), Some("PermissionDenied"));
+}
+
+#[tokio::test]
+async fn out_never_replaces_state_or_secrets() {
+    let h = Harness::builtin();
+    home_with_secrets(&h);
+    h.write("sessions/main/abc.jsonl", b"{\"transcript\":1}\n");
+    h.write("workspace/cal/calendar.db", b"SQLite format 3\0");
+    h.write("auth/profiles.json", b"{}");
+    for out in [
+        "sessions/main/abc.jsonl",
+        "workspace/cal/calendar.db",
+        ".env",
+        "exec-approvals.json",
+        "auth/profiles.json",
+        "workspace/rss/subscriptions.json",
+        "cron/jobs.json",
+    ] {
+        let before = snapshot(&h, out);
+        let env = h
+            .run(&format!("help --out {out} --overwrite --confirm"))
+            .await;
+        assert_eq!(
+            env.error_code.as_deref(),
+            Some("PermissionDenied"),
+            "{out}: {}",
+            env.stderr
+        );
+        assert_eq!(env.exit_code, 2);
+        assert_eq!(snapshot(&h, out), before, "{out} changed");
+    }
+}
+
+#[tokio::test]
+async fn extraction_stays_whole_when_only_protected_entries_come() {
+    let h = Harness::builtin();
+    home_with_secrets(&h);
+    let items = [ZipItem::File(b".env", b"X=1\n")];
+    h.write("workspace/in.zip", &zip_bytes(&items));
+    let env = h
+        .run("zip extract --in workspace/in.zip --dest . --confirm --overwrite")
+        .await;
+    assert_eq!(env.result["files_written"], json!(0));
+    assert_eq!(env.result["skipped"]["protected"], json!(1));
+    // Nothing but the home's own files and the audit log.
+    let names: Vec<String> = tree(h.home()).into_iter().map(|(p, _)| p).collect();
+    assert!(
+        names.iter().all(|n| !n.contains(".lurkbot-extract")),
+        "{names:?}"
+    );
+}
