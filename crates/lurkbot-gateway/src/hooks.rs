@@ -10,37 +10,35 @@
 
 use std::net::SocketAddr;
 
-use axum::body::Bytes;
-use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use lurkbot_core::SessionKey;
 use serde_json::{Value, json};
 
-use crate::http::{HttpError, check};
+use crate::http::{HttpError, check, read_body};
 use crate::state::AppState;
 
 /// `POST /hooks/wake`.
 pub(crate) async fn wake(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    body: Bytes,
+    request: Request,
 ) -> Response {
-    run(&state, &headers, peer, &body, |body| {
+    run(&state, peer, request, |body| {
         let text = field(body, "text")?;
         Ok((SessionKey::main(), format!("[system event] {text}"), false))
     })
+    .await
 }
 
 /// `POST /hooks/agent`.
 pub(crate) async fn agent(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    body: Bytes,
+    request: Request,
 ) -> Response {
-    run(&state, &headers, peer, &body, |body| {
+    run(&state, peer, request, |body| {
         let message = field(body, "message")?;
         let (key, own) = match body.get("sessionKey").and_then(Value::as_str) {
             Some(raw) => (
@@ -55,6 +53,7 @@ pub(crate) async fn agent(
         };
         Ok((key, message.to_string(), own))
     })
+    .await
 }
 
 fn field<'a>(body: &'a Value, name: &str) -> Result<&'a str, HttpError> {
@@ -64,14 +63,13 @@ fn field<'a>(body: &'a Value, name: &str) -> Result<&'a str, HttpError> {
         .ok_or_else(|| HttpError::bad_request(format!("'{name}' must be a non-empty string")))
 }
 
-fn run(
+async fn run(
     state: &AppState,
-    headers: &HeaderMap,
     peer: SocketAddr,
-    body: &[u8],
+    request: Request,
     turn: impl FnOnce(&Value) -> Result<(SessionKey, String, bool), HttpError>,
 ) -> Response {
-    let result = (|| {
+    let result = async {
         let Some(token) = state.hooks_token.as_deref() else {
             return Err(HttpError::new(
                 StatusCode::NOT_FOUND,
@@ -79,8 +77,10 @@ fn run(
                 "hooks are off: set LURKBOT_HOOKS_TOKEN (environment or the home's .env) to turn them on",
             ));
         };
-        check(state, headers, peer.ip(), Some(token), "the hooks token")?;
-        let body: Value = serde_json::from_slice(body)
+        // The token is checked from the headers before the body is read.
+        check(state, request.headers(), peer.ip(), Some(token), "the hooks token")?;
+        let body = read_body(request.into_body()).await?;
+        let body: Value = serde_json::from_slice(&body)
             .map_err(|e| HttpError::bad_request(format!("the body is not JSON: {e}")))?;
         let (key, message, ephemeral) = turn(&body)?;
         let run_id = state
@@ -88,7 +88,8 @@ fn run(
             .start(key.clone(), message, ephemeral)
             .map_err(|e| HttpError::new(StatusCode::CONFLICT, "busy", e.message))?;
         Ok(json!({"runId": run_id, "sessionKey": key.as_str()}))
-    })();
+    }
+    .await;
     match result {
         Ok(v) => (StatusCode::ACCEPTED, axum::Json(v)).into_response(),
         Err(e) => e.into_response(),

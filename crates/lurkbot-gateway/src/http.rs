@@ -1,5 +1,6 @@
-//! HTTP pieces the API handlers share: the bearer-token check (with the failed-attempt limiter
-//! and the browser origin check) and errors in OpenAI's JSON shape.
+//! HTTP pieces every route shares: the guard against DNS rebinding and foreign browser origins
+//! (all routes), the bearer-token check with the failed-attempt limiter (made from the headers,
+//! before any body is read), the capped body read, and errors in OpenAI's JSON shape.
 
 use std::net::IpAddr;
 
@@ -7,7 +8,10 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::auth::{origin_allowed, token_matches};
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+
+use crate::auth::{host_allowed, origin_allowed, token_matches};
 use crate::state::AppState;
 
 /// An HTTP error answered as `{"error": {"message", "type", "code"}}`.
@@ -92,15 +96,6 @@ pub(crate) fn check(
     expected: Option<&str>,
     what: &str,
 ) -> Result<(), HttpError> {
-    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-    if !origin_allowed(origin, host, &state.config.gateway.allowed_origins) {
-        return Err(HttpError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "this browser origin may not use the gateway; add it to gateway.allowed_origins",
-        ));
-    }
     if let Some(wait) = state.limiter.blocked(peer) {
         return Err(HttpError::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -111,13 +106,74 @@ pub(crate) fn check(
     let Some(expected) = expected else {
         return Ok(());
     };
-    if bearer(headers).is_some_and(|given| token_matches(expected, given)) {
-        return Ok(());
+    match bearer(headers).filter(|g| !g.is_empty()) {
+        Some(given) if token_matches(expected, given) => return Ok(()),
+        // Only a wrong credential counts towards the limit; a missing one locks nobody out.
+        Some(_) => state.limiter.fail(peer),
+        None => {}
     }
-    state.limiter.fail(peer);
     Err(HttpError::new(
         StatusCode::UNAUTHORIZED,
         "invalid_api_key",
         format!("send {what} as 'Authorization: Bearer <token>'"),
     ))
+}
+
+/// Largest request body read (after the credentials were checked).
+pub(crate) const MAX_BODY: usize = 2 * 1024 * 1024;
+
+/// Reads a request body of at most [`MAX_BODY`] bytes.
+///
+/// # Errors
+/// 413 when it is larger, 400 when it cannot be read.
+pub(crate) async fn read_body(body: axum::body::Body) -> Result<axum::body::Bytes, HttpError> {
+    axum::body::to_bytes(body, MAX_BODY).await.map_err(|e| {
+        let too_large = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if too_large {
+            HttpError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid_request_error",
+                format!("the body is larger than {MAX_BODY} bytes"),
+            )
+        } else {
+            HttpError::bad_request(format!("the body could not be read: {e}"))
+        }
+    })
+}
+
+/// Every route: refuses a `Host` that does not name this gateway (DNS rebinding) and a browser
+/// `Origin` that is not the gateway's own or listed (DESIGN.md §6).
+pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let gateway = &state.config.gateway;
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    if let Some(host) = host
+        && !host_allowed(host, state.bound(), &gateway.allowed_hosts)
+    {
+        return HttpError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "this Host is not the gateway's address; open it by its address or localhost, or add the name to gateway.allowed_hosts",
+        )
+        .into_response();
+    }
+    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
+    if !origin_allowed(
+        origin,
+        state.bound(),
+        &gateway.allowed_hosts,
+        &gateway.allowed_origins,
+    ) {
+        return HttpError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "this browser origin may not use the gateway; add it to gateway.allowed_origins",
+        )
+        .into_response();
+    }
+    next.run(request).await
 }

@@ -2,6 +2,7 @@
 //! OpenAI-compatible HTTP API, webhooks, `GET /health` and the embedded web UI, over a session
 //! host that keeps each session's agent and running turn.
 
+mod accept;
 mod auth;
 mod hooks;
 mod host;
@@ -15,7 +16,12 @@ mod state;
 mod ui;
 mod ws;
 
-pub use auth::{FailureLimiter, MAX_FAILURES, WINDOW, origin_allowed, token_matches};
+pub use accept::{HEADER_TIMEOUT, IDLE_TIMEOUT};
+pub use auth::{
+    FailureLimiter, MAX_FAILURES, MAX_GLOBAL_FAILURES, WINDOW, host_allowed, origin_allowed,
+    token_matches,
+};
 pub use host::{RunEnd, SessionHost};
 pub use server::{StartError, check_safe, router, serve};
 pub use state::AppState;
+pub use ws::PRE_CONNECT_MAX;

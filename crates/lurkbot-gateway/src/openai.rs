@@ -13,7 +13,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use lurkbot_agent::{AgentEvent, Entry, Sessions};
@@ -22,7 +22,7 @@ use lurkbot_llm::Message;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::http::{HttpError, authorize};
+use crate::http::{HttpError, authorize, read_body};
 use crate::protocol::MethodError;
 use crate::state::AppState;
 
@@ -49,12 +49,18 @@ pub(crate) async fn models(
 pub(crate) async fn chat_completions(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    body: Bytes,
+    request: Request,
 ) -> Response {
+    // Credentials come from the headers and are checked before a byte of the body is read.
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     if let Err(e) = authorize(&state, &headers, peer.ip()) {
         return e.into_response();
     }
+    let body = match read_body(body).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
     match prepare(&state, &headers, &body) {
         Ok(turn) if turn.stream => stream(state, turn).into_response(),
         Ok(turn) => complete(state, turn).await,

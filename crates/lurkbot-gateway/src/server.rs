@@ -1,7 +1,8 @@
 //! The router and the server loop: one port for `/ws`, the HTTP API, the hooks and the web UI.
 //!
-//! Refusals at start: a non-loopback bind without a token, and `gateway.auth = "none"` on a
-//! non-loopback bind. Stopping (SIGINT/SIGTERM in the CLI, or the `stop` future) tells every
+//! Refusals at start: a non-loopback bind without a token (or with one under 24 characters),
+//! and `gateway.auth = "none"` on a non-loopback bind. Every route passes the Host/Origin guard
+//! first; connection limits live in the accept loop (`accept.rs`). Stopping (SIGINT/SIGTERM in the CLI, or the `stop` future) tells every
 //! WebSocket client (`shutdown` event), aborts running turns and records them as cancelled
 //! in their transcripts, then returns.
 
@@ -43,6 +44,10 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/hooks/wake", post(crate::hooks::wake))
         .route("/hooks/agent", post(crate::hooks::agent))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::http::guard,
+        ))
         .with_state(state)
 }
 
@@ -86,18 +91,10 @@ pub async fn serve(
     state: AppState,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
-    check_safe(&state, listener.local_addr()?)?;
+    let local = listener.local_addr()?;
+    check_safe(&state, local)?;
+    state.set_bound(local);
     let app = router(state.clone());
-    let on_stop = state.clone();
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        stop.await;
-        on_stop.begin_shutdown();
-        on_stop.host.shutdown().await;
-    })
-    .await?;
+    crate::accept::accept_loop(listener, app, state, stop).await?;
     Ok(())
 }

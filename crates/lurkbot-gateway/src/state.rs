@@ -1,7 +1,8 @@
 //! What every handler shares.
 
-use std::sync::Arc;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use lurkbot_core::{Config, Home};
 use lurkbot_term::TerminalExec;
@@ -34,6 +35,7 @@ pub struct AppState {
     pub limiter: Arc<FailureLimiter>,
     live_connections: Arc<AtomicUsize>,
     shutdown: Arc<watch::Sender<bool>>,
+    bound: Arc<OnceLock<SocketAddr>>,
 }
 
 impl AppState {
@@ -68,7 +70,18 @@ impl AppState {
             limiter: Arc::new(FailureLimiter::default()),
             live_connections: Arc::new(AtomicUsize::new(0)),
             shutdown: Arc::new(watch::channel(false).0),
+            bound: Arc::new(OnceLock::new()),
         }
+    }
+
+    /// The address the gateway listens on (set once when serving starts).
+    pub fn bound(&self) -> Option<SocketAddr> {
+        self.bound.get().copied()
+    }
+
+    /// Records the listening address (the first call wins).
+    pub fn set_bound(&self, addr: SocketAddr) {
+        let _ = self.bound.set(addr);
     }
 
     /// Tells every connection the gateway is stopping.

@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::auth::{origin_allowed, token_matches};
+use crate::auth::token_matches;
 use crate::protocol::{
     self, EVENTS, ErrorCode, MAX_PAYLOAD, METHODS, MethodError, PROTOCOL_VERSION, TICK_INTERVAL_MS,
 };
@@ -24,6 +24,8 @@ use crate::state::AppState;
 
 /// Time allowed for the `connect` request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest frame accepted before `connect` succeeded (an unauthenticated client sends little).
+pub const PRE_CONNECT_MAX: usize = 64 * 1024;
 
 /// What the writer task sends.
 enum Out {
@@ -39,18 +41,9 @@ enum Out {
 pub(crate) async fn upgrade(
     State(state): State<AppState>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let origin = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok());
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-    if !origin_allowed(origin, host, &state.config.gateway.allowed_origins) {
-        return (
-            StatusCode::FORBIDDEN,
-            "this browser origin may not use the gateway; add it to gateway.allowed_origins",
-        )
-            .into_response();
-    }
+    // Host and Origin were checked by the router's guard (crate::http::guard).
     if let Some(wait) = state.limiter.blocked(addr.ip()) {
         return (
             StatusCode::TOO_MANY_REQUESTS,
@@ -106,6 +99,14 @@ async fn handshake(
         Ok(_) => return false,
         Err(_) => return refuse(None, MethodError::invalid("no connect request within 10 s")),
     };
+    if text.len() > PRE_CONNECT_MAX {
+        let error = MethodError::invalid(format!(
+            "the connect request is larger than {PRE_CONNECT_MAX} bytes"
+        ));
+        let _ = out.send(Out::Frame(protocol::err(None, &error)));
+        let _ = out.send(Out::Close(close_code::SIZE, error.message));
+        return false;
+    }
     let request = match protocol::parse_request(text.as_str()) {
         Ok(r) => r,
         Err((id, e)) => return refuse(id.as_deref(), e),
@@ -143,7 +144,10 @@ async fn handshake(
             .and_then(Value::as_str)
             .unwrap_or("");
         if !token_matches(expected, given) {
-            state.limiter.fail(ip);
+            // Only a wrong token counts towards the limit; a missing one locks nobody out.
+            if !given.is_empty() {
+                state.limiter.fail(ip);
+            }
             return refuse(
                 Some(id),
                 MethodError::new(

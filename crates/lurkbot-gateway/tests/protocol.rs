@@ -289,11 +289,21 @@ async fn unsafe_binds_are_refused() {
     assert!(lurkbot_gateway::check_safe(&no_token, loopback).is_ok());
     let mut none = config.clone();
     none.gateway.auth = lurkbot_core::GatewayAuth::None;
-    let with_none = lurkbot_gateway::AppState::new(home, none, Some("t".into()), None);
+    let with_none = lurkbot_gateway::AppState::new(home.clone(), none, Some("t".into()), None);
     assert!(
         lurkbot_gateway::check_safe(&with_none, public)
             .unwrap_err()
             .to_string()
             .contains("loopback")
     );
+    // A short token is fine on loopback, refused elsewhere; 24 characters pass.
+    let short =
+        lurkbot_gateway::AppState::new(home.clone(), config.clone(), Some("x".repeat(23)), None);
+    assert!(lurkbot_gateway::check_safe(&short, loopback).is_ok());
+    let message = lurkbot_gateway::check_safe(&short, public)
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("at least 24"), "{message}");
+    let long = lurkbot_gateway::AppState::new(home, config, Some("x".repeat(24)), None);
+    assert!(lurkbot_gateway::check_safe(&long, public).is_ok());
 }

@@ -31,6 +31,10 @@ fn starts_logs_one_line_and_stops_on_sigterm() {
         !line.contains(&token),
         "the token never reaches a log: {line}"
     );
+    assert!(
+        line.contains("token: gateway.token in config.toml"),
+        "{line}"
+    );
     let url = line.split_whitespace().nth(4).unwrap().to_string();
     let addr = url
         .trim_start_matches("http://")
@@ -172,4 +176,27 @@ async fn exec_and_agent_run_inside_the_gateway() {
         &env,
     );
     assert_eq!(out.status, 2);
+}
+
+#[test]
+fn the_start_line_names_where_the_token_came_from() {
+    let t = Test::init();
+    let env_token = "env-token-0123456789abcdefghij";
+    let mut child = t
+        .command(
+            &["gateway", "--port", "0"],
+            &[("LURKBOT_GATEWAY_TOKEN", env_token)],
+        )
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        line.contains("token: LURKBOT_GATEWAY_TOKEN from the environment"),
+        "{line}"
+    );
+    assert!(!line.contains(env_token), "{line}");
 }
