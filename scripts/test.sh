@@ -33,4 +33,5 @@ if ! "$venv/bin/python" -c 'import radicale, vobject, openai' 2>/dev/null; then
 fi
 export LURKBOT_TEST_VENV="$venv"
 
-exec cargo test --workspace --locked "$@"
+# --no-fail-fast: one failing test binary must not hide the others.
+exec cargo test --workspace --locked --no-fail-fast "$@"

@@ -35,6 +35,45 @@ pub enum ConfigDocError {
     Io(#[from] CoreError),
 }
 
+/// What a secret value is printed as.
+const MASKED: &str = "********";
+
+/// Replaces every value under a secret key (at any depth) with [`MASKED`].
+fn mask_secrets(item: &mut Item) {
+    match item {
+        Item::Table(t) => {
+            for (k, v) in t.iter_mut() {
+                if is_secret_key(k.get()) && !v.is_table() && !v.is_array_of_tables() {
+                    *v = toml_edit::value(MASKED);
+                } else {
+                    mask_secrets(v);
+                }
+            }
+        }
+        Item::ArrayOfTables(a) => a.iter_mut().for_each(|t| {
+            let mut item = Item::Table(t.clone());
+            mask_secrets(&mut item);
+            if let Item::Table(masked) = item {
+                *t = masked;
+            }
+        }),
+        Item::Value(Value::InlineTable(t)) => {
+            for (k, v) in t.iter_mut() {
+                if is_secret_key(k.get()) {
+                    *v = Value::from(MASKED);
+                } else {
+                    let mut inner = Item::Value(v.clone());
+                    mask_secrets(&mut inner);
+                    if let Item::Value(masked) = inner {
+                        *v = masked;
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Last key segments that hold secrets: refused by `set`, masked by `get`.
 pub fn is_secret_key(key: &str) -> bool {
     let last = key
@@ -100,9 +139,12 @@ impl ConfigDoc {
             }
         }
         if is_secret_key(key) && !item.is_none() {
-            return Ok(Some("********".into()));
+            return Ok(Some(MASKED.into()));
         }
-        Ok(match item {
+        // A table (or the values inside an inline table) may hold secrets too: mask them.
+        let mut item = item.clone();
+        mask_secrets(&mut item);
+        Ok(match &item {
             Item::None => None,
             Item::Value(Value::String(s)) => Some(s.value().clone()),
             Item::Value(v) => Some(v.clone().decorated("", "").to_string()),
@@ -249,6 +291,20 @@ mod tests {
             d.set("gateway", "1"),
             Err(ConfigDocError::BadKey { .. })
         ));
+        assert_eq!(d.get("gateway.token").unwrap().as_deref(), Some("********"));
+    }
+
+    #[test]
+    fn secrets_are_masked_in_tables_and_the_whole_file() {
+        let (_d, d) = doc(
+            "[gateway]\nport = 1\ntoken = \"tok-secret-123\"\n[mcp.servers.x]\nenv = { API_KEY = \"k-secret-9\", MODE = \"a\" }\n",
+        );
+        for key in ["gateway", "mcp", "mcp.servers.x"] {
+            let shown = d.get(key).unwrap().unwrap();
+            assert!(!shown.contains("tok-secret") && !shown.contains("k-secret"), "{key}: {shown}");
+        }
+        let gateway = d.get("gateway").unwrap().unwrap();
+        assert!(gateway.contains("port = 1") && gateway.contains("********"), "{gateway}");
         assert_eq!(d.get("gateway.token").unwrap().as_deref(), Some("********"));
     }
 

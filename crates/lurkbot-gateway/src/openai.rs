@@ -96,6 +96,15 @@ fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, H
             ));
         }
     };
+    if agent != "main" && !state.config.agents.contains_key(agent) {
+        return Err(HttpError::new(
+            StatusCode::NOT_FOUND,
+            "model_not_found",
+            format!(
+                "no agent '{agent}' is configured; GET /v1/models lists them (add [agents.{agent}] to config.toml for a new one)"
+            ),
+        ));
+    }
     let messages = request
         .get("messages")
         .and_then(Value::as_array)

@@ -188,6 +188,11 @@ async fn api_refusals() {
             404,
             "lurkbot",
         ),
+        (
+            json!({"model": "lurkbot/zzz", "messages": [{"role": "user", "content": "x"}]}),
+            404,
+            "no agent 'zzz'",
+        ),
         (json!({"messages": []}), 400, "messages"),
         (
             json!({"messages": [{"role": "assistant", "content": "x"}]}),
@@ -218,6 +223,7 @@ async fn api_refusals() {
     assert_eq!(res.status(), 400);
     let (got, _) = post(&gw, "/v1/chat/completions", Some("nope"), json!({})).await;
     assert_eq!(got, 401);
+    assert!(!gw.home.join("sessions/zzz").exists(), "no state for an unknown agent");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

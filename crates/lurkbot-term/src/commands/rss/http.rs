@@ -380,12 +380,16 @@ fn network_failure(url: &Url, e: &reqwest::Error) -> FetchFailure {
 pub(super) fn retry_after_ms(headers: &HeaderMap, now: DateTime<Utc>) -> Option<u64> {
     let raw = header_text(headers, &header::RETRY_AFTER)?;
     if let Ok(seconds) = raw.parse::<u64>() {
-        return Some(seconds.saturating_mul(1000));
+        return Some(seconds.saturating_mul(1000).min(MAX_RETRY_AFTER_MS));
     }
     let when = DateTime::parse_from_rfc2822(&raw).ok()?;
     let ms = (when.with_timezone(&Utc) - now).num_milliseconds();
-    Some(u64::try_from(ms).unwrap_or(0))
+    Some(u64::try_from(ms).unwrap_or(0).min(MAX_RETRY_AFTER_MS))
 }
+
+/// The longest wait a `Retry-After` is believed for (24 h): a server asking for more is wrong
+/// or hostile, and a caller should not be told to wait until the year 9999.
+const MAX_RETRY_AFTER_MS: u64 = 24 * 3600 * 1000;
 
 #[cfg(test)]
 mod tests {
@@ -412,6 +416,9 @@ mod tests {
             Some(0)
         );
         assert_eq!(retry_after_ms(&headers("soon"), now), None);
+        for absurd in ["Fri, 31 Dec 9999 23:59:59 GMT", "99999999999"] {
+            assert_eq!(retry_after_ms(&headers(absurd), now), Some(86_400_000), "{absurd}");
+        }
         assert_eq!(retry_after_ms(&HeaderMap::new(), now), None);
     }
 

@@ -70,6 +70,28 @@ impl Read for Counted<'_> {
     }
 }
 
+/// A writer whose writes fail once the run is cancelled.
+struct CancelWriter<'a, W> {
+    inner: W,
+    cancel: &'a CancelFlag,
+}
+
+impl<W: Write> Write for CancelWriter<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.cancel.is_cancelled() {
+            return Err(std::io::Error::other("cancelled"));
+        }
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.cancel.is_cancelled() {
+            return Err(std::io::Error::other("cancelled"));
+        }
+        self.inner.flush()
+    }
+}
+
 fn write_tar(job: WriteJob<'_>, format: TarFormat) -> Result<CreateStats, CommandError> {
     let WriteJob {
         file,
@@ -85,8 +107,10 @@ fn write_tar(job: WriteJob<'_>, format: TarFormat) -> Result<CreateStats, Comman
             io_error("write", shown, &e)
         }
     };
-    // The buffer sits outside the compressor so that copies into it read large chunks.
-    let compressor = Compressor::new(format, file).map_err(werr)?;
+    // The buffer sits outside the compressor so that copies into it read large chunks. Under the
+    // compressor, writes fail once the run is cancelled: the encoders (xz's multi-threaded one
+    // above all) try to finish their stream when dropped, and must stop at once instead.
+    let compressor = Compressor::new(format, CancelWriter { inner: file, cancel }).map_err(werr)?;
     let mut builder = tar::Builder::new(BufWriter::with_capacity(CHUNK, compressor));
     let mut stats = CreateStats::default();
     for item in items {
