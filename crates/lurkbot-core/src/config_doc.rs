@@ -301,10 +301,16 @@ mod tests {
         );
         for key in ["gateway", "mcp", "mcp.servers.x"] {
             let shown = d.get(key).unwrap().unwrap();
-            assert!(!shown.contains("tok-secret") && !shown.contains("k-secret"), "{key}: {shown}");
+            assert!(
+                !shown.contains("tok-secret") && !shown.contains("k-secret"),
+                "{key}: {shown}"
+            );
         }
         let gateway = d.get("gateway").unwrap().unwrap();
-        assert!(gateway.contains("port = 1") && gateway.contains("********"), "{gateway}");
+        assert!(
+            gateway.contains("port = 1") && gateway.contains("********"),
+            "{gateway}"
+        );
         assert_eq!(d.get("gateway.token").unwrap().as_deref(), Some("********"));
     }
 

@@ -223,7 +223,10 @@ async fn api_refusals() {
     assert_eq!(res.status(), 400);
     let (got, _) = post(&gw, "/v1/chat/completions", Some("nope"), json!({})).await;
     assert_eq!(got, 401);
-    assert!(!gw.home.join("sessions/zzz").exists(), "no state for an unknown agent");
+    assert!(
+        !gw.home.join("sessions/zzz").exists(),
+        "no state for an unknown agent"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -417,7 +417,11 @@ mod tests {
         );
         assert_eq!(retry_after_ms(&headers("soon"), now), None);
         for absurd in ["Fri, 31 Dec 9999 23:59:59 GMT", "99999999999"] {
-            assert_eq!(retry_after_ms(&headers(absurd), now), Some(86_400_000), "{absurd}");
+            assert_eq!(
+                retry_after_ms(&headers(absurd), now),
+                Some(86_400_000),
+                "{absurd}"
+            );
         }
         assert_eq!(retry_after_ms(&HeaderMap::new(), now), None);
     }

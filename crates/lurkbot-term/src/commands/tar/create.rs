@@ -110,7 +110,14 @@ fn write_tar(job: WriteJob<'_>, format: TarFormat) -> Result<CreateStats, Comman
     // The buffer sits outside the compressor so that copies into it read large chunks. Under the
     // compressor, writes fail once the run is cancelled: the encoders (xz's multi-threaded one
     // above all) try to finish their stream when dropped, and must stop at once instead.
-    let compressor = Compressor::new(format, CancelWriter { inner: file, cancel }).map_err(werr)?;
+    let compressor = Compressor::new(
+        format,
+        CancelWriter {
+            inner: file,
+            cancel,
+        },
+    )
+    .map_err(werr)?;
     let mut builder = tar::Builder::new(BufWriter::with_capacity(CHUNK, compressor));
     let mut stats = CreateStats::default();
     for item in items {
