@@ -18,6 +18,14 @@ mod sqlite;
 mod times;
 mod write;
 
+/// Reads hostile text as iCalendar (every event, and the series master), for the fuzz targets
+/// under `fuzz/` (not an API).
+#[doc(hidden)]
+pub fn fuzz_read_ical(text: &str) -> bool {
+    let listed = ical::instances(text).is_ok();
+    ical::master(text).is_ok() || listed
+}
+
 use lurkbot_core::CalendarPermission;
 
 use crate::archive::flags::{LIST_CONFIRM, LIST_OVERWRITE};

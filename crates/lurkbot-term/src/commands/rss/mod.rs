@@ -16,6 +16,12 @@ mod parse;
 mod remove;
 mod store;
 
+/// Parses hostile bytes as a feed, for the fuzz targets under `fuzz/` (not an API).
+#[doc(hidden)]
+pub fn fuzz_parse_feed(body: &[u8]) -> bool {
+    parse::parse_feed(body, None, "https://example.com/feed.xml").is_ok()
+}
+
 use crate::archive::flags::{LIST_CONFIRM, LIST_OVERWRITE};
 use crate::{
     Command, CommandCtx, CommandError, CommandFuture, CommandSpec, ErrorCode, FlagSpec,
