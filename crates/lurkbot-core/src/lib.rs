@@ -13,6 +13,7 @@ mod home;
 mod ids;
 mod init;
 mod paths;
+mod printable;
 mod protection;
 mod secrets;
 mod session_key;
@@ -31,6 +32,7 @@ pub use home::{Home, layout};
 pub use ids::{new_run_id, new_session_id, random_hex};
 pub use init::{InitReport, init_home};
 pub use paths::{HomePath, PathError};
+pub use printable::{REPLACEMENT, is_unprintable, printable};
 pub use protection::{
     APPROVALS_FILE, AccessError, Protection, classify_relative, is_private_memory,
 };

@@ -244,8 +244,15 @@ fn build_envelope(
     Envelope {
         run_id,
         exit_code,
-        stdout: cap_text(&redactor.text(&stdout), STDOUT_CAP),
-        stderr: cap_text(&redactor.text(&stderr), STDERR_CAP),
+        // Human-readable text: control characters from third-party data never reach a terminal.
+        stdout: cap_text(
+            &lurkbot_core::printable(&redactor.text(&stdout)),
+            STDOUT_CAP,
+        ),
+        stderr: cap_text(
+            &lurkbot_core::printable(&redactor.text(&stderr)),
+            STDERR_CAP,
+        ),
         duration_ms,
         error_code,
         error_message: error_message.map(|m| redactor.text(&m)),

@@ -236,3 +236,31 @@ async fn extraction_stays_whole_when_only_protected_entries_come() {
         "{names:?}"
     );
 }
+
+#[tokio::test]
+async fn entry_names_cannot_drive_the_terminal() {
+    let h = Harness::builtin();
+    let evil: &[u8] = b"evil\x1b]52;c;cm0gLXJm\x07\rfake.txt";
+    h.write(
+        "workspace/in.zip",
+        &zip_bytes(&[ZipItem::File(evil, b"x"), ZipItem::File(b"fine.txt", b"y")]),
+    );
+    let env = h.run("zip list --in workspace/in.zip").await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+    assert!(
+        !env.stdout.contains('\u{1b}') && !env.stdout.contains('\r'),
+        "{:?}",
+        env.stdout
+    );
+    let env = h
+        .run("zip extract --in workspace/in.zip --dest workspace/out --confirm")
+        .await;
+    assert_eq!(
+        env.result["skipped"]["unsafe_path"],
+        json!(1),
+        "{}",
+        env.stdout
+    );
+    assert_eq!(env.result["files_written"], json!(1));
+    assert!(!env.stdout.contains('\u{1b}'), "{:?}", env.stdout);
+}

@@ -258,3 +258,23 @@ async fn ctrl_c_cancels_the_turn_and_records_it() {
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(out.stdout, "fresh start\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_text_cannot_drive_the_terminal() {
+    let t = Test::init();
+    // An OSC 52 clipboard write, a screen clear and a bare CR that would overwrite the line.
+    let hostile = "ok\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{1b}[2J\rfaked";
+    let fake = FakeProvider::start(vec![Step::text(hostile)]).await;
+    let out = run(&t, &["agent", "-m", "hi"], &fake);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(
+        !out.stdout.contains('\u{1b}') && !out.stdout.contains('\r'),
+        "{:?}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("ok") && out.stdout.contains("faked"));
+    // --json keeps the text as it came (JSON escapes it).
+    let fake = FakeProvider::start(vec![Step::text(hostile)]).await;
+    let out = run(&t, &["agent", "--json", "-m", "hi"], &fake);
+    assert!(out.stdout.contains("\\u001b]52"), "{}", out.stdout);
+}

@@ -1,6 +1,6 @@
 //! Whether an archive entry's name may be written under `--dest` (ZipSlip / TarSlip defence).
 //!
-//! A name is refused when it contains NUL, starts with `/` (absolute), contains `:` (drive
+//! A name is refused when it contains NUL or another control character, starts with `/` (absolute), contains `:` (drive
 //! letters such as `C:\x` and alternate data streams), or has a `..` segment. `\` counts as a
 //! separator, as archives made on Windows use it. Empty and `.` segments are dropped, so
 //! `./a//b` is `a/b`. What is left can only name a path below `--dest`; the extractor still
@@ -11,6 +11,8 @@
 pub(crate) enum UnsafeName {
     /// The name contains a NUL character.
     Nul,
+    /// The name contains another control character (ESC, CR, …): it would rewrite a terminal.
+    Control,
     /// The name is absolute.
     Absolute,
     /// The name contains `:` (a drive letter or stream name).
@@ -26,6 +28,7 @@ impl UnsafeName {
     pub(crate) fn describe(self) -> &'static str {
         match self {
             Self::Nul => "the name contains a NUL character",
+            Self::Control => "the name contains control characters",
             Self::Absolute => "the name is an absolute path",
             Self::Colon => "the name contains ':' (drive letter)",
             Self::ParentDir => "the name has a '..' segment",
@@ -41,6 +44,9 @@ impl UnsafeName {
 pub(crate) fn safe_segments(name: &str) -> Result<Vec<String>, UnsafeName> {
     if name.contains('\0') {
         return Err(UnsafeName::Nul);
+    }
+    if name.chars().any(char::is_control) {
+        return Err(UnsafeName::Control);
     }
     let normalized = name.replace('\\', "/");
     if normalized.starts_with('/') {
@@ -86,6 +92,9 @@ mod tests {
             ("c:x", UnsafeName::Colon),
             ("a/b:c", UnsafeName::Colon),
             ("a\0b", UnsafeName::Nul),
+            ("evil\u{1b}]52;c;eA==\u{7}.txt", UnsafeName::Control),
+            ("a\rb.txt", UnsafeName::Control),
+            ("dir/\u{9b}x", UnsafeName::Control),
         ] {
             assert_eq!(safe_segments(name), Err(why), "{name:?}");
         }

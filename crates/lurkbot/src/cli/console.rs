@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use lurkbot_agent::approvals::DecisionFuture;
 use lurkbot_agent::{AgentEvent, ApprovalRequest, Approver, Decision};
+use lurkbot_core::printable;
 use serde_json::json;
 use tokio::sync::{Mutex, mpsc};
 
@@ -18,13 +19,20 @@ pub(crate) fn show(json_mode: bool, event: &AgentEvent) {
     }
     let mut err = std::io::stderr();
     match event {
+        // Model text and tool data are third-party text: no control sequence reaches the
+        // terminal raw (DESIGN.md §4.4).
         AgentEvent::Text(text) => {
-            let _ = crate::run::print_stdout(text);
+            let _ = crate::run::print_stdout(&printable(text));
         }
         AgentEvent::ToolStart {
             name, arguments, ..
         } => {
-            let _ = writeln!(err, "→ {name} {arguments}");
+            let _ = writeln!(
+                err,
+                "→ {} {}",
+                printable(name),
+                printable(&arguments.to_string())
+            );
         }
         AgentEvent::ToolEnd {
             name,
@@ -33,13 +41,20 @@ pub(crate) fn show(json_mode: bool, event: &AgentEvent) {
             ..
         } => {
             let status = if *is_error { "failed" } else { "ok" };
-            let _ = writeln!(err, "← {name} {status}: {preview}");
+            let _ = writeln!(
+                err,
+                "← {} {status}: {}",
+                printable(name),
+                printable(preview)
+            );
         }
         AgentEvent::ApprovalPending(request) => {
             let _ = writeln!(
                 err,
                 "? approval needed for {}: {}\n  ({}) — answer allow-once (y), allow-always (a) or deny (n):",
-                request.tool, request.summary, request.reason
+                printable(&request.tool),
+                printable(&request.summary),
+                printable(&request.reason)
             );
         }
         AgentEvent::ApprovalResolved { decision, .. } => {
