@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Settings read from `config.toml` (all sections optional).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default)]
 pub struct Config {
     /// `[agent]`: model selection.
@@ -30,7 +30,7 @@ pub struct Config {
 }
 
 /// `[network]`: the network policy for URLs that come from command or tool arguments.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default)]
 pub struct NetworkConfig {
     /// Allow loopback, private, link-local and every other non-public address (default false).
@@ -48,7 +48,7 @@ impl Config {
 }
 
 /// `[agent]` settings.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default)]
 pub struct AgentConfig {
     /// `<provider>/<model>`, e.g. `openai/gpt-4o-mini`.
@@ -76,7 +76,7 @@ impl Default for AgentConfig {
 }
 
 /// How much the system prompt says.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PromptMode {
     /// Every section (main sessions).
@@ -89,7 +89,7 @@ pub enum PromptMode {
 }
 
 /// `[agents.<id>]`: settings for one agent.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default)]
 pub struct AgentOverride {
     /// `[agents.<id>.tools]`: the agent's policy layer (and its `by_provider` tables).
@@ -99,7 +99,7 @@ pub struct AgentOverride {
 }
 
 /// One layer of the tool policy as configured.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default)]
 pub struct ToolLayerConfig {
     /// A profile that narrows this layer.
@@ -113,7 +113,7 @@ pub struct ToolLayerConfig {
 }
 
 /// When tools run sandboxed (no terminal, no file changes).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     /// Never (default).
@@ -126,7 +126,7 @@ pub enum SandboxMode {
 }
 
 /// `[approvals]`: tool calls that wait for a human.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default)]
 pub struct ApprovalsConfig {
     /// Every `terminal_exec` command carrying `--confirm` needs approval (default true).
@@ -148,7 +148,7 @@ impl Default for ApprovalsConfig {
 }
 
 /// `[gateway]` settings.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default)]
 pub struct GatewayConfig {
     /// Address to bind; loopback by default.
@@ -182,7 +182,7 @@ impl Default for GatewayConfig {
 }
 
 /// How gateway clients authenticate.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GatewayAuth {
     /// A shared token is required.
@@ -193,7 +193,7 @@ pub enum GatewayAuth {
 }
 
 /// `[permissions]` grants.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default)]
 pub struct Permissions {
     /// Access the `cal` command has to calendars.
@@ -201,7 +201,7 @@ pub struct Permissions {
 }
 
 /// `permissions.calendar`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CalendarPermission {
     /// No access (default): `cal` answers `PermissionDenied`.
@@ -214,7 +214,7 @@ pub enum CalendarPermission {
 }
 
 /// `[calendar]` settings.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default)]
 pub struct CalendarConfig {
     /// `local` (default) or `caldav`.
@@ -224,7 +224,7 @@ pub struct CalendarConfig {
 }
 
 /// `[tools]` global policy layer.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default)]
 pub struct ToolsConfig {
     /// `minimal`, `coding`, `messaging` or `full`.
@@ -244,7 +244,7 @@ pub struct ToolsConfig {
 }
 
 /// `[tools.web_fetch]` settings.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default)]
 pub struct WebFetchConfig {
     /// Older alias of `[network] allow_private` (either one allows non-public addresses).

@@ -30,6 +30,14 @@ pub enum ConfigDocError {
         /// The config file.
         file: PathBuf,
     },
+    /// The change would add an unknown key or a contradiction (nothing was written).
+    #[error("{message}")]
+    Rejected {
+        /// The key as given.
+        key: String,
+        /// What is wrong and what to do (with a "did you mean" for a typo).
+        message: String,
+    },
     /// Reading or writing failed.
     #[error(transparent)]
     Io(#[from] CoreError),
@@ -160,6 +168,9 @@ impl ConfigDoc {
     /// # Errors
     /// Secret keys, malformed keys, and values the typed config rejects.
     pub fn set(&mut self, key: &str, raw: &str) -> Result<(), ConfigDocError> {
+        let before = Config::check(&self.path, &self.doc.to_string())
+            .map(|(_, p)| p)
+            .unwrap_or_default();
         if is_secret_key(key) {
             return Err(ConfigDocError::Secret {
                 key: key.into(),
@@ -196,7 +207,13 @@ impl ConfigDoc {
                 table.insert(last, Item::Value(value));
             }
         }
-        Config::parse(&self.path, &self.doc.to_string())?;
+        let (_, after) = Config::check(&self.path, &self.doc.to_string())?;
+        if let Some(new) = after.into_iter().find(|p| !before.contains(p)) {
+            return Err(ConfigDocError::Rejected {
+                key: key.into(),
+                message: new.message,
+            });
+        }
         Ok(())
     }
 

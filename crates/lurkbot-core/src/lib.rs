@@ -7,6 +7,7 @@
 mod atomic;
 mod clock;
 mod config;
+mod config_check;
 mod config_doc;
 mod error;
 mod home;
@@ -26,6 +27,7 @@ pub use config::{
     AgentOverride, ApprovalsConfig, CalendarPermission, Config, ConfigError, GatewayAuth,
     NetworkConfig, PromptMode, SandboxMode, ToolLayerConfig, WebFetchConfig,
 };
+pub use config_check::ConfigProblem;
 pub use config_doc::{ConfigDoc, ConfigDocError, is_secret_key};
 pub use error::CoreError;
 pub use home::{Home, layout};

@@ -116,3 +116,44 @@ fn set_before_init_creates_a_private_home() {
         0o600
     );
 }
+
+#[test]
+fn typos_and_contradictions_are_refused_with_a_hint() {
+    let t = Test::init();
+    let before = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    for (key, value, hint) in [
+        (
+            "approvals.confrim",
+            "false",
+            "did you mean 'approvals.confirm'",
+        ),
+        ("gateway.prot", "1", "did you mean 'gateway.port'"),
+        (
+            "agent.reserve_tokens",
+            "200000",
+            "must be smaller than agent.context_window",
+        ),
+        ("agent.model", "gpt-4o", "openai/gpt-4o"),
+    ] {
+        let out = t.run(&["config", "set", key, value]);
+        assert_ne!(out.status, 0, "{key} was accepted");
+        assert!(out.stderr.contains(hint), "{key}: {}", out.stderr);
+        assert_eq!(
+            std::fs::read_to_string(t.path("config.toml")).unwrap(),
+            before
+        );
+    }
+    // A typo written by hand is caught by doctor.
+    std::fs::write(
+        t.path("config.toml"),
+        format!("{before}\n[network]\nallow_privat = true\n"),
+    )
+    .unwrap();
+    let out = t.run(&["doctor", "--json"]);
+    assert!(
+        out.stdout.contains("did you mean 'network.allow_private'"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.status, 1);
+}

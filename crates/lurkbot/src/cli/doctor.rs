@@ -83,9 +83,21 @@ pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> anyhow::Result<ExitCod
     for path in secret_files(&home) {
         checks.push(permissions(&home, &path));
     }
-    let config = match Config::load(&config_path) {
-        Ok(c) => {
+    let text = std::fs::read_to_string(&config_path).unwrap_or_default();
+    let config = match Config::load(&config_path).and_then(|_| Config::check(&config_path, &text)) {
+        Ok((c, problems)) if problems.is_empty() => {
             checks.push(ok("config", "config.toml is valid"));
+            c
+        }
+        Ok((c, problems)) => {
+            for problem in problems {
+                checks.push(bad(
+                    "config",
+                    Status::Fail,
+                    problem.message,
+                    format!("fix or remove '{}' in config.toml", problem.key),
+                ));
+            }
             c
         }
         Err(e) => {

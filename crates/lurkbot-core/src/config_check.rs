@@ -1,0 +1,161 @@
+//! What makes a `config.toml` wrong beyond its types: keys LurkBot does not know (a typo such as
+//! `approvals.confrim` would otherwise be ignored in silence) with a "did you mean", and values
+//! that contradict each other. `lurkbot config set` refuses both; `lurkbot doctor` reports them.
+
+use std::path::Path;
+
+use crate::{Config, ConfigError};
+
+/// Settings whose keys are names the user chooses (agents, providers, models, MCP servers…):
+/// anything below them is the user's, not a typo.
+const FREE_FORM: &[&str] = &["agents", "tools.by_provider", "models", "mcp", "channels"];
+
+/// One problem found in a config file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigProblem {
+    /// The dotted key.
+    pub key: String,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl Config {
+    /// Parses `text` and lists its problems: unknown keys (with the closest known key) and
+    /// contradictory values.
+    ///
+    /// # Errors
+    /// [`ConfigError`] when the text is not a valid config at all.
+    pub fn check(file: &Path, text: &str) -> Result<(Self, Vec<ConfigProblem>), ConfigError> {
+        let config = Self::parse(file, text)?;
+        let mut problems = Vec::new();
+        let mut unknown = Vec::new();
+        if let Ok(deserializer) = toml::Deserializer::parse(text) {
+            let _: Result<Self, _> = serde_ignored::deserialize(deserializer, |path| {
+                unknown.push(path.to_string());
+            });
+        }
+        let known = known_keys();
+        for key in unknown {
+            if FREE_FORM.iter().any(|f| key.starts_with(&format!("{f}."))) {
+                continue;
+            }
+            let message = match suggest(&key, &known) {
+                Some(close) => format!("unknown key '{key}'; did you mean '{close}'?"),
+                None => format!(
+                    "unknown key '{key}'; the README's Configuration section lists the settings"
+                ),
+            };
+            problems.push(ConfigProblem { key, message });
+        }
+        problems.extend(config.contradictions());
+        Ok((config, problems))
+    }
+
+    /// Values that cannot work together or in the form given.
+    fn contradictions(&self) -> Vec<ConfigProblem> {
+        let mut problems = Vec::new();
+        let agent = &self.agent;
+        if agent.reserve_tokens >= agent.context_window {
+            problems.push(ConfigProblem {
+                key: "agent.reserve_tokens".into(),
+                message: format!(
+                    "agent.reserve_tokens ({}) must be smaller than agent.context_window ({}): nothing would be left for the conversation",
+                    agent.reserve_tokens, agent.context_window
+                ),
+            });
+        }
+        for (key, model) in agent
+            .model
+            .iter()
+            .map(|m| ("agent.model", m))
+            .chain(agent.fallbacks.iter().map(|m| ("agent.fallbacks", m)))
+        {
+            let prefixed = model
+                .split_once('/')
+                .is_some_and(|(p, m)| !p.is_empty() && !m.is_empty());
+            if !prefixed {
+                problems.push(ConfigProblem {
+                    key: key.into(),
+                    message: format!(
+                        "{key} '{model}' needs a provider prefix, e.g. openai/{model} or anthropic/{model}"
+                    ),
+                });
+            }
+        }
+        problems
+    }
+}
+
+/// Every dotted key of the typed config (from its defaults).
+fn known_keys() -> Vec<String> {
+    let mut keys = Vec::new();
+    if let Ok(value) = serde_json::to_value(Config::default()) {
+        collect(&value, "", &mut keys);
+    }
+    keys
+}
+
+fn collect(value: &serde_json::Value, prefix: &str, keys: &mut Vec<String>) {
+    if let serde_json::Value::Object(map) = value {
+        for (k, v) in map {
+            let key = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            keys.push(key.clone());
+            collect(v, &key, keys);
+        }
+    }
+}
+
+/// The known key closest to `key` (edit distance at most 3, and less than half its length).
+fn suggest<'a>(key: &str, known: &'a [String]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (strsim::levenshtein(key, k), k))
+        .filter(|(d, _)| *d <= 3 && *d * 2 < key.len())
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problems(text: &str) -> Vec<String> {
+        Config::check(Path::new("config.toml"), text)
+            .map(|(_, p)| p.into_iter().map(|p| p.message).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn typos_get_a_suggestion() {
+        let found = problems("[approvals]\nconfrim = false\n[gateway]\nprot = 1\n");
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found[0].contains("did you mean 'approvals.confirm'"),
+            "{found:?}"
+        );
+        assert!(
+            found[1].contains("did you mean 'gateway.port'"),
+            "{found:?}"
+        );
+        assert!(problems("[zzz]\nqqqqqqq = 1\n")[0].contains("unknown key 'zzz'"));
+    }
+
+    #[test]
+    fn free_form_tables_and_valid_files_pass() {
+        let ok = "[agent]\nmodel = \"openai/gpt-4o-mini\"\n[agents.work.tools]\nallow = [\"read\"]\n[tools.by_provider.\"openai/gpt-4o\"]\nprofile = \"minimal\"\n[network]\nallow_hosts = [\"a\"]\n";
+        assert_eq!(problems(ok), Vec::<String>::new());
+    }
+
+    #[test]
+    fn contradictions_are_reported() {
+        let found =
+            problems("[agent]\nmodel = \"gpt-4o\"\ncontext_window = 4096\nreserve_tokens = 4096\n");
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found.iter().any(|m| m.contains("must be smaller")));
+        assert!(found.iter().any(|m| m.contains("openai/gpt-4o")));
+    }
+}
