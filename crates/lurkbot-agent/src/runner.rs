@@ -100,6 +100,8 @@ pub struct Agent {
     thinking: String,
     /// The last session's context, reused while its transcript is unchanged.
     cache: Option<Tracked>,
+    /// The model's real context window, learned from an overflow error that named it.
+    learned_window: Option<u64>,
 }
 
 impl Agent {
@@ -117,6 +119,7 @@ impl Agent {
             approver: Arc::new(NoHuman),
             thinking: "off".into(),
             cache: None,
+            learned_window: None,
         }
     }
 
@@ -247,7 +250,7 @@ impl Agent {
                     system,
                     messages: context.messages,
                     tools: offered.clone(),
-                    max_tokens: MAX_TOKENS,
+                    max_tokens: self.max_output_tokens(),
                     reasoning: Some(self.thinking.clone()),
                 };
                 let result = self
@@ -261,6 +264,12 @@ impl Agent {
                 match result {
                     Ok(answered) => break answered,
                     Err(e) if e.kind == ErrorKind::ContextOverflow && !compacted => {
+                        // A server that names its real window (llama-server's `-c 4096`) is
+                        // believed from now on, instead of the configured 128,000.
+                        if let Some(window) = e.context_window {
+                            self.learned_window =
+                                Some(self.learned_window.map_or(window, |w| w.min(window)));
+                        }
                         compacted = self
                             .compact(&sessions, &mut tracked, true, on_event)
                             .await?;
@@ -374,10 +383,33 @@ impl Agent {
         )
     }
 
+    /// The context window in force: the configured one, or the smaller one a server named.
+    fn context_window(&self) -> u64 {
+        let configured = self.config.agent.context_window;
+        self.learned_window
+            .map_or(configured, |w| w.min(configured))
+    }
+
+    /// Tokens kept free for the reply: `reserve_tokens`, at most a quarter of the window.
+    fn reserve_tokens(&self) -> u64 {
+        self.config
+            .agent
+            .reserve_tokens
+            .min(self.context_window() / 4)
+    }
+
+    /// `max_tokens` of a request: `agent.max_output_tokens`, else the reserve (at most 4,096).
+    fn max_output_tokens(&self) -> u32 {
+        let tokens = match self.config.agent.max_output_tokens {
+            Some(n) => n.min(self.context_window() / 2),
+            None => self.reserve_tokens().min(u64::from(MAX_TOKENS)),
+        };
+        u32::try_from(tokens.max(1)).unwrap_or(MAX_TOKENS)
+    }
+
     /// Whether the next request is over `context_window - reserve_tokens` by estimate.
     fn over_budget(&self, system: &str, messages: &[Message], tools: &[ToolSpec]) -> bool {
-        let agent = &self.config.agent;
-        let limit = agent.context_window.saturating_sub(agent.reserve_tokens);
+        let limit = self.context_window().saturating_sub(self.reserve_tokens());
         let tool_tokens: u64 = tools
             .iter()
             .map(|t| estimate_tokens(&t.description) + estimate_tokens(&t.parameters.to_string()))
@@ -393,7 +425,7 @@ impl Agent {
         overflowed: bool,
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Result<bool, AgentError> {
-        let window = self.config.agent.context_window;
+        let window = self.context_window();
         let raw = &tracked.raw;
         let Some(cut) = cut_point(&raw.messages, window, overflowed) else {
             return Ok(false);

@@ -164,3 +164,45 @@ async fn an_overflow_with_nothing_to_compact_is_an_error() {
     assert_eq!(s.fake.requests().len(), 1, "no summary request for nothing");
     assert!(compactions(&s).is_empty());
 }
+
+#[tokio::test]
+async fn a_small_local_server_is_learned_from_its_overflow_error() {
+    // llama-server started with `-c 4096` answers an overflow in its own words.
+    let s = setup(vec![
+        Step::text("r1"),
+        Step::Error {
+            status: 400,
+            message: "request (4132 tokens) exceeds the available context size (4096 tokens), try increasing it".into(),
+        },
+        Step::text("SHORT SUMMARY"),
+        Step::text("r2"),
+        Step::text("r3"),
+    ])
+    .await;
+    let mut a = agent(&s, "openai/m", "");
+    let key = SessionKey::main();
+    a.turn(&key, "hello there", &mut |_| {}).await.unwrap();
+    let out = a.turn(&key, "and now?", &mut |_| {}).await.unwrap();
+    assert_eq!(
+        out.text, "r2",
+        "the session recovered instead of failing every turn"
+    );
+    assert_eq!(compactions(&s).len(), 1);
+    let requests = s.fake.requests();
+    // Before: the configured default; after: a quarter of the learned 4,096-token window.
+    assert_eq!(requests[0].body["max_tokens"], 4096);
+    assert_eq!(requests[3].body["max_tokens"], 1024);
+    let out = a.turn(&key, "thanks", &mut |_| {}).await.unwrap();
+    assert_eq!(out.text, "r3");
+    assert_eq!(s.fake.requests()[4].body["max_tokens"], 1024);
+}
+
+#[tokio::test]
+async fn max_output_tokens_caps_every_reply() {
+    let s = setup(vec![Step::text("r1")]).await;
+    let mut a = agent(&s, "openai/m", "[agent]\nmax_output_tokens = 300\n");
+    a.turn(&SessionKey::main(), "hi", &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(s.fake.requests()[0].body["max_tokens"], 300);
+}

@@ -61,6 +61,9 @@ pub struct AgentConfig {
     pub reserve_tokens: u64,
     /// System prompt mode: `full` (default), `minimal` or `none`.
     pub prompt_mode: PromptMode,
+    /// Most tokens one reply may have (`max_tokens` of each request); by default a quarter of
+    /// the window, at most `reserve_tokens` and 4,096, so a runaway reply cannot fill it.
+    pub max_output_tokens: Option<u64>,
 }
 
 impl Default for AgentConfig {
@@ -71,6 +74,7 @@ impl Default for AgentConfig {
             context_window: 128_000,
             reserve_tokens: 16_384,
             prompt_mode: PromptMode::Full,
+            max_output_tokens: None,
         }
     }
 }

@@ -34,6 +34,9 @@ pub struct LlmError {
     pub message: String,
     /// `Retry-After`, in milliseconds, when the provider sent one.
     pub retry_after_ms: Option<u64>,
+    /// The model's real context window, when an overflow error names it ("… context size
+    /// (4096 tokens)", "maximum context length is 8192 tokens").
+    pub context_window: Option<u64>,
 }
 
 impl LlmError {
@@ -44,6 +47,7 @@ impl LlmError {
             status: None,
             message: message.into(),
             retry_after_ms: None,
+            context_window: None,
         }
     }
 
@@ -66,28 +70,70 @@ impl LlmError {
     /// Classifies an HTTP error answer from its status and body.
     pub fn from_status(status: u16, body: &str, retry_after_ms: Option<u64>) -> Self {
         let lower = body.to_ascii_lowercase();
-        let overflow = lower.contains("context_length_exceeded")
-            || lower.contains("maximum context length")
-            || lower.contains("prompt is too long")
-            || lower.contains("context window")
-            || lower.contains("exceeds the context")
-            || lower.contains("too many tokens");
+        let overflow = OVERFLOW_WORDINGS.iter().any(|w| lower.contains(w));
         let kind = match status {
             401 | 403 => ErrorKind::Auth,
             429 => ErrorKind::RateLimited,
             529 | 503 => ErrorKind::Overloaded,
-            400 | 413 if overflow => ErrorKind::ContextOverflow,
+            // Some servers (Ollama, llama.cpp builds) answer an overflow with a 5xx.
+            400 | 413 | 422 | 500 if overflow => ErrorKind::ContextOverflow,
             500..=599 => ErrorKind::Transient,
             _ => ErrorKind::BadRequest,
         };
         let detail = error_message(body);
+        let context_window = (kind == ErrorKind::ContextOverflow)
+            .then(|| window_named_in(&lower))
+            .flatten();
         Self {
             kind,
             status: Some(status),
             message: format!("the provider answered {status}: {detail}"),
             retry_after_ms,
+            context_window,
         }
     }
+}
+
+/// How servers say a request does not fit the model's window (lower case): OpenAI and vLLM
+/// ("maximum context length is N tokens", `context_length_exceeded`), llama.cpp's llama-server
+/// ("request (N tokens) exceeds the available context size (M tokens)",
+/// `exceed_context_size_error`), Ollama ("input length exceeds maximum context length", "prompt
+/// too long; exceeded max context length"), Anthropic ("prompt is too long", "exceed context
+/// limit").
+const OVERFLOW_WORDINGS: &[&str] = &[
+    "context_length_exceeded",
+    "exceed_context_size",
+    "maximum context length",
+    "max context length",
+    "context size",
+    "context length",
+    "context window",
+    "context limit",
+    "exceeds the context",
+    "prompt is too long",
+    "prompt too long",
+    "too many tokens",
+];
+
+/// The window an overflow message names: the number of tokens after "context size (",
+/// "context length is", "context length of" or "context window of".
+fn window_named_in(lower: &str) -> Option<u64> {
+    const LEADS: &[&str] = &[
+        "context size (",
+        "context length is ",
+        "context length of ",
+        "context window of ",
+        "context window is ",
+    ];
+    LEADS.iter().find_map(|lead| {
+        let at = lower.find(lead)? + lead.len();
+        let digits: String = lower[at..]
+            .chars()
+            .skip_while(|c| *c == ' ')
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok().filter(|n| *n > 0)
+    })
 }
 
 /// A reply stream that ended before its end marker.
@@ -142,5 +188,49 @@ mod tests {
         );
         assert!(LlmError::from_status(502, "", None).is_retryable());
         assert!(!LlmError::from_status(404, "", None).is_retryable());
+    }
+
+    #[test]
+    fn overflow_wordings_of_every_server_and_the_window_they_name() {
+        for (status, body, window) in [
+            (
+                400,
+                r#"{"error":{"code":400,"message":"request (4132 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error"}}"#,
+                Some(4096),
+            ),
+            (
+                400,
+                r#"{"object":"error","message":"This model's maximum context length is 2048 tokens. However, you requested 2100 tokens in the messages.","type":"BadRequestError"}"#,
+                Some(2048),
+            ),
+            (
+                500,
+                r#"{"error":{"message":"input length exceeds maximum context length"}}"#,
+                None,
+            ),
+            (
+                400,
+                r#"{"error":"prompt too long; exceeded max context length by 12 tokens"}"#,
+                None,
+            ),
+            (
+                400,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
+                None,
+            ),
+            (
+                400,
+                r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","code":"context_length_exceeded"}}"#,
+                Some(128_000),
+            ),
+        ] {
+            let e = LlmError::from_status(status, body, None);
+            assert_eq!(e.kind, ErrorKind::ContextOverflow, "{body}");
+            assert_eq!(e.context_window, window, "{body}");
+        }
+        assert_eq!(
+            LlmError::from_status(500, "boom", None).kind,
+            ErrorKind::Transient
+        );
     }
 }
