@@ -110,8 +110,19 @@ impl SessionHost {
         let slot = self.slot(key);
         let mut guard = slot.agent.lock().await;
         if guard.is_none() {
-            let failover = lurkbot_agent::setup::failover(&self.home, &self.config, None)
-                .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))?;
+            let failover = match lurkbot_agent::setup::failover(&self.home, &self.config, None) {
+                Ok(f) => f,
+                Err(e) => {
+                    // No model (or a broken one): the clients see the reason and its fix as
+                    // the turn's error, like any failed turn, and can send again.
+                    let message = e.to_string();
+                    self.hub.emit(
+                        "chat",
+                        json!({"runId": run_id, "sessionKey": key.as_str(), "state": "error", "message": message}),
+                    );
+                    return Err(MethodError::new(ErrorCode::Unavailable, message));
+                }
+            };
             *guard = Some(
                 Agent::new(self.home.clone(), self.config.clone(), failover)
                     .with_approver(self.approver.clone()),

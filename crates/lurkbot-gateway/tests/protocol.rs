@@ -307,3 +307,29 @@ async fn unsafe_binds_are_refused() {
     let long = lurkbot_gateway::AppState::new(home, config, Some("x".repeat(24)), None);
     assert!(lurkbot_gateway::check_safe(&long, public).is_ok());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_without_a_model_ends_with_the_fix_and_the_session_stays_usable() {
+    let gw = Gateway::start_raw("", vec![], Some(TOKEN), None).await;
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    for _ in 0..2 {
+        let sent = c.request("chat.send", json!({"message": "hello"})).await;
+        assert_eq!(sent["ok"], true, "{sent}");
+        let run_id = sent["payload"]["runId"].as_str().unwrap().to_string();
+        let error = c
+            .event(|e| e["event"] == "chat" && e["payload"]["state"] == "error")
+            .await;
+        assert_eq!(error["payload"]["runId"], run_id.as_str());
+        let message = error["payload"]["message"].as_str().unwrap();
+        assert!(message.contains("no model is configured"), "{message}");
+        assert!(
+            message.contains("lurkbot config set agent.model"),
+            "{message}"
+        );
+        // The run has ended: the next send is accepted, not refused as busy.
+        let waited = c
+            .request("agent.wait", json!({"runId": run_id, "timeoutMs": 10000}))
+            .await;
+        assert_eq!(waited["ok"], true, "{waited}");
+    }
+}

@@ -296,3 +296,26 @@ async fn gzip_and_deflate_answers_are_decoded() {
         assert_eq!(env.result["count_total"], 2);
     }
 }
+
+#[tokio::test]
+async fn a_second_xml_declaration_is_a_parse_error_not_a_crash() {
+    // Found by the feed_parser fuzz target: an encoding switch midway made the XML reader panic.
+    let server = FeedServer::start();
+    server.serve_bytes(
+        "/twice",
+        "application/rss+xml",
+        corpus("second_xml_declaration.xml"),
+    );
+    let h = Harness::lan();
+    let env = h
+        .run(&format!("rss fetch --url {}", server.url("/twice")))
+        .await;
+    assert_eq!(
+        env.error_code.as_deref(),
+        Some("ParseError"),
+        "{}",
+        env.stderr
+    );
+    assert_eq!(env.exit_code, 1);
+    assert!(env.error_message.unwrap().contains("XML declaration"));
+}

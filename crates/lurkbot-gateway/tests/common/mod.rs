@@ -38,11 +38,22 @@ impl Gateway {
         token: Option<&str>,
         hooks: Option<&str>,
     ) -> Self {
+        let text = format!("[agent]\nmodel = \"openai/fake\"\n{config}");
+        Self::start_raw(&text, steps, token, hooks).await
+    }
+
+    /// Starts with exactly `text` as config.toml (no model section added).
+    pub async fn start_raw(
+        text: &str,
+        steps: Vec<Step>,
+        token: Option<&str>,
+        hooks: Option<&str>,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::open(&dir.path().join("home")).unwrap();
         lurkbot_core::init_home(&home, &[]).unwrap();
         let fake = FakeProvider::start(steps).await;
-        let text = format!("[agent]\nmodel = \"openai/fake\"\n{config}");
+        let text = text.to_string();
         std::fs::write(home.join("config.toml"), &text).unwrap();
         std::fs::write(
             home.join(".env"),

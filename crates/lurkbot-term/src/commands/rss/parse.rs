@@ -64,7 +64,17 @@ pub(super) fn parse_feed(
             })
         })
         .build();
-    let feed = parser.parse(body).map_err(|e| parse_error(body, &e))?;
+    // A parser bug must not take the process down: a panic inside the feed parser becomes a
+    // ParseError like any other unreadable feed.
+    let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parser.parse(body)))
+        .map_err(|_| {
+            CommandError::new(
+                ErrorCode::ParseError,
+                "the feed could not be parsed (the parser gave up on it)",
+            )
+            .with_hint("this is not a normal feed; check the URL or tell the feed's owner")
+        })?;
+    let feed = parsed.map_err(|e| parse_error(body, &e))?;
     let raw_dates = std::mem::take(&mut *unparsed.lock().unwrap_or_else(PoisonError::into_inner));
     Ok(normalize(feed, &raw_dates))
 }
@@ -204,9 +214,26 @@ fn check_depth(body: &[u8]) -> Result<(), CommandError> {
     }
     let mut depth = 0usize;
     let mut i = 0;
+    let start = body
+        .iter()
+        .position(|b| !b.is_ascii_whitespace() && !matches!(b, 0xEF | 0xBB | 0xBF));
     while let Some(offset) = body[i..].iter().position(|&b| b == b'<') {
+        let at = i + offset;
         i += offset + 1;
         let rest = &body[i..];
+        // An XML declaration may only open the document; a second one (which also switches
+        // the encoding midway) is not XML, and the parser below cannot be trusted with it.
+        let declaration = rest.len() > 4
+            && rest[1..4].eq_ignore_ascii_case(b"xml")
+            && rest[0] == b'?'
+            && rest[4].is_ascii_whitespace();
+        if declaration && Some(at) != start {
+            return Err(CommandError::new(
+                ErrorCode::ParseError,
+                format!("the feed has an XML declaration in the middle (at byte {at}); it is not well-formed XML"),
+            )
+            .with_hint("this is not a normal feed; check the URL or tell the feed's owner"));
+        }
         let skip_to = |end: &[u8]| {
             rest.windows(end.len())
                 .position(|w| w == end)
