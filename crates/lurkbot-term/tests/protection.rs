@@ -264,3 +264,44 @@ async fn entry_names_cannot_drive_the_terminal() {
     assert_eq!(env.result["files_written"], json!(1));
     assert!(!env.stdout.contains('\u{1b}'), "{:?}", env.stdout);
 }
+
+#[tokio::test]
+async fn a_failure_while_moving_into_place_rolls_the_extraction_back() {
+    let h = Harness::builtin();
+    // Every part is short enough, but the whole path is longer than the system's PATH_MAX, so
+    // creating its folders fails only once the first file is already in place.
+    let deep = format!("{}x.txt", format!("{}/", "d".repeat(250)).repeat(17));
+    let long: &[u8] = b"a-name-that-is-much-too-long-for-any-file-system-";
+    let long = long.repeat(7);
+    h.write(
+        "workspace/in.zip",
+        &zip_bytes(&[
+            ZipItem::File(b"first.txt", b"1"),
+            ZipItem::File(&long, b"2"),
+            ZipItem::File(deep.as_bytes(), b"3"),
+        ]),
+    );
+    let env = h
+        .run("zip extract --in workspace/in.zip --dest workspace/out --confirm")
+        .await;
+    assert_eq!(env.error_code.as_deref(), Some("IoError"), "{}", env.stdout);
+    assert!(env.error_message.unwrap().contains("were removed"));
+    assert!(
+        !h.path("workspace/out").exists(),
+        "the run's --dest is gone again"
+    );
+    // A name part over 255 bytes alone is skipped, not a failure.
+    h.write(
+        "workspace/long.zip",
+        &zip_bytes(&[
+            ZipItem::File(b"first.txt", b"1"),
+            ZipItem::File(&long, b"2"),
+        ]),
+    );
+    let env = h
+        .run("zip extract --in workspace/long.zip --dest workspace/out --confirm")
+        .await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+    assert_eq!(env.result["skipped"]["unsafe_path"], json!(1));
+    assert_eq!(env.result["files_written"], json!(1));
+}

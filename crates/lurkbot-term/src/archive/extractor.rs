@@ -18,10 +18,10 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use lurkbot_core::{Home, HomePath};
-use serde::Serialize;
 use tempfile::TempDir;
 
 use super::entry_name::{UnsafeName, safe_segments};
+pub(crate) use super::extract_report::{ExtractReport, SkipReason, SkippedEntry};
 use super::work::{Limits, cancelled, dest_dir, human_bytes, input_file, io_error};
 use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode, ParsedArgs, Progress};
 
@@ -29,6 +29,8 @@ use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode, ParsedArgs, Progres
 const SKIPPED_NAMES_CAP: usize = 100;
 /// Copy buffer size.
 const CHUNK: usize = 256 * 1024;
+/// Longest file name (one path segment) the common file systems accept.
+const MAX_NAME_BYTES: usize = 255;
 
 /// Settings of one extraction.
 pub(crate) struct ExtractOptions {
@@ -85,78 +87,15 @@ pub(crate) struct EntryMeta {
     pub(crate) mode: Option<u32>,
 }
 
-/// Counts of entries that were not extracted, by reason.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub(crate) struct Skipped {
-    /// The target exists (and `--overwrite --confirm` was not given, or it cannot be replaced).
-    pub(crate) existing: u64,
-    /// The name is absolute, has `..`, `:` or NUL, or crosses a link in `--dest`.
-    pub(crate) unsafe_path: u64,
-    /// The target is a secret or LurkBot's own state (DESIGN.md §4.6), resolved: never written,
-    /// with or without `--overwrite`.
-    pub(crate) protected: u64,
-    /// A symbolic or hard link entry (never created).
-    pub(crate) unsafe_link: u64,
-    /// The entry alone declares more bytes than `--max-bytes`.
-    pub(crate) too_large: u64,
-    /// Device, FIFO or other special entries.
-    pub(crate) unsupported: u64,
-}
-
-/// Why one entry was skipped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SkipReason {
-    /// See [`Skipped::existing`].
-    Existing,
-    /// See [`Skipped::unsafe_path`].
-    UnsafePath(&'static str),
-    /// See [`Skipped::protected`].
-    Protected(&'static str),
-    /// See [`Skipped::unsafe_link`].
-    UnsafeLink,
-    /// See [`Skipped::too_large`].
-    TooLarge,
-    /// See [`Skipped::unsupported`].
-    Unsupported,
-}
-
-impl SkipReason {
-    fn describe(self) -> String {
-        match self {
-            Self::Existing => "exists (add --overwrite --confirm to replace)".into(),
-            Self::UnsafePath(why) => format!("unsafe path: {why}"),
-            Self::Protected(why) => format!("protected: {why}"),
-            Self::UnsafeLink => "link entries are never created".into(),
-            Self::TooLarge => "declares more bytes than --max-bytes".into(),
-            Self::Unsupported => "special file (device or FIFO)".into(),
-        }
-    }
-}
-
-/// One skipped entry, named in the result.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct SkippedEntry {
-    /// The entry's name as shown in listings.
-    pub(crate) name: String,
-    /// Why it was skipped.
-    pub(crate) reason: String,
-}
-
-/// What an extraction did.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ExtractReport {
-    /// Entries read from the archive.
-    pub(crate) entries_total: u64,
-    /// Files moved into `--dest`.
-    pub(crate) files_written: u64,
-    /// Directories created: `--dest` itself (and missing parents) and folders under it.
-    pub(crate) dirs_created: u64,
-    /// Bytes of the files moved into `--dest`.
-    pub(crate) bytes_written: u64,
-    /// Skip counts.
-    pub(crate) skipped: Skipped,
-    /// The first skipped entries with their reasons.
-    pub(crate) skipped_entries: Vec<SkippedEntry>,
+/// What a commit has put in place so far (for the roll-back).
+#[derive(Default)]
+struct Placed {
+    /// Files that did not exist before.
+    files: Vec<PathBuf>,
+    /// Folders created.
+    dirs: Vec<PathBuf>,
+    /// Existing files replaced (`--overwrite`): these cannot be rolled back.
+    replaced: u64,
 }
 
 enum Kind {
@@ -258,6 +197,13 @@ impl Extractor {
             .with_detail("max_files", max));
         }
         match safe_segments(name) {
+            Ok(segments) if segments.iter().any(|s| s.len() > MAX_NAME_BYTES) => {
+                self.skip(
+                    name,
+                    SkipReason::UnsafePath("a part of the name is longer than 255 bytes"),
+                );
+                Ok(None)
+            }
             Ok(segments) => {
                 let target = self.opts.dest.absolute().join(segments.join("/"));
                 if self.opts.home.resolved_relative(&target).is_none() {
@@ -485,12 +431,42 @@ impl Extractor {
     /// `IoError` when a move fails (entries already moved stay; the rest are removed).
     pub(crate) fn commit(mut self) -> Result<ExtractReport, CommandError> {
         self.committed = true;
+        let mut placed = Placed::default();
+        match self.commit_items(&mut placed) {
+            Ok(()) => Ok(std::mem::take(&mut self.report)),
+            Err(error) => {
+                // All or nothing: what this run created goes again; a file it replaced cannot
+                // come back, and the error says how many there were.
+                let replaced = placed.replaced;
+                for file in placed.files.iter().rev() {
+                    let _ = fs::remove_file(file);
+                }
+                let _ = fs::remove_dir_all(self.staging.path());
+                for dir in placed.dirs.iter().rev().chain(self.created_dest.iter()) {
+                    let _ = fs::remove_dir(dir);
+                }
+                let mut message = format!(
+                    "{}; the files this run had moved into place were removed",
+                    error.message
+                );
+                if replaced > 0 {
+                    message.push_str(&format!(
+                        " ({replaced} existing files had already been replaced)"
+                    ));
+                }
+                Err(CommandError { message, ..error }
+                    .with_detail("replaced_before_failure", replaced))
+            }
+        }
+    }
+
+    fn commit_items(&mut self, placed: &mut Placed) -> Result<(), CommandError> {
         let items = std::mem::take(&mut self.items);
         let mut dir_times = Vec::new();
         for item in items.iter().filter(|i| i.live) {
             let shown = item.segments.join("/");
             match &item.kind {
-                Kind::Dir => match self.ensure_dirs(&item.segments)? {
+                Kind::Dir => match self.ensure_dirs(&item.segments, placed)? {
                     Ok(path) => {
                         if let Some(t) = item.meta.mtime {
                             dir_times.push((path, t));
@@ -500,13 +476,13 @@ impl Extractor {
                 },
                 Kind::File { staged, size } => {
                     let parent = &item.segments[..item.segments.len() - 1];
-                    if let Err(reason) = self.ensure_dirs(parent)? {
+                    if let Err(reason) = self.ensure_dirs(parent, placed)? {
                         self.skip(&shown, reason);
                         continue;
                     }
-                    match self.target(&item.segments) {
-                        Target::Absent => {}
-                        Target::Replaceable if self.opts.overwrite => {}
+                    let replacing = match self.target(&item.segments) {
+                        Target::Absent => false,
+                        Target::Replaceable if self.opts.overwrite => true,
                         Target::Replaceable | Target::Directory => {
                             self.skip(&shown, SkipReason::Existing);
                             continue;
@@ -515,10 +491,15 @@ impl Extractor {
                             self.skip(&shown, reason);
                             continue;
                         }
-                    }
+                    };
                     let target = self.opts.dest.absolute().join(item.segments.join("/"));
                     fs::rename(staged, &target)
                         .map_err(|e| io_error("move into place", &shown, &e))?;
+                    if replacing {
+                        placed.replaced += 1;
+                    } else {
+                        placed.files.push(target);
+                    }
                     self.report.files_written += 1;
                     self.report.bytes_written += size;
                 }
@@ -530,7 +511,7 @@ impl Extractor {
                 let _ = dir.set_modified(*time);
             }
         }
-        Ok(std::mem::take(&mut self.report))
+        Ok(())
     }
 
     /// Creates the directories of `segments` under `--dest` as needed, never through a link.
@@ -538,6 +519,7 @@ impl Extractor {
     fn ensure_dirs(
         &mut self,
         segments: &[String],
+        placed: &mut Placed,
     ) -> Result<Result<PathBuf, SkipReason>, CommandError> {
         let mut path = self.opts.dest.absolute().to_path_buf();
         for segment in segments {
@@ -556,6 +538,7 @@ impl Extractor {
                 Err(_) => {
                     fs::create_dir(&path).map_err(|e| io_error("create", segment, &e))?;
                     self.report.dirs_created += 1;
+                    placed.dirs.push(path.clone());
                 }
             }
             self.known_dirs.insert(path.clone());

@@ -3,6 +3,7 @@
 
 pub(crate) mod create;
 pub(crate) mod entry_name;
+pub(crate) mod extract_report;
 pub(crate) mod extractor;
 pub(crate) mod flags;
 pub(crate) mod listing;
