@@ -305,3 +305,44 @@ async fn a_failure_while_moving_into_place_rolls_the_extraction_back() {
     assert_eq!(env.result["skipped"]["unsafe_path"], json!(1));
     assert_eq!(env.result["files_written"], json!(1));
 }
+
+#[tokio::test]
+async fn zip_fifo_and_device_entries_are_skipped() {
+    let h = Harness::builtin();
+    let mut bytes = zip_bytes(&[
+        ZipItem::File(b"pipe", b""),
+        ZipItem::File(b"dev", b""),
+        ZipItem::File(b"plain.txt", b"ok"),
+    ]);
+    // Mark the first two as a FIFO and a character device in their central directory records
+    // (Unix "version made by", external attributes = mode << 16), as Info-ZIP records them.
+    let mut seen = 0;
+    let mut i = 0;
+    while i + 46 <= bytes.len() {
+        if bytes[i..i + 4] == [0x50, 0x4b, 0x01, 0x02] {
+            let mode: u32 = match seen {
+                0 => 0o010_644,
+                1 => 0o020_644,
+                _ => 0o100_644,
+            };
+            bytes[i + 5] = 3;
+            bytes[i + 38..i + 42].copy_from_slice(&(mode << 16).to_le_bytes());
+            seen += 1;
+        }
+        i += 1;
+    }
+    assert_eq!(seen, 3);
+    h.write("workspace/special.zip", &bytes);
+    let env = h
+        .run("zip extract --in workspace/special.zip --dest workspace/out --confirm")
+        .await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+    assert_eq!(
+        env.result["skipped"]["unsupported"],
+        json!(2),
+        "{}",
+        env.stdout
+    );
+    assert_eq!(env.result["files_written"], json!(1));
+    assert!(!h.path("workspace/out/pipe").exists() && !h.path("workspace/out/dev").exists());
+}

@@ -64,8 +64,16 @@ fn extract_all(
             mtime: reader::mtime_secs(&entry).map(time_from_secs),
             mode: entry.unix_mode().map(|m| m & 0o7777),
         };
+        let special = entry
+            .unix_mode()
+            .map(|m| m & 0o170_000)
+            .is_some_and(|kind| !matches!(kind, 0 | 0o100_000 | 0o040_000 | 0o120_000));
         if entry.is_symlink() {
             extractor.skip_entry(name, SkipReason::UnsafeLink)?;
+        } else if special {
+            // FIFOs, devices and sockets recorded by Info-ZIP: never created, never made into
+            // regular files.
+            extractor.skip_entry(name, SkipReason::Unsupported)?;
         } else if entry.is_dir() {
             extractor.dir(name, meta)?;
         } else {

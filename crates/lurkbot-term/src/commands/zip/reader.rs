@@ -45,11 +45,25 @@ pub(super) fn zip_error(shown: &str, e: &ZipCrateError) -> CommandError {
             "the file ends early; download or copy it again",
         ),
         other => (
-            format!("'{shown}' is not a valid zip archive: {other}"),
+            format!(
+                "'{shown}' is not a valid zip archive: {}",
+                without_type_names(&other.to_string())
+            ),
             "check that the file is a complete zip archive (not another format or a partial download)",
         ),
     };
     CommandError::new(ErrorCode::ZipError, message).with_hint(hint)
+}
+
+/// `text` with Rust paths (`zip::format::blocks::Block`) left out: they mean nothing to a user.
+pub(super) fn without_type_names(text: &str) -> String {
+    let words: Vec<&str> = text.split(' ').filter(|w| !w.contains("::")).collect();
+    let joined = words.join(" ");
+    if joined.trim().is_empty() {
+        "its structure could not be read".into()
+    } else {
+        joined
+    }
 }
 
 /// The stored names of every entry, with their UTF-8 flag and Unicode Path field.
@@ -108,4 +122,25 @@ pub(super) fn mtime_secs<R: Read + Seek>(entry: &ZipFile<'_, R>) -> Option<i64> 
         .from_local_datetime(&naive)
         .earliest()
         .map(|t| t.timestamp())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_are_left_out() {
+        assert_eq!(
+            without_type_names("failed to read zip::format::blocks::ZipLocalEntryBlock magic"),
+            "failed to read magic"
+        );
+        assert_eq!(
+            without_type_names("a::b"),
+            "its structure could not be read"
+        );
+        assert_eq!(
+            without_type_names("bad central directory"),
+            "bad central directory"
+        );
+    }
 }
