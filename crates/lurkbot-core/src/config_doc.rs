@@ -222,6 +222,10 @@ impl ConfigDoc {
     /// # Errors
     /// I/O failures.
     pub fn save(&self) -> Result<(), ConfigDocError> {
+        // Copies of config.toml a killed `config set` left behind hold the token: sweep them.
+        if let Some(dir) = self.path.parent() {
+            crate::sweep_stale_temp_in(dir);
+        }
         crate::write_atomic_with_mode(&self.path, self.doc.to_string().as_bytes(), 0o600)?;
         Ok(())
     }

@@ -40,4 +40,6 @@ pub use protection::{
 };
 pub use secrets::Secrets;
 pub use session_key::{SessionKey, SessionKeyError};
-pub use stale_temp::{STALE_AFTER, Sweep, sweep_stale_temp, sweep_stale_temp_at};
+pub use stale_temp::{
+    STALE_AFTER, Sweep, sweep_stale_temp, sweep_stale_temp_at, sweep_stale_temp_in,
+};

@@ -63,6 +63,35 @@ pub fn sweep_stale_temp_at(home: &Home, now: SystemTime) -> Sweep {
     sweep
 }
 
+/// Removes the abandoned temporary files directly inside `dir` (not below it): what a writer
+/// calls before it makes a new temporary file there.
+pub fn sweep_stale_temp_in(dir: &Path) -> Sweep {
+    let mut sweep = Sweep::default();
+    let now = SystemTime::now();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return sweep;
+    };
+    for entry in entries.flatten() {
+        if !is_temp_name(&entry.file_name().to_string_lossy()) {
+            continue;
+        }
+        let Ok(meta) = entry.path().symlink_metadata() else {
+            continue;
+        };
+        if !is_stale(&meta, now) {
+            continue;
+        }
+        if meta.is_dir() {
+            if std::fs::remove_dir_all(entry.path()).is_ok() {
+                sweep.removed += 1;
+            }
+        } else if meta.is_file() {
+            remove_file(&entry.path(), meta.len(), &mut sweep);
+        }
+    }
+    sweep
+}
+
 fn is_stale(meta: &std::fs::Metadata, now: SystemTime) -> bool {
     meta.modified()
         .ok()
@@ -104,6 +133,25 @@ mod tests {
         assert!(!home.join("workspace/.lurkbot-extract-abc").exists());
         assert!(home.join("artifacts/list.json").exists());
         assert!(home.join("artifacts.lurkbot").exists());
+        Ok(())
+    }
+
+    #[test]
+    fn one_folder_sweep_keeps_fresh_and_foreign_files() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let old = dir.path().join(".lurkbot-new-abc");
+        std::fs::write(&old, "partial archive")?;
+        std::fs::File::options()
+            .write(true)
+            .open(&old)?
+            .set_modified(SystemTime::now() - STALE_AFTER - Duration::from_secs(60))?;
+        std::fs::write(dir.path().join(".lurkbot-new-fresh"), "in use")?;
+        std::fs::write(dir.path().join("keep.zip"), "mine")?;
+        let sweep = sweep_stale_temp_in(dir.path());
+        assert_eq!(sweep.removed, 1);
+        assert!(!old.exists());
+        assert!(dir.path().join(".lurkbot-new-fresh").exists());
+        assert!(dir.path().join("keep.zip").exists());
         Ok(())
     }
 }

@@ -157,6 +157,8 @@ impl Extractor {
                 format!("--dest '{shown}' is not a directory"),
             ));
         }
+        // Staging folders a killed run left here (older than an hour) go first.
+        lurkbot_core::sweep_stale_temp_in(&dest);
         let staging = tempfile::Builder::new()
             .prefix(".lurkbot-extract-")
             .tempdir_in(&dest)

@@ -34,6 +34,8 @@ impl NewArchive {
         })?;
         std::fs::create_dir_all(parent)
             .map_err(|e| io_error("create the folder of", &shown, &e))?;
+        // Partial archives a killed run left here (older than an hour) go first.
+        lurkbot_core::sweep_stale_temp_in(parent);
         let temp = tempfile::Builder::new()
             .prefix(".lurkbot-new-")
             .tempfile_in(parent)
