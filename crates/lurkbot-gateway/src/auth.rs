@@ -15,6 +15,8 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+
+use lurkbot_core::split_host_port;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -96,7 +98,7 @@ impl FailureLimiter {
 /// bound to all addresses: an IP literal cannot be rebound), `localhost`, or an allowed name.
 /// A port, when given, must be the bound one. `bound` is `None` before the listener is known.
 pub fn host_allowed(host: &str, bound: Option<SocketAddr>, allowed_hosts: &[String]) -> bool {
-    let (name, port) = split_host(host.trim());
+    let (name, port) = split_host_port(host.trim());
     let name = name.to_ascii_lowercase();
     if let (Some(p), Some(b)) = (port, bound)
         && p != b.port()
@@ -146,24 +148,12 @@ pub fn origin_allowed(
         "https" => 443,
         _ => return false,
     };
-    let (_, port) = split_host(authority);
+    let (_, port) = split_host_port(authority);
     let with_port = match port {
         Some(_) => authority.to_string(),
         None => format!("{authority}:{default_port}"),
     };
     host_allowed(&with_port, bound, allowed_hosts)
-}
-
-/// `name:port`, `[v6]:port`, `[v6]`, `name` → name (without brackets) and port.
-fn split_host(host: &str) -> (&str, Option<u16>) {
-    if let Some(rest) = host.strip_prefix('[') {
-        let (name, tail) = rest.split_once(']').unwrap_or((rest, ""));
-        return (name, tail.strip_prefix(':').and_then(|p| p.parse().ok()));
-    }
-    match host.rsplit_once(':') {
-        Some((name, port)) if !name.contains(':') => (name, port.parse().ok()),
-        _ => (host, None),
-    }
 }
 
 #[cfg(test)]

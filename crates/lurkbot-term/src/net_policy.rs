@@ -8,7 +8,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use lurkbot_core::Config;
+use lurkbot_core::{Config, split_host_port};
 use reqwest::Url;
 
 /// Where argument URLs may go.
@@ -114,18 +114,6 @@ impl NetworkPolicy {
             let (name, entry_port) = split_host_port(&entry);
             name == host && entry_port.is_none_or(|p| p == port)
         })
-    }
-}
-
-/// `name:port`, `[v6]:port`, `v6`, `name` → name and port.
-fn split_host_port(entry: &str) -> (&str, Option<u16>) {
-    if let Some(rest) = entry.strip_prefix('[') {
-        let (name, tail) = rest.split_once(']').unwrap_or((rest, ""));
-        return (name, tail.strip_prefix(':').and_then(|p| p.parse().ok()));
-    }
-    match entry.rsplit_once(':') {
-        Some((name, port)) if !name.contains(':') => (name, port.parse().ok()),
-        _ => (entry, None),
     }
 }
 
