@@ -7,6 +7,7 @@
 //! answered by a 304 from the cache.
 
 mod add;
+mod charset;
 mod dates;
 mod fetch;
 mod http;

@@ -45,8 +45,8 @@ pub(super) fn parse_feed(
     content_type: Option<&str>,
     url: &str,
 ) -> Result<ParsedFeed, CommandError> {
-    let converted = convert_charset(body, content_type);
-    let body = converted.as_deref().unwrap_or(body);
+    let converted = super::charset::utf8_xml(body, content_type);
+    let body = converted.as_ref();
     check_depth(body)?;
     let unparsed = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = Arc::clone(&unparsed);
@@ -174,34 +174,6 @@ fn stand_in_index(t: DateTime<Utc>) -> Option<usize> {
     usize::try_from((t - base).num_seconds()).ok()
 }
 
-/// When the body is XML without an `encoding` in its prolog (and without a BOM) but the HTTP
-/// header names a charset other than UTF-8, converts it to UTF-8.
-fn convert_charset(body: &[u8], content_type: Option<&str>) -> Option<Vec<u8>> {
-    let charset = content_type?
-        .split(';')
-        .skip(1)
-        .filter_map(|p| p.split_once('='))
-        .find(|(k, _)| k.trim().eq_ignore_ascii_case("charset"))
-        .map(|(_, v)| v.trim().trim_matches('"'))?;
-    let encoding = encoding_rs::Encoding::for_label(charset.as_bytes())?;
-    if encoding == encoding_rs::UTF_8 || encoding_rs::Encoding::for_bom(body).is_some() {
-        return None;
-    }
-    let head = &body[..body.len().min(200)];
-    let start = head.iter().position(|b| !b.is_ascii_whitespace())?;
-    if head.get(start) != Some(&b'<') {
-        return None;
-    }
-    if head.starts_with(b"<?xml") || head[start..].starts_with(b"<?xml") {
-        let prolog_end = head.iter().position(|&b| b == b'>').unwrap_or(head.len());
-        if head[..prolog_end].windows(8).any(|w| w == b"encoding") {
-            return None;
-        }
-    }
-    let (text, _, _) = encoding.decode(body);
-    Some(text.into_owned().into_bytes())
-}
-
 /// Refuses XML nested deeper than [`MAX_DEPTH`] (a cheap scan of tag openings and closings;
 /// comments, CDATA and processing instructions are skipped). JSON bodies are not scanned: the
 /// HTML inside their strings is not structure.
@@ -300,17 +272,6 @@ mod tests {
             "<br>".repeat(MAX_DEPTH * 2)
         );
         assert!(check_depth(json.as_bytes()).is_ok());
-    }
-
-    #[test]
-    fn header_charset_applies_only_without_a_prolog_encoding() {
-        let latin1 = b"<rss version=\"2.0\"><channel><title>caf\xe9</title></channel></rss>";
-        let out = convert_charset(latin1, Some("text/xml; charset=ISO-8859-1")).unwrap();
-        assert!(String::from_utf8(out).unwrap().contains("café"));
-        let declared = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><rss/>";
-        assert!(convert_charset(declared, Some("text/xml; charset=windows-1251")).is_none());
-        assert!(convert_charset(latin1, Some("text/xml; charset=utf-8")).is_none());
-        assert!(convert_charset(latin1, Some("text/xml")).is_none());
     }
 
     #[test]
