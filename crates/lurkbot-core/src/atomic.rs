@@ -30,6 +30,24 @@ pub fn write_atomic_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()
     Ok(())
 }
 
+/// Like [`write_atomic`], the content streamed by `fill` instead of held in memory (large
+/// listings go to disk as they are serialised).
+///
+/// # Errors
+/// Any I/O failure, `fill`'s included, with the path concerned; the temp file is removed.
+pub fn write_atomic_streamed(
+    path: &Path,
+    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), CoreError> {
+    let (dir, tmp) = write_synced_temp_with(path, 0o644, fill)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        CoreError::io("rename into place", path, e)
+    })?;
+    sync_dir(&dir);
+    Ok(())
+}
+
 /// Creates `path` with `bytes` only if it does not exist yet; returns `false` (and writes
 /// nothing) when it does. The content is published atomically: written to a temp file, synced,
 /// then hard-linked into place, so the file is never seen half-written and an existing file is
@@ -61,6 +79,15 @@ fn write_synced_temp(
     bytes: &[u8],
     mode: u32,
 ) -> Result<(PathBuf, PathBuf), CoreError> {
+    write_synced_temp_with(path, mode, &mut |w| w.write_all(bytes))
+}
+
+/// Like [`write_synced_temp`], the content coming from `fill` (written through a buffer).
+fn write_synced_temp_with(
+    path: &Path,
+    mode: u32,
+    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(PathBuf, PathBuf), CoreError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -83,9 +110,12 @@ fn write_synced_temp(
     let written = options
         .open(&tmp)
         .map_err(|e| CoreError::io("create", &tmp, e))
-        .and_then(|mut file| {
-            file.write_all(bytes)
-                .map_err(|e| CoreError::io("write", &tmp, e))?;
+        .and_then(|file| {
+            let mut buffered = std::io::BufWriter::with_capacity(64 * 1024, file);
+            fill(&mut buffered).map_err(|e| CoreError::io("write", &tmp, e))?;
+            let file = buffered
+                .into_inner()
+                .map_err(|e| CoreError::io("write", &tmp, e.into_error()))?;
             #[cfg(unix)]
             if mode & 0o777 != 0o600 {
                 use std::os::unix::fs::PermissionsExt;

@@ -22,7 +22,7 @@ mod session_key;
 mod stale_temp;
 mod templates;
 
-pub use atomic::{write_atomic, write_atomic_with_mode, write_new_atomic};
+pub use atomic::{write_atomic, write_atomic_streamed, write_atomic_with_mode, write_new_atomic};
 pub use clock::now_ms;
 pub use config::{
     AgentOverride, ApprovalsConfig, CalendarPermission, Config, ConfigError, GatewayAuth,

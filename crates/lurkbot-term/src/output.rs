@@ -97,6 +97,31 @@ pub fn write_json_out(
     })
 }
 
+/// Like [`write_json_out`] for any serialisable value, streamed to the file as it is
+/// serialised (a listing of 100,000 entries is never held as one JSON tree or one buffer).
+///
+/// # Errors
+/// Those of [`writable_target`], and `IoError` when writing fails.
+pub fn write_serialized_out<T: serde::Serialize>(
+    ctx: &CommandCtx<'_>,
+    args: &ParsedArgs,
+    raw: &str,
+    value: &T,
+    description: &str,
+) -> Result<Artifact, CommandError> {
+    let target = writable_target(ctx, args, raw)?;
+    lurkbot_core::write_atomic_streamed(target.absolute(), &mut |w| {
+        serde_json::to_writer_pretty(&mut *w, value).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")
+    })
+    .map_err(|e| CommandError::new(ErrorCode::IoError, e.to_string()))?;
+    Ok(Artifact {
+        path: target.relative().to_string(),
+        mime: "application/json".into(),
+        description: description.into(),
+    })
+}
+
 /// How a listing is cut for stdout and `result` (DESIGN.md §4.4): the first `emitted` of
 /// `total`, the rest in the `--out` file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

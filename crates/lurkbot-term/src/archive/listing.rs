@@ -42,6 +42,18 @@ pub(crate) struct TarFields {
     pub(crate) link_name: Option<String>,
 }
 
+/// The `--out` file of a listing, serialised straight from the entries.
+#[derive(Serialize)]
+struct FullListing<'a> {
+    command: &'static str,
+    #[serde(rename = "in")]
+    input: &'a str,
+    count_total: usize,
+    #[serde(flatten)]
+    extra: Map<String, Value>,
+    entries: &'a [ListEntry],
+}
+
 /// A finished listing, ready to become the command's outcome.
 pub(crate) struct Listing<'a> {
     /// `"zip list"` or `"tar list"`.
@@ -84,19 +96,22 @@ impl Listing<'_> {
         stdout.push_str(&capped.more_line("entries", "--max"));
         let mut artifacts = Vec::new();
         if let Some(out) = args.get("--out") {
-            let mut full = Map::new();
-            full.insert("command".into(), self.command.into());
-            full.insert("in".into(), self.input.relative().into());
-            full.insert("count_total".into(), total.into());
-            for (k, v) in &self.extra {
-                full.insert((*k).into(), v.clone());
-            }
-            full.insert("entries".into(), json!(self.entries));
-            let artifact = output::write_json_out(
+            let full = FullListing {
+                command: self.command,
+                input: self.input.relative(),
+                count_total: total,
+                extra: self
+                    .extra
+                    .iter()
+                    .map(|(k, v)| ((*k).to_string(), v.clone()))
+                    .collect(),
+                entries: &self.entries,
+            };
+            let artifact = output::write_serialized_out(
                 ctx,
                 args,
                 out,
-                &Value::Object(full),
+                &full,
                 &format!("full listing of {}", self.input.relative()),
             )?;
             stdout.push_str(&format!("Full listing written to {}\n", artifact.path));
