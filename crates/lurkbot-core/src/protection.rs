@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::{Home, HomePath, PathError};
+use crate::{Home, HomePath, PathError, SessionKey};
 
 /// File name of the allow-always decisions (OpenClaw's name), at the home root.
 pub const APPROVALS_FILE: &str = "exec-approvals.json";
@@ -170,6 +170,23 @@ impl Home {
             return by_name;
         }
         self.hard_link_protection(&resolved).unwrap_or(by_name)
+    }
+
+    /// [`Home::protection`] as seen by `session`: for a group or topic session the owner's
+    /// private memory (`workspace/MEMORY.md`, `workspace/memory/**`) is secret too.
+    pub fn protection_for(&self, absolute: &Path, session: &SessionKey) -> Protection {
+        let protection = self.protection(absolute);
+        if protection == Protection::Free
+            && session.is_group()
+            && self
+                .resolved_relative(absolute)
+                .is_some_and(|r| is_private_memory(&r))
+        {
+            return Protection::Secret(
+                "the owner's private memory is not shared with group sessions",
+            );
+        }
+        protection
     }
 
     /// Resolves `raw` for reading: confined to the home and not secret.

@@ -346,3 +346,46 @@ async fn zip_fifo_and_device_entries_are_skipped() {
     assert_eq!(env.result["files_written"], json!(1));
     assert!(!h.path("workspace/out/pipe").exists() && !h.path("workspace/out/dev").exists());
 }
+
+#[tokio::test]
+async fn group_sessions_cannot_archive_private_memory() {
+    let h = Harness::builtin();
+    h.write("workspace/MEMORY.md", b"PRIVATE-NOTE-42\n");
+    h.write("workspace/memory/2026-11-01.md", b"DIARY-7\n");
+    h.write("workspace/shared.md", b"public\n");
+    let group = lurkbot_core::SessionKey::parse("agent:main:group:irc:lurkers").unwrap();
+    let run = |command: &str| {
+        let mut req = lurkbot_term::ExecRequest::new(command);
+        req.session = group.clone();
+        req
+    };
+    let env = h
+        .run_req(run(
+            "zip create --src workspace --out artifacts/g.zip --confirm --level 0",
+        ))
+        .await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+    let bytes = std::fs::read(h.path("artifacts/g.zip")).unwrap();
+    for private in [&b"PRIVATE-NOTE-42"[..], b"DIARY-7"] {
+        assert!(!bytes.windows(private.len()).any(|w| w == private));
+    }
+    assert!(bytes.windows(6).any(|w| w == b"public"));
+    let env = h
+        .run_req(run(
+            "zip create --src workspace/MEMORY.md --out artifacts/m.zip --confirm",
+        ))
+        .await;
+    assert_eq!(
+        env.error_code.as_deref(),
+        Some("PermissionDenied"),
+        "{}",
+        env.stderr
+    );
+    // The owner's own session archives it.
+    let env = h
+        .run("zip create --src workspace --out artifacts/o.zip --confirm --level 0")
+        .await;
+    let bytes = std::fs::read(h.path("artifacts/o.zip")).unwrap();
+    assert_eq!(env.exit_code, 0);
+    assert!(bytes.windows(15).any(|w| w == b"PRIVATE-NOTE-42"));
+}

@@ -4,7 +4,7 @@
 //! and state are never written, and group sessions never read the owner's private memory.
 //! Writes are atomic.
 
-use lurkbot_core::{AccessError, HomePath, is_private_memory};
+use lurkbot_core::{AccessError, HomePath};
 use lurkbot_llm::ToolSpec;
 use serde_json::{Value, json};
 
@@ -31,21 +31,12 @@ pub(super) fn resolve_path(ctx: &ToolCtx<'_>, raw: &str) -> Result<HomePath, Too
 /// Refuses a path the protection model keeps from readers (secrets), and the owner's private
 /// memory in group and topic sessions. Decided on the resolved path.
 pub(super) fn readable(ctx: &ToolCtx<'_>, path: &HomePath) -> Result<(), ToolOutput> {
-    let protection = ctx.home.protection(path.absolute());
-    if !protection.readable() {
-        return Err(denied(path, "read", protection.reason()));
+    let protection = ctx.home.protection_for(path.absolute(), ctx.session);
+    if protection.readable() {
+        Ok(())
+    } else {
+        Err(denied(path, "read", protection.reason()))
     }
-    if ctx.session.is_group() {
-        let resolved = ctx.home.relative(path.absolute()).unwrap_or_default();
-        if is_private_memory(&resolved) || is_private_memory(path.relative()) {
-            return Err(denied(
-                path,
-                "read",
-                Some("the owner's private memory is not shared with group sessions"),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Refuses a path the protection model keeps from generic writers (secrets and state).

@@ -68,6 +68,7 @@ where
         crate::output::strict_target(ctx, parsed, parsed.get("--out").unwrap_or_default())?;
     let overwrite = parsed.overwrite_confirmed();
     let home = ctx.home.clone();
+    let session = ctx.session.clone();
     let cancel = ctx.cancel.clone();
     let progress = ctx.progress.clone();
     run_blocking(move || {
@@ -77,7 +78,7 @@ where
             archive.target().absolute().to_path_buf(),
         ];
         let exclude: Vec<&std::path::Path> = exclude.iter().map(|p| p.as_path()).collect();
-        let tree = source::collect(&home, &src, &exclude, &cancel)?;
+        let tree = source::collect(&home, &session, &src, &exclude, &cancel)?;
         let shown = archive.target().relative().to_string();
         progress.begin(&format!("creating {shown}"), Some(tree.total_bytes()));
         let written = write(WriteJob {

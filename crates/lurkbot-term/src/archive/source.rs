@@ -12,7 +12,7 @@ use std::fs::{self, Metadata};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use lurkbot_core::{Home, HomePath};
+use lurkbot_core::{Home, HomePath, SessionKey};
 use serde::Serialize;
 
 use super::extractor::SkippedEntry;
@@ -84,7 +84,7 @@ impl SourceTree {
 
 /// Refuses a `--src` that is a secret or does not exist.
 pub(crate) fn check_source(ctx: &CommandCtx<'_>, src: &HomePath) -> Result<(), CommandError> {
-    let protection = ctx.home.protection(src.absolute());
+    let protection = ctx.home.protection_for(src.absolute(), ctx.session);
     if !protection.readable() {
         return Err(CommandError::new(
             ErrorCode::PermissionDenied,
@@ -111,6 +111,7 @@ pub(crate) fn check_source(ctx: &CommandCtx<'_>, src: &HomePath) -> Result<(), C
 /// `IoError` when a folder cannot be read, `Timeout` when cancelled.
 pub(crate) fn collect(
     home: &Home,
+    session: &SessionKey,
     src: &HomePath,
     exclude: &[&Path],
     cancel: &CancelFlag,
@@ -127,6 +128,7 @@ pub(crate) fn collect(
         .to_vec();
     let walker = Walker {
         home,
+        session,
         exclude,
         cancel,
     };
@@ -152,6 +154,7 @@ pub(crate) fn collect(
 
 struct Walker<'a> {
     home: &'a Home,
+    session: &'a SessionKey,
     exclude: &'a [&'a Path],
     cancel: &'a CancelFlag,
 }
@@ -210,7 +213,7 @@ impl Walker<'_> {
             if self.exclude.iter().any(|x| *x == real) {
                 continue;
             }
-            let protection = self.home.protection(&real);
+            let protection = self.home.protection_for(&real, self.session);
             if !protection.readable() {
                 let why = protection.reason().unwrap_or("it is a secret");
                 tree.skip(&name, why, |s| &mut s.secret);

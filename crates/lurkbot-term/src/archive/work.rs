@@ -51,7 +51,16 @@ pub(crate) fn io_error(action: &str, path: &str, e: &std::io::Error) -> CommandE
 /// `PathEscapesAgentsRoot`, `PermissionDenied` for a secret, or `NotFound` / `InvalidArgs` for
 /// a missing file or a directory.
 pub(crate) fn input_file(ctx: &CommandCtx<'_>, raw: &str) -> Result<HomePath, CommandError> {
-    let path = ctx.home.resolve_readable(raw)?;
+    let path = ctx.home.resolve(raw)?;
+    let protection = ctx.home.protection_for(path.absolute(), ctx.session);
+    if !protection.readable() {
+        return Err(lurkbot_core::AccessError::Protected {
+            path: raw.to_string(),
+            action: "read",
+            reason: protection.reason().unwrap_or("it is protected"),
+        }
+        .into());
+    }
     match std::fs::metadata(path.absolute()) {
         Ok(meta) if meta.is_file() => Ok(path),
         Ok(_) => Err(CommandError::new(
