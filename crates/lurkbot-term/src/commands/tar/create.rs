@@ -108,14 +108,16 @@ fn write_tar(job: WriteJob<'_>, format: TarFormat) -> Result<CreateStats, Comman
         }
     };
     // The buffer sits outside the compressor so that copies into it read large chunks. Under the
-    // compressor, writes fail once the run is cancelled: the encoders (xz's multi-threaded one
-    // above all) try to finish their stream when dropped, and must stop at once instead.
+    // compressor, writes fail once the run is cancelled, so an encoder that finishes its stream
+    // when dropped (gzip, bzip2) stops at the first write; xz is driven by `XzWriter`, which
+    // never finishes on drop and checks the flag while it waits for its threads.
     let compressor = Compressor::new(
         format,
         CancelWriter {
             inner: file,
             cancel,
         },
+        cancel,
     )
     .map_err(werr)?;
     let mut builder = tar::Builder::new(BufWriter::with_capacity(CHUNK, compressor));

@@ -143,8 +143,8 @@ pub(super) enum Compressor<W: Write> {
     Gz(flate2::write::GzEncoder<W>),
     /// bzip2.
     Bz2(bzip2::write::BzEncoder<W>),
-    /// xz, multi-threaded.
-    Xz(liblzma::write::XzEncoder<W>),
+    /// xz, multi-threaded, stopping when cancelled.
+    Xz(super::xz_writer::XzWriter<W>),
 }
 
 impl<W: Write> Compressor<W> {
@@ -152,7 +152,7 @@ impl<W: Write> Compressor<W> {
     ///
     /// # Errors
     /// When the xz encoder cannot be set up (out of memory).
-    pub(super) fn new(format: TarFormat, inner: W) -> io::Result<Self> {
+    pub(super) fn new(format: TarFormat, inner: W, cancel: &crate::CancelFlag) -> io::Result<Self> {
         Ok(match format {
             TarFormat::Tar => Self::Plain(inner),
             TarFormat::Gz => Self::Gz(flate2::write::GzEncoder::new(
@@ -163,17 +163,7 @@ impl<W: Write> Compressor<W> {
                 inner,
                 bzip2::Compression::new(9),
             )),
-            TarFormat::Xz => {
-                // Up to 4 threads: faster than single-threaded xz, with bounded memory.
-                let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-                let stream = liblzma::stream::MtStreamBuilder::new()
-                    .preset(6)
-                    .check(liblzma::stream::Check::Crc64)
-                    .threads(u32::try_from(threads).unwrap_or(1))
-                    .encoder()
-                    .map_err(io::Error::other)?;
-                Self::Xz(liblzma::write::XzEncoder::new_stream(inner, stream))
-            }
+            TarFormat::Xz => Self::Xz(super::xz_writer::XzWriter::new(inner, cancel.clone())?),
         })
     }
 

@@ -6,6 +6,7 @@ mod create;
 mod extract;
 mod format;
 mod list;
+mod xz_writer;
 
 use crate::archive::flags::{
     CONFIRM, DEST, LIST_CONFIRM, LIST_OUT, LIST_OVERWRITE, MAX, MAX_BYTES, MAX_FILES, OVERWRITE,
