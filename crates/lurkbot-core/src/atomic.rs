@@ -21,13 +21,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CoreError> {
 /// # Errors
 /// Any I/O failure, with the path concerned.
 pub fn write_atomic_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), CoreError> {
-    let (dir, tmp) = write_synced_temp(path, bytes, mode)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        CoreError::io("rename into place", path, e)
-    })?;
-    sync_dir(&dir);
-    Ok(())
+    write_atomic_streamed_with_mode(path, mode, &mut |w| w.write_all(bytes))
 }
 
 /// Like [`write_atomic`], the content streamed by `fill` instead of held in memory (large
@@ -39,7 +33,16 @@ pub fn write_atomic_streamed(
     path: &Path,
     fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), CoreError> {
-    let (dir, tmp) = write_synced_temp_with(path, 0o644, fill)?;
+    write_atomic_streamed_with_mode(path, 0o644, fill)
+}
+
+/// Writes what `fill` produces to a synced temp file beside `path` and renames it into place.
+fn write_atomic_streamed_with_mode(
+    path: &Path,
+    mode: u32,
+    fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), CoreError> {
+    let (dir, tmp) = write_synced_temp_with(path, mode, fill)?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         CoreError::io("rename into place", path, e)
