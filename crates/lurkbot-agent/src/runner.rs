@@ -215,6 +215,9 @@ impl Agent {
         let (host, os) = host_and_os();
         let mut usage = Usage::default();
         let mut model = self.failover.primary().to_string();
+        // Secret values (home and skill .env files) never reach the model: read once per turn
+        // (no tool can write a .env file, so they cannot change within it).
+        let redactor = lurkbot_term::Redactor::new(Secrets::load(&self.home).redaction_values());
         for step in 1..=MAX_STEPS {
             let mut compacted = false;
             let answered = loop {
@@ -314,8 +317,6 @@ impl Agent {
                 exec: &self.exec,
                 config: &self.config,
             };
-            let redactor =
-                lurkbot_term::Redactor::new(Secrets::load(&self.home).redaction_values());
             let mut results = Vec::with_capacity(calls.len());
             for call in &calls {
                 on_event(AgentEvent::ToolStart {

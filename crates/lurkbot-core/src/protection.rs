@@ -19,6 +19,9 @@ use crate::{Home, HomePath, PathError, SessionKey};
 /// File name of the allow-always decisions (OpenClaw's name), at the home root.
 pub const APPROVALS_FILE: &str = "exec-approvals.json";
 
+/// What a path outside the home counts as.
+const OUTSIDE: Protection = Protection::Secret("it lies outside the LurkBot home");
+
 /// Most directory entries looked at when searching for the protected twin of a hard-linked
 /// file; past it the file is treated as protected (fail closed).
 const HARD_LINK_SCAN_LIMIT: usize = 20_000;
@@ -151,42 +154,45 @@ pub(crate) fn is_temp_name(name: &str) -> bool {
 }
 
 impl Home {
-    /// The home-relative form of `absolute` after following every symbolic link in its existing
-    /// part; `None` when it resolves outside the home.
-    pub fn resolved_relative(&self, absolute: &Path) -> Option<String> {
-        self.relative(&resolve_existing_prefix(absolute))
-    }
-
     /// The protection of an absolute path inside the home, after following every symbolic
     /// link; a regular file with more than one hard link is compared (device + inode) with the
     /// protected files. A path outside the home is treated as secret.
     pub fn protection(&self, absolute: &Path) -> Protection {
-        let resolved = resolve_existing_prefix(absolute);
-        let Some(relative) = self.relative(&resolved) else {
-            return Protection::Secret("it lies outside the LurkBot home");
-        };
-        let by_name = classify_relative(&relative);
-        if by_name != Protection::Free {
-            return by_name;
-        }
-        self.hard_link_protection(&resolved).unwrap_or(by_name)
+        self.protection_inside(absolute).unwrap_or(OUTSIDE)
+    }
+
+    /// Like [`Home::protection`], but `None` when the path resolves outside the home (for
+    /// callers with their own answer to that, such as extraction's link checks).
+    pub fn protection_inside(&self, absolute: &Path) -> Option<Protection> {
+        self.classify_resolved(absolute).map(|(_, p)| p)
     }
 
     /// [`Home::protection`] as seen by `session`: for a group or topic session the owner's
     /// private memory (`workspace/MEMORY.md`, `workspace/memory/**`) is secret too.
     pub fn protection_for(&self, absolute: &Path, session: &SessionKey) -> Protection {
-        let protection = self.protection(absolute);
-        if protection == Protection::Free
-            && session.is_group()
-            && self
-                .resolved_relative(absolute)
-                .is_some_and(|r| is_private_memory(&r))
-        {
-            return Protection::Secret(
-                "the owner's private memory is not shared with group sessions",
-            );
+        match self.classify_resolved(absolute) {
+            None => OUTSIDE,
+            Some((relative, Protection::Free))
+                if session.is_group() && is_private_memory(&relative) =>
+            {
+                Protection::Secret("the owner's private memory is not shared with group sessions")
+            }
+            Some((_, protection)) => protection,
         }
-        protection
+    }
+
+    /// Resolves `absolute` once (links followed) and classifies it: its home-relative form and
+    /// protection, or `None` outside the home.
+    fn classify_resolved(&self, absolute: &Path) -> Option<(String, Protection)> {
+        let resolved = resolve_existing_prefix(absolute);
+        let relative = self.relative(&resolved)?;
+        let by_name = classify_relative(&relative);
+        let protection = if by_name == Protection::Free {
+            self.hard_link_protection(&resolved).unwrap_or(by_name)
+        } else {
+            by_name
+        };
+        Some((relative, protection))
     }
 
     /// Resolves `raw` for reading: confined to the home and not secret.

@@ -64,7 +64,6 @@ pub(crate) async fn accept_loop(
         let app = app.clone();
         let mut stopping = state.stopping();
         tokio::spawn(async move {
-            let _slot = slot;
             let _ = stream.set_nodelay(true);
             let io = TokioIo::new(IdleTimeout::new(stream, IDLE_TIMEOUT));
             let service = TowerToHyperService::new(app.layer(axum::Extension(ConnectInfo(peer))));
@@ -81,6 +80,8 @@ pub(crate) async fn accept_loop(
                     let _ = connection.await;
                 }
             }
+            // The slot is free as soon as the exchange is over, before the socket is dropped.
+            drop(slot);
         });
     }
     drop(listener);

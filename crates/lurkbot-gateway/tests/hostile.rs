@@ -109,6 +109,28 @@ async fn credentials_are_checked_before_the_body_is_read() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_over_the_cap_are_refused_after_the_token_check() {
+    let gw = Gateway::start("", vec![]).await;
+    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(3 * 1024 * 1024));
+    for path in ["/v1/chat/completions", "/hooks/agent"] {
+        let token = if path.starts_with("/hooks") {
+            common::HOOKS_TOKEN
+        } else {
+            TOKEN
+        };
+        let r = http()
+            .post(gw.url(path))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(big.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 413, "{path}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_credentials_lock_nobody_out() {
     let gw = Gateway::start("", vec![]).await;
     let http = http();
@@ -168,10 +190,17 @@ async fn connections_over_the_cap_are_closed() {
         answer, "",
         "the fourth connection is closed without an answer"
     );
-    drop(held);
-    // Slots come back once the held connections are gone.
-    let mut ok = false;
-    for _ in 0..100 {
+    // Close the held connections and wait for the server to close its side (the event that
+    // ends each exchange); the slots come back with them.
+    for mut s in held {
+        s.shutdown().await.unwrap();
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest).await;
+    }
+    // The slot is released as the server's task ends, a moment after the socket closes: retry
+    // until a deadline that only a broken build reaches.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
         let answer = raw(
             &gw,
             &format!(
@@ -182,12 +211,11 @@ async fn connections_over_the_cap_are_closed() {
         )
         .await;
         if status(&answer) == 200 {
-            ok = true;
             break;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(tokio::time::Instant::now() < deadline, "no slot was freed");
+        tokio::task::yield_now().await;
     }
-    assert!(ok, "a slot was freed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -208,11 +208,13 @@ impl Extractor {
             }
             Ok(segments) => {
                 let target = self.opts.dest.absolute().join(segments.join("/"));
-                if self.opts.home.resolved_relative(&target).is_none() {
-                    // A link in --dest leads outside the home: the link checks name it.
-                    return Ok(Some(segments));
-                }
-                if let Some(why) = self.opts.home.protection(&target).reason() {
+                // Outside the home means a link in --dest leads there: the link checks name it.
+                if let Some(why) = self
+                    .opts
+                    .home
+                    .protection_inside(&target)
+                    .and_then(|p| p.reason())
+                {
                     self.skip(name, SkipReason::Protected(why));
                     return Ok(None);
                 }
