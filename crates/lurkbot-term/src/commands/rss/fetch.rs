@@ -117,11 +117,11 @@ pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome
         parse_and_store(ctx, name, &url, fetched).await?
     };
     let artifact = match parsed.get("--out") {
-        Some(out) => Some(output::write_json_out(
+        Some(out) => Some(output::write_serialized_out(
             ctx,
             &parsed,
             out,
-            &json!(report.items),
+            &report.items,
             &format!("every item of {url}"),
         )?),
         None => None,
@@ -192,29 +192,34 @@ async fn parse_and_store(
             return Err(error.with_detail("http_status", fetched.status));
         }
     };
-    if let Some(name) = name {
-        let store = RssStore::lock(ctx.home)?;
-        store.save_cache(&CachedFeed {
-            name: name.to_string(),
-            url: url.to_string(),
-            fetched_at_ms: now_ms(),
-            format: feed.format.to_string(),
-            feed_title: feed.title.clone(),
-            feed_link: feed.link.clone(),
-            items: feed.items.clone(),
-        })?;
-        drop(store);
-        record(ctx, name, url, Some(fetched.status), None, Some(&fetched))?;
-    }
-    Ok(Report {
+    let mut report = Report {
         format: feed.format.to_string(),
         feed_title: feed.title,
         feed_link: feed.link,
         items: feed.items,
         http_status: fetched.status,
-        final_url: fetched.final_url,
+        final_url: fetched.final_url.clone(),
         cached_at_ms: None,
-    })
+    };
+    if let Some(name) = name {
+        // The items move into the cache record and back: a large feed is never held twice.
+        let cache = CachedFeed {
+            name: name.to_string(),
+            url: url.to_string(),
+            fetched_at_ms: now_ms(),
+            format: report.format.clone(),
+            feed_title: report.feed_title.clone(),
+            feed_link: report.feed_link.clone(),
+            items: std::mem::take(&mut report.items),
+        };
+        let store = RssStore::lock(ctx.home)?;
+        let saved = store.save_cache(&cache);
+        report.items = cache.items;
+        saved?;
+        drop(store);
+        record(ctx, name, url, Some(fetched.status), None, Some(&fetched))?;
+    }
+    Ok(report)
 }
 
 /// Records the outcome of an attempt in `fetch_state.json`. A success (`answer` given) also

@@ -12,10 +12,12 @@ mod dates;
 mod fetch;
 mod http;
 mod item;
+mod json_feed;
 mod list;
 mod parse;
 mod remove;
 mod store;
+mod xml_feed;
 
 /// Parses hostile bytes as a feed, for the fuzz targets under `fuzz/` (not an API).
 #[doc(hidden)]

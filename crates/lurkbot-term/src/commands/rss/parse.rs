@@ -1,22 +1,14 @@
-//! Turning a downloaded body into the normalized model, with `feed-rs` doing the format work
-//! (RSS 0.9x/1.0/2.0, Atom, JSON Feed).
+//! Turning a downloaded body into the normalized model: RSS 0.9x/1.0/2.0 and Atom through the
+//! streaming reader in [`super::xml_feed`], JSON Feed through [`super::json_feed`].
 //!
-//! Safety: `feed-rs` reads XML with `quick-xml`, which never expands entities declared in a
-//! DTD and never fetches external ones; only the five predefined entities and character
-//! references are resolved, anything else stays as literal text. So billion-laughs and XXE
-//! documents parse in bounded time and memory (or fail as `ParseError`). Nesting deeper than
-//! [`MAX_DEPTH`] is refused before parsing.
+//! Safety: no entity declared in a DTD is ever expanded and no external one is fetched (see
+//! `xml_feed`), so billion-laughs and XXE documents parse in bounded time and memory. Nesting
+//! deeper than [`MAX_DEPTH`] is refused before parsing; a second XML declaration too.
 //!
 //! Encodings: the XML prolog's `encoding` is honoured (GB2312, ISO-8859-1, Shift_JIS, …); when
 //! the prolog declares none but the HTTP `Content-Type` names a charset, the body is first
-//! converted from that charset.
+//! converted from that charset (see `charset`).
 
-use std::sync::{Arc, Mutex, PoisonError};
-
-use chrono::{DateTime, TimeZone, Utc};
-use feed_rs::model::{Entry, Feed, FeedType, Link, Text};
-
-use super::dates::{parse_date, to_rfc3339};
 use super::item::Item;
 use crate::{CommandError, ErrorCode};
 
@@ -48,130 +40,20 @@ pub(super) fn parse_feed(
     let converted = super::charset::utf8_xml(body, content_type);
     let body = converted.as_ref();
     check_depth(body)?;
-    let unparsed = Arc::new(Mutex::new(Vec::<String>::new()));
-    let sink = Arc::clone(&unparsed);
-    let parser = feed_rs::parser::Builder::new()
-        .base_uri(Some(url))
-        // Items without an id keep `guid: null` instead of an invented hash.
-        .id_generator(|_, _, _| String::new())
-        // Unparseable dates are remembered and handed back as stand-in times (see `stand_in`),
-        // so the verbatim text can be reported instead of dropping the date.
-        .timestamp_parser(move |text| {
-            parse_date(text).or_else(|| {
-                let mut raw = sink.lock().unwrap_or_else(PoisonError::into_inner);
-                raw.push(text.trim().to_string());
-                stand_in(raw.len() - 1)
-            })
-        })
-        .build();
-    // A parser bug must not take the process down: a panic inside the feed parser becomes a
-    // ParseError like any other unreadable feed.
-    let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parser.parse(body)))
-        .map_err(|_| {
-            CommandError::new(
-                ErrorCode::ParseError,
-                "the feed could not be parsed (the parser gave up on it)",
-            )
-            .with_hint("this is not a normal feed; check the URL or tell the feed's owner")
-        })?;
-    let feed = parsed.map_err(|e| parse_error(body, &e))?;
-    let raw_dates = std::mem::take(&mut *unparsed.lock().unwrap_or_else(PoisonError::into_inner));
-    Ok(normalize(feed, &raw_dates))
-}
-
-fn normalize(feed: Feed, raw_dates: &[String]) -> ParsedFeed {
-    let format = match feed.feed_type {
-        FeedType::Atom => "atom",
-        FeedType::JSON => "json",
-        FeedType::RSS0 => "rss0.9x",
-        FeedType::RSS1 => "rss1.0",
-        FeedType::RSS2 => "rss2.0",
-    };
-    let date = |t: Option<DateTime<Utc>>| {
-        t.map(|t| match stand_in_index(t) {
-            Some(i) => raw_dates.get(i).cloned().unwrap_or_default(),
-            None => to_rfc3339(t),
-        })
-    };
-    let items = feed
-        .entries
-        .into_iter()
-        .map(|entry| normalize_entry(entry, &date))
-        .collect();
-    ParsedFeed {
-        format,
-        title: text(feed.title),
-        link: page_link(&feed.links),
-        items,
-    }
-}
-
-fn normalize_entry(entry: Entry, date: &dyn Fn(Option<DateTime<Utc>>) -> Option<String>) -> Item {
-    let author = entry.authors.iter().find_map(|p| {
-        // "mail@example.com (Name)" leaves the name in parentheses.
-        let name = p.name.as_deref().map_or("", |n| {
-            let n = n.trim();
-            n.strip_prefix('(')
-                .and_then(|n| n.strip_suffix(')'))
-                .map_or(n, str::trim)
-        });
-        if name.is_empty() {
-            p.email.as_deref().map(str::trim).map(str::to_string)
-        } else {
-            Some(name.to_string())
-        }
-    });
-    let content = entry.content.and_then(|c| {
-        c.body
-            .map(|b| b.trim().to_string())
-            .filter(|b| !b.is_empty())
-    });
-    Item {
-        title: text(entry.title),
-        link: page_link(&entry.links),
-        guid: Some(entry.id.trim().to_string()).filter(|id| !id.is_empty()),
-        author,
-        published_at: date(entry.published.or(entry.updated)),
-        summary: text(entry.summary),
-        content,
-    }
-}
-
-fn text(t: Option<Text>) -> Option<String> {
-    t.map(|t| t.content.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
-/// The page link: `rel="alternate"` or no rel, else the first link that is not a comments or
-/// self link.
-fn page_link(links: &[Link]) -> Option<String> {
-    let usable = |l: &&Link| !l.href.trim().is_empty();
-    links
+    let first = body
         .iter()
-        .filter(usable)
-        .find(|l| matches!(l.rel.as_deref(), None | Some("alternate")))
-        .or_else(|| {
-            links
-                .iter()
-                .filter(usable)
-                .find(|l| !matches!(l.rel.as_deref(), Some("self" | "replies" | "comments")))
-        })
-        .map(|l| l.href.trim().to_string())
-}
-
-/// Stand-in times live in year 1 (real dates before [`super::dates`]' minimum year are refused),
-/// one second apart, so the n-th unparseable date maps back to its text.
-fn stand_in(index: usize) -> Option<DateTime<Utc>> {
-    let base = Utc.with_ymd_and_hms(1, 1, 1, 0, 0, 0).single()?;
-    base.checked_add_signed(chrono::TimeDelta::seconds(i64::try_from(index).ok()?))
-}
-
-fn stand_in_index(t: DateTime<Utc>) -> Option<usize> {
-    let base = Utc.with_ymd_and_hms(1, 1, 1, 0, 0, 0).single()?;
-    if chrono::Datelike::year(&t) != 1 {
-        return None;
-    }
-    usize::try_from((t - base).num_seconds()).ok()
+        .find(|b| !b.is_ascii_whitespace() && !matches!(b, 0xEF | 0xBB | 0xBF));
+    // A bug in the XML reader underneath must not take the process down: a panic becomes a
+    // ParseError like any other unreadable feed.
+    let parsed = std::panic::catch_unwind(|| {
+        if first == Some(&b'{') {
+            super::json_feed::read(body)
+        } else {
+            super::xml_feed::read(&String::from_utf8_lossy(body), url)
+        }
+    })
+    .unwrap_or_else(|_| Err("the XML reader gave up on it".to_string()));
+    parsed.map_err(|reason| parse_error(body, &reason))
 }
 
 /// Refuses XML nested deeper than [`MAX_DEPTH`] (a cheap scan of tag openings and closings;
@@ -236,7 +118,7 @@ fn check_depth(body: &[u8]) -> Result<(), CommandError> {
     Ok(())
 }
 
-fn parse_error(body: &[u8], e: &feed_rs::parser::ParseFeedError) -> CommandError {
+fn parse_error(body: &[u8], reason: &str) -> CommandError {
     let head = String::from_utf8_lossy(&body[..body.len().min(512)]).to_ascii_lowercase();
     let hint = if body.iter().all(u8::is_ascii_whitespace) {
         "the server sent an empty body; check the URL"
@@ -245,7 +127,11 @@ fn parse_error(body: &[u8], e: &feed_rs::parser::ParseFeedError) -> CommandError
     } else {
         "the body is not a well-formed RSS, Atom or JSON feed; check the URL, or try again later if the feed was cut short"
     };
-    CommandError::new(ErrorCode::ParseError, format!("cannot parse the feed: {e}")).with_hint(hint)
+    CommandError::new(
+        ErrorCode::ParseError,
+        format!("cannot parse the feed: {reason}"),
+    )
+    .with_hint(hint)
 }
 
 #[cfg(test)]

@@ -226,12 +226,13 @@ impl RssStore {
 
     fn write_json<T: Serialize + ?Sized>(&self, file: &str, value: &T) -> Result<(), CommandError> {
         let shown = format!("{}/{file}", self.shown);
-        let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| {
-            CommandError::new(ErrorCode::Internal, format!("cannot encode {shown}: {e}"))
-        })?;
-        bytes.push(b'\n');
-        lurkbot_core::write_atomic(&self.dir.join(file), &bytes).map_err(|e| {
-            CommandError::new(ErrorCode::IoError, e.to_string())
+        // Streamed into the temporary file: a large cache is never held as one buffer.
+        lurkbot_core::write_atomic_streamed(&self.dir.join(file), &mut |w| {
+            serde_json::to_writer_pretty(&mut *w, value).map_err(std::io::Error::other)?;
+            w.write_all(b"\n")
+        })
+        .map_err(|e| {
+            CommandError::new(ErrorCode::IoError, format!("cannot write {shown}: {e}"))
                 .with_hint("check free space and permissions, then retry")
         })
     }
