@@ -66,6 +66,23 @@ fn make_feed() -> (Vec<u8>, usize) {
     (out.into_bytes(), n)
 }
 
+/// A ~[`FEED_BYTES`] RSS 2.0 feed of many tiny items (title, link, guid): the shape that costs
+/// most memory per byte (the security review's 23,000-item feed).
+fn make_tiny_items_feed() -> (Vec<u8>, usize) {
+    let mut out = String::from(
+        "<?xml version=\"1.0\"?>\n<rss version=\"2.0\"><channel><title>Tiny</title><link>https://tiny.example/</link>\n",
+    );
+    let mut n = 0;
+    while out.len() < FEED_BYTES - 128 {
+        out.push_str(&format!(
+            "<item><title>Item {n}</title><link>https://tiny.example/{n}</link><guid>g{n}</guid></item>\n"
+        ));
+        n += 1;
+    }
+    out.push_str("</channel></rss>\n");
+    (out.into_bytes(), n)
+}
+
 /// Serves `body` to every request on a loopback port until the process exits.
 fn serve(body: Vec<u8>) -> Result<String, String> {
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
@@ -162,6 +179,22 @@ pub(crate) fn rss(bin: &Path, python: &Path, runs: usize) -> Result<(), String> 
     // Fetch + parse from a loopback server.
     let url = serve(feed.clone())?;
     let home = dir.join("home");
+    // The feed is served on loopback, which the network policy refuses unless allowed.
+    for args in [
+        &["init"][..],
+        &["config", "set", "network.allow_private", "true"][..],
+    ] {
+        let status = Command::new(bin)
+            .arg("--home")
+            .arg(&home)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("lurkbot {args:?} failed: {status}"));
+        }
+    }
     let command = format!("rss fetch --url {url} --max-items 0 --max-bytes 4194304");
     let ours = || {
         let mut c = Command::new(bin);
@@ -225,6 +258,27 @@ pub(crate) fn rss(bin: &Path, python: &Path, runs: usize) -> Result<(), String> 
         "peak RSS of one fetch: LurkBot {:.1} MiB, python3 + feedparser {:.1} MiB",
         peak_kib as f64 / 1024.0,
         peer_peak_kib as f64 / 1024.0
+    );
+
+    // Memory budget (DESIGN §9: parsing a 2 MiB feed peaks below 24 MiB), on the worst shape.
+    let (tiny, tiny_items) = make_tiny_items_feed();
+    let tiny_url = serve(tiny)?;
+    let tiny_command = format!(
+        "rss fetch --url {tiny_url} --max-items 0 --max-bytes 4194304 --out artifacts/rss/tiny.json"
+    );
+    let mut tiny_peak_kib = 0;
+    for _ in 0..runs.min(5) {
+        let mut c = Command::new(bin);
+        c.arg("--home").arg(&home).arg("exec").arg(&tiny_command);
+        tiny_peak_kib = tiny_peak_kib.max(timed(&mut c)?.1);
+    }
+    let mut tiny_peer = Command::new(python);
+    tiny_peer.args(["-c", PEER_SCRIPT, "fetch", &tiny_url, "1"]);
+    let (_, tiny_peer_kib) = timed(&mut tiny_peer)?;
+    println!(
+        "peak RSS, 2 MiB feed of {tiny_items} tiny items with --out: LurkBot {:.1} MiB (budget 24), python3 + feedparser {:.1} MiB",
+        tiny_peak_kib as f64 / 1024.0,
+        tiny_peer_kib as f64 / 1024.0
     );
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
