@@ -8,11 +8,17 @@
 //! allow-always is remembered in `exec-approvals.json` at the home root (atomically written):
 //! for `terminal_exec` the command and its subcommand (`terminal_exec:cal delete-event`), for
 //! other tools the tool name. A denied call becomes a tool error the model sees; the run goes on.
+//!
+//! One [`Approvals`] serves every session of a process (the gateway's session host lends its
+//! own to each agent), and the file is the shared truth between processes: it is read again
+//! when it changed on disk, and a new decision is merged into what the file holds, never
+//! written over it.
 
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Mutex;
+use std::time::SystemTime;
 
 use lurkbot_core::{ApprovalsConfig, Home, write_atomic};
 use serde::{Deserialize, Serialize};
@@ -91,25 +97,56 @@ struct Remembered {
     allow: Vec<String>,
 }
 
+/// The remembered decisions and the version of the file they were read from.
+#[derive(Debug, Default)]
+struct Loaded {
+    remembered: Remembered,
+    /// Modification time and length of the file when it was last read or written.
+    version: Option<(SystemTime, u64)>,
+}
+
+impl Loaded {
+    fn read(path: &Path) -> Self {
+        let version = file_version(path);
+        let remembered = std::fs::read(path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        Self {
+            remembered,
+            version,
+        }
+    }
+
+    /// Reads the file again when it changed since it was last seen.
+    fn refresh(&mut self, path: &Path) {
+        if file_version(path) != self.version {
+            *self = Self::read(path);
+        }
+    }
+}
+
+fn file_version(path: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
 /// The approval rules of one home.
 pub struct Approvals {
     config: ApprovalsConfig,
     path: PathBuf,
-    remembered: Mutex<Remembered>,
+    loaded: Mutex<Loaded>,
 }
 
 impl Approvals {
     /// The rules of `config`, with the decisions remembered in `home`.
     pub fn new(home: &Home, config: ApprovalsConfig) -> Self {
         let path = home.join(APPROVALS_FILE);
-        let remembered = std::fs::read(&path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default();
+        let loaded = Loaded::read(&path);
         Self {
             config,
             path,
-            remembered: Mutex::new(remembered),
+            loaded: Mutex::new(loaded),
         }
     }
 
@@ -164,10 +201,10 @@ impl Approvals {
     }
 
     fn is_remembered(&self, key: &str) -> bool {
-        self.remembered
-            .lock()
-            .map(|r| r.allow.iter().any(|k| k == key))
-            .unwrap_or(false)
+        self.loaded.lock().is_ok_and(|mut loaded| {
+            loaded.refresh(&self.path);
+            loaded.remembered.allow.iter().any(|k| k == key)
+        })
     }
 
     /// Remembers an allow-always decision.
@@ -175,18 +212,22 @@ impl Approvals {
     /// # Errors
     /// `Store` when the file cannot be written (the decision still applies to this call).
     pub fn remember(&self, key: &str) -> Result<(), AgentError> {
-        let mut remembered = self
-            .remembered
+        let mut loaded = self
+            .loaded
             .lock()
             .map_err(|_| AgentError::Store("approvals lock poisoned".into()))?;
-        if remembered.allow.iter().any(|k| k == key) {
+        // Merge into what the file holds now: another process may have added its own.
+        *loaded = Loaded::read(&self.path);
+        if loaded.remembered.allow.iter().any(|k| k == key) {
             return Ok(());
         }
-        remembered.allow.push(key.to_string());
-        let bytes = serde_json::to_vec_pretty(&*remembered)
+        loaded.remembered.allow.push(key.to_string());
+        let bytes = serde_json::to_vec_pretty(&loaded.remembered)
             .map_err(|e| AgentError::Store(e.to_string()))?;
         write_atomic(&self.path, &bytes)
-            .map_err(|e| AgentError::Store(format!("{}: {e}", self.path.display())))
+            .map_err(|e| AgentError::Store(format!("{}: {e}", self.path.display())))?;
+        loaded.version = file_version(&self.path);
+        Ok(())
     }
 }
 
@@ -263,6 +304,27 @@ mod tests {
             },
         );
         assert!(off.check("s", "1", "terminal_exec", &other).is_none());
+    }
+
+    #[test]
+    fn rules_loaded_earlier_see_later_decisions_and_never_drop_them() {
+        // Two processes (or two rule sets) on one home, both loaded before either decides.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::open(dir.path()).expect("home");
+        let first = Approvals::new(&home, ApprovalsConfig::default());
+        let second = Approvals::new(&home, ApprovalsConfig::default());
+        let create = json!({"command": "cal create-event --title x --confirm"});
+        first
+            .remember("terminal_exec:cal create-event")
+            .expect("saved");
+        assert!(second.check("s", "1", "terminal_exec", &create).is_none());
+        second
+            .remember("terminal_exec:cal delete-event")
+            .expect("saved");
+        let saved = std::fs::read_to_string(home.join(APPROVALS_FILE)).expect("file");
+        assert!(saved.contains("cal create-event") && saved.contains("cal delete-event"));
+        let delete = json!({"command": "cal delete-event --id 1 --confirm"});
+        assert!(first.check("s", "1", "terminal_exec", &delete).is_none());
     }
 
     #[test]

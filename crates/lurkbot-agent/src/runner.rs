@@ -91,11 +91,11 @@ pub struct TurnOutcome {
 /// An agent bound to a home.
 pub struct Agent {
     home: Home,
-    exec: TerminalExec,
+    exec: Arc<TerminalExec>,
     tools: ToolBox,
     failover: Failover,
     config: Config,
-    approvals: Approvals,
+    approvals: Arc<Approvals>,
     approver: Arc<dyn Approver>,
     thinking: String,
     /// The last session's context, reused while its transcript is unchanged.
@@ -107,8 +107,11 @@ pub struct Agent {
 impl Agent {
     /// An agent using `failover` for its models.
     pub fn new(home: Home, config: Config, failover: Failover) -> Self {
-        let exec = TerminalExec::new(home.clone(), lurkbot_term::default_registry());
-        let approvals = Approvals::new(&home, config.approvals.clone());
+        let exec = Arc::new(TerminalExec::new(
+            home.clone(),
+            lurkbot_term::default_registry(),
+        ));
+        let approvals = Arc::new(Approvals::new(&home, config.approvals.clone()));
         Self {
             home,
             exec,
@@ -148,6 +151,15 @@ impl Agent {
     #[must_use]
     pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
         self.approver = approver;
+        self
+    }
+
+    /// Uses `exec` and `approvals` owned by the caller (the gateway's session host lends one
+    /// of each to every session's agent, so an allow-always decision holds in all of them).
+    #[must_use]
+    pub fn with_shared(mut self, exec: Arc<TerminalExec>, approvals: Arc<Approvals>) -> Self {
+        self.exec = exec;
+        self.approvals = approvals;
         self
     }
 

@@ -12,8 +12,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use lurkbot_agent::approvals::Approvals;
 use lurkbot_agent::{Agent, AgentEvent, TurnOutcome};
 use lurkbot_core::{Config, Home, SessionKey};
+use lurkbot_term::TerminalExec;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinHandle};
@@ -63,6 +65,9 @@ pub struct SessionHost {
     config: Config,
     hub: Hub,
     approver: Arc<ClientApprover>,
+    /// The one terminal and the one set of approval rules, lent to every session's agent.
+    exec: Arc<TerminalExec>,
+    approvals: Arc<Approvals>,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     runs: Mutex<Vec<(String, watch::Receiver<Option<RunEnd>>)>>,
 }
@@ -70,14 +75,26 @@ pub struct SessionHost {
 impl SessionHost {
     /// A host for `home`.
     pub fn new(home: Home, config: Config, hub: Hub, approver: Arc<ClientApprover>) -> Self {
+        let exec = Arc::new(TerminalExec::new(
+            home.clone(),
+            lurkbot_term::default_registry(),
+        ));
+        let approvals = Arc::new(Approvals::new(&home, config.approvals.clone()));
         Self {
             home,
             config,
             hub,
             approver,
+            exec,
+            approvals,
             slots: Mutex::new(HashMap::new()),
             runs: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The terminal every session (and the `terminal.exec` method) runs commands in.
+    pub fn exec(&self) -> Arc<TerminalExec> {
+        self.exec.clone()
     }
 
     fn slot(&self, key: &SessionKey) -> Arc<Slot> {
@@ -125,7 +142,8 @@ impl SessionHost {
             };
             *guard = Some(
                 Agent::new(self.home.clone(), self.config.clone(), failover)
-                    .with_approver(self.approver.clone()),
+                    .with_approver(self.approver.clone())
+                    .with_shared(self.exec.clone(), self.approvals.clone()),
             );
         }
         let Some(agent) = guard.as_mut() else {

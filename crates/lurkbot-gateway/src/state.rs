@@ -54,10 +54,7 @@ impl AppState {
             hub.clone(),
             approver.clone(),
         ));
-        let exec = Arc::new(TerminalExec::new(
-            home.clone(),
-            lurkbot_term::default_registry(),
-        ));
+        let exec = host.exec();
         Self {
             home,
             config: Arc::new(config),

@@ -6,7 +6,7 @@
 
 use futures_util::future::join_all;
 use lurkbot_llm::fake::Step;
-use serde_json::json;
+use serde_json::{Value, json};
 
 mod common;
 use common::{Client, Gateway, TOKEN, connect_params};
@@ -331,5 +331,91 @@ async fn a_turn_without_a_model_ends_with_the_fix_and_the_session_stays_usable()
             .request("agent.wait", json!({"runId": run_id, "timeoutMs": 10000}))
             .await;
         assert_eq!(waited["ok"], true, "{waited}");
+    }
+}
+
+/// Waits for the end of `run_id` and says whether an approval was asked for on the way.
+async fn finish_turn(c: &mut Client, run_id: &str, answer: Option<&str>) -> (bool, Value) {
+    let mut asked = false;
+    loop {
+        let event = c
+            .event(|e| {
+                e["event"] == "exec.approval.requested"
+                    || (e["event"] == "chat" && e["payload"]["state"] == "final")
+            })
+            .await;
+        if event["event"] == "chat" {
+            assert_eq!(event["payload"]["runId"], run_id);
+            return (asked, event);
+        }
+        asked = true;
+        let Some(decision) = answer else {
+            // Deny, so the turn ends and the test can report the question.
+            let id = event["payload"]["approvalId"].clone();
+            c.request(
+                "exec.approval.resolve",
+                json!({"approvalId": id, "decision": "deny"}),
+            )
+            .await;
+            continue;
+        };
+        let id = event["payload"]["approvalId"].clone();
+        let resolved = c
+            .request(
+                "exec.approval.resolve",
+                json!({"approvalId": id, "decision": decision}),
+            )
+            .await;
+        assert_eq!(resolved["ok"], true, "{resolved}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_always_in_one_session_holds_in_every_other() {
+    const DELETE: &str = "cal delete-event --event-id 999 --confirm";
+    let gw = Gateway::start(
+        "[permissions]\ncalendar = \"read-write\"\n",
+        vec![
+            // Session B's first turn: its agent exists before A decides anything.
+            Step::text("B is here."),
+            // Session A: allow-always for `cal create-event`.
+            Step::call("a1", "terminal_exec", json!({"command": CREATE})),
+            Step::text("A booked it."),
+            // Session B: the same command must run without a question.
+            Step::call("b1", "terminal_exec", json!({"command": CREATE})),
+            Step::text("B booked it too."),
+            // Session B: allow-always for another command keeps A's decision on disk.
+            Step::call("b2", "terminal_exec", json!({"command": DELETE})),
+            Step::text("B tried a delete."),
+        ],
+    )
+    .await;
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    let (a, b) = ("agent:main:dm:web:a", "agent:main:dm:web:b");
+    let mut turn = async |c: &mut Client, session: &str, answer: Option<&str>| {
+        let sent = c
+            .request("chat.send", json!({"message": "go", "sessionKey": session}))
+            .await;
+        let run_id = sent["payload"]["runId"].as_str().unwrap().to_string();
+        finish_turn(c, &run_id, answer).await
+    };
+    assert!(!turn(&mut c, b, None).await.0);
+    let (asked, fin) = turn(&mut c, a, Some("allow-always")).await;
+    assert!(asked, "the first create-event must ask");
+    assert_eq!(fin["payload"]["text"], "A booked it.");
+    let (asked, fin) = turn(&mut c, b, None).await;
+    assert!(
+        !asked,
+        "session B asked again for a command session A allowed always"
+    );
+    assert_eq!(fin["payload"]["text"], "B booked it too.");
+    let (asked, _) = turn(&mut c, b, Some("allow-always")).await;
+    assert!(asked);
+    let saved = std::fs::read_to_string(gw.home.join("exec-approvals.json")).unwrap();
+    for key in [
+        "terminal_exec:cal create-event",
+        "terminal_exec:cal delete-event",
+    ] {
+        assert!(saved.contains(key), "{key} missing from {saved}");
     }
 }
