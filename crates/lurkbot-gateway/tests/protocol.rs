@@ -392,7 +392,7 @@ async fn allow_always_in_one_session_holds_in_every_other() {
     .await;
     let (mut c, _) = Client::connect(&gw, TOKEN).await;
     let (a, b) = ("agent:main:dm:web:a", "agent:main:dm:web:b");
-    let mut turn = async |c: &mut Client, session: &str, answer: Option<&str>| {
+    let turn = async |c: &mut Client, session: &str, answer: Option<&str>| {
         let sent = c
             .request("chat.send", json!({"message": "go", "sessionKey": session}))
             .await;
