@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the release binary and runs a benchmark (DESIGN.md §9).
+# Builds the release binary and runs a benchmark (ARCHITECTURE.md §9).
 # Usage: bench/run.sh [startup|archive|rss|agent|gateway] [--runs N] [--mib N] [--idle-secs N]
 #   startup  binary size, --version and exec help against the budgets (default)
 #   archive  zip/tar throughput against Info-ZIP zip/unzip and GNU tar, as ratios, and peak RSS

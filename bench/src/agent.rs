@@ -8,7 +8,7 @@
 //!   HTTP, serialisation and stream parsing, no agent). The difference per tool round trip is
 //!   what the loop adds: transcript appends with fsync, session index, prompt and policy, the
 //!   tool, wrapping.
-//!   Budget: ≤ 1 ms (DESIGN.md §9).
+//!   Budget: ≤ 1 ms (ARCHITECTURE.md §9).
 //! - Peak RSS of a 200-turn session: `lurkbot chat` fed 200 lines (every tenth turn calls a
 //!   tool), measured from /proc, next to a 1-turn chat to show the growth.
 //!

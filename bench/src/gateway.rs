@@ -1,4 +1,4 @@
-//! `lurkbot-bench gateway`: the gateway's figures of DESIGN.md §9.
+//! `lurkbot-bench gateway`: the gateway's figures of ARCHITECTURE.md §9.
 //!
 //! - Time from spawning `lurkbot gateway` to the first `GET /health` answered 200 (polled over
 //!   raw TCP every 0.2 ms; median of `--runs`). Budget 6 ms.
@@ -8,7 +8,7 @@
 //!   p50/p99 of the `health` round trip and of the whole connect+handshake.
 //!
 //! The peers cannot be run here (no network to fetch them), so their figures are quoted from
-//! DESIGN.md §9 and labelled so; the spawn floor (`true`) is measured in the same run.
+//! ARCHITECTURE.md §9 and labelled so; the spawn floor (`true`) is measured in the same run.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -182,7 +182,7 @@ pub(crate) fn gateway(
     let to_health = median(runs, || time_to_health(bin, &home))?;
     println!("LurkBot gateway benchmark — binary {}", bin.display());
     println!(
-        "start → /health 200 (median of {runs}): {:.2} ms (budget 6 ms; ZeptoClaw 6 ms, ZeroClaw 16–19 ms per DESIGN §9; spawn floor `true` {:.2} ms)",
+        "start → /health 200 (median of {runs}): {:.2} ms (budget 6 ms; ZeptoClaw 6 ms, ZeroClaw 16–19 ms per ARCHITECTURE.md §9; spawn floor `true` {:.2} ms)",
         ms(to_health),
         ms(floor)
     );
@@ -199,7 +199,7 @@ pub(crate) fn gateway(
     std::thread::sleep(Duration::from_secs(idle_secs));
     let idle = rss_kib(gw.child.id());
     println!(
-        "idle RSS after {idle_secs} s: {:.1} MB (budget 12 MB; ZeptoClaw 14 MB, ZeroClaw 25–29 MB per DESIGN §9; no IRC connection: irc is not built yet)",
+        "idle RSS after {idle_secs} s: {:.1} MB (budget 12 MB; ZeptoClaw 14 MB, ZeroClaw 25–29 MB per ARCHITECTURE.md §9; no IRC connection: irc is not built yet)",
         idle as f64 * 1024.0 / 1e6
     );
 

@@ -1,4 +1,4 @@
-//! `lurkbot-bench`: measures the figures of DESIGN.md §9 for a built `lurkbot` binary and prints
+//! `lurkbot-bench`: measures the figures of ARCHITECTURE.md §9 for a built `lurkbot` binary and prints
 //! them next to their budgets and the peers' figures.
 //!
 //! Usage: `bench/run.sh [startup|archive]` (builds the release binary, then runs this), or
@@ -9,7 +9,7 @@
 //! `lurkbot-bench gateway --bin target/release/lurkbot [--runs 20] [--idle-secs 60]`.
 //!
 //! Startup peers (ZeptoClaw, ZeroClaw) cannot be fetched on this network, so their figures come
-//! from DESIGN.md §9 and are labelled as such; what is measured in the same run is a
+//! from ARCHITECTURE.md §9 and are labelled as such; what is measured in the same run is a
 //! process-spawn floor (`true`). The archive benchmark measures its peers (Info-ZIP `zip` and
 //! `unzip`, GNU `tar`) in the same run on the same generated corpus and prints ratios.
 

@@ -260,7 +260,7 @@ pub(crate) fn rss(bin: &Path, python: &Path, runs: usize) -> Result<(), String> 
         peer_peak_kib as f64 / 1024.0
     );
 
-    // Memory budget (DESIGN §9: parsing a 2 MiB feed peaks below 24 MiB), on the worst shape.
+    // Memory budget (ARCHITECTURE.md §9: parsing a 2 MiB feed peaks below 24 MiB), on the worst shape.
     let (tiny, tiny_items) = make_tiny_items_feed();
     let tiny_url = serve(tiny)?;
     let tiny_command = format!(

@@ -46,7 +46,7 @@ pub(crate) fn startup(bin: &Path, runs: usize) -> Result<(), String> {
     );
     println!(
         "{:<34} {:>10} {:>10} {:>9} {:>22}",
-        "figure", "measured", "budget", "÷budget", "peer (DESIGN §9)"
+        "figure", "measured", "budget", "÷budget", "peer (ARCHITECTURE.md §9)"
     );
     row(
         "stripped release binary",
@@ -87,7 +87,7 @@ pub(crate) fn startup(bin: &Path, runs: usize) -> Result<(), String> {
         runs + 1
     );
     println!(
-        "peer figures are quoted from DESIGN.md §9 (peers cannot be fetched here), not measured in this run"
+        "peer figures are quoted from ARCHITECTURE.md §9 (peers cannot be fetched here), not measured in this run"
     );
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! Approvals: tool calls that wait for a human decision before they run (DESIGN §5).
+//! Approvals: tool calls that wait for a human decision before they run (ARCHITECTURE.md §5).
 //!
 //! What needs one comes from `[approvals]`: every `terminal_exec` command carrying `--confirm`
 //! (`confirm = true`, the default), tools matching `tools = […]`, and terminal commands starting

@@ -1,4 +1,4 @@
-//! Context compaction (seed 003 §3.10, OpenClaw semantics).
+//! Context compaction (OpenClaw semantics; ARCHITECTURE.md §5).
 //!
 //! Tokens are estimated as chars/4 + 1 per text. When the system prompt, tool specs and
 //! messages together exceed `context_window - reserve_tokens` — or the provider answers with a

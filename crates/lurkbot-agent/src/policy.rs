@@ -1,4 +1,4 @@
-//! The tool policy (DESIGN §5, OpenClaw semantics): layers that can only narrow what the model
+//! The tool policy (ARCHITECTURE.md §5, OpenClaw semantics): layers that can only narrow what the model
 //! is offered, in this order — profile, provider profile, global allow/deny, global
 //! per-provider, agent, agent per-provider, group/channel, sandbox, sub-agent. Within a layer,
 //! deny wins over allow; an empty allow list does not narrow. Names are case-insensitive;

@@ -1,4 +1,4 @@
-//! The tool policy of one run, read from `config.toml`: the nine layers of DESIGN §5 in order —
+//! The tool policy of one run, read from `config.toml`: the nine layers of ARCHITECTURE.md §5 in order —
 //! `[tools] profile`, `[tools.by_provider.<p>] profile`, `[tools]` allow/deny,
 //! `[tools.by_provider.<p>]` allow/deny, `[agents.<id>.tools]`, `[agents.<id>.tools.by_provider.<p>]`,
 //! `[tools.group]` (group and channel sessions), sandbox, sub-agent.

@@ -1,4 +1,4 @@
-//! The system prompt (seed 003 §3.3, OpenClaw's section order): identity, tooling, tool-call
+//! The system prompt (OpenClaw's section order): identity, tooling, tool-call
 //! style, CLI reference, skills, memory recall, date, workspace, sandbox, workspace files,
 //! messaging, the bootstrap files as project context, silent replies, heartbeats, the
 //! earlier-conversation summary, runtime, and the sub-agent or group context. Modes: `full`;
@@ -6,7 +6,7 @@
 //! `none` (the identity line only). Deterministic for equal inputs: no clock or host lookups
 //! inside, the caller passes date, host and OS.
 //!
-//! Bootstrap files (DESIGN §5): AGENTS.md SOUL.md TOOLS.md IDENTITY.md USER.md HEARTBEAT.md
+//! Bootstrap files (ARCHITECTURE.md §5): AGENTS.md SOUL.md TOOLS.md IDENTITY.md USER.md HEARTBEAT.md
 //! MEMORY.md BOOTSTRAP.md from `workspace/`; each is cut to 20,000 characters (70 % head,
 //! 20 % tail, a marker naming the file between) and 150,000 in total. Sub-agents get AGENTS.md
 //! and TOOLS.md only; group sessions never get MEMORY.md; BOOTSTRAP.md only on the first run

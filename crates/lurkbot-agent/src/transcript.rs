@@ -1,4 +1,4 @@
-//! Sessions and their transcripts (DESIGN §5): `sessions/<agentId>/sessions.json` maps each
+//! Sessions and their transcripts (ARCHITECTURE.md §5): `sessions/<agentId>/sessions.json` maps each
 //! session key to its current session (`ses_` + 12 hex) and counters; `<sessionId>.jsonl` holds
 //! one entry per message, tool call, tool result or compaction summary, appended and flushed to
 //! disk at the end of every step, so a crash loses at most the step in flight. A torn last line

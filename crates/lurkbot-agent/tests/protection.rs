@@ -1,4 +1,4 @@
-//! The protection model as the model's file tools meet it (DESIGN.md §4.6): links in the home,
+//! The protection model as the model's file tools meet it (ARCHITECTURE.md §4.6): links in the home,
 //! secrets, state, group sessions, and secret values kept out of what reaches the model.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 

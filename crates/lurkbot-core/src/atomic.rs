@@ -104,7 +104,7 @@ fn write_synced_temp_with(
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     // The temporary copy is private (0600) while it is written, whatever the final mode: a
-    // crash must not leave a readable copy of a secret behind (DESIGN.md §4.6).
+    // crash must not leave a readable copy of a secret behind (ARCHITECTURE.md §4.6).
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;

@@ -25,7 +25,7 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentOverride>,
     /// `[approvals]`: which tool calls wait for a human decision.
     pub approvals: ApprovalsConfig,
-    /// `[network]`: where URLs from command and tool arguments may go (DESIGN.md §4.6).
+    /// `[network]`: where URLs from command and tool arguments may go (ARCHITECTURE.md §4.6).
     pub network: NetworkConfig,
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::{CoreError, HomePath, PathError};
 
-/// Relative locations inside the home (DESIGN.md §2).
+/// Relative locations inside the home (ARCHITECTURE.md §2).
 pub mod layout {
     /// Settings file (mode 0600).
     pub const CONFIG: &str = "config.toml";
@@ -101,7 +101,7 @@ impl Home {
         self.join(layout::CONFIG)
     }
 
-    /// Resolves a user- or agent-supplied path inside the home (DESIGN.md §4.4).
+    /// Resolves a user- or agent-supplied path inside the home (ARCHITECTURE.md §4.4).
     ///
     /// # Errors
     /// [`PathError`] when the path is empty, absolute, has a drive letter or `..`, or resolves

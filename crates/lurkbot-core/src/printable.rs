@@ -1,4 +1,4 @@
-//! Third-party text made safe for a terminal (DESIGN.md §4.4): C0 and C1 control characters,
+//! Third-party text made safe for a terminal (ARCHITECTURE.md §4.4): C0 and C1 control characters,
 //! DEL and ESC (so ANSI/OSC sequences such as OSC 52 clipboard writes, and bare carriage
 //! returns that overwrite a line) are replaced before the text reaches a human. Line feeds and
 //! tabs stay: they are layout, not commands.

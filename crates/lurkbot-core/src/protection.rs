@@ -1,4 +1,4 @@
-//! The protection model (DESIGN.md §4.6): which places in the home no command or tool may read
+//! The protection model (ARCHITECTURE.md §4.6): which places in the home no command or tool may read
 //! or write, decided on the **resolved** path.
 //!
 //! - *Secret* — never read by a tool, never added to an archive, never written by a command:

@@ -1,4 +1,4 @@
-//! Session keys (DESIGN.md §5): `agent:<id>:main`, `agent:<id>:dm:<channel>:<peer>`,
+//! Session keys (ARCHITECTURE.md §5): `agent:<id>:main`, `agent:<id>:dm:<channel>:<peer>`,
 //! `agent:<id>:group:<channel>:<group>`, `agent:<id>:topic:<channel>:<group>:<thread>`,
 //! `agent:<id>:subagent:<child>`, `cron:<jobId>`, `hook:<uuid>`.
 
@@ -82,7 +82,7 @@ impl SessionKey {
     }
 
     /// Whether this is a group or topic session (`agent:<id>:group:…`, `agent:<id>:topic:…`),
-    /// which must not see the owner's private memory or other sessions (DESIGN.md §4.6).
+    /// which must not see the owner's private memory or other sessions (ARCHITECTURE.md §4.6).
     pub fn is_group(&self) -> bool {
         let mut parts = self.0.split(':');
         parts.next() == Some("agent") && matches!(parts.nth(1), Some("group" | "topic"))

@@ -1,4 +1,4 @@
-//! Removing temporary files that a killed process left behind (DESIGN.md §4.6): the atomic
+//! Removing temporary files that a killed process left behind (ARCHITECTURE.md §4.6): the atomic
 //! writers' `.<name>.tmp-*` copies, archive creation's `.lurkbot-new-*` files and extraction's
 //! `.lurkbot-extract-*` staging folders, once they are older than an hour (a live writer keeps
 //! touching its file, and no write takes an hour).

@@ -3,7 +3,7 @@
 /// The commented `config.toml`; `@TOKEN@` is replaced by a fresh gateway token.
 pub(crate) const CONFIG: &str = include_str!("../templates/config.toml");
 
-/// Bootstrap files of the workspace (DESIGN.md §2), in prompt order.
+/// Bootstrap files of the workspace (ARCHITECTURE.md §2), in prompt order.
 pub(crate) const BOOTSTRAP: &[(&str, &str)] = &[
     ("AGENTS.md", include_str!("../templates/AGENTS.md")),
     ("SOUL.md", include_str!("../templates/SOUL.md")),

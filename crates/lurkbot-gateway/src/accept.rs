@@ -1,5 +1,5 @@
 //! The accept loop: the limits an unauthenticated client meets before any handler runs
-//! (DESIGN.md §6). At most `gateway.max_connections` connections are open at once (one more is
+//! (ARCHITECTURE.md §6). At most `gateway.max_connections` connections are open at once (one more is
 //! closed at once); request headers must arrive within [`HEADER_TIMEOUT`]; a connection with no
 //! traffic either way for [`IDLE_TIMEOUT`] is closed (an upgraded WebSocket stays busy with its
 //! 15 s ticks). On stop, new connections are refused, open ones finish their current request and

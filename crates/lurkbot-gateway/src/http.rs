@@ -143,7 +143,7 @@ pub(crate) async fn read_body(body: axum::body::Body) -> Result<axum::body::Byte
 }
 
 /// Every route: refuses a `Host` that does not name this gateway (DNS rebinding) and a browser
-/// `Origin` that is not the gateway's own or listed (DESIGN.md §6).
+/// `Origin` that is not the gateway's own or listed (ARCHITECTURE.md §6).
 pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let headers = request.headers();
     let gateway = &state.config.gateway;

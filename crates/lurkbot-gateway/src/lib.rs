@@ -1,4 +1,4 @@
-//! LurkBot's gateway (DESIGN §6): one port serving the WebSocket protocol at `/ws`, the
+//! LurkBot's gateway (ARCHITECTURE.md §6): one port serving the WebSocket protocol at `/ws`, the
 //! OpenAI-compatible HTTP API, webhooks, `GET /health` and the embedded web UI, over a session
 //! host that keeps each session's agent and running turn.
 

@@ -1,4 +1,4 @@
-//! The WebSocket methods (DESIGN §6). Each takes the request's `params` object and answers a
+//! The WebSocket methods (ARCHITECTURE.md §6). Each takes the request's `params` object and answers a
 //! payload or a [`MethodError`].
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! The wire protocol of `/ws` (DESIGN §6, OpenClaw-style): JSON text frames
+//! The wire protocol of `/ws` (ARCHITECTURE.md §6, OpenClaw-style): JSON text frames
 //! `{"type":"req","id","method","params"}`, `{"type":"res","id","ok","payload"|"error"}` and
 //! `{"type":"event","event","payload","seq"}`. Shared by the server and its tests.
 
@@ -36,7 +36,7 @@ pub const EVENTS: &[&str] = &[
     "agent",
     "tick",
     "exec.approval.requested",
-    "irc.status",
+    "lagged",
     "shutdown",
 ];
 

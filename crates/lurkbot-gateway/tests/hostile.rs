@@ -1,4 +1,4 @@
-//! The gateway under a hostile web page and hostile load (DESIGN.md §6): DNS rebinding, body
+//! The gateway under a hostile web page and hostile load (ARCHITECTURE.md §6): DNS rebinding, body
 //! before credentials, lockout by credential-less requests, connection caps, slow headers,
 //! oversized pre-connect frames, framing of the UI.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]

@@ -28,6 +28,10 @@ async fn handshake_methods_and_refusals_on_an_open_connection() {
         methods.iter().any(|m| m == "terminal.exec") && methods.iter().any(|m| m == "chat.send")
     );
     assert!(hello["policy"]["maxPayload"].as_u64().unwrap() > 1000);
+    // Only events the server really sends are advertised.
+    let events = hello["features"]["events"].as_array().unwrap();
+    assert!(events.iter().any(|e| e == "lagged"), "{events:?}");
+    assert!(!events.iter().any(|e| e == "irc.status"), "{events:?}");
 
     let health = c.request("health", json!({})).await;
     assert_eq!(

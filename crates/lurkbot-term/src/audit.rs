@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::Artifact;
 
-/// One audit record (DESIGN.md §4.4).
+/// One audit record (ARCHITECTURE.md §4.4).
 #[derive(Debug, Serialize)]
 pub struct AuditRecord<'a> {
     /// The run id (also the file name).

@@ -1,4 +1,4 @@
-//! The output envelope of a run (DESIGN.md §4.3) and the output caps.
+//! The output envelope of a run (ARCHITECTURE.md §4.3) and the output caps.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

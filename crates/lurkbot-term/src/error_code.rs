@@ -1,4 +1,4 @@
-//! The stable error codes of `terminal_exec` and the exit status each maps to (DESIGN.md §4.3).
+//! The stable error codes of `terminal_exec` and the exit status each maps to (ARCHITECTURE.md §4.3).
 
 use serde::Serialize;
 

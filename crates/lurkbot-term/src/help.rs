@@ -1,4 +1,4 @@
-//! The help convention (DESIGN.md §4.4): `<cmd> --help`, `<cmd> help`, `<cmd> <sub> --help` and
+//! The help convention (ARCHITECTURE.md §4.4): `<cmd> --help`, `<cmd> help`, `<cmd> <sub> --help` and
 //! `<cmd> help <sub>` all answer from the command's spec with exit 0.
 
 use serde_json::{Map, Value, json};

@@ -1,4 +1,4 @@
-//! The network policy (DESIGN.md §4.6) for every URL that comes from a command or tool argument
+//! The network policy (ARCHITECTURE.md §4.6) for every URL that comes from a command or tool argument
 //! (`rss`, `web_fetch`, anything later): only http/https, no credentials, and only public
 //! addresses unless `[network] allow_private = true` or the host is in `[network] allow_hosts`.
 //! The check is made on **every** address the host resolves to, for the first URL and for every

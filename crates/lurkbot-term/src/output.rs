@@ -122,7 +122,7 @@ pub fn write_serialized_out<T: serde::Serialize>(
     })
 }
 
-/// How a listing is cut for stdout and `result` (DESIGN.md §4.4): the first `emitted` of
+/// How a listing is cut for stdout and `result` (ARCHITECTURE.md §4.4): the first `emitted` of
 /// `total`, the rest in the `--out` file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capped {

@@ -1,4 +1,4 @@
-//! Parsing a `terminal_exec` command string into argv (DESIGN.md §4.2). Everything here runs
+//! Parsing a `terminal_exec` command string into argv (ARCHITECTURE.md §4.2). Everything here runs
 //! before any command does.
 
 /// Longest accepted command, in characters.
@@ -8,7 +8,7 @@ pub const MAX_TOKENS: usize = 64;
 /// Shell operators refused anywhere in the raw text, quoted or not.
 pub const BANNED_TOKENS: &[&str] = &[";", "&&", "||", "|", ">", "<", "`", "$("];
 /// Words that mark a flag as secret-carrying when its name (lower-cased, `_` and `-` removed)
-/// contains one of them (DESIGN.md §4.2).
+/// contains one of them (ARCHITECTURE.md §4.2).
 pub const SENSITIVE_WORDS: &[&str] = &[
     "pass",
     "pwd",
@@ -160,7 +160,7 @@ pub fn split_sensitive(arg: &str) -> Option<(&str, bool)> {
     })
 }
 
-/// Whether a flag name (without dashes) is secret-carrying by DESIGN.md §4.2's rule.
+/// Whether a flag name (without dashes) is secret-carrying by ARCHITECTURE.md §4.2's rule.
 pub fn is_sensitive_name(name: &str) -> bool {
     let normal: String = name
         .chars()

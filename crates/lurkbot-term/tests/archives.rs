@@ -491,7 +491,7 @@ async fn a_timeout_cancels_and_leaves_no_partial_files() {
     assert_eq!(env.error_code.as_deref(), Some("Timeout"));
     assert_eq!(env.exit_code, 124);
     // The blocking work notices the cancellation and removes its temporary file: within a
-    // second (DESIGN.md §4.6); the loop's bound only keeps a broken build from hanging the suite.
+    // second (ARCHITECTURE.md §4.6); the loop's bound only keeps a broken build from hanging the suite.
     for _ in 0..1200 {
         let leftovers = std::fs::read_dir(h.path("workspace"))
             .unwrap()

@@ -22,5 +22,6 @@ mod protection;
 mod rss_feeds;
 mod rss_fetching;
 mod rss_fuzz;
+mod rss_limits;
 mod rss_subscriptions;
 mod safety;

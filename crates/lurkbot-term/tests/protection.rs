@@ -1,4 +1,4 @@
-//! The protection model (DESIGN.md §4.6) as every terminal command meets it: archive entries,
+//! The protection model (ARCHITECTURE.md §4.6) as every terminal command meets it: archive entries,
 //! `--in`, `--out`, `--src` and `--dest`, decided on the resolved path (links followed).
 
 use serde_json::json;

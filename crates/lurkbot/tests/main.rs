@@ -19,3 +19,4 @@ mod exec;
 mod gateway;
 mod init;
 mod rss;
+mod structure;

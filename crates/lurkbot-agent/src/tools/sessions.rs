@@ -1,5 +1,5 @@
 //! `session_status`, `sessions_list`, `sessions_history`: what the agent may know about its
-//! sessions. A group or topic session sees only itself (DESIGN.md §4.6): the owner's direct
+//! sessions. A group or topic session sees only itself (ARCHITECTURE.md §4.6): the owner's direct
 //! conversations are never shown to a group.
 
 use lurkbot_llm::{Role, ToolSpec};

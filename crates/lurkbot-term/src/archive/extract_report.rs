@@ -10,7 +10,7 @@ pub(crate) struct Skipped {
     pub(crate) existing: u64,
     /// The name is absolute, has `..`, `:` or NUL, or crosses a link in `--dest`.
     pub(crate) unsafe_path: u64,
-    /// The target is a secret or LurkBot's own state (DESIGN.md §4.6), resolved: never written,
+    /// The target is a secret or LurkBot's own state (ARCHITECTURE.md §4.6), resolved: never written,
     /// with or without `--overwrite`.
     pub(crate) protected: u64,
     /// A symbolic or hard link entry (never created).

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::work::human_bytes;
 use crate::{CommandCtx, CommandError, Outcome, ParsedArgs, output};
 
-/// One entry of a listing (PRD fields, plus tar's optional ones).
+/// One entry of a listing (the documented fields, plus tar's optional ones).
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ListEntry {
     /// The name as stored (decoded for display).

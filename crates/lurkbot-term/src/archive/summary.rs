@@ -1,4 +1,4 @@
-//! The outcomes of `extract` and `create`: the `result` fields of PRD-0017 and a short summary
+//! The outcomes of `extract` and `create`: the `result` fields the README lists for zip and tar and a short summary
 //! for stdout.
 
 use lurkbot_core::HomePath;

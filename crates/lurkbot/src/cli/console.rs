@@ -20,7 +20,7 @@ pub(crate) fn show(json_mode: bool, event: &AgentEvent) {
     let mut err = std::io::stderr();
     match event {
         // Model text and tool data are third-party text: no control sequence reaches the
-        // terminal raw (DESIGN.md §4.4).
+        // terminal raw (ARCHITECTURE.md §4.4).
         AgentEvent::Text(text) => {
             let _ = crate::run::print_stdout(&printable(text));
         }

@@ -1,4 +1,4 @@
-//! `lurkbot sessions list|history|reset|delete`: the agent's sessions (DESIGN §5).
+//! `lurkbot sessions list|history|reset|delete`: the agent's sessions (ARCHITECTURE.md §5).
 
 use std::path::Path;
 use std::process::ExitCode;

@@ -1,5 +1,5 @@
 //! Reading events out of iCalendar objects a CalDAV server holds (written by any client).
-//! Only what the PRD's model carries is read: UID, SUMMARY, DTSTART/DTEND/DURATION, LOCATION,
+//! Only what the calendar model carries is read: UID, SUMMARY, DTSTART/DTEND/DURATION, LOCATION,
 //! RRULE and the VALARM triggers. DESCRIPTION, ATTENDEE, URL and the rest are never read, so
 //! they cannot leak into an answer.
 //!

@@ -1,5 +1,5 @@
 //! The CalDAV backend's integer ids: SQLite at `workspace/cal/caldav.db` maps calendar and
-//! event URLs to the integer ids the PRD's commands use, and remembers each event's ETag as
+//! event URLs to the integer ids the commands use, and remembers each event's ETag as
 //! last seen, which update and delete send as `If-Match`. Ids are never reused; a server that
 //! is down changes nothing here.
 

@@ -1,5 +1,5 @@
 //! `cal list-calendars|list-events|create-event|update-event|delete-event|add-reminder|export`
-//! (PRD-0018): calendars behind an explicit grant. Android's runtime permissions become
+//! (ARCHITECTURE.md §4.5): calendars behind an explicit grant. Android's runtime permissions become
 //! `[permissions] calendar = "none" | "read" | "read-write"` in `config.toml` (default `none`);
 //! writes also need `--confirm`. Output never contains descriptions, attendees or URLs.
 

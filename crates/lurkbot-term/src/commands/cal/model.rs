@@ -1,11 +1,11 @@
 //! The calendar data model shared by both backends, and its JSON form (only the fields the
-//! PRD allows: descriptions, attendees and URLs are never part of it).
+//! documented fields allow: descriptions, attendees and URLs are never part of it).
 
 use serde_json::{Value, json};
 
 use super::times::show;
 
-/// A calendar (PRD fields).
+/// A calendar (its documented fields).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Calendar {
     /// Integer id, stable for the backend.
@@ -25,7 +25,7 @@ pub(super) struct Calendar {
 }
 
 impl Calendar {
-    /// The PRD's JSON form.
+    /// The documented JSON form.
     pub(super) fn to_json(&self) -> Value {
         json!({
             "id": self.id,
@@ -84,7 +84,7 @@ pub(super) struct Event {
 }
 
 impl Event {
-    /// The PRD's JSON form, plus readable `start`/`end` and the reminder minutes.
+    /// The documented JSON form, plus readable `start`/`end` and the reminder minutes.
     pub(super) fn to_json(&self) -> Value {
         json!({
             "id": self.id,

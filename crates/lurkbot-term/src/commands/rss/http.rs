@@ -31,7 +31,7 @@ pub(super) struct FetchRequest {
     pub(super) timeout: Duration,
     /// Most body bytes accepted (after decompression).
     pub(super) max_bytes: u64,
-    /// Where the feed and its redirects may lead (DESIGN.md §4.6).
+    /// Where the feed and its redirects may lead (ARCHITECTURE.md §4.6).
     pub(super) policy: NetworkPolicy,
 }
 

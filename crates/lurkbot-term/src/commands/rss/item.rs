@@ -1,4 +1,4 @@
-//! The normalized item model (PRD-0024): the same fields whatever the feed format.
+//! The normalized item model (ARCHITECTURE.md §4.5): the same fields whatever the feed format.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

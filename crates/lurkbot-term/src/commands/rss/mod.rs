@@ -1,4 +1,4 @@
-//! `rss add|list|remove|fetch` (PRD-0024): feed subscriptions and fetching without an external
+//! `rss add|list|remove|fetch` (ARCHITECTURE.md §4.5): feed subscriptions and fetching without an external
 //! program — conditional GET, hand-checked redirects, a streaming body cap, and XML that is
 //! parsed without ever expanding entities.
 //!

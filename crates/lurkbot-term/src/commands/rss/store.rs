@@ -19,7 +19,7 @@ use super::item::Item;
 use crate::archive::work::io_error;
 use crate::{CommandError, ErrorCode};
 
-/// One entry of `subscriptions.json` (PRD fields).
+/// One entry of `subscriptions.json` (its documented fields).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub(super) struct Subscription {
     /// Unique name: lower-case letters, digits and `-`.
@@ -32,7 +32,7 @@ pub(super) struct Subscription {
     pub(super) updated_at_ms: u64,
 }
 
-/// One entry of `fetch_state.json`: the PRD fields plus the URL the validators belong to and
+/// One entry of `fetch_state.json`: the documented fields plus the URL the validators belong to and
 /// the outcome of the last attempt.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub(super) struct FetchState {

@@ -1,7 +1,7 @@
 //! A streaming reader for RSS 0.9x/1.0/2.0 and Atom: one pass over `quick-xml` events that
 //! fills one [`Draft`] at a time and keeps only the normalized items, so memory follows the
 //! items kept, not a document model (a 2 MiB feed of 23,000 items peaked at 46 MiB through a
-//! full feed model; DESIGN §9 says below 24 MiB).
+//! full feed model; ARCHITECTURE.md §9 says below 24 MiB).
 //!
 //! Safety: `quick-xml` never expands entities declared in a DTD and never fetches external
 //! ones; character references and the five predefined entities are resolved, any other

@@ -1,4 +1,4 @@
-//! `tar list|extract|create` (PRD-0017): tar, tar.gz, tar.bz2 and tar.xz without an external
+//! `tar list|extract|create` (ARCHITECTURE.md §4.5): tar, tar.gz, tar.bz2 and tar.xz without an external
 //! program, safe by default (no writes outside `--dest`, links never created, bomb limits,
 //! staged all-or-nothing extraction).
 
@@ -68,7 +68,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                 MAX_BYTES,
                 FlagSpec::switch(
                     "--no-symlinks",
-                    "accepted for PRD compatibility: links are never created anyway",
+                    "accepted for compatibility with the original command specification: links are never created anyway",
                 ),
             ],
             examples: &[

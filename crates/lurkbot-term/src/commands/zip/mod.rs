@@ -1,4 +1,4 @@
-//! `zip list|extract|create` (PRD-0017): zip archives without an external program, safe by
+//! `zip list|extract|create` (ARCHITECTURE.md §4.5): zip archives without an external program, safe by
 //! default (no writes outside `--dest`, no links, bomb limits, staged all-or-nothing extraction).
 
 mod create;

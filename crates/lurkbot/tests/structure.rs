@@ -1,0 +1,144 @@
+//! The house rules anyone can check: small files, documentation that matches the code, links
+//! that resolve inside the repository, comments that cite the repository's own documents.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every `.rs` file under `dir` (targets and fuzz corpora skipped).
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() {
+            if !matches!(
+                name.to_str(),
+                Some("target" | "corpus" | "artifacts" | "logs")
+            ) {
+                rust_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn all_rust_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in ["crates", "bench", "fuzz"] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    assert!(files.len() > 100, "only {} files found", files.len());
+    files
+}
+
+#[test]
+fn no_source_file_is_over_600_lines() {
+    let long: Vec<String> = all_rust_files()
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f).ok()?.lines().count();
+            (lines > 600).then(|| format!("{} ({lines} lines)", f.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "split these files: {long:?}");
+}
+
+#[test]
+fn comments_cite_documents_that_are_in_the_repository() {
+    let cited: Vec<String> = all_rust_files()
+        .iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f).ok()?;
+            // Spelled in pieces so this file does not match itself.
+            let outside = [
+                concat!("DESIGN", ".md"),
+                concat!("DESIGN", " §"),
+                concat!("PRD", "-0"),
+            ];
+            let bad = text.lines().any(|l| outside.iter().any(|o| l.contains(o)));
+            bad.then(|| f.display().to_string())
+        })
+        .collect();
+    assert!(
+        cited.is_empty(),
+        "cite docs/ARCHITECTURE.md instead of documents outside the repository: {cited:?}"
+    );
+}
+
+#[test]
+fn document_links_resolve_inside_the_repository() {
+    let mut missing = Vec::new();
+    for doc in [
+        "README.md",
+        "CONTRIBUTING.md",
+        "CHANGELOG.md",
+        "docs/ARCHITECTURE.md",
+    ] {
+        let path = root().join(doc);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{doc}: {e}"));
+        let base = path.parent().unwrap_or(Path::new("."));
+        for (start, _) in text.match_indices("](") {
+            let target: String = text[start + 2..]
+                .chars()
+                .take_while(|c| *c != ')' && *c != '#')
+                .collect();
+            if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            if !base.join(&target).exists() {
+                missing.push(format!("{doc} -> {target}"));
+            }
+        }
+        assert!(
+            !text.contains("../shared"),
+            "{doc} points outside the repository"
+        );
+    }
+    assert!(missing.is_empty(), "broken links: {missing:?}");
+}
+
+#[test]
+fn the_architecture_document_names_only_what_exists() {
+    let text = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let files: Vec<String> = all_rust_files()
+        .iter()
+        .filter_map(|f| f.file_name()?.to_str().map(str::to_string))
+        .collect();
+    let mut unknown = Vec::new();
+    let mut checked = 0;
+    for quoted in text.split('`').skip(1).step_by(2) {
+        if let Some(crate_name) = quoted.strip_prefix("lurkbot-") {
+            let name = crate_name.split('/').next().unwrap_or_default();
+            if !name.is_empty() && !name.contains(' ') {
+                checked += 1;
+                let bench = std::fs::read_to_string(root().join("bench/Cargo.toml"))
+                    .is_ok_and(|t| t.contains(&format!("name = \"lurkbot-{name}\"")));
+                if !bench
+                    && !root()
+                        .join("crates")
+                        .join(format!("lurkbot-{name}"))
+                        .exists()
+                {
+                    unknown.push(quoted.to_string());
+                }
+            }
+        } else if quoted.ends_with(".rs") && !quoted.contains(' ') {
+            checked += 1;
+            let name = quoted.rsplit('/').next().unwrap_or(quoted);
+            if !files.iter().any(|f| f == name) {
+                unknown.push(quoted.to_string());
+            }
+        }
+    }
+    assert!(checked > 40, "only {checked} names checked");
+    assert!(
+        unknown.is_empty(),
+        "named in ARCHITECTURE.md but absent: {unknown:?}"
+    );
+}
