@@ -18,5 +18,8 @@ if [ "${1:-}" = rss ]; then
   fi
   extra=(--python "$venv/bin/python")
 fi
-cargo build --release -q -p lurkbot -p lurkbot-bench
+# Two builds, the measured binary last: built together, cargo would unify features and the
+# bench's scripted model server (lurkbot-llm's `fake`) would end up in the binary it measures.
+cargo build --release -q -p lurkbot-bench
+cargo build --release -q -p lurkbot
 "$CARGO_TARGET_DIR/release/lurkbot-bench" "$@" --bin "$CARGO_TARGET_DIR/release/lurkbot" "${extra[@]}"

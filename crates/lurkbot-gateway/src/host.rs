@@ -21,7 +21,10 @@ use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::hub::{ClientApprover, Hub};
-use crate::protocol::{ErrorCode, MethodError};
+use crate::protocol::{
+    self, AgentStream, ChatEvent, ChatState, Compaction, ErrorCode, Event, Lifecycle,
+    LifecyclePhase, MethodError, ToolPhase,
+};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,10 +136,13 @@ impl SessionHost {
                     // No model (or a broken one): the clients see the reason and its fix as
                     // the turn's error, like any failed turn, and can send again.
                     let message = e.to_string();
-                    self.hub.emit(
-                        "chat",
-                        json!({"runId": run_id, "sessionKey": key.as_str(), "state": "error", "message": message}),
-                    );
+                    self.hub.emit(chat(
+                        run_id,
+                        key.as_str(),
+                        ChatState::Error {
+                            message: message.clone(),
+                        },
+                    ));
                     return Err(MethodError::new(ErrorCode::Unavailable, message));
                 }
             };
@@ -151,32 +157,46 @@ impl SessionHost {
         };
         let session = key.as_str().to_string();
         let hub = self.hub.clone();
-        let lifecycle = |phase: &str| json!({"runId": run_id, "sessionKey": session, "stream": "lifecycle", "data": {"phase": phase}});
-        hub.emit("agent", lifecycle("start"));
+        let lifecycle = |phase| {
+            agent_event(
+                run_id,
+                &session,
+                AgentStream::Lifecycle(Lifecycle { phase }),
+            )
+        };
+        hub.emit(lifecycle(LifecyclePhase::Start));
         let mut forward = |event: AgentEvent| {
             on_event(&event);
-            if let Some((name, payload)) = event_payload(&event, run_id, &session) {
-                hub.emit(name, payload);
+            if let Some(event) = hub_event(&event, run_id, &session) {
+                hub.emit(event);
             }
         };
         let outcome = agent.turn(key, message, &mut forward).await;
         match outcome {
             Ok(done) => {
-                hub.emit("agent", lifecycle("end"));
-                hub.emit(
-                    "chat",
-                    json!({"runId": run_id, "sessionKey": session, "state": "final",
-                        "text": done.text, "model": done.model, "usage": done.usage}),
-                );
+                hub.emit(lifecycle(LifecyclePhase::End));
+                hub.emit(chat(
+                    run_id,
+                    &session,
+                    ChatState::Final {
+                        text: done.text.clone(),
+                        model: done.model.clone(),
+                        usage: done.usage,
+                    },
+                ));
                 Ok(done)
             }
             Err(e) => {
-                hub.emit("agent", lifecycle("error"));
-                hub.emit(
-                    "chat",
-                    json!({"runId": run_id, "sessionKey": session, "state": "error", "message": e.to_string()}),
-                );
-                Err(MethodError::new(ErrorCode::Unavailable, e.to_string()))
+                hub.emit(lifecycle(LifecyclePhase::Error));
+                let message = e.to_string();
+                hub.emit(chat(
+                    run_id,
+                    &session,
+                    ChatState::Error {
+                        message: message.clone(),
+                    },
+                ));
+                Err(MethodError::new(ErrorCode::Unavailable, message))
             }
         }
     }
@@ -298,10 +318,8 @@ impl SessionHost {
     }
 
     fn finish_aborted(&self, run_id: &str, key: &SessionKey) {
-        self.hub.emit(
-            "chat",
-            json!({"runId": run_id, "sessionKey": key.as_str(), "state": "aborted"}),
-        );
+        self.hub
+            .emit(chat(run_id, key.as_str(), ChatState::Aborted));
         // The aborted task never sends its end: mark it here for agent.wait.
         if let Ok(mut runs) = self.runs.lock()
             && let Some(pos) = runs.iter().position(|(id, _)| id == run_id)
@@ -336,41 +354,60 @@ impl SessionHost {
     }
 }
 
+/// A `chat` event of one run.
+fn chat(run_id: &str, session: &str, state: ChatState) -> Event {
+    Event::Chat(ChatEvent {
+        run_id: run_id.to_string(),
+        session_key: session.to_string(),
+        state,
+    })
+}
+
+/// An `agent` event of one run.
+fn agent_event(run_id: &str, session: &str, stream: AgentStream) -> Event {
+    Event::Agent(protocol::AgentEvent {
+        run_id: run_id.to_string(),
+        session_key: session.to_string(),
+        stream,
+    })
+}
+
 /// The hub event for an agent event (text deltas, tools, approvals' outcome, compaction).
-fn event_payload(event: &AgentEvent, run_id: &str, session: &str) -> Option<(&'static str, Value)> {
-    let tool = |data: Value| json!({"runId": run_id, "sessionKey": session, "stream": "tool", "data": data});
+fn hub_event(event: &AgentEvent, run_id: &str, session: &str) -> Option<Event> {
+    let tool = |phase| agent_event(run_id, session, AgentStream::Tool(phase));
     Some(match event {
-        AgentEvent::Text(text) => (
-            "chat",
-            json!({"runId": run_id, "sessionKey": session, "state": "delta", "text": text}),
-        ),
+        AgentEvent::Text(text) => chat(run_id, session, ChatState::Delta { text: text.clone() }),
         AgentEvent::ToolStart {
             id,
             name,
             arguments,
-        } => (
-            "agent",
-            tool(json!({"phase": "start", "id": id, "name": name, "arguments": arguments})),
-        ),
+        } => tool(ToolPhase::Start {
+            id: id.clone(),
+            name: name.clone(),
+            arguments: arguments.clone(),
+        }),
         AgentEvent::ToolEnd {
             id,
             name,
             is_error,
             preview,
-        } => (
-            "agent",
-            tool(
-                json!({"phase": "end", "id": id, "name": name, "isError": is_error, "preview": preview}),
-            ),
-        ),
-        AgentEvent::ApprovalResolved { id, decision } => (
-            "agent",
-            tool(json!({"phase": "approval", "id": id, "decision": decision})),
-        ),
-        AgentEvent::Compacted { summarized, kept } => (
-            "agent",
-            json!({"runId": run_id, "sessionKey": session, "stream": "compaction",
-                "data": {"summarized": summarized, "kept": kept}}),
+        } => tool(ToolPhase::End {
+            id: id.clone(),
+            name: name.clone(),
+            is_error: *is_error,
+            preview: preview.clone(),
+        }),
+        AgentEvent::ApprovalResolved { id, decision } => tool(ToolPhase::Approval {
+            id: id.clone(),
+            decision: *decision,
+        }),
+        AgentEvent::Compacted { summarized, kept } => agent_event(
+            run_id,
+            session,
+            AgentStream::Compaction(Compaction {
+                summarized: *summarized,
+                kept: *kept,
+            }),
         ),
         // The approver emits exec.approval.requested itself.
         AgentEvent::ApprovalPending(_) => return None,

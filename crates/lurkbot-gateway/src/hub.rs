@@ -7,25 +7,17 @@ use std::time::Duration;
 
 use lurkbot_agent::approvals::DecisionFuture;
 use lurkbot_agent::{ApprovalRequest, Approver, Decision};
-use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
+
+use crate::protocol::{ApprovalRequested, Event};
 
 /// How long an approval waits before it counts as denied.
 pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// One event for all clients.
-#[derive(Debug, Clone)]
-pub struct Broadcast {
-    /// Event name.
-    pub event: String,
-    /// Payload.
-    pub payload: Value,
-}
-
 /// The event fan-out.
 #[derive(Debug, Clone)]
 pub struct Hub {
-    tx: broadcast::Sender<Broadcast>,
+    tx: broadcast::Sender<Event>,
 }
 
 impl Default for Hub {
@@ -38,15 +30,12 @@ impl Default for Hub {
 
 impl Hub {
     /// Sends `event` to every connection (dropped when none listens).
-    pub fn emit(&self, event: &str, payload: Value) {
-        let _ = self.tx.send(Broadcast {
-            event: event.to_string(),
-            payload,
-        });
+    pub fn emit(&self, event: Event) {
+        let _ = self.tx.send(event);
     }
 
     /// A new listener.
-    pub fn subscribe(&self) -> broadcast::Receiver<Broadcast> {
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.tx.subscribe()
     }
 
@@ -101,19 +90,16 @@ impl Approver for ClientApprover {
             if let Ok(mut pending) = self.pending.lock() {
                 pending.insert(approval_id.clone(), tx);
             }
-            self.hub.emit(
-                "exec.approval.requested",
-                json!({
-                    "approvalId": approval_id,
-                    "sessionKey": request.session,
-                    "callId": request.id,
-                    "tool": request.tool,
-                    "summary": request.summary,
-                    "reason": request.reason,
-                    "key": request.key,
-                    "timeoutMs": APPROVAL_TIMEOUT.as_millis() as u64,
-                }),
-            );
+            self.hub.emit(Event::ApprovalRequested(ApprovalRequested {
+                approval_id: approval_id.clone(),
+                session_key: request.session.clone(),
+                call_id: request.id.clone(),
+                tool: request.tool.clone(),
+                summary: request.summary.clone(),
+                reason: request.reason.clone(),
+                key: request.key.clone(),
+                timeout_ms: u64::try_from(APPROVAL_TIMEOUT.as_millis()).unwrap_or(u64::MAX),
+            }));
             let decision = tokio::time::timeout(APPROVAL_TIMEOUT, rx)
                 .await
                 .ok()

@@ -18,7 +18,8 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::auth::token_matches;
 use crate::protocol::{
-    self, EVENTS, ErrorCode, MAX_PAYLOAD, METHODS, MethodError, PROTOCOL_VERSION, TICK_INTERVAL_MS,
+    self, Challenge, EVENTS, ErrorCode, Event, EventFrame, Lagged, MAX_PAYLOAD, METHODS,
+    MethodError, PROTOCOL_VERSION, Shutdown, TICK_INTERVAL_MS, Tick,
 };
 use crate::state::AppState;
 
@@ -32,7 +33,7 @@ enum Out {
     /// A response frame.
     Frame(Value),
     /// An event (numbered when sent).
-    Event(String, Value),
+    Event(Event),
     /// Close with a code and reason.
     Close(u16, String),
 }
@@ -65,10 +66,10 @@ async fn connection(socket: WebSocket, state: AppState, ip: IpAddr) {
     let (out, rx) = mpsc::unbounded_channel::<Out>();
     let writer = tokio::spawn(write_loop(sink, rx));
     let nonce = lurkbot_core::random_hex(16);
-    let _ = out.send(Out::Event(
-        "connect.challenge".into(),
-        json!({"nonce": nonce, "ts": lurkbot_core::now_ms()}),
-    ));
+    let _ = out.send(Out::Event(Event::ConnectChallenge(Challenge {
+        nonce,
+        ts: lurkbot_core::now_ms(),
+    })));
     if handshake(&state, &mut stream, &out, ip).await {
         serve(&state, &mut stream, &out).await;
     }
@@ -201,15 +202,18 @@ async fn serve(
                 Some(Ok(_)) => {}
             },
             event = events.recv() => match event {
-                Ok(b) => { let _ = out.send(Out::Event(b.event, b.payload)); }
-                Err(broadcast::error::RecvError::Lagged(n)) => {
-                    let _ = out.send(Out::Event("lagged".into(), json!({"dropped": n})));
+                Ok(event) => { let _ = out.send(Out::Event(event)); }
+                Err(broadcast::error::RecvError::Lagged(dropped)) => {
+                    let _ = out.send(Out::Event(Event::Lagged(Lagged { dropped })));
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             },
-            _ = tick.tick() => { let _ = out.send(Out::Event("tick".into(), json!({"ts": lurkbot_core::now_ms()}))); }
+            _ = tick.tick() => {
+                let _ = out.send(Out::Event(Event::Tick(Tick { ts: lurkbot_core::now_ms() })));
+            }
             _ = stopping.changed() => {
-                let _ = out.send(Out::Event("shutdown".into(), json!({"reason": "the gateway is stopping"})));
+                let reason = "the gateway is stopping".to_string();
+                let _ = out.send(Out::Event(Event::Shutdown(Shutdown { reason })));
                 let _ = out.send(Out::Close(close_code::AWAY, "gateway stopping".into()));
                 return;
             }
@@ -245,9 +249,9 @@ async fn write_loop(
     while let Some(item) = rx.recv().await {
         let message = match item {
             Out::Frame(v) => Message::Text(v.to_string().into()),
-            Out::Event(name, payload) => {
+            Out::Event(event) => {
                 seq += 1;
-                Message::Text(protocol::event(&name, &payload, seq).to_string().into())
+                Message::Text(EventFrame { event, seq }.to_value().to_string().into())
             }
             Out::Close(code, reason) => {
                 let _ = sink

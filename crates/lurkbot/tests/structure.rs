@@ -142,3 +142,22 @@ fn the_architecture_document_names_only_what_exists() {
         "named in ARCHITECTURE.md but absent: {unknown:?}"
     );
 }
+
+#[test]
+fn events_are_built_only_in_the_protocol_module() {
+    // The gateway's events are `lurkbot_gateway::protocol::Event`s; a JSON event frame or a
+    // named emission written by hand anywhere else is a second, drifting definition.
+    let by_hand = [concat!("\"type\": ", "\"event\""), concat!(".emit(", "\"")];
+    let mut found = Vec::new();
+    for file in all_rust_files() {
+        let shown = file.display().to_string();
+        if !shown.contains("/src/") || shown.contains("/protocol/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if by_hand.iter().any(|p| text.contains(p)) {
+            found.push(shown);
+        }
+    }
+    assert!(found.is_empty(), "events built by hand in {found:?}");
+}

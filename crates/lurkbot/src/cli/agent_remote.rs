@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use lurkbot_agent::{AgentEvent, ApprovalRequest, Decision};
 use lurkbot_core::{Home, SessionKey};
+use lurkbot_gateway::protocol::{AgentStream, ChatState, Event, EventFrame, ToolPhase};
 use serde_json::{Value, json};
 
 use super::console::{line, show};
@@ -68,22 +69,24 @@ pub(crate) fn run(
 /// Shows one event; `Some(status)` when the run is over.
 async fn handle(
     gw: &mut Remote,
-    event: &Value,
+    frame: &Value,
     run_id: &str,
     session: &SessionKey,
     json_mode: bool,
 ) -> anyhow::Result<Option<ExitCode>> {
-    let p = &event["payload"];
-    let s = |k: &str| p[k].as_str().unwrap_or_default().to_string();
-    match event["event"].as_str().unwrap_or_default() {
-        "exec.approval.requested" if p["sessionKey"] == session.as_str() => {
+    // Frames this build does not know (a newer gateway's events) are skipped.
+    let Some(EventFrame { event, .. }) = EventFrame::parse(frame) else {
+        return Ok(None);
+    };
+    match event {
+        Event::ApprovalRequested(asked) if asked.session_key == session.as_str() => {
             let request = ApprovalRequest {
-                id: s("callId"),
-                session: s("sessionKey"),
-                tool: s("tool"),
-                summary: s("summary"),
-                reason: s("reason"),
-                key: s("key"),
+                id: asked.call_id,
+                session: asked.session_key,
+                tool: asked.tool,
+                summary: asked.summary,
+                reason: asked.reason,
+                key: asked.key,
             };
             show(json_mode, &AgentEvent::ApprovalPending(request.clone()));
             let decision = ask().await;
@@ -97,59 +100,65 @@ async fn handle(
             let _ = gw
                 .call(
                     "exec.approval.resolve",
-                    json!({"approvalId": p["approvalId"], "decision": decision}),
+                    json!({"approvalId": asked.approval_id, "decision": decision}),
                 )
                 .await?;
         }
-        _ if p["runId"] != run_id => {}
-        "chat" => match p["state"].as_str().unwrap_or_default() {
-            "delta" => show(json_mode, &AgentEvent::Text(s("text"))),
-            "final" => {
+        Event::Chat(chat) if chat.run_id == run_id => match chat.state {
+            ChatState::Delta { text } => show(json_mode, &AgentEvent::Text(text)),
+            ChatState::Final {
+                text, model, usage, ..
+            } => {
                 if json_mode {
                     line(
-                        &json!({"type": "done", "run_id": run_id, "model": p["model"], "usage": p["usage"]}),
+                        &json!({"type": "done", "run_id": run_id, "model": model, "usage": usage}),
                     );
-                } else if !s("text").ends_with('\n') {
+                } else if !text.ends_with('\n') {
                     crate::run::print_stdout("\n")?;
                 }
                 return Ok(Some(ExitCode::SUCCESS));
             }
-            "aborted" => {
+            ChatState::Aborted => {
                 eprintln!("lurkbot agent: the turn was aborted");
                 return Ok(Some(ExitCode::from(130)));
             }
-            _ => {
+            ChatState::Error { message } => {
                 if json_mode {
-                    line(&json!({"type": "error", "message": p["message"]}));
+                    line(&json!({"type": "error", "message": message}));
                 }
-                eprintln!("lurkbot agent: {}", s("message"));
+                eprintln!("lurkbot agent: {message}");
                 return Ok(Some(ExitCode::from(1)));
             }
         },
-        "agent" if p["stream"] == "tool" => {
-            let d = &p["data"];
-            let ds = |k: &str| d[k].as_str().unwrap_or_default().to_string();
-            match d["phase"].as_str() {
-                Some("start") => show(
-                    json_mode,
-                    &AgentEvent::ToolStart {
-                        id: ds("id"),
-                        name: ds("name"),
-                        arguments: ds("arguments"),
-                    },
-                ),
-                Some("end") => show(
-                    json_mode,
-                    &AgentEvent::ToolEnd {
-                        id: ds("id"),
-                        name: ds("name"),
-                        is_error: d["isError"] == true,
-                        preview: ds("preview"),
-                    },
-                ),
-                _ => {}
-            }
-        }
+        Event::Agent(agent) if agent.run_id == run_id => match agent.stream {
+            AgentStream::Tool(ToolPhase::Start {
+                id,
+                name,
+                arguments,
+            }) => show(
+                json_mode,
+                &AgentEvent::ToolStart {
+                    id,
+                    name,
+                    arguments,
+                },
+            ),
+            AgentStream::Tool(ToolPhase::End {
+                id,
+                name,
+                is_error,
+                preview,
+            }) => show(
+                json_mode,
+                &AgentEvent::ToolEnd {
+                    id,
+                    name,
+                    is_error,
+                    preview,
+                },
+            ),
+            _ => {}
+        },
         _ => {}
     }
     Ok(None)

@@ -1,6 +1,14 @@
 //! The wire protocol of `/ws` (ARCHITECTURE.md §6, OpenClaw-style): JSON text frames
 //! `{"type":"req","id","method","params"}`, `{"type":"res","id","ok","payload"|"error"}` and
-//! `{"type":"event","event","payload","seq"}`. Shared by the server and its tests.
+//! `{"type":"event","event","payload","seq"}`. Events are the types of [`event`]. Shared by the
+//! server, the CLI's remote client, the bench and the tests.
+
+mod event;
+
+pub use event::{
+    AgentEvent, AgentStream, ApprovalRequested, Challenge, ChatEvent, ChatState, Compaction, Event,
+    EventFrame, Lagged, Lifecycle, LifecyclePhase, Shutdown, Tick, ToolPhase,
+};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -30,15 +38,7 @@ pub const METHODS: &[&str] = &[
 ];
 
 /// Events the server sends.
-pub const EVENTS: &[&str] = &[
-    "connect.challenge",
-    "chat",
-    "agent",
-    "tick",
-    "exec.approval.requested",
-    "lagged",
-    "shutdown",
-];
+pub const EVENTS: &[&str] = Event::NAMES;
 
 /// Error codes of `res` frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,11 +141,6 @@ pub fn ok(id: &str, payload: Value) -> Value {
 pub fn err(id: Option<&str>, error: &MethodError) -> Value {
     json!({"type": "res", "id": id, "ok": false,
         "error": {"code": error.code.as_str(), "message": error.message}})
-}
-
-/// An event.
-pub fn event(name: &str, payload: &Value, seq: u64) -> Value {
-    json!({"type": "event", "event": name, "payload": payload, "seq": seq})
 }
 
 #[cfg(test)]
