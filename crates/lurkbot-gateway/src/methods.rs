@@ -1,6 +1,10 @@
-//! The WebSocket methods (ARCHITECTURE.md §6). Each takes the request's `params` object and answers a
-//! payload or a [`MethodError`].
+//! The WebSocket methods (ARCHITECTURE.md §6): one table, [`METHODS`], where each method's name
+//! sits beside its handler (axum-style); `hello-ok` advertises the table's names, and an
+//! unknown name cannot be dispatched. Each handler takes the request's `params` object and
+//! answers a payload or a [`MethodError`].
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use lurkbot_agent::{Decision, Entry, Sessions};
@@ -8,7 +12,7 @@ use lurkbot_core::SessionKey;
 use lurkbot_term::ExecRequest;
 use serde_json::{Value, json};
 
-use crate::protocol::{ErrorCode, MethodError};
+use crate::protocol::{ErrorCode, MethodError, health, method};
 use crate::state::AppState;
 
 /// Longest `agent.wait`.
@@ -28,6 +32,78 @@ fn session_param(params: &Value) -> Result<SessionKey, MethodError> {
     }
 }
 
+/// A method's future.
+type Reply<'a> = Pin<Box<dyn Future<Output = Result<Value, MethodError>> + Send + 'a>>;
+
+/// One WebSocket method: its wire name beside its handler.
+pub(crate) struct Method {
+    /// The wire name (from [`method`]).
+    pub(crate) name: &'static str,
+    /// Answers the request's `params`.
+    pub(crate) handler: for<'a> fn(&'a AppState, &'a Value) -> Reply<'a>,
+}
+
+/// Every method the gateway answers; `hello-ok` advertises exactly these names.
+pub(crate) const METHODS: &[Method] = &[
+    Method {
+        name: method::HEALTH,
+        handler: |_, _| Box::pin(async { Ok(health()) }),
+    },
+    Method {
+        name: method::STATUS,
+        handler: |s, _| Box::pin(async { Ok(status(s)) }),
+    },
+    Method {
+        name: method::CHAT_SEND,
+        handler: |s, p| Box::pin(async { send(s, p) }),
+    },
+    Method {
+        name: method::CHAT_HISTORY,
+        handler: |s, p| Box::pin(async { history(s, p) }),
+    },
+    Method {
+        name: method::CHAT_ABORT,
+        handler: |s, p| Box::pin(abort(s, p)),
+    },
+    Method {
+        name: method::AGENT,
+        handler: |s, p| Box::pin(async { send(s, p) }),
+    },
+    Method {
+        name: method::AGENT_WAIT,
+        handler: |s, p| Box::pin(wait(s, p)),
+    },
+    Method {
+        name: method::SESSIONS_LIST,
+        handler: |s, p| Box::pin(async { list(s, p) }),
+    },
+    Method {
+        name: method::SESSIONS_HISTORY,
+        handler: |s, p| Box::pin(async { history(s, p) }),
+    },
+    Method {
+        name: method::SESSIONS_RESET,
+        handler: |s, p| Box::pin(reset(s, p)),
+    },
+    Method {
+        name: method::SESSIONS_DELETE,
+        handler: |s, p| Box::pin(delete(s, p)),
+    },
+    Method {
+        name: method::TERMINAL_EXEC,
+        handler: |s, p| Box::pin(terminal_exec(s, p)),
+    },
+    Method {
+        name: method::EXEC_APPROVAL_RESOLVE,
+        handler: |s, p| Box::pin(async { resolve(s, p) }),
+    },
+];
+
+/// The names of [`METHODS`], in order.
+pub(crate) fn names() -> Vec<&'static str> {
+    METHODS.iter().map(|m| m.name).collect()
+}
+
 /// Runs `method`.
 ///
 /// # Errors
@@ -37,126 +113,126 @@ pub(crate) async fn call(
     method: &str,
     params: &Value,
 ) -> Result<Value, MethodError> {
-    match method {
-        "health" => Ok(json!({"ok": true, "version": env!("CARGO_PKG_VERSION")})),
-        "status" => Ok(json!({
-            "version": env!("CARGO_PKG_VERSION"),
-            "liveSessions": state.host.live_sessions(),
-            "pendingApprovals": state.approver.pending(),
-            "connections": state.connections(),
-        })),
-        "chat.send" | "agent" => {
-            let key = session_param(params)?;
-            let message = str_param(params, "message")?;
-            if message.trim().is_empty() {
-                return Err(MethodError::invalid("message is empty"));
-            }
-            let run_id = state.host.start(key.clone(), message.to_string(), false)?;
-            Ok(json!({"runId": run_id, "sessionKey": key.as_str(), "status": "started"}))
-        }
-        "agent.wait" => {
-            let run_id = str_param(params, "runId")?;
-            let timeout = params
-                .get("timeoutMs")
-                .and_then(Value::as_u64)
-                .unwrap_or(30_000)
-                .min(MAX_WAIT_MS);
-            let end = state
-                .host
-                .wait(run_id, Duration::from_millis(timeout))
-                .await?;
-            Ok(match end {
-                Some(end) => {
-                    let mut v = end.to_json();
-                    v["runId"] = json!(run_id);
-                    v
-                }
-                None => json!({"runId": run_id, "status": "running"}),
-            })
-        }
-        "chat.abort" => {
-            let key = session_param(params)?;
-            Ok(json!({"aborted": state.host.abort(&key).await}))
-        }
-        "chat.history" | "sessions.history" => history(state, params),
-        "sessions.list" => {
-            let agent = params
-                .get("agentId")
-                .and_then(Value::as_str)
-                .unwrap_or("main");
-            let sessions = Sessions::open(&state.home, agent)
-                .list()
-                .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))?;
-            Ok(json!({"sessions": sessions.into_values().collect::<Vec<_>>()}))
-        }
-        "sessions.reset" => {
-            let key = session_param(params)?;
-            state.host.release(&key).await;
-            let id = Sessions::open(&state.home, key.agent_id())
-                .reset(&key)
-                .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))?;
-            Ok(json!({"sessionKey": key.as_str(), "sessionId": id}))
-        }
-        "sessions.delete" => {
-            let key = session_param(params)?;
-            state.host.release(&key).await;
-            let deleted = Sessions::open(&state.home, key.agent_id())
-                .delete(&key)
-                .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))?;
-            if !deleted {
-                return Err(MethodError::new(
-                    ErrorCode::NotFound,
-                    format!("no session {}", key.as_str()),
-                ));
-            }
-            Ok(json!({"deleted": true}))
-        }
-        "terminal.exec" => {
-            let mut request = ExecRequest::new(str_param(params, "command")?);
-            request.session = session_param(params)?;
-            request.stdin = params
-                .get("stdin")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            request.timeout_ms = params.get("timeoutMs").and_then(Value::as_u64);
-            let envelope = state.exec.run(request).await;
-            serde_json::to_value(&envelope)
-                .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))
-        }
-        "exec.approval.resolve" => {
-            let id = str_param(params, "approvalId")?;
-            let decision: Decision = str_param(params, "decision")?
-                .parse()
-                .map_err(MethodError::invalid)?;
-            if state.approver.resolve(id, decision) {
-                Ok(json!({"approvalId": id, "decision": decision}))
-            } else {
-                Err(MethodError::new(
-                    ErrorCode::NotFound,
-                    format!("no pending approval {id} (already answered or timed out)"),
-                ))
-            }
-        }
-        other => Err(MethodError::new(
+    match METHODS.iter().find(|m| m.name == method) {
+        Some(m) => (m.handler)(state, params).await,
+        None => Err(MethodError::new(
             ErrorCode::NotFound,
-            format!("unknown method '{other}'"),
+            format!("unknown method '{method}'"),
         )),
+    }
+}
+
+fn status(state: &AppState) -> Value {
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "liveSessions": state.host.live_sessions(),
+        "pendingApprovals": state.approver.pending(),
+        "connections": state.connections(),
+    })
+}
+
+/// `chat.send` and `agent`: starts a turn, answers its run id at once.
+fn send(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let key = session_param(params)?;
+    let message = str_param(params, "message")?;
+    if message.trim().is_empty() {
+        return Err(MethodError::invalid("message is empty"));
+    }
+    let run_id = state.host.start(key.clone(), message.to_string(), false)?;
+    Ok(json!({"runId": run_id, "sessionKey": key.as_str(), "status": "started"}))
+}
+
+async fn wait(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let run_id = str_param(params, "runId")?;
+    let timeout = params
+        .get("timeoutMs")
+        .and_then(Value::as_u64)
+        .unwrap_or(30_000)
+        .min(MAX_WAIT_MS);
+    let end = state
+        .host
+        .wait(run_id, Duration::from_millis(timeout))
+        .await?;
+    Ok(match end {
+        Some(end) => {
+            let mut v = end.to_json();
+            v["runId"] = json!(run_id);
+            v
+        }
+        None => json!({"runId": run_id, "status": "running"}),
+    })
+}
+
+async fn abort(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let key = session_param(params)?;
+    Ok(json!({"aborted": state.host.abort(&key).await}))
+}
+
+fn list(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let agent = params
+        .get("agentId")
+        .and_then(Value::as_str)
+        .unwrap_or("main");
+    let sessions = Sessions::open(&state.home, agent).list()?;
+    Ok(json!({"sessions": sessions.into_values().collect::<Vec<_>>()}))
+}
+
+async fn reset(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let key = session_param(params)?;
+    state.host.release(&key).await;
+    let id = Sessions::open(&state.home, key.agent_id()).reset(&key)?;
+    Ok(json!({"sessionKey": key.as_str(), "sessionId": id}))
+}
+
+async fn delete(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let key = session_param(params)?;
+    state.host.release(&key).await;
+    if !Sessions::open(&state.home, key.agent_id()).delete(&key)? {
+        return Err(MethodError::new(
+            ErrorCode::NotFound,
+            format!("no session {}", key.as_str()),
+        ));
+    }
+    Ok(json!({"deleted": true}))
+}
+
+async fn terminal_exec(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let mut request = ExecRequest::new(str_param(params, "command")?);
+    request.session = session_param(params)?;
+    request.stdin = params
+        .get("stdin")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    request.timeout_ms = params.get("timeoutMs").and_then(Value::as_u64);
+    let envelope = state.exec.run(request).await;
+    serde_json::to_value(&envelope)
+        .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))
+}
+
+fn resolve(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let id = str_param(params, "approvalId")?;
+    let decision: Decision = str_param(params, "decision")?
+        .parse()
+        .map_err(MethodError::invalid)?;
+    if state.approver.resolve(id, decision) {
+        Ok(json!({"approvalId": id, "decision": decision}))
+    } else {
+        Err(MethodError::new(
+            ErrorCode::NotFound,
+            format!("no pending approval {id} (already answered or timed out)"),
+        ))
     }
 }
 
 fn history(state: &AppState, params: &Value) -> Result<Value, MethodError> {
     let key = session_param(params)?;
     let sessions = Sessions::open(&state.home, key.agent_id());
-    let list = sessions
-        .list()
-        .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))?;
+    let list = sessions.list()?;
     let Some(entry) = list.get(key.as_str()) else {
         return Ok(json!({"sessionKey": key.as_str(), "messages": []}));
     };
     let limit = params.get("limit").and_then(Value::as_u64).unwrap_or(200) as usize;
-    let entries = sessions
-        .history(&entry.session_id)
-        .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))?;
+    let entries = sessions.history(&entry.session_id)?;
     let messages: Vec<Value> = entries
         .iter()
         .map(|e| match e {
@@ -169,4 +245,20 @@ fn history(state: &AppState, params: &Value) -> Result<Value, MethodError> {
         json!({"sessionKey": key.as_str(), "sessionId": entry.session_id,
         "messages": messages[skip..]}),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_appears_once() {
+        let names = names();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "{names:?}");
+        assert!(names.contains(&method::TERMINAL_EXEC));
+        assert!(!names.contains(&method::CONNECT), "connect is the handshake, not a method");
+    }
 }

@@ -12,7 +12,6 @@ use std::net::SocketAddr;
 use axum::Router;
 use axum::routing::{get, post};
 use lurkbot_core::GatewayAuth;
-use serde_json::json;
 use tokio::net::TcpListener;
 
 use crate::state::AppState;
@@ -34,7 +33,7 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(crate::ui::index))
         .route(
             "/health",
-            get(|| async { axum::Json(json!({"ok": true, "version": env!("CARGO_PKG_VERSION")})) }),
+            get(|| async { axum::Json(crate::protocol::health()) }),
         )
         .route("/ws", get(crate::ws::upgrade))
         .route("/v1/models", get(crate::openai::models))

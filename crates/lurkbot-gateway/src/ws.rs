@@ -18,8 +18,8 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::auth::token_matches;
 use crate::protocol::{
-    self, Challenge, EVENTS, ErrorCode, Event, EventFrame, Lagged, MAX_PAYLOAD, METHODS,
-    MethodError, PROTOCOL_VERSION, Shutdown, TICK_INTERVAL_MS, Tick,
+    self, Challenge, EVENTS, ErrorCode, Event, EventFrame, Lagged, MAX_PAYLOAD, MethodError,
+    PROTOCOL_VERSION, Shutdown, TICK_INTERVAL_MS, Tick,
 };
 use crate::state::AppState;
 
@@ -113,7 +113,7 @@ async fn handshake(
         Err((id, e)) => return refuse(id.as_deref(), e),
     };
     let id = request.id.as_str();
-    if request.method != "connect" {
+    if request.method != protocol::method::CONNECT {
         return refuse(
             Some(id),
             MethodError::invalid(format!(
@@ -165,7 +165,7 @@ async fn handshake(
             "type": "hello-ok",
             "protocol": PROTOCOL_VERSION,
             "server": {"version": env!("CARGO_PKG_VERSION"), "connId": conn_id},
-            "features": {"methods": METHODS, "events": EVENTS},
+            "features": {"methods": crate::methods::names(), "events": EVENTS},
             "policy": {"maxPayload": MAX_PAYLOAD, "tickIntervalMs": TICK_INTERVAL_MS},
         }),
     )));

@@ -1,6 +1,6 @@
 //! The wire protocol of `/ws` (ARCHITECTURE.md §6, OpenClaw-style): JSON text frames
 //! `{"type":"req","id","method","params"}`, `{"type":"res","id","ok","payload"|"error"}` and
-//! `{"type":"event","event","payload","seq"}`. Events are the types of [`event`]. Shared by the
+//! `{"type":"event","event","payload","seq"}`. Events are [`Event`]s. Shared by the
 //! server, the CLI's remote client, the bench and the tests.
 
 mod event;
@@ -20,22 +20,43 @@ pub const MAX_PAYLOAD: usize = 512 * 1024;
 /// Interval of `tick` keep-alive events.
 pub const TICK_INTERVAL_MS: u64 = 15_000;
 
-/// Methods the server answers.
-pub const METHODS: &[&str] = &[
-    "health",
-    "status",
-    "chat.send",
-    "chat.history",
-    "chat.abort",
-    "agent",
-    "agent.wait",
-    "sessions.list",
-    "sessions.history",
-    "sessions.reset",
-    "sessions.delete",
-    "terminal.exec",
-    "exec.approval.resolve",
-];
+/// Method names, defined once: the gateway's method table and its clients use these.
+pub mod method {
+    /// The handshake: the first request on every connection (answered by the socket, not the
+    /// method table).
+    pub const CONNECT: &str = "connect";
+    /// Liveness and version.
+    pub const HEALTH: &str = "health";
+    /// Sessions, approvals and connections now.
+    pub const STATUS: &str = "status";
+    /// Start a turn.
+    pub const CHAT_SEND: &str = "chat.send";
+    /// A session's messages.
+    pub const CHAT_HISTORY: &str = "chat.history";
+    /// Abort a session's running turn.
+    pub const CHAT_ABORT: &str = "chat.abort";
+    /// Start a turn (OpenClaw's name).
+    pub const AGENT: &str = "agent";
+    /// Wait for a run's end.
+    pub const AGENT_WAIT: &str = "agent.wait";
+    /// An agent's sessions.
+    pub const SESSIONS_LIST: &str = "sessions.list";
+    /// A session's messages.
+    pub const SESSIONS_HISTORY: &str = "sessions.history";
+    /// A fresh transcript for a session key.
+    pub const SESSIONS_RESET: &str = "sessions.reset";
+    /// Remove a session.
+    pub const SESSIONS_DELETE: &str = "sessions.delete";
+    /// Run one terminal command.
+    pub const TERMINAL_EXEC: &str = "terminal.exec";
+    /// Answer a pending approval.
+    pub const EXEC_APPROVAL_RESOLVE: &str = "exec.approval.resolve";
+}
+
+/// The body of `GET /health` and of the `health` method.
+pub fn health() -> Value {
+    json!({"ok": true, "version": env!("CARGO_PKG_VERSION")})
+}
 
 /// Events the server sends.
 pub const EVENTS: &[&str] = Event::NAMES;
@@ -86,6 +107,13 @@ impl MethodError {
     /// `INVALID_REQUEST`.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::InvalidRequest, message)
+    }
+}
+
+impl From<lurkbot_agent::AgentError> for MethodError {
+    /// The agent could not do it now (a store or model failure): `UNAVAILABLE` with its reason.
+    fn from(error: lurkbot_agent::AgentError) -> Self {
+        Self::new(ErrorCode::Unavailable, error.to_string())
     }
 }
 

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use lurkbot_agent::{AgentEvent, ApprovalRequest, Decision};
 use lurkbot_core::{Home, SessionKey};
-use lurkbot_gateway::protocol::{AgentStream, ChatState, Event, EventFrame, ToolPhase};
+use lurkbot_gateway::protocol::{AgentStream, ChatState, Event, EventFrame, ToolPhase, method};
 use serde_json::{Value, json};
 
 use super::console::{line, show};
@@ -34,7 +34,7 @@ pub(crate) fn run(
         };
         let started = gw
             .call(
-                "chat.send",
+                method::CHAT_SEND,
                 json!({"sessionKey": session.as_str(), "message": message}),
             )
             .await?;
@@ -53,7 +53,7 @@ pub(crate) fn run(
             let event = tokio::select! {
                 e = gw.event() => e?,
                 _ = tokio::signal::ctrl_c() => {
-                    let _ = gw.call("chat.abort", json!({"sessionKey": session.as_str()})).await?;
+                    let _ = gw.call(method::CHAT_ABORT, json!({"sessionKey": session.as_str()})).await?;
                     if json_mode { line(&json!({"type": "cancelled"})); }
                     eprintln!("\nlurkbot agent: cancelled; what ran so far is in the transcript");
                     return Ok(ExitCode::from(130));
@@ -99,7 +99,7 @@ async fn handle(
             );
             let _ = gw
                 .call(
-                    "exec.approval.resolve",
+                    method::EXEC_APPROVAL_RESOLVE,
                     json!({"approvalId": asked.approval_id, "decision": decision}),
                 )
                 .await?;

@@ -98,7 +98,7 @@ fn remote(
     let answer = runtime.block_on(async {
         let mut gw = super::remote::Remote::connect(url, token.as_deref()).await?;
         gw.call(
-            "terminal.exec",
+            lurkbot_gateway::protocol::method::TERMINAL_EXEC,
             serde_json::json!({"command": args.command, "stdin": stdin,
                 "timeoutMs": args.timeout_ms, "sessionKey": session.as_str()}),
         )

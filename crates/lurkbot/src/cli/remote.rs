@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use futures_util::{SinkExt, StreamExt};
 use lurkbot_core::{Config, Home, layout};
+use lurkbot_gateway::protocol::{Event, EventFrame, PROTOCOL_VERSION, method};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -66,13 +67,19 @@ impl Remote {
             events: VecDeque::new(),
         };
         let challenge = remote.frame().await?;
-        if challenge["event"] != "connect.challenge" {
+        if !matches!(
+            EventFrame::parse(&challenge),
+            Some(EventFrame {
+                event: Event::ConnectChallenge(_),
+                ..
+            })
+        ) {
             bail!("the gateway did not start with connect.challenge");
         }
         let hello = remote
             .call(
-                "connect",
-                json!({"minProtocol": 1, "maxProtocol": 1, "role": "operator",
+                method::CONNECT,
+                json!({"minProtocol": PROTOCOL_VERSION, "maxProtocol": PROTOCOL_VERSION, "role": "operator",
                     "client": {"id": "lurkbot-cli", "version": env!("CARGO_PKG_VERSION"),
                         "platform": std::env::consts::OS, "mode": "cli"},
                     "auth": {"token": token.unwrap_or("")}}),
