@@ -259,6 +259,9 @@ mod tests {
         sorted.dedup();
         assert_eq!(sorted.len(), names.len(), "{names:?}");
         assert!(names.contains(&method::TERMINAL_EXEC));
-        assert!(!names.contains(&method::CONNECT), "connect is the handshake, not a method");
+        assert!(
+            !names.contains(&method::CONNECT),
+            "connect is the handshake, not a method"
+        );
     }
 }
