@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::{CommandError, CommandSpec, ErrorCode, FlagSpec};
+use crate::{CommandError, ErrorCode, FlagSpec};
 
 /// Parsed arguments of one (sub)command.
 #[derive(Debug, Clone, Default)]
@@ -14,24 +14,6 @@ pub struct ParsedArgs {
 }
 
 impl ParsedArgs {
-    /// Parses `args` against the flags of `spec`'s subcommand `name`.
-    ///
-    /// # Errors
-    /// `InvalidArgs` from [`ParsedArgs::parse`]; `Internal` if `name` is not in the spec (a bug).
-    pub fn for_subcommand(
-        spec: &'static CommandSpec,
-        name: &str,
-        args: &[String],
-    ) -> Result<Self, CommandError> {
-        let sub = spec.subcommand(name).ok_or_else(|| {
-            CommandError::new(
-                ErrorCode::Internal,
-                format!("'{} {name}' has no spec", spec.name),
-            )
-        })?;
-        Self::parse(sub.flags, sub.usage, args)
-    }
-
     /// Parses `args` (the tokens after the command and subcommand names) against `flags`.
     ///
     /// # Errors

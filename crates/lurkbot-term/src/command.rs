@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use lurkbot_core::{Config, Home, SessionKey};
 use serde_json::{Map, Value};
 
-use crate::{Artifact, CommandSpec, ErrorCode, Progress};
+use crate::{Artifact, CommandSpec, ErrorCode, ParsedArgs, Progress};
 
 /// The future a command returns.
 pub type CommandFuture<'a> =
@@ -23,7 +23,28 @@ pub trait Command: Send + Sync {
 
     /// Runs the command. `args` are the tokens after the command name (help forms never reach
     /// here: the executor answers them from [`Command::spec`]).
-    fn run<'a>(&'a self, ctx: &'a CommandCtx<'a>, args: &'a [String]) -> CommandFuture<'a>;
+    ///
+    /// The default serves commands with subcommands: the first token picks the
+    /// [`SubcommandSpec`](crate::SubcommandSpec), the rest is parsed against its flags, and its
+    /// own `run` gets the result. There is no fallback arm: a name the spec does not list is
+    /// refused, whatever the command.
+    fn run<'a>(&'a self, ctx: &'a CommandCtx<'a>, args: &'a [String]) -> CommandFuture<'a> {
+        let spec = self.spec();
+        let (name, rest) = crate::args::split_subcommand(args);
+        let Some(sub) = spec.subcommand(name) else {
+            let names: Vec<&str> = spec.subcommands.iter().map(|s| s.name).collect();
+            let error = CommandError::new(
+                ErrorCode::InvalidArgs,
+                format!("unknown subcommand '{name}' for {}", spec.name),
+            )
+            .with_hint(format!("subcommands: {}", names.join(", ")));
+            return Box::pin(async move { Err(error) });
+        };
+        match ParsedArgs::parse(sub.flags, sub.usage, rest) {
+            Ok(parsed) => (sub.run)(ctx, parsed),
+            Err(error) => Box::pin(async move { Err(error) }),
+        }
+    }
 }
 
 /// Set when a run is cancelled (timeout); long-running work checks it between steps.
@@ -215,5 +236,44 @@ impl std::fmt::Debug for Registry {
         f.debug_list()
             .entries(self.specs().map(|s| s.name))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod dispatch_tests {
+    use super::*;
+
+    /// Every built-in command with subcommands, called directly (past the executor's own
+    /// check): a name its spec does not list is refused, never run as some other subcommand.
+    #[tokio::test]
+    async fn an_unlisted_subcommand_is_never_dispatched() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::open(dir.path()).expect("home");
+        let session = SessionKey::main();
+        let registry = crate::default_registry();
+        let ctx = CommandCtx::new(&home, &session, None, "run_test", &registry);
+        let mut checked = 0;
+        for spec in registry.specs() {
+            let name = spec.name;
+            let Some(command) = registry.get(name) else {
+                continue;
+            };
+            if command.spec().subcommands.is_empty() {
+                continue;
+            }
+            let args = vec!["no-such-subcommand".to_string(), "--confirm".to_string()];
+            let outcome = command.run(&ctx, &args).await;
+            let Err(error) = outcome else {
+                panic!("{name} ran an unlisted subcommand");
+            };
+            assert_eq!(error.code, ErrorCode::InvalidArgs, "{name}");
+            assert!(
+                error.message.contains("no-such-subcommand"),
+                "{name}: {}",
+                error.message
+            );
+            checked += 1;
+        }
+        assert!(checked >= 4, "only {checked} commands with subcommands");
     }
 }

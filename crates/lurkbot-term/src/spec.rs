@@ -1,4 +1,7 @@
-//! Static descriptions of commands: the only source for help, usage messages and flag parsing.
+//! Static descriptions of commands: the only source for help, usage messages and flag parsing,
+//! and (for each subcommand) the function that runs it.
+
+use crate::{CommandCtx, CommandFuture, ParsedArgs};
 
 /// One flag (`--in PATH`), switch (`--confirm`) or positional argument (`<command>`, a name not
 /// starting with `-`).
@@ -56,7 +59,11 @@ impl FlagSpec {
     }
 }
 
-/// A subcommand such as `zip list`.
+/// The work of one subcommand: gets the flags already parsed against its [`FlagSpec`]s.
+pub(crate) type SubcommandRun = for<'a> fn(&'a CommandCtx<'a>, ParsedArgs) -> CommandFuture<'a>;
+
+/// A subcommand such as `zip list`: its description and the function that runs it, together, so
+/// a subcommand cannot be described without being runnable or run without being described.
 #[derive(Debug, Clone, Copy)]
 pub struct SubcommandSpec {
     /// `list`.
@@ -69,6 +76,8 @@ pub struct SubcommandSpec {
     pub flags: &'static [FlagSpec],
     /// Complete example commands.
     pub examples: &'static [&'static str],
+    /// Runs it.
+    pub run: SubcommandRun,
 }
 
 /// A top-level command.

@@ -87,6 +87,14 @@ pub static ARCHIVE: CommandSpec = CommandSpec {
             usage: "archive list [--big]",
             flags: &[FlagSpec::switch("--big", "print a lot")],
             examples: &["archive list"],
+            run: |_, p| {
+                Box::pin(async move {
+                    Ok(Outcome {
+                        stdout: "x".repeat(if p.has("--big") { 20_000 } else { 3 }),
+                        ..Outcome::default()
+                    })
+                })
+            },
         },
         SubcommandSpec {
             name: "make",
@@ -94,6 +102,7 @@ pub static ARCHIVE: CommandSpec = CommandSpec {
             usage: "archive make --out <path> --confirm [--overwrite]",
             flags: MAKE_FLAGS,
             examples: &[],
+            run: |ctx, p| Box::pin(async move { make(ctx, &p) }),
         },
     ],
     flags: &[],
@@ -101,39 +110,21 @@ pub static ARCHIVE: CommandSpec = CommandSpec {
     skill: "test",
 };
 
+fn make(ctx: &CommandCtx<'_>, p: &ParsedArgs) -> Result<Outcome, CommandError> {
+    p.require_confirm("archive make")?;
+    let out = p.get("--out").unwrap_or_default();
+    let artifact = output::write_json_out(ctx, p, out, &json!({"made": true}), "test product")?;
+    Ok(Outcome {
+        artifacts: vec![artifact],
+        ..Outcome::default()
+    })
+}
+
+/// A command with subcommands, dispatched by the default `Command::run`.
 pub struct Archive;
 impl Command for Archive {
     fn spec(&self) -> &'static CommandSpec {
         &ARCHIVE
-    }
-    fn run<'a>(&'a self, ctx: &'a CommandCtx<'a>, args: &'a [String]) -> CommandFuture<'a> {
-        Box::pin(async move {
-            let sub = ARCHIVE
-                .subcommand(&args[0])
-                .ok_or_else(|| CommandError::new(lurkbot_term::ErrorCode::Internal, "no sub"))?;
-            let p = ParsedArgs::parse(sub.flags, sub.usage, &args[1..])?;
-            match sub.name {
-                "list" => Ok(Outcome {
-                    stdout: "x".repeat(if p.has("--big") { 20_000 } else { 3 }),
-                    ..Outcome::default()
-                }),
-                _ => {
-                    p.require_confirm("archive make")?;
-                    let out = p.get("--out").unwrap_or_default();
-                    let artifact = output::write_json_out(
-                        ctx,
-                        &p,
-                        out,
-                        &json!({"made": true}),
-                        "test product",
-                    )?;
-                    Ok(Outcome {
-                        artifacts: vec![artifact],
-                        ..Outcome::default()
-                    })
-                }
-            }
-        })
     }
 }
 

@@ -29,10 +29,7 @@ pub fn fuzz_read_ical(text: &str) -> bool {
 use lurkbot_core::CalendarPermission;
 
 use crate::archive::flags::{LIST_CONFIRM, LIST_OVERWRITE};
-use crate::{
-    Command, CommandCtx, CommandError, CommandFuture, CommandSpec, ErrorCode, FlagSpec,
-    SubcommandSpec,
-};
+use crate::{Command, CommandCtx, CommandError, CommandSpec, ErrorCode, FlagSpec, SubcommandSpec};
 
 const MAX_CALENDARS: FlagSpec = FlagSpec::value(
     "--max",
@@ -68,6 +65,7 @@ pub static SPEC: CommandSpec = CommandSpec {
             usage: "cal list-calendars [--max <n>] [--out <path>]",
             flags: &[MAX_CALENDARS, OUT, LIST_CONFIRM, LIST_OVERWRITE],
             examples: &["cal list-calendars"],
+            run: |ctx, parsed| Box::pin(read::list_calendars(ctx, parsed)),
         },
         SubcommandSpec {
             name: "list-events",
@@ -95,6 +93,7 @@ pub static SPEC: CommandSpec = CommandSpec {
             examples: &[
                 "cal list-events --from 2026-11-21T00:00:00+01:00 --to 2026-11-28T00:00:00+01:00",
             ],
+            run: |ctx, parsed| Box::pin(read::list_events(ctx, parsed)),
         },
         SubcommandSpec {
             name: "create-event",
@@ -129,6 +128,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                 "cal create-event --calendar-id 1 --title \"Dentist\" --start 2026-11-24T09:00:00+01:00 --end 2026-11-24T09:30:00+01:00 --remind-minutes 30 --confirm",
                 "cal create-event --calendar-id 1 --title Holiday --start 2026-12-24 --end 2026-12-27 --all-day --confirm",
             ],
+            run: |ctx, parsed| Box::pin(write::create(ctx, parsed)),
         },
         SubcommandSpec {
             name: "update-event",
@@ -146,6 +146,7 @@ pub static SPEC: CommandSpec = CommandSpec {
             examples: &[
                 "cal update-event --event-id 7 --title \"Dentist (moved)\" --start 2026-11-25T09:00:00+01:00 --end 2026-11-25T09:30:00+01:00 --confirm",
             ],
+            run: |ctx, parsed| Box::pin(write::update(ctx, parsed)),
         },
         SubcommandSpec {
             name: "delete-event",
@@ -153,6 +154,7 @@ pub static SPEC: CommandSpec = CommandSpec {
             usage: "cal delete-event --event-id <id> --confirm",
             flags: &[EVENT_ID, CONFIRM],
             examples: &["cal delete-event --event-id 7 --confirm"],
+            run: |ctx, parsed| Box::pin(write::delete(ctx, parsed)),
         },
         SubcommandSpec {
             name: "add-reminder",
@@ -169,6 +171,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                 CONFIRM,
             ],
             examples: &["cal add-reminder --event-id 7 --minutes 15 --confirm"],
+            run: |ctx, parsed| Box::pin(write::add_reminder(ctx, parsed)),
         },
         SubcommandSpec {
             name: "export",
@@ -181,6 +184,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                 LIST_OVERWRITE,
             ],
             examples: &["cal export --calendar-id 1 --out artifacts/cal/personal.ics"],
+            run: |ctx, parsed| Box::pin(read::export(ctx, parsed)),
         },
     ],
     flags: &[],
@@ -198,21 +202,6 @@ pub struct CalCommand;
 impl Command for CalCommand {
     fn spec(&self) -> &'static CommandSpec {
         &SPEC
-    }
-
-    fn run<'a>(&'a self, ctx: &'a CommandCtx<'a>, args: &'a [String]) -> CommandFuture<'a> {
-        Box::pin(async move {
-            let (sub, rest) = crate::args::split_subcommand(args);
-            match sub {
-                "list-calendars" => read::list_calendars(ctx, rest).await,
-                "list-events" => read::list_events(ctx, rest).await,
-                "export" => read::export(ctx, rest).await,
-                "create-event" => write::create(ctx, rest).await,
-                "update-event" => write::update(ctx, rest).await,
-                "delete-event" => write::delete(ctx, rest).await,
-                _ => write::add_reminder(ctx, rest).await,
-            }
-        })
     }
 }
 

@@ -4,7 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::backend::{Backend, not_found};
 use super::times::{parse_instant, show};
-use super::{SPEC, id_flag, require_access};
+use super::{id_flag, require_access};
 use crate::archive::work::LIST_MAX_CEILING;
 use crate::output::{self, Capped};
 use crate::{Artifact, CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs};
@@ -14,9 +14,8 @@ const UNTRUSTED_NOTE: &str = "[untrusted] Event titles and locations below come 
 
 pub(super) async fn list_calendars(
     ctx: &CommandCtx<'_>,
-    args: &[String],
+    parsed: ParsedArgs,
 ) -> Result<Outcome, CommandError> {
-    let parsed = ParsedArgs::for_subcommand(&SPEC, "list-calendars", args)?;
     let max = max_flag(&parsed, 50)?;
     require_access(ctx, false)?;
     check_out(ctx, &parsed)?;
@@ -48,9 +47,8 @@ pub(super) async fn list_calendars(
 
 pub(super) async fn list_events(
     ctx: &CommandCtx<'_>,
-    args: &[String],
+    parsed: ParsedArgs,
 ) -> Result<Outcome, CommandError> {
-    let parsed = ParsedArgs::for_subcommand(&SPEC, "list-events", args)?;
     let max = max_flag(&parsed, 200)?;
     let from_raw = parsed.get("--from").unwrap_or_default();
     let to_raw = parsed.get("--to").unwrap_or_default();
@@ -116,8 +114,10 @@ pub(super) async fn list_events(
     Ok(outcome(stdout, result, artifact))
 }
 
-pub(super) async fn export(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = ParsedArgs::for_subcommand(&SPEC, "export", args)?;
+pub(super) async fn export(
+    ctx: &CommandCtx<'_>,
+    parsed: ParsedArgs,
+) -> Result<Outcome, CommandError> {
     let calendar_id = id_flag(
         "--calendar-id",
         parsed.get("--calendar-id").unwrap_or_default(),

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::backend::Backend;
 use super::model::{Event, NewEvent};
 use super::times::{Moment, parse_moment, show, span, to_all_day, utc_date};
-use super::{SPEC, id_flag, require_access};
+use super::{id_flag, require_access};
 use crate::{CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs};
 
 /// Longest title or location accepted.
@@ -16,15 +16,17 @@ const MAX_TEXT: usize = 1000;
 const MAX_REMIND_MINUTES: u64 = 525_600;
 
 /// Parses the subcommand, then checks access and `--confirm`, in that order.
-fn gate(ctx: &CommandCtx<'_>, sub: &str, args: &[String]) -> Result<ParsedArgs, CommandError> {
-    let parsed = ParsedArgs::for_subcommand(&SPEC, sub, args)?;
+fn gate(ctx: &CommandCtx<'_>, sub: &str, parsed: ParsedArgs) -> Result<ParsedArgs, CommandError> {
     require_access(ctx, true)?;
     parsed.require_confirm(&format!("cal {sub}"))?;
     Ok(parsed)
 }
 
-pub(super) async fn create(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = gate(ctx, "create-event", args)?;
+pub(super) async fn create(
+    ctx: &CommandCtx<'_>,
+    parsed: ParsedArgs,
+) -> Result<Outcome, CommandError> {
+    let parsed = gate(ctx, "create-event", parsed)?;
     let calendar_id = id_flag(
         "--calendar-id",
         parsed.get("--calendar-id").unwrap_or_default(),
@@ -80,8 +82,11 @@ pub(super) async fn create(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outc
     })
 }
 
-pub(super) async fn update(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = gate(ctx, "update-event", args)?;
+pub(super) async fn update(
+    ctx: &CommandCtx<'_>,
+    parsed: ParsedArgs,
+) -> Result<Outcome, CommandError> {
+    let parsed = gate(ctx, "update-event", parsed)?;
     let event_id = id_flag("--event-id", parsed.get("--event-id").unwrap_or_default())?;
     let title = parsed
         .get("--title")
@@ -153,8 +158,11 @@ pub(super) async fn update(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outc
     })
 }
 
-pub(super) async fn delete(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = gate(ctx, "delete-event", args)?;
+pub(super) async fn delete(
+    ctx: &CommandCtx<'_>,
+    parsed: ParsedArgs,
+) -> Result<Outcome, CommandError> {
+    let parsed = gate(ctx, "delete-event", parsed)?;
     let event_id = id_flag("--event-id", parsed.get("--event-id").unwrap_or_default())?;
     let mut backend = Backend::open(ctx)?;
     let event = backend.event(event_id).await?;
@@ -168,9 +176,9 @@ pub(super) async fn delete(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outc
 
 pub(super) async fn add_reminder(
     ctx: &CommandCtx<'_>,
-    args: &[String],
+    parsed: ParsedArgs,
 ) -> Result<Outcome, CommandError> {
-    let parsed = gate(ctx, "add-reminder", args)?;
+    let parsed = gate(ctx, "add-reminder", parsed)?;
     let event_id = id_flag("--event-id", parsed.get("--event-id").unwrap_or_default())?;
     let minutes =
         i64::try_from(parsed.number("--minutes", 0, 0, MAX_REMIND_MINUTES)?).unwrap_or(i64::MAX);

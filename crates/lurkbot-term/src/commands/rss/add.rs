@@ -3,13 +3,12 @@
 use lurkbot_core::now_ms;
 use serde_json::Map;
 
+use super::check_name;
 use super::http::check_url;
 use super::store::{RssStore, Subscription};
-use super::{SPEC, check_name};
 use crate::{CommandCtx, CommandError, Outcome, ParsedArgs};
 
-pub(super) fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = ParsedArgs::for_subcommand(&SPEC, "add", args)?;
+pub(super) fn run(ctx: &CommandCtx<'_>, parsed: ParsedArgs) -> Result<Outcome, CommandError> {
     let name = parsed.get("--name").unwrap_or_default();
     check_name(name)?;
     let url = check_url(parsed.get("--url").unwrap_or_default())?.to_string();

@@ -14,12 +14,12 @@ use lurkbot_core::now_ms;
 use reqwest::Url;
 use serde_json::{Map, Value, json};
 
+use super::check_name;
 use super::dates::to_rfc3339;
 use super::http::{self, FetchFailure, FetchRequest, Fetched};
 use super::item::Item;
 use super::parse::parse_feed;
 use super::store::{CachedFeed, FetchState, RssStore};
-use super::{SPEC, check_name};
 use crate::archive::work::{LIST_MAX_CEILING, run_blocking};
 use crate::{CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs, output};
 
@@ -46,8 +46,7 @@ struct Report {
     cached_at_ms: Option<u64>,
 }
 
-pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = ParsedArgs::for_subcommand(&SPEC, "fetch", args)?;
+pub(super) async fn run(ctx: &CommandCtx<'_>, parsed: ParsedArgs) -> Result<Outcome, CommandError> {
     let max_items =
         usize::try_from(parsed.number("--max-items", DEFAULT_MAX_ITEMS, 0, LIST_MAX_CEILING)?)
             .unwrap_or(usize::MAX);

@@ -2,7 +2,6 @@
 
 use serde_json::{Map, Value, json};
 
-use super::SPEC;
 use super::store::RssStore;
 use crate::archive::work::LIST_MAX_CEILING;
 use crate::{CommandCtx, CommandError, Outcome, ParsedArgs, output};
@@ -10,8 +9,7 @@ use crate::{CommandCtx, CommandError, Outcome, ParsedArgs, output};
 /// Default `--max`.
 const DEFAULT_MAX: u64 = 50;
 
-pub(super) fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = ParsedArgs::for_subcommand(&SPEC, "list", args)?;
+pub(super) fn run(ctx: &CommandCtx<'_>, parsed: ParsedArgs) -> Result<Outcome, CommandError> {
     let max = usize::try_from(parsed.number("--max", DEFAULT_MAX, 0, LIST_MAX_CEILING)?)
         .unwrap_or(usize::MAX);
     // Check --out before reading anything, so a bad path is refused first.

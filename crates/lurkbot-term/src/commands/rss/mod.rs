@@ -26,10 +26,7 @@ pub fn fuzz_parse_feed(body: &[u8]) -> bool {
 }
 
 use crate::archive::flags::{LIST_CONFIRM, LIST_OVERWRITE};
-use crate::{
-    Command, CommandCtx, CommandError, CommandFuture, CommandSpec, ErrorCode, FlagSpec,
-    SubcommandSpec,
-};
+use crate::{Command, CommandError, CommandSpec, ErrorCode, FlagSpec, SubcommandSpec};
 
 const NAME: FlagSpec = FlagSpec::value(
     "--name",
@@ -55,6 +52,7 @@ pub static SPEC: CommandSpec = CommandSpec {
             examples: &[
                 "rss add --name wapo-politics --url https://www.washingtonpost.com/arcio/rss/category/politics/",
             ],
+            run: |ctx, parsed| Box::pin(async move { add::run(ctx, parsed) }),
         },
         SubcommandSpec {
             name: "list",
@@ -80,6 +78,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                 "rss list --max 50",
                 "rss list --out artifacts/rss/subscriptions.json",
             ],
+            run: |ctx, parsed| Box::pin(async move { list::run(ctx, parsed) }),
         },
         SubcommandSpec {
             name: "remove",
@@ -87,6 +86,7 @@ pub static SPEC: CommandSpec = CommandSpec {
             usage: "rss remove --name <name>",
             flags: &[NAME],
             examples: &["rss remove --name wapo-politics"],
+            run: |ctx, parsed| Box::pin(async move { remove::run(ctx, parsed) }),
         },
         SubcommandSpec {
             name: "fetch",
@@ -141,6 +141,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                 "rss fetch --name wapo-politics --max-items 100 --out artifacts/rss/wapo-politics-items.json",
                 "rss fetch --url https://blog.rust-lang.org/feed.xml --max-items 5",
             ],
+            run: |ctx, parsed| Box::pin(fetch::run(ctx, parsed)),
         },
     ],
     flags: &[],
@@ -159,18 +160,6 @@ pub struct RssCommand;
 impl Command for RssCommand {
     fn spec(&self) -> &'static CommandSpec {
         &SPEC
-    }
-
-    fn run<'a>(&'a self, ctx: &'a CommandCtx<'a>, args: &'a [String]) -> CommandFuture<'a> {
-        Box::pin(async move {
-            let (sub, rest) = crate::args::split_subcommand(args);
-            match sub {
-                "add" => add::run(ctx, rest),
-                "list" => list::run(ctx, rest),
-                "remove" => remove::run(ctx, rest),
-                _ => fetch::run(ctx, rest).await,
-            }
-        })
     }
 }
 

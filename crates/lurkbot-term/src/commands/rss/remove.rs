@@ -2,12 +2,11 @@
 
 use serde_json::Map;
 
+use super::check_name;
 use super::store::RssStore;
-use super::{SPEC, check_name};
 use crate::{CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs};
 
-pub(super) fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = ParsedArgs::for_subcommand(&SPEC, "remove", args)?;
+pub(super) fn run(ctx: &CommandCtx<'_>, parsed: ParsedArgs) -> Result<Outcome, CommandError> {
     let name = parsed.get("--name").unwrap_or_default();
     check_name(name)?;
     let store = RssStore::lock(ctx.home)?;

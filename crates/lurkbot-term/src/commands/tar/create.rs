@@ -7,7 +7,7 @@ use std::io::{BufWriter, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 
 use super::format::{Compressor, TarFormat};
-use super::{SPEC, requested_format};
+use super::requested_format;
 use crate::archive::create::{CreateStats, WriteJob, create_archive};
 use crate::archive::summary::CreateReport;
 use crate::archive::work::{cancelled, io_error};
@@ -15,8 +15,10 @@ use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode, Outcome, Progress};
 
 const CHUNK: usize = 256 * 1024;
 
-pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = crate::ParsedArgs::for_subcommand(&SPEC, "create", args)?;
+pub(super) async fn run(
+    ctx: &CommandCtx<'_>,
+    parsed: crate::ParsedArgs,
+) -> Result<Outcome, CommandError> {
     let out_raw = parsed.get("--out").unwrap_or_default();
     let format = match requested_format(parsed.get("--format"))? {
         Some(f) => f,

@@ -5,14 +5,16 @@ use std::io::Read;
 
 use super::format::open_reader;
 use super::list::{is_metadata, kind};
-use super::{SPEC, requested_format, tar_error};
+use super::{requested_format, tar_error};
 use crate::archive::extractor::{EntryMeta, ExtractOptions, ExtractReport, Extractor, SkipReason};
 use crate::archive::summary::extract_outcome;
 use crate::archive::work::{run_blocking, time_from_secs};
 use crate::{CommandCtx, CommandError, ErrorCode, Outcome};
 
-pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = crate::ParsedArgs::for_subcommand(&SPEC, "extract", args)?;
+pub(super) async fn run(
+    ctx: &CommandCtx<'_>,
+    parsed: crate::ParsedArgs,
+) -> Result<Outcome, CommandError> {
     let requested = requested_format(parsed.get("--format"))?;
     let (input, opts) = ExtractOptions::from_args(ctx, &parsed, ErrorCode::TarError)?;
     let dest = opts.dest.clone();

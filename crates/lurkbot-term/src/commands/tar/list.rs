@@ -3,15 +3,17 @@
 use tar::EntryType;
 
 use super::format::open_reader;
-use super::{SPEC, requested_format, tar_error};
+use super::{requested_format, tar_error};
 use crate::archive::listing::{ListEntry, Listing, TarFields};
 use crate::archive::work::{
     DEFAULT_LIST_MAX, LIST_MAX_CEILING, cancelled, input_file, run_blocking,
 };
 use crate::{CommandCtx, CommandError, Outcome};
 
-pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = crate::ParsedArgs::for_subcommand(&SPEC, "list", args)?;
+pub(super) async fn run(
+    ctx: &CommandCtx<'_>,
+    parsed: crate::ParsedArgs,
+) -> Result<Outcome, CommandError> {
     let max = parsed.number("--max", DEFAULT_LIST_MAX, 0, LIST_MAX_CEILING)?;
     let requested = requested_format(parsed.get("--format"))?;
     let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;

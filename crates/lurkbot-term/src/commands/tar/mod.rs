@@ -12,7 +12,7 @@ use crate::archive::flags::{
     CONFIRM, DEST, LIST_CONFIRM, LIST_OUT, LIST_OVERWRITE, MAX, MAX_BYTES, MAX_FILES, OVERWRITE,
     SRC,
 };
-use crate::{Command, CommandCtx, CommandFuture, CommandSpec, FlagSpec, SubcommandSpec};
+use crate::{Command, CommandSpec, FlagSpec, SubcommandSpec};
 
 const FORMAT_READ: FlagSpec = FlagSpec::value(
     "--format",
@@ -48,6 +48,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                 "tar list --in workspace/backup.tar.gz",
                 "tar list --in workspace/big.tar.xz --max 20 --out artifacts/tar/big.json",
             ],
+            run: |ctx, parsed| Box::pin(list::run(ctx, parsed)),
         },
         SubcommandSpec {
             name: "extract",
@@ -75,6 +76,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                 "tar extract --in workspace/backup.tar.gz --dest workspace/restore --confirm",
                 "tar extract --in workspace/src.tar.xz --dest workspace/src --confirm --max-bytes 2147483648",
             ],
+            run: |ctx, parsed| Box::pin(extract::run(ctx, parsed)),
         },
         SubcommandSpec {
             name: "create",
@@ -96,6 +98,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                 "tar create --src workspace/project --out workspace/project.tar.gz --confirm",
                 "tar create --src workspace/logs --out workspace/logs.bin --format tar.xz --confirm",
             ],
+            run: |ctx, parsed| Box::pin(create::run(ctx, parsed)),
         },
     ],
     flags: &[],
@@ -114,17 +117,6 @@ pub struct TarCommand;
 impl Command for TarCommand {
     fn spec(&self) -> &'static CommandSpec {
         &SPEC
-    }
-
-    fn run<'a>(&'a self, ctx: &'a CommandCtx<'a>, args: &'a [String]) -> CommandFuture<'a> {
-        Box::pin(async move {
-            let (sub, rest) = crate::args::split_subcommand(args);
-            match sub {
-                "list" => list::run(ctx, rest).await,
-                "extract" => extract::run(ctx, rest).await,
-                _ => create::run(ctx, rest).await,
-            }
-        })
     }
 }
 

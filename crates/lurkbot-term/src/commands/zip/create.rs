@@ -12,7 +12,7 @@ use chrono::{Datelike, TimeZone, Timelike};
 use zip::write::FullFileOptions;
 use zip::{CompressionMethod, DateTime, ZipWriter};
 
-use super::{SPEC, reader};
+use super::reader;
 use crate::archive::create::{CreateStats, WriteJob, create_archive};
 use crate::archive::source::SourceItem;
 use crate::archive::summary::CreateReport;
@@ -23,8 +23,10 @@ use crate::{CommandCtx, CommandError, Outcome};
 const EXTENDED_TIMESTAMP: u16 = 0x5455;
 const CHUNK: usize = 256 * 1024;
 
-pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = crate::ParsedArgs::for_subcommand(&SPEC, "create", args)?;
+pub(super) async fn run(
+    ctx: &CommandCtx<'_>,
+    parsed: crate::ParsedArgs,
+) -> Result<Outcome, CommandError> {
     let level = u32::try_from(parsed.number("--level", 6, 0, 9)?).unwrap_or(6);
     let created = create_archive(ctx, &parsed, move |job| write_zip(job, level)).await?;
     Ok(CreateReport {

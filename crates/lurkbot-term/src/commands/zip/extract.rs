@@ -1,14 +1,16 @@
 //! `zip extract`: staged, all-or-nothing extraction (see `archive::extractor`).
 
 use super::names::{NameEncoding, decode_names};
-use super::{SPEC, reader};
+use super::reader;
 use crate::archive::extractor::{EntryMeta, ExtractOptions, Extractor, SkipReason};
 use crate::archive::summary::extract_outcome;
 use crate::archive::work::{run_blocking, time_from_secs};
 use crate::{CommandCtx, CommandError, ErrorCode, Outcome};
 
-pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = crate::ParsedArgs::for_subcommand(&SPEC, "extract", args)?;
+pub(super) async fn run(
+    ctx: &CommandCtx<'_>,
+    parsed: crate::ParsedArgs,
+) -> Result<Outcome, CommandError> {
     let encoding = NameEncoding::parse(parsed.get("--encoding"))?;
     let (input, opts) = ExtractOptions::from_args(ctx, &parsed, ErrorCode::ZipError)?;
     let dest = opts.dest.clone();

@@ -1,13 +1,15 @@
 //! `zip list`: the entries of an archive, from its central directory (nothing is decompressed).
 
 use super::names::{NameEncoding, decode_names};
-use super::{SPEC, reader};
+use super::reader;
 use crate::archive::listing::{ListEntry, Listing};
 use crate::archive::work::{DEFAULT_LIST_MAX, LIST_MAX_CEILING, input_file, run_blocking};
 use crate::{CommandCtx, CommandError, Outcome};
 
-pub(super) async fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = crate::ParsedArgs::for_subcommand(&SPEC, "list", args)?;
+pub(super) async fn run(
+    ctx: &CommandCtx<'_>,
+    parsed: crate::ParsedArgs,
+) -> Result<Outcome, CommandError> {
     let max = parsed.number("--max", DEFAULT_LIST_MAX, 0, LIST_MAX_CEILING)?;
     let encoding = NameEncoding::parse(parsed.get("--encoding"))?;
     let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;

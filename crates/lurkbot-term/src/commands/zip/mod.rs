@@ -11,7 +11,7 @@ use crate::archive::flags::{
     CONFIRM, DEST, LIST_CONFIRM, LIST_OUT, LIST_OVERWRITE, MAX, MAX_BYTES, MAX_FILES, OVERWRITE,
     SRC,
 };
-use crate::{Command, CommandCtx, CommandFuture, CommandSpec, FlagSpec, SubcommandSpec};
+use crate::{Command, CommandSpec, FlagSpec, SubcommandSpec};
 
 const ENCODING: FlagSpec = FlagSpec::value(
     "--encoding",
@@ -47,6 +47,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                 "zip list --in workspace/docs.zip",
                 "zip list --in workspace/big.zip --max 20 --out artifacts/zip/big.json",
             ],
+            run: |ctx, parsed| Box::pin(list::run(ctx, parsed)),
         },
         SubcommandSpec {
             name: "extract",
@@ -70,6 +71,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                 "zip extract --in workspace/docs.zip --dest workspace/docs --confirm",
                 "zip extract --in workspace/sjis.zip --dest workspace/out --confirm --encoding cp932",
             ],
+            run: |ctx, parsed| Box::pin(extract::run(ctx, parsed)),
         },
         SubcommandSpec {
             name: "create",
@@ -91,6 +93,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                 "zip create --src workspace/report --out workspace/report.zip --confirm",
                 "zip create --src workspace/photos --out workspace/photos.zip --confirm --level 0",
             ],
+            run: |ctx, parsed| Box::pin(create::run(ctx, parsed)),
         },
     ],
     flags: &[],
@@ -109,16 +112,5 @@ pub struct ZipCommand;
 impl Command for ZipCommand {
     fn spec(&self) -> &'static CommandSpec {
         &SPEC
-    }
-
-    fn run<'a>(&'a self, ctx: &'a CommandCtx<'a>, args: &'a [String]) -> CommandFuture<'a> {
-        Box::pin(async move {
-            let (sub, rest) = crate::args::split_subcommand(args);
-            match sub {
-                "list" => list::run(ctx, rest).await,
-                "extract" => extract::run(ctx, rest).await,
-                _ => create::run(ctx, rest).await,
-            }
-        })
     }
 }
