@@ -35,4 +35,4 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 LURKBOT_TEST_LLAMA_URL="http://127.0.0.1:$port" \
-  cargo test --locked -p lurkbot-llm --test llama_server -- --ignored --nocapture
+  cargo test --locked -p lurkbot-llm --test main llama_server -- --ignored --nocapture

@@ -1,7 +1,6 @@
 //! Approvals against the scripted provider and the real executor: the run pauses while a call
 //! waits (no further model request), deny becomes a tool error and nothing runs, allow-once
 //! runs once, allow-always is remembered across agents, and `[approvals] tools` gates a tool.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,8 +12,7 @@ use lurkbot_llm::fake::Step;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
-mod common;
-use common::{agent, setup};
+use crate::common::{agent, setup};
 
 type Pending = (ApprovalRequest, oneshot::Sender<Decision>);
 

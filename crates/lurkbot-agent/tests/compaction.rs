@@ -1,7 +1,6 @@
 //! Compaction against the scripted provider: triggered by the token estimate (staged summaries
 //! merged into one) and by a provider context-overflow error; the summary is written to the
 //! transcript and replaces the old messages in the next request.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use lurkbot_agent::compaction::{MERGE_SUMMARIES_INSTRUCTIONS, SUMMARIZER_SYSTEM};
 use lurkbot_agent::{AgentEvent, Entry, Sessions};
@@ -9,8 +8,7 @@ use lurkbot_core::SessionKey;
 use lurkbot_llm::fake::Step;
 use serde_json::Value;
 
-mod common;
-use common::{agent, setup};
+use crate::common::{agent, setup};
 
 /// The system prompt of a recorded request, in either wire format.
 fn system(body: &Value) -> String {
@@ -40,7 +38,7 @@ fn user_texts(body: &Value) -> Vec<String> {
         .collect()
 }
 
-fn compactions(s: &common::Setup) -> Vec<(String, usize)> {
+fn compactions(s: &crate::common::Setup) -> Vec<(String, usize)> {
     let sessions = Sessions::open(&s.home, "main");
     let entry = sessions.get_or_create(&SessionKey::main()).unwrap();
     sessions

@@ -1,15 +1,13 @@
 //! The system prompt: snapshots pin it for representative contexts (update them with
 //! `LURKBOT_UPDATE_SNAPSHOTS=1 cargo test -p lurkbot-agent --test prompt` and review the diff),
 //! and real turns check the per-session bootstrap rules.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use lurkbot_agent::prompt::{PromptInput, SessionKind, SkillEntry, bootstrap, build};
 use lurkbot_agent::tools::ToolBox;
 use lurkbot_core::{PromptMode, SessionKey};
 use lurkbot_llm::fake::Step;
 
-mod common;
-use common::{agent, setup};
+use crate::common::{agent, setup};
 
 fn snapshot(name: &str, actual: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,12 +1,10 @@
 //! The protection model as the model's file tools meet it (ARCHITECTURE.md §4.6): links in the home,
 //! secrets, state, group sessions, and secret values kept out of what reaches the model.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use lurkbot_core::SessionKey;
 use serde_json::json;
 
-mod common;
-use common::{Setup, call_each_in, setup};
+use crate::common::{Setup, call_each_in, setup};
 
 const TOKEN: &str = "gateway-token-abcdefghijklmnopqrstuvwxyz";
 const KEY: &str = "sk-home-secret-0123456789";

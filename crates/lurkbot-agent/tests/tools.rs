@@ -1,20 +1,15 @@
 //! `web_fetch` against a real HTTP server on loopback and `apply_patch` on real files, both
 //! called by the scripted model through the agent loop: results, caps and every refusal.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use lurkbot_core::SessionKey;
 use serde_json::{Value, json};
 
-mod common;
-use common::{Setup, setup};
+use crate::common::{Setup, setup};
 
-#[path = "../../lurkbot-term/tests/feed_server.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod feed_server;
-use feed_server::{FeedServer, Reply};
+use lurkbot_test_support::feed_server::{FeedServer, Reply};
 
 async fn call_each(s: &Setup, config: &str, tool: &str, calls: &[Value]) -> Vec<(String, bool)> {
-    common::call_each_in(s, &SessionKey::main(), config, tool, calls).await
+    crate::common::call_each_in(s, &SessionKey::main(), config, tool, calls).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

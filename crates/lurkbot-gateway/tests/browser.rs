@@ -3,7 +3,6 @@
 //! message and see the streamed reply, open a new session and answer an approval card, switch
 //! sessions, see the IRC light red for a session without IRC, use it at phone width, and a wrong
 //! token asking for the token. A screenshot is saved under the target directory.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,8 +11,7 @@ use fantoccini::{Client as Browser, ClientBuilder, Locator};
 use lurkbot_llm::fake::Step;
 use serde_json::{Value, json};
 
-mod common;
-use common::{Gateway, TOKEN};
+use crate::common::{Gateway, TOKEN};
 
 /// chromedriver on a free port, killed on drop.
 struct Driver {

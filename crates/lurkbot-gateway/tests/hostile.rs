@@ -1,7 +1,6 @@
 //! The gateway under a hostile web page and hostile load (ARCHITECTURE.md §6): DNS rebinding, body
 //! before credentials, lockout by credential-less requests, connection caps, slow headers,
 //! oversized pre-connect frames, framing of the UI.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
@@ -10,8 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 
-mod common;
-use common::{Client, Gateway, TOKEN};
+use crate::common::{Client, Gateway, TOKEN};
 
 /// Sends raw bytes and reads the answer until the server closes (or `limit` passes).
 async fn raw(gw: &Gateway, request: &str, limit: Duration) -> String {
@@ -114,7 +112,7 @@ async fn bodies_over_the_cap_are_refused_after_the_token_check() {
     let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(3 * 1024 * 1024));
     for path in ["/v1/chat/completions", "/hooks/agent"] {
         let token = if path.starts_with("/hooks") {
-            common::HOOKS_TOKEN
+            crate::common::HOOKS_TOKEN
         } else {
             TOKEN
         };

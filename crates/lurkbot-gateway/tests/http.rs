@@ -1,12 +1,10 @@
 //! The HTTP side of a real gateway: `/health` and the UI without a token, the OpenAI-compatible
 //! API (auth, models, non-stream and stream completions, sessions, errors) and the hooks.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use lurkbot_llm::fake::Step;
 use serde_json::{Value, json};
 
-mod common;
-use common::{Client, Gateway, HOOKS_TOKEN, TOKEN};
+use crate::common::{Client, Gateway, HOOKS_TOKEN, TOKEN};
 
 fn http() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -1,13 +1,11 @@
 //! The official `openai` Python package (installed in the test venv by `scripts/test.sh`) talks
 //! to a gateway backed by the scripted provider: models, a completion, a streamed completion,
 //! and a wrong key raising its authentication error.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use lurkbot_llm::fake::Step;
 use serde_json::Value;
 
-mod common;
-use common::{Gateway, TOKEN};
+use crate::common::{Gateway, TOKEN};
 
 const SCRIPT: &str = r#"
 import json, sys, openai
@@ -31,9 +29,7 @@ except openai.AuthenticationError as e:
 print(json.dumps(out))
 "#;
 
-#[path = "../../lurkbot-term/tests/test_venv.rs"]
-#[allow(unreachable_pub)]
-mod test_venv;
+use lurkbot_test_support::venv as test_venv;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openai_python_sdk_talks_to_the_gateway() {

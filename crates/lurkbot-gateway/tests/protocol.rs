@@ -2,14 +2,12 @@
 //! frame, wrong token and its rate limit, foreign origin, oversized frame, unknown method),
 //! methods, 100 clients at once, a streamed turn with an approval answered by the client, abort,
 //! and shutdown.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use futures_util::future::join_all;
 use lurkbot_llm::fake::Step;
 use serde_json::{Value, json};
 
-mod common;
-use common::{Client, Gateway, TOKEN, connect_params};
+use crate::common::{Client, Gateway, TOKEN, connect_params};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handshake_methods_and_refusals_on_an_open_connection() {

@@ -2,7 +2,6 @@
 //! streamed reply through both wire formats. Not in the default run (`#[ignore]`):
 //! `scripts/llama-test.sh` builds and starts the server, then runs this with `--ignored`;
 //! or start one yourself and set `LURKBOT_TEST_LLAMA_URL=http://127.0.0.1:8081`.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use lurkbot_llm::{ChatRequest, Failover, Message, StreamEvent};
 

@@ -1,7 +1,6 @@
 //! Both wire formats against the scripted server over real HTTP: streaming text, tool calls
 //! gathered from fragments, request translation, error classes, retries, profile rotation
 //! with cooldown, and model failover.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

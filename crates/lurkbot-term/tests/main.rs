@@ -10,10 +10,8 @@ mod archives;
 mod cal_caldav;
 mod cal_local;
 mod crafted;
-mod feed_server;
 mod fixtures;
 mod radicale;
-mod test_venv;
 
 mod executor;
 mod fuzz;
@@ -25,3 +23,5 @@ mod rss_fuzz;
 mod rss_limits;
 mod rss_subscriptions;
 mod safety;
+
+use lurkbot_test_support::{feed_server, venv as test_venv};

@@ -1,4 +1,4 @@
-//! A real HTTP/1.1 server on loopback for the rss tests: each path answers with a scripted
+//! A real HTTP/1.1 server on loopback for the feed, web_fetch and redirect tests: each path answers with a scripted
 //! reply, and every request is recorded so tests can check what the client sent.
 
 use std::collections::HashMap;
@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 /// A request as received.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// The request target (path and query).
     pub path: String,
+    /// Every header, in order.
     pub headers: Vec<(String, String)>,
 }
 
@@ -37,8 +39,11 @@ pub enum Body {
 
 /// A scripted reply.
 pub struct Reply {
+    /// HTTP status code.
     pub status: u16,
+    /// Extra headers.
     pub headers: Vec<(String, String)>,
+    /// How the body is sent.
     pub body: Body,
 }
 

@@ -1,7 +1,6 @@
 //! The agent loop against the scripted provider over real HTTP, with the real executor:
 //! multi-step tool loops, several calls in one reply, policy filtering, confinement, untrusted
 //! wrapping, and transcripts that survive a crash mid-turn.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use lurkbot_agent::{AgentEvent, Entry, Sessions};
 use lurkbot_core::SessionKey;
@@ -9,8 +8,7 @@ use lurkbot_llm::fake::Step;
 use lurkbot_llm::{Message, Role, ToolCall};
 use serde_json::json;
 
-mod common;
-use common::{agent, setup, tool_names};
+use crate::common::{agent, setup, tool_names};
 
 async fn multi_step(model: &str) {
     let s = setup(vec![

@@ -1,5 +1,5 @@
 //! The Python of the test venv (made by scripts/test.sh, which exports LURKBOT_TEST_VENV):
-//! Radicale, vobject and the openai package. Shared with the gateway tests through `#[path]`.
+//! Radicale, vobject and the openai package.
 
 /// The venv's `python`; fails with what to run when it is missing.
 pub fn test_python() -> std::path::PathBuf {

@@ -1,0 +1,16 @@
+//! The agent crate's tests, one binary: the loop, approvals, compaction, the prompt, the protection model through the file tools, and the tools, against the scripted provider over real HTTP.
+#![allow(
+    unreachable_pub,
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
+
+mod common;
+
+mod agent_loop;
+mod approvals;
+mod compaction;
+mod prompt;
+mod protection;
+mod tools;

@@ -1,0 +1,15 @@
+//! The gateway's tests, one binary: a real gateway on loopback driven by a browser, hostile clients, HTTP, the official OpenAI SDK and the WebSocket protocol.
+#![allow(
+    unreachable_pub,
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
+
+mod common;
+
+mod browser;
+mod hostile;
+mod http;
+mod openai_sdk;
+mod protocol;
