@@ -1,6 +1,7 @@
 //! The `lurkbot` command line: parse, run, turn the outcome into an exit status once.
 
 mod cli;
+mod error;
 mod progress;
 mod run;
 
@@ -11,10 +12,11 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match run::run(cli) {
-        Ok(code) => code,
+        Ok(()) => ExitCode::SUCCESS,
+        // The one place a failure is printed and turned into the exit status.
         Err(e) => {
-            eprintln!("lurkbot: {e:#}");
-            ExitCode::from(1)
+            e.report();
+            ExitCode::from(e.code())
         }
     }
 }

@@ -1,13 +1,12 @@
 //! Dispatch of the parsed command line to the subcommands.
 
-use std::process::ExitCode;
-
+use crate::error::CliResult;
 use lurkbot_core::Home;
 
 use crate::cli::{Cli, Sub};
 
-/// Runs one invocation and returns the exit status.
-pub(crate) fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+/// Runs one invocation.
+pub(crate) fn run(cli: Cli) -> CliResult {
     let home_path = Home::locate(cli.home.as_deref())?;
     match cli.command {
         Sub::Init(args) => crate::cli::init::run(&home_path, &args),

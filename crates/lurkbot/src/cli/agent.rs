@@ -4,9 +4,9 @@
 //! The model comes from `--model`, else `LURKBOT_MODEL`, else `agent.model` in config.toml;
 //! `agent.fallbacks` follow it (see `lurkbot_agent::setup`).
 
+use crate::error::{CliError, CliResult};
 use std::io::IsTerminal;
 use std::path::Path;
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
@@ -41,41 +41,35 @@ pub(crate) struct AgentArgs {
     gateway: Option<String>,
 }
 
-/// The home, its config and the models to use, or the exit status after saying what is
-/// missing (`who` names the subcommand in the message).
+/// The home, its config and the models to use; a usage error saying what is missing (`who`
+/// names the subcommand in the message).
 pub(crate) fn prepare(
     home_path: &Path,
     model: Option<&str>,
-    who: &str,
-) -> anyhow::Result<Result<(Home, Config, Failover), ExitCode>> {
+    who: &'static str,
+) -> Result<(Home, Config, Failover), CliError> {
     let home = Home::open(home_path)?;
     let config = Config::load(&home.join(layout::CONFIG))?;
     match lurkbot_agent::setup::failover(&home, &config, model) {
-        Ok(failover) => Ok(Ok((home, config, failover))),
-        Err(lurkbot_agent::AgentError::Config(message)) => {
-            eprintln!("lurkbot {who}: {message}");
-            Ok(Err(ExitCode::from(2)))
-        }
+        Ok(failover) => Ok((home, config, failover)),
+        Err(lurkbot_agent::AgentError::Config(message)) => Err(CliError::usage(who, message)),
         Err(e) => Err(e.into()),
     }
 }
 
-pub(crate) fn run(home_path: &Path, args: AgentArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(home_path: &Path, args: AgentArgs) -> CliResult {
     let session = SessionKey::parse(&args.session)?;
     if let Some(url) = super::remote::gateway_url(args.gateway.as_deref()) {
         if args.model.is_some() {
-            eprintln!(
-                "lurkbot agent: --model cannot be combined with --gateway (the gateway's model answers)"
-            );
-            return Ok(ExitCode::from(2));
+            return Err(CliError::usage(
+                "agent",
+                "--model cannot be combined with --gateway (the gateway's model answers)",
+            ));
         }
         let home = Home::open(home_path)?;
         return super::agent_remote::run(&home, &url, &session, &args.message, args.json);
     }
-    let (home, config, failover) = match prepare(home_path, args.model.as_deref(), "agent")? {
-        Ok(ready) => ready,
-        Err(status) => return Ok(status),
-    };
+    let (home, config, failover) = prepare(home_path, args.model.as_deref(), "agent")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -102,8 +96,10 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> anyhow::Result<ExitCode>
         if json {
             line(&json!({"type": "cancelled"}));
         }
-        eprintln!("\nlurkbot agent: cancelled; what ran so far is in the transcript");
-        return Ok(ExitCode::from(130));
+        return Err(CliError::interrupted(
+            "agent",
+            "cancelled; what ran so far is in the transcript",
+        ));
     };
     match outcome {
         Ok(done) => {
@@ -115,17 +111,16 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> anyhow::Result<ExitCode>
             } else if !done.text.ends_with('\n') {
                 let _ = crate::run::print_stdout("\n");
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         Err(e) => {
             if json {
                 line(&json!({"type": "error", "message": e.to_string()}));
             }
-            eprintln!("lurkbot agent: {e}");
-            Ok(ExitCode::from(match e {
-                lurkbot_agent::AgentError::Config(_) => 2,
-                _ => 1,
-            }))
+            Err(match e {
+                lurkbot_agent::AgentError::Config(_) => CliError::usage("agent", e.to_string()),
+                _ => CliError::failed("agent", e.to_string()),
+            })
         }
     }
 }

@@ -2,8 +2,8 @@
 //! shown exactly like a local turn's. Approval requests for the session are asked on the
 //! terminal (denied without one); Ctrl-C sends `chat.abort`.
 
+use crate::error::{CliError, CliResult};
 use std::io::IsTerminal;
-use std::process::ExitCode;
 
 use lurkbot_agent::{AgentEvent, ApprovalRequest, Decision};
 use lurkbot_core::{Home, SessionKey};
@@ -19,7 +19,7 @@ pub(crate) fn run(
     session: &SessionKey,
     message: &str,
     json_mode: bool,
-) -> anyhow::Result<ExitCode> {
+) -> CliResult {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -27,10 +27,7 @@ pub(crate) fn run(
     runtime.block_on(async {
         let mut gw = match Remote::connect(url, token.as_deref()).await {
             Ok(gw) => gw,
-            Err(e) => {
-                eprintln!("lurkbot agent: {e:#}");
-                return Ok(ExitCode::from(1));
-            }
+            Err(e) => return Err(CliError::failed("agent", format!("{e:#}"))),
         };
         let started = gw
             .call(
@@ -41,12 +38,12 @@ pub(crate) fn run(
         let run_id = match started {
             Ok(p) => p["runId"].as_str().unwrap_or_default().to_string(),
             Err((code, text)) => {
-                eprintln!("lurkbot agent: the gateway refused: {code}: {text}");
-                return Ok(ExitCode::from(if code == "INVALID_REQUEST" {
-                    2
+                let message = format!("the gateway refused: {code}: {text}");
+                return Err(if code == "INVALID_REQUEST" {
+                    CliError::usage("agent", message)
                 } else {
-                    1
-                }));
+                    CliError::failed("agent", message)
+                });
             }
         };
         loop {
@@ -55,12 +52,11 @@ pub(crate) fn run(
                 _ = tokio::signal::ctrl_c() => {
                     let _ = gw.call(method::CHAT_ABORT, json!({"sessionKey": session.as_str()})).await?;
                     if json_mode { line(&json!({"type": "cancelled"})); }
-                    eprintln!("\nlurkbot agent: cancelled; what ran so far is in the transcript");
-                    return Ok(ExitCode::from(130));
+                    return Err(CliError::interrupted("agent", "cancelled; what ran so far is in the transcript"));
                 }
             };
-            if let Some(status) = handle(&mut gw, &event, &run_id, session, json_mode).await? {
-                return Ok(status);
+            if let Some(end) = handle(&mut gw, &event, &run_id, session, json_mode).await? {
+                return end;
             }
         }
     })
@@ -73,7 +69,7 @@ async fn handle(
     run_id: &str,
     session: &SessionKey,
     json_mode: bool,
-) -> anyhow::Result<Option<ExitCode>> {
+) -> anyhow::Result<Option<CliResult>> {
     // Frames this build does not know (a newer gateway's events) are skipped.
     let Some(EventFrame { event, .. }) = EventFrame::parse(frame) else {
         return Ok(None);
@@ -116,18 +112,19 @@ async fn handle(
                 } else if !text.ends_with('\n') {
                     crate::run::print_stdout("\n")?;
                 }
-                return Ok(Some(ExitCode::SUCCESS));
+                return Ok(Some(Ok(())));
             }
             ChatState::Aborted => {
-                eprintln!("lurkbot agent: the turn was aborted");
-                return Ok(Some(ExitCode::from(130)));
+                return Ok(Some(Err(CliError::interrupted(
+                    "agent",
+                    "the turn was aborted",
+                ))));
             }
             ChatState::Error { message } => {
                 if json_mode {
                     line(&json!({"type": "error", "message": message}));
                 }
-                eprintln!("lurkbot agent: {message}");
-                return Ok(Some(ExitCode::from(1)));
+                return Ok(Some(Err(CliError::failed("agent", message))));
             }
         },
         Event::Agent(agent) if agent.run_id == run_id => match agent.stream {

@@ -8,9 +8,9 @@
 //! `n` deny). Ctrl-C during a turn cancels it (what ran so far stays in the transcript, marked
 //! cancelled); Ctrl-C at the prompt leaves. Input may be piped, which is how it is tested.
 
+use crate::error::CliResult;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
@@ -35,13 +35,9 @@ pub(crate) struct ChatArgs {
 
 const HELP: &str = "/new             start a fresh session (the old transcript is kept)\n/think <level>   off, minimal, low, medium or high\n/status          session, model, usage, thinking level\n/quit            leave (also Ctrl-D)\n";
 
-pub(crate) fn run(home_path: &Path, args: ChatArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(home_path: &Path, args: ChatArgs) -> CliResult {
     let session = SessionKey::parse(&args.session)?;
-    let (home, config, failover) =
-        match super::agent::prepare(home_path, args.model.as_deref(), "chat")? {
-            Ok(ready) => ready,
-            Err(status) => return Ok(status),
-        };
+    let (home, config, failover) = super::agent::prepare(home_path, args.model.as_deref(), "chat")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -62,7 +58,7 @@ async fn chat(
     session: SessionKey,
     model: String,
     lines: Lines,
-) -> anyhow::Result<ExitCode> {
+) -> CliResult {
     let interactive = std::io::stdin().is_terminal();
     let sessions = Sessions::open(&home, session.agent_id());
     let entry = sessions.get_or_create(&session)?;
@@ -82,7 +78,7 @@ async fn chat(
             _ = tokio::signal::ctrl_c() => None,
         };
         let Some(line) = line else {
-            return Ok(ExitCode::SUCCESS);
+            return Ok(());
         };
         let line = line.trim();
         if line.is_empty() {
@@ -91,7 +87,7 @@ async fn chat(
         if let Some(command) = line.strip_prefix('/') {
             let (name, rest) = command.split_once(' ').unwrap_or((command, ""));
             match name {
-                "quit" | "exit" => return Ok(ExitCode::SUCCESS),
+                "quit" | "exit" => return Ok(()),
                 "help" => eprint!("{HELP}"),
                 "new" => {
                     let id = sessions.reset(&session)?;

@@ -1,7 +1,7 @@
 //! `lurkbot config get|set|path`.
 
+use crate::error::{CliError, CliResult};
 use std::path::Path;
-use std::process::ExitCode;
 
 use clap::Subcommand;
 use lurkbot_core::{ConfigDoc, Home, layout};
@@ -26,22 +26,22 @@ pub(crate) enum ConfigArgs {
     Path,
 }
 
-pub(crate) fn run(home_path: &Path, args: &ConfigArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(home_path: &Path, args: &ConfigArgs) -> CliResult {
     let path = home_path.join(layout::CONFIG);
     match args {
         ConfigArgs::Path => {
             crate::run::print_stdout(&format!("{}\n", path.display()))?;
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         ConfigArgs::Get { key } => match ConfigDoc::load(&path)?.get(key)? {
             Some(value) => {
                 crate::run::print_stdout(&format!("{value}\n"))?;
-                Ok(ExitCode::SUCCESS)
+                Ok(())
             }
-            None => {
-                eprintln!("lurkbot: '{key}' is not set in {}", path.display());
-                Ok(ExitCode::from(1))
-            }
+            None => Err(CliError::failed(
+                "",
+                format!("'{key}' is not set in {}", path.display()),
+            )),
         },
         ConfigArgs::Set { key, value } => {
             // Creates a missing home with mode 0700, like every other entry point.
@@ -49,7 +49,7 @@ pub(crate) fn run(home_path: &Path, args: &ConfigArgs) -> anyhow::Result<ExitCod
             let mut doc = ConfigDoc::load(&path)?;
             doc.set(key, value)?;
             doc.save()?;
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
     }
 }

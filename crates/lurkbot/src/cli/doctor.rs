@@ -6,9 +6,9 @@
 //! is configured and answers a one-word request (20 s limit); the gateway settings are safe
 //! (bind, token, auth, origins).
 
+use crate::error::CliResult;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
@@ -66,7 +66,7 @@ fn bad(
     }
 }
 
-pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> CliResult {
     let mut checks = Vec::new();
     let config_path = home_path.join(layout::CONFIG);
     if !config_path.exists() {
@@ -289,7 +289,7 @@ fn gateway(home: &Home, config: &Config) -> Vec<Check> {
     checks
 }
 
-fn report(checks: &[Check], json: bool) -> anyhow::Result<ExitCode> {
+fn report(checks: &[Check], json: bool) -> CliResult {
     let mut out = String::new();
     for c in checks {
         if json {
@@ -308,9 +308,6 @@ fn report(checks: &[Check], json: bool) -> anyhow::Result<ExitCode> {
         out.push('\n');
     }
     crate::run::print_stdout(&out)?;
-    Ok(if checks.iter().any(|c| c.status == Status::Fail) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    // The failed checks were printed above: the status says the rest.
+    crate::error::status(u8::from(checks.iter().any(|c| c.status == Status::Fail)))
 }

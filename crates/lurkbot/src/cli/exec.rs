@@ -1,8 +1,8 @@
 //! `lurkbot exec`: one terminal_exec command, in-process.
 
+use crate::error::{CliError, CliResult};
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -43,7 +43,7 @@ pub(crate) struct ExecArgs {
     command: String,
 }
 
-pub(crate) fn run(home_path: &Path, args: ExecArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(home_path: &Path, args: ExecArgs) -> CliResult {
     let session = SessionKey::parse(&args.session)?;
     let stdin = match (&args.stdin, &args.stdin_file) {
         (Some(text), _) => Some(text.clone()),
@@ -90,7 +90,7 @@ fn remote(
     args: &ExecArgs,
     session: &SessionKey,
     stdin: Option<String>,
-) -> anyhow::Result<ExitCode> {
+) -> CliResult {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -110,18 +110,15 @@ fn remote(
                 .context("the gateway answered with something that is not an envelope")?;
             print(args.json, &envelope)
         }
-        Ok(Err((code, message))) => {
-            eprintln!("lurkbot exec: the gateway refused: {code}: {message}");
-            Ok(ExitCode::from(2))
-        }
-        Err(e) => {
-            eprintln!("lurkbot exec: {e:#}");
-            Ok(ExitCode::from(1))
-        }
+        Ok(Err((code, message))) => Err(CliError::usage(
+            "exec",
+            format!("the gateway refused: {code}: {message}"),
+        )),
+        Err(e) => Err(CliError::failed("exec", format!("{e:#}"))),
     }
 }
 
-fn print(json: bool, envelope: &lurkbot_term::Envelope) -> anyhow::Result<ExitCode> {
+fn print(json: bool, envelope: &lurkbot_term::Envelope) -> CliResult {
     if json {
         let mut line = serde_json::to_string(envelope)?;
         line.push('\n');
@@ -130,7 +127,5 @@ fn print(json: bool, envelope: &lurkbot_term::Envelope) -> anyhow::Result<ExitCo
         crate::run::print_stdout(&envelope.stdout)?;
         eprint!("{}", envelope.stderr);
     }
-    Ok(ExitCode::from(
-        u8::try_from(envelope.exit_code).unwrap_or(1),
-    ))
+    crate::error::status(u8::try_from(envelope.exit_code).unwrap_or(1))
 }

@@ -7,10 +7,10 @@
 //! `LURKBOT_HOOKS_TOKEN`. The URL line carries the token only as a `#token=` fragment and only
 //! when stdout is a terminal, so logs never hold it.
 
+use crate::error::{CliError, CliResult};
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::ExitCode;
 
 use clap::Args;
 use lurkbot_core::{Config, GatewayAuth, Home, layout};
@@ -30,7 +30,7 @@ pub(crate) struct GatewayArgs {
     port: Option<u16>,
 }
 
-pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> CliResult {
     let home = Home::open(home_path)?;
     let config = Config::load(&home.join(layout::CONFIG))?;
     lurkbot_core::sweep_stale_temp(&home);
@@ -51,10 +51,10 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> anyhow::Result<ExitCo
                 .or_else(|| config.gateway.token.clone())
                 .filter(|t| !t.trim().is_empty());
             if token.is_none() {
-                eprintln!(
-                    "lurkbot gateway: no token: run `lurkbot init` (it writes gateway.token) or set LURKBOT_GATEWAY_TOKEN; gateway.auth = \"none\" runs without one on loopback only"
-                );
-                return Ok(ExitCode::from(2));
+                return Err(CliError::usage(
+                    "gateway",
+                    "no token: run `lurkbot init` (it writes gateway.token) or set LURKBOT_GATEWAY_TOKEN; gateway.auth = \"none\" runs without one on loopback only",
+                ));
             }
             token
         }
@@ -71,14 +71,15 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> anyhow::Result<ExitCo
     {
         Ok(a) => a,
         Err(_) => {
-            eprintln!("lurkbot gateway: '{bind}' is not an IP address to bind");
-            return Ok(ExitCode::from(2));
+            return Err(CliError::usage(
+                "gateway",
+                format!("'{bind}' is not an IP address to bind"),
+            ));
         }
     };
     let state = AppState::new(home, config, token.clone(), hooks_token);
     if let Err(e) = lurkbot_gateway::check_safe(&state, addr) {
-        eprintln!("lurkbot gateway: {e}");
-        return Ok(ExitCode::from(2));
+        return Err(CliError::usage("gateway", e.to_string()));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -88,8 +89,10 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> anyhow::Result<ExitCo
         let listener = match listen(addr) {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("lurkbot gateway: cannot listen on {addr}: {e}");
-                return Ok(ExitCode::from(1));
+                return Err(CliError::failed(
+                    "gateway",
+                    format!("cannot listen on {addr}: {e}"),
+                ));
             }
         };
         let local = listener.local_addr()?;
@@ -107,12 +110,9 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> anyhow::Result<ExitCo
         match lurkbot_gateway::serve(listener, state, stop_signal()).await {
             Ok(()) => {
                 eprintln!("lurkbot gateway: stopped");
-                Ok(ExitCode::SUCCESS)
+                Ok(())
             }
-            Err(e) => {
-                eprintln!("lurkbot gateway: {e}");
-                Ok(ExitCode::from(1))
-            }
+            Err(e) => Err(CliError::failed("gateway", e.to_string())),
         }
     })
 }

@@ -1,7 +1,7 @@
 //! `lurkbot init`.
 
+use crate::error::CliResult;
 use std::path::Path;
-use std::process::ExitCode;
 
 use clap::Args;
 use lurkbot_core::{Home, init_home};
@@ -14,7 +14,7 @@ pub(crate) struct InitArgs {
     quiet: bool,
 }
 
-pub(crate) fn run(home_path: &Path, args: &InitArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(home_path: &Path, args: &InitArgs) -> CliResult {
     let home = Home::open(home_path)?;
     let skills = lurkbot_term::bundled_skills(&lurkbot_term::default_registry());
     let report = init_home(&home, &skills)?;
@@ -29,5 +29,5 @@ pub(crate) fn run(home_path: &Path, args: &InitArgs) -> anyhow::Result<ExitCode>
         text.push_str("Next: `lurkbot exec help` lists the terminal commands; `lurkbot config path` shows the settings file.\n");
         crate::run::print_stdout(&text)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

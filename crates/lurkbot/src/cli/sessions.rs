@@ -1,7 +1,7 @@
 //! `lurkbot sessions list|history|reset|delete`: the agent's sessions (ARCHITECTURE.md §5).
 
+use crate::error::{CliError, CliResult};
 use std::path::Path;
-use std::process::ExitCode;
 
 use clap::Subcommand;
 use lurkbot_agent::{Entry, Sessions};
@@ -41,7 +41,7 @@ pub(crate) enum SessionsArgs {
     },
 }
 
-pub(crate) fn run(home_path: &Path, args: &SessionsArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(home_path: &Path, args: &SessionsArgs) -> CliResult {
     let home = Home::open(home_path)?;
     match args {
         SessionsArgs::List { agent, json } => {
@@ -58,16 +58,16 @@ pub(crate) fn run(home_path: &Path, args: &SessionsArgs) -> anyhow::Result<ExitC
                 }
                 crate::run::print_stdout(&out)?;
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         SessionsArgs::History { key, json } => {
             let key = SessionKey::parse(key)?;
             let sessions = Sessions::open(&home, key.agent_id());
             let Some(entry) = sessions.list()?.remove(key.as_str()) else {
-                eprintln!(
-                    "lurkbot sessions: no session '{key}' ('lurkbot sessions list' shows them)"
-                );
-                return Ok(ExitCode::from(1));
+                return Err(CliError::failed(
+                    "sessions",
+                    format!("no session '{key}' ('lurkbot sessions list' shows them)"),
+                ));
             };
             let mut out = String::new();
             for e in sessions.history(&entry.session_id)? {
@@ -96,22 +96,21 @@ pub(crate) fn run(home_path: &Path, args: &SessionsArgs) -> anyhow::Result<ExitC
                 }
             }
             crate::run::print_stdout(&out)?;
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         SessionsArgs::Reset { key } => {
             let key = SessionKey::parse(key)?;
             let id = Sessions::open(&home, key.agent_id()).reset(&key)?;
             crate::run::print_stdout(&format!("{key} now uses session {id}\n"))?;
-            Ok(ExitCode::SUCCESS)
+            Ok(())
         }
         SessionsArgs::Delete { key } => {
             let key = SessionKey::parse(key)?;
             if Sessions::open(&home, key.agent_id()).delete(&key)? {
                 crate::run::print_stdout(&format!("deleted {key}\n"))?;
-                Ok(ExitCode::SUCCESS)
+                Ok(())
             } else {
-                eprintln!("lurkbot sessions: no session '{key}'");
-                Ok(ExitCode::from(1))
+                Err(CliError::failed("sessions", format!("no session '{key}'")))
             }
         }
     }
