@@ -215,17 +215,19 @@ impl Approvals {
         let mut loaded = self
             .loaded
             .lock()
-            .map_err(|_| AgentError::Store("approvals lock poisoned".into()))?;
+            .map_err(|_| AgentError::Poisoned("approvals"))?;
         // Merge into what the file holds now: another process may have added its own.
         *loaded = Loaded::read(&self.path);
         if loaded.remembered.allow.iter().any(|k| k == key) {
             return Ok(());
         }
         loaded.remembered.allow.push(key.to_string());
-        let bytes = serde_json::to_vec_pretty(&loaded.remembered)
-            .map_err(|e| AgentError::Store(e.to_string()))?;
-        write_atomic(&self.path, &bytes)
-            .map_err(|e| AgentError::Store(format!("{}: {e}", self.path.display())))?;
+        let bytes =
+            serde_json::to_vec_pretty(&loaded.remembered).map_err(|source| AgentError::Encode {
+                what: APPROVALS_FILE,
+                source,
+            })?;
+        write_atomic(&self.path, &bytes)?;
         loaded.version = file_version(&self.path);
         Ok(())
     }

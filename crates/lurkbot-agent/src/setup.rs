@@ -42,7 +42,10 @@ pub fn models(choice: Option<&str>, config: &Config) -> Result<Vec<ModelRef>, Ag
         .chain(config.agent.fallbacks.iter().cloned())
         .map(|m| {
             m.parse::<ModelRef>()
-                .map_err(|e| AgentError::Config(e.to_string()))
+                .map_err(|source| AgentError::InvalidModel {
+                    model: m.clone(),
+                    source,
+                })
         })
         .collect()
 }

@@ -67,10 +67,6 @@ pub struct Sessions {
     dir: PathBuf,
 }
 
-fn io(what: &str, e: &std::io::Error) -> AgentError {
-    AgentError::Store(format!("{what}: {e}"))
-}
-
 impl Sessions {
     /// The store of `agent_id` under the home.
     pub fn open(home: &Home, agent_id: &str) -> Self {
@@ -94,14 +90,12 @@ impl Sessions {
     /// A damaged index.
     pub fn list(&self) -> Result<BTreeMap<String, SessionEntry>, AgentError> {
         match std::fs::read(self.index_path()) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                AgentError::Store(format!(
-                    "{} is damaged ({e}); move it away to start over",
-                    self.index_path().display()
-                ))
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| AgentError::Damaged {
+                path: self.index_path(),
+                source,
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
-            Err(e) => Err(io("cannot read sessions.json", &e)),
+            Err(e) => Err(AgentError::io("read", self.index_path(), e)),
         }
     }
 
@@ -110,16 +104,18 @@ impl Sessions {
         &self,
         f: impl FnOnce(&mut BTreeMap<String, SessionEntry>) -> T,
     ) -> Result<T, AgentError> {
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| io("cannot create the sessions folder", &e))?;
-        let lock = File::create(self.dir.join(".lock")).map_err(|e| io("cannot lock", &e))?;
-        lock.lock().map_err(|e| io("cannot lock", &e))?;
+        std::fs::create_dir_all(&self.dir).map_err(|e| AgentError::io("create", &self.dir, e))?;
+        let lock_path = self.dir.join(".lock");
+        let lock = File::create(&lock_path).map_err(|e| AgentError::io("lock", &lock_path, e))?;
+        lock.lock()
+            .map_err(|e| AgentError::io("lock", &lock_path, e))?;
         let mut all = self.list()?;
         let out = f(&mut all);
-        let bytes =
-            serde_json::to_vec_pretty(&all).map_err(|e| AgentError::Store(e.to_string()))?;
-        lurkbot_core::write_atomic(&self.index_path(), &bytes)
-            .map_err(|e| AgentError::Store(e.to_string()))?;
+        let bytes = serde_json::to_vec_pretty(&all).map_err(|source| AgentError::Encode {
+            what: "sessions.json",
+            source,
+        })?;
+        lurkbot_core::write_atomic(&self.index_path(), &bytes)?;
         Ok(out)
     }
 
@@ -204,7 +200,10 @@ impl Sessions {
             match std::fs::remove_file(self.transcript_path(&entry.session_id)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io("cannot delete the transcript", &e)),
+                Err(e) => {
+                    let path = self.transcript_path(&entry.session_id);
+                    return Err(AgentError::io("delete", path, e));
+                }
             }
         }
         Ok(removed.is_some())
@@ -227,12 +226,14 @@ impl Sessions {
         entries: &[Entry],
         sync: bool,
     ) -> Result<(), AgentError> {
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| io("cannot create the sessions folder", &e))?;
+        std::fs::create_dir_all(&self.dir).map_err(|e| AgentError::io("create", &self.dir, e))?;
         let mut text = String::new();
         for entry in entries {
             text.push_str(
-                &serde_json::to_string(entry).map_err(|e| AgentError::Store(e.to_string()))?,
+                &serde_json::to_string(entry).map_err(|source| AgentError::Encode {
+                    what: "a transcript entry",
+                    source,
+                })?,
             );
             text.push('\n');
         }
@@ -246,10 +247,10 @@ impl Sessions {
             .create(true)
             .append(true)
             .open(&path)
-            .map_err(|e| io("cannot open the transcript", &e))?;
+            .map_err(|e| AgentError::io("open", &path, e))?;
         file.write_all(text.as_bytes())
             .and_then(|()| if sync { file.sync_data() } else { Ok(()) })
-            .map_err(|e| io("cannot write the transcript", &e))
+            .map_err(|e| AgentError::io("write", &path, e))
     }
 
     /// Every readable entry of a transcript (a torn last line is skipped).
@@ -260,7 +261,9 @@ impl Sessions {
         let text = match std::fs::read_to_string(self.transcript_path(session_id)) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io("cannot read the transcript", &e)),
+            Err(e) => {
+                return Err(AgentError::io("read", self.transcript_path(session_id), e));
+            }
         };
         Ok(text
             .lines()

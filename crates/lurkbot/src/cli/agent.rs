@@ -52,7 +52,7 @@ pub(crate) fn prepare(
     let config = Config::load(&home.join(layout::CONFIG))?;
     match lurkbot_agent::setup::failover(&home, &config, model) {
         Ok(failover) => Ok((home, config, failover)),
-        Err(lurkbot_agent::AgentError::Config(message)) => Err(CliError::usage(who, message)),
+        Err(e) if e.is_config() => Err(CliError::usage(who, e.to_string())),
         Err(e) => Err(e.into()),
     }
 }
@@ -117,9 +117,10 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> CliResult {
             if json {
                 line(&json!({"type": "error", "message": e.to_string()}));
             }
-            Err(match e {
-                lurkbot_agent::AgentError::Config(_) => CliError::usage("agent", e.to_string()),
-                _ => CliError::failed("agent", e.to_string()),
+            Err(if e.is_config() {
+                CliError::usage("agent", e.to_string())
+            } else {
+                CliError::failed("agent", e.to_string())
             })
         }
     }
