@@ -6,10 +6,8 @@
 
 use std::sync::Arc;
 
-use lurkbot_core::{Config, Home, PromptMode, Secrets, SessionKey};
-use lurkbot_llm::{
-    ChatRequest, ErrorKind, Failover, Message, StreamEvent, ToolCall, ToolSpec, Usage,
-};
+use lurkbot_core::{Config, Home, SessionKey};
+use lurkbot_llm::{Failover, Message, ToolCall, ToolSpec, Usage};
 use lurkbot_term::TerminalExec;
 use serde_json::Value;
 
@@ -18,10 +16,10 @@ use crate::compaction::{cut_point, estimate_tokens, messages_tokens, summarize};
 use crate::error::AgentError;
 use crate::policy::Policy;
 use crate::policy_config::policy_for;
-use crate::prompt::{PromptInput, SessionKind, bootstrap, build};
 use crate::tools::{ToolBox, ToolCtx, ToolOutput};
 use crate::transcript::{Entry, Sessions, Tracked};
-use crate::untrusted::wrap;
+
+mod turn;
 
 /// Thinking levels `/think` accepts.
 pub const THINKING_LEVELS: &[&str] = &["off", "minimal", "low", "medium", "high"];
@@ -198,111 +196,13 @@ impl Agent {
         message: &str,
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Result<TurnOutcome, AgentError> {
-        let sessions = Sessions::open(&self.home, session.agent_id());
-        let entry = sessions.get_or_create(session)?;
-        let sid = entry.session_id.clone();
-        // A configuration error stops the turn before anything is recorded.
-        let policy = self.policy(session);
-        let offered = self.offered_by(&policy)?;
-        let mut tracked = sessions.tracked(&sid, self.cache.take())?;
-        sessions.append_tracked(
-            &mut tracked,
-            &[message_entry(Message::user(message))],
-            false,
-        )?;
-        let kind = if policy.subagent {
-            SessionKind::Subagent
-        } else if policy.group {
-            SessionKind::Group
-        } else {
-            SessionKind::Direct
-        };
-        let first_run = sessions.list()?.values().all(|e| e.turns == 0);
-        let files = bootstrap(&self.home, kind, first_run);
-        let skills = crate::skills::installed(&self.home);
-        let mode = match (self.config.agent.prompt_mode, kind) {
-            (PromptMode::Full, SessionKind::Subagent) => PromptMode::Minimal,
-            (mode, _) => mode,
-        };
-        let (host, os) = host_and_os();
-        let mut usage = Usage::default();
-        let mut model = self.failover.primary().to_string();
-        // Secret values (home and skill .env files) never reach the model: read once per turn
-        // (no tool can write a .env file, so they cannot change within it).
-        let redactor = lurkbot_term::Redactor::new(Secrets::load(&self.home).redaction_values());
+        let mut turn = self.prepare(session, message)?;
         for step in 1..=MAX_STEPS {
-            let mut compacted = false;
-            let answered = loop {
-                let context = tracked.context();
-                let system = build(
-                    &PromptInput {
-                        mode,
-                        tools: &offered,
-                        skills: &skills,
-                        agent_id: session.agent_id(),
-                        session: session.as_str(),
-                        kind,
-                        model: &model,
-                        date: &today(),
-                        host: &host,
-                        os: &os,
-                        thinking: &self.thinking,
-                        sandbox: policy.sandbox,
-                        summary: context.summary.as_deref(),
-                    },
-                    &files,
-                );
-                if !compacted && self.over_budget(&system, &context.messages, &offered) {
-                    compacted = self
-                        .compact(&sessions, &mut tracked, false, on_event)
-                        .await?;
-                    if compacted {
-                        continue;
-                    }
-                }
-                let request = ChatRequest {
-                    model: String::new(),
-                    system,
-                    messages: context.messages,
-                    tools: offered.clone(),
-                    max_tokens: self.max_output_tokens(),
-                    reasoning: Some(self.thinking.clone()),
-                };
-                let result = self
-                    .failover
-                    .chat(&request, &mut |event| {
-                        if let StreamEvent::Text(text) = event {
-                            on_event(AgentEvent::Text(text));
-                        }
-                    })
-                    .await;
-                match result {
-                    Ok(answered) => break answered,
-                    Err(e) if e.kind == ErrorKind::ContextOverflow && !compacted => {
-                        // A server that names its real window (llama-server's `-c 4096`) is
-                        // believed from now on, instead of the configured 128,000.
-                        if let Some(window) = e.context_window {
-                            self.learned_window =
-                                Some(self.learned_window.map_or(window, |w| w.min(window)));
-                        }
-                        compacted = self
-                            .compact(&sessions, &mut tracked, true, on_event)
-                            .await?;
-                        if !compacted {
-                            return Err(e.into());
-                        }
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            };
-            model = answered.model.to_string();
-            let response = answered.response;
-            usage.input_tokens += response.usage.input_tokens;
-            usage.output_tokens += response.usage.output_tokens;
+            let response = self.call_model(&mut turn, on_event).await?;
             let calls = response.tool_calls.clone();
             // Synced now only when it ends the turn; with calls, the results' append syncs it.
-            sessions.append_tracked(
-                &mut tracked,
+            turn.sessions.append_tracked(
+                &mut turn.tracked,
                 &[message_entry(Message::assistant(
                     response.text.clone(),
                     calls.clone(),
@@ -310,72 +210,20 @@ impl Agent {
                 calls.is_empty(),
             )?;
             if calls.is_empty() {
-                sessions.record_turn(session, &model, usage)?;
-                self.cache = Some(tracked);
-                return Ok(TurnOutcome {
-                    text: response.text,
-                    model,
-                    usage,
-                    steps: step,
-                    session_id: sid,
-                });
+                return self.finish(turn, response.text, step);
             }
-            let entry = sessions.get_or_create(session)?;
-            let ctx = ToolCtx {
-                home: &self.home,
-                session,
-                entry: &entry,
-                sessions: &sessions,
-                exec: &self.exec,
-                config: &self.config,
-            };
-            let mut results = Vec::with_capacity(calls.len());
-            for call in &calls {
-                on_event(AgentEvent::ToolStart {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                });
-                let mut output = self.run_call(&ctx, &offered, call, &mut *on_event).await;
-                // Secret values (home and skill .env files) never reach the model.
-                output.text = redactor.text(&output.text);
-                on_event(AgentEvent::ToolEnd {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    is_error: output.is_error,
-                    preview: output
-                        .text
-                        .lines()
-                        .next()
-                        .unwrap_or_default()
-                        .chars()
-                        .take(200)
-                        .collect(),
-                });
-                results.push(message_entry(Message::tool(
-                    call.id.clone(),
-                    wrap(&call.name, &output.text),
-                    output.is_error,
-                )));
-            }
-            sessions.append_tracked(&mut tracked, &results, true)?;
+            let results = self.run_tools(&turn, &calls, on_event).await;
+            turn.sessions
+                .append_tracked(&mut turn.tracked, &results, true)?;
         }
-        sessions.record_turn(session, &model, usage)?;
         let note = format!("[stopped after {MAX_STEPS} model steps without a final answer]");
-        sessions.append_tracked(
-            &mut tracked,
+        turn.sessions.append_tracked(
+            &mut turn.tracked,
             &[message_entry(Message::assistant(note.clone(), Vec::new()))],
             true,
         )?;
-        self.cache = Some(tracked);
         on_event(AgentEvent::Text(note.clone()));
-        Ok(TurnOutcome {
-            text: note,
-            model,
-            usage,
-            steps: MAX_STEPS,
-            session_id: sid,
-        })
+        self.finish(turn, note, MAX_STEPS)
     }
 
     /// Records that the running turn of `session` was cancelled (Ctrl-C): a marker message

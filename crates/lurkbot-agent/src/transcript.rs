@@ -145,6 +145,20 @@ impl Sessions {
         })
     }
 
+    /// The entry of `key` (created on its first turn) and whether no session of this agent has
+    /// finished a turn yet (the workspace's first run), from one read of the index.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn open_turn(&self, key: &SessionKey) -> Result<(SessionEntry, bool), AgentError> {
+        let all = self.list()?;
+        let first_run = all.values().all(|e| e.turns == 0);
+        match all.get(key.as_str()) {
+            Some(entry) => Ok((entry.clone(), first_run)),
+            None => Ok((self.get_or_create(key)?, first_run)),
+        }
+    }
+
     /// Records a finished turn's model and usage.
     ///
     /// # Errors

@@ -1,0 +1,238 @@
+//! The steps of one turn, as OpenClaw's run loop names them: **prepare** (read the session
+//! index once, record the user's message, gather what the prompt needs), **call the model**
+//! (compacting first when the context would not fit, or after the server says it did not),
+//! **run the tools** the model asked for, and **record** the turn in the index.
+
+use lurkbot_core::{PromptMode, Secrets, SessionKey};
+use lurkbot_llm::{
+    ChatRequest, ChatResponse, ErrorKind, Message, StreamEvent, ToolCall, ToolSpec, Usage,
+};
+
+use super::{Agent, AgentEvent, TurnOutcome, host_and_os, message_entry, today};
+use crate::error::AgentError;
+use crate::policy::Policy;
+use crate::prompt::{PromptInput, SessionKind, SkillEntry, bootstrap, build};
+
+use crate::tools::ToolCtx;
+use crate::transcript::{Entry, SessionEntry, Sessions, Tracked};
+use crate::untrusted::wrap;
+
+/// One turn in progress: what [`Agent::prepare`] read once, shared by the later steps.
+pub(super) struct Turn<'a> {
+    pub(super) session: &'a SessionKey,
+    pub(super) sessions: Sessions,
+    /// The session's index entry, read once per turn.
+    entry: SessionEntry,
+    policy: Policy,
+    offered: Vec<ToolSpec>,
+    pub(super) tracked: Tracked,
+    kind: SessionKind,
+    mode: PromptMode,
+    files: Vec<(String, String)>,
+    skills: Vec<SkillEntry>,
+    host: String,
+    os: String,
+    usage: Usage,
+    /// The model that answered last (the primary until one answers).
+    model: String,
+    /// Secret values (home and skill `.env` files), read once: no tool can write a `.env`
+    /// file, so they cannot change within the turn.
+    redactor: lurkbot_term::Redactor,
+}
+
+impl Agent {
+    /// Reads the session index once, records the user's message and gathers what every step
+    /// needs. A configuration error stops the turn before anything is recorded.
+    pub(super) fn prepare<'a>(
+        &mut self,
+        session: &'a SessionKey,
+        message: &str,
+    ) -> Result<Turn<'a>, AgentError> {
+        let sessions = Sessions::open(&self.home, session.agent_id());
+        let (entry, first_run) = sessions.open_turn(session)?;
+        let policy = self.policy(session);
+        let offered = self.offered_by(&policy)?;
+        let mut tracked = sessions.tracked(&entry.session_id, self.cache.take())?;
+        sessions.append_tracked(
+            &mut tracked,
+            &[message_entry(Message::user(message))],
+            false,
+        )?;
+        let kind = if policy.subagent {
+            SessionKind::Subagent
+        } else if policy.group {
+            SessionKind::Group
+        } else {
+            SessionKind::Direct
+        };
+        let mode = match (self.config.agent.prompt_mode, kind) {
+            (PromptMode::Full, SessionKind::Subagent) => PromptMode::Minimal,
+            (mode, _) => mode,
+        };
+        let (host, os) = host_and_os();
+        Ok(Turn {
+            session,
+            entry,
+            files: bootstrap(&self.home, kind, first_run),
+            skills: crate::skills::installed(&self.home),
+            redactor: lurkbot_term::Redactor::new(Secrets::load(&self.home).redaction_values()),
+            model: self.failover.primary().to_string(),
+            sessions,
+            policy,
+            offered,
+            tracked,
+            kind,
+            mode,
+            host,
+            os,
+            usage: Usage::default(),
+        })
+    }
+
+    /// One model step: the reply (text streamed to `on_event`), its usage added to the turn's.
+    /// Compacts first when the context would not fit, and once more when the server says it
+    /// did not (learning the window it names).
+    pub(super) async fn call_model(
+        &mut self,
+        turn: &mut Turn<'_>,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<ChatResponse, AgentError> {
+        let mut compacted = false;
+        let answered = loop {
+            let context = turn.tracked.context();
+            let system = build(
+                &PromptInput {
+                    mode: turn.mode,
+                    tools: &turn.offered,
+                    skills: &turn.skills,
+                    agent_id: turn.session.agent_id(),
+                    session: turn.session.as_str(),
+                    kind: turn.kind,
+                    model: &turn.model,
+                    date: &today(),
+                    host: &turn.host,
+                    os: &turn.os,
+                    thinking: &self.thinking,
+                    sandbox: turn.policy.sandbox,
+                    summary: context.summary.as_deref(),
+                },
+                &turn.files,
+            );
+            if !compacted && self.over_budget(&system, &context.messages, &turn.offered) {
+                compacted = self
+                    .compact(&turn.sessions, &mut turn.tracked, false, on_event)
+                    .await?;
+                if compacted {
+                    continue;
+                }
+            }
+            let request = ChatRequest {
+                model: String::new(),
+                system,
+                messages: context.messages,
+                tools: turn.offered.clone(),
+                max_tokens: self.max_output_tokens(),
+                reasoning: Some(self.thinking.clone()),
+            };
+            let result = self
+                .failover
+                .chat(&request, &mut |event| {
+                    if let StreamEvent::Text(text) = event {
+                        on_event(AgentEvent::Text(text));
+                    }
+                })
+                .await;
+            match result {
+                Ok(answered) => break answered,
+                Err(e) if e.kind == ErrorKind::ContextOverflow && !compacted => {
+                    // A server that names its real window (llama-server's `-c 4096`) is
+                    // believed from now on, instead of the configured 128,000.
+                    if let Some(window) = e.context_window {
+                        self.learned_window =
+                            Some(self.learned_window.map_or(window, |w| w.min(window)));
+                    }
+                    compacted = self
+                        .compact(&turn.sessions, &mut turn.tracked, true, on_event)
+                        .await?;
+                    if !compacted {
+                        return Err(e.into());
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        turn.model = answered.model.to_string();
+        turn.usage.input_tokens += answered.response.usage.input_tokens;
+        turn.usage.output_tokens += answered.response.usage.output_tokens;
+        Ok(answered.response)
+    }
+
+    /// Runs the calls of one reply in order; their results, redacted and labelled untrusted,
+    /// ready to append.
+    pub(super) async fn run_tools(
+        &self,
+        turn: &Turn<'_>,
+        calls: &[ToolCall],
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Vec<Entry> {
+        let ctx = ToolCtx {
+            home: &self.home,
+            session: turn.session,
+            entry: &turn.entry,
+            sessions: &turn.sessions,
+            exec: &self.exec,
+            config: &self.config,
+        };
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            on_event(AgentEvent::ToolStart {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+            let mut output = self
+                .run_call(&ctx, &turn.offered, call, &mut *on_event)
+                .await;
+            // Secret values (home and skill .env files) never reach the model.
+            output.text = turn.redactor.text(&output.text);
+            on_event(AgentEvent::ToolEnd {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                is_error: output.is_error,
+                preview: output
+                    .text
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(200)
+                    .collect(),
+            });
+            results.push(message_entry(Message::tool(
+                call.id.clone(),
+                wrap(&call.name, &output.text),
+                output.is_error,
+            )));
+        }
+        results
+    }
+
+    /// Records the turn in the index and keeps its context for the next turn.
+    pub(super) fn finish(
+        &mut self,
+        turn: Turn<'_>,
+        text: String,
+        steps: usize,
+    ) -> Result<TurnOutcome, AgentError> {
+        turn.sessions
+            .record_turn(turn.session, &turn.model, turn.usage)?;
+        self.cache = Some(turn.tracked);
+        Ok(TurnOutcome {
+            text,
+            model: turn.model,
+            usage: turn.usage,
+            steps,
+            session_id: turn.entry.session_id,
+        })
+    }
+}
