@@ -163,6 +163,13 @@ impl CommandError {
         }
     }
 
+    /// An `IoError` naming what was being done to which (home-relative) path, with the usual
+    /// fix.
+    pub fn io(action: &str, path: &str, e: &std::io::Error) -> Self {
+        Self::new(ErrorCode::IoError, format!("cannot {action} '{path}': {e}"))
+            .with_hint("check free space and permissions, then retry")
+    }
+
     /// Adds what to do next.
     #[must_use]
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {

@@ -24,6 +24,7 @@ mod envelope;
 mod error_code;
 mod exec;
 mod help;
+mod listing_flags;
 mod net;
 pub use net::{install_crypto_provider, root_cause};
 mod net_policy;

@@ -7,7 +7,7 @@ use lurkbot_core::HomePath;
 
 use super::publish::NewArchive;
 use super::source::{self, SourceItem, SourceTree};
-use super::work::run_blocking;
+use crate::blocking::run_blocking;
 use crate::{CancelFlag, CommandCtx, CommandError, ParsedArgs, Progress};
 
 /// What a format's writer counted.

@@ -22,7 +22,8 @@ use tempfile::TempDir;
 
 use super::entry_name::{UnsafeName, safe_segments};
 pub(crate) use super::extract_report::{ExtractReport, SkipReason, SkippedEntry};
-use super::work::{Limits, cancelled, dest_dir, human_bytes, input_file, io_error};
+use super::work::{Limits, dest_dir, human_bytes, input_file};
+use crate::blocking::cancelled;
 use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode, ParsedArgs, Progress};
 
 /// How many skipped entries are named in the result (the counts are always complete).
@@ -150,7 +151,7 @@ impl Extractor {
             created_dest.push(dir.to_path_buf());
             missing = dir.parent();
         }
-        fs::create_dir_all(&dest).map_err(|e| io_error("create", &shown, &e))?;
+        fs::create_dir_all(&dest).map_err(|e| CommandError::io("create", &shown, &e))?;
         if !dest.is_dir() {
             return Err(CommandError::new(
                 ErrorCode::InvalidArgs,
@@ -162,7 +163,7 @@ impl Extractor {
         let staging = tempfile::Builder::new()
             .prefix(".lurkbot-extract-")
             .tempdir_in(&dest)
-            .map_err(|e| io_error("create a staging directory in", &shown, &e))?;
+            .map_err(|e| CommandError::io("create a staging directory in", &shown, &e))?;
         let report = ExtractReport {
             dirs_created: created_dest.len() as u64,
             ..ExtractReport::default()
@@ -347,7 +348,7 @@ impl Extractor {
         reader: &mut dyn Read,
         meta: EntryMeta,
     ) -> Result<u64, CommandError> {
-        let mut out = File::create(staged).map_err(|e| io_error("write", name, &e))?;
+        let mut out = File::create(staged).map_err(|e| CommandError::io("write", name, &e))?;
         let mut size = 0u64;
         loop {
             if self.opts.cancel.is_cancelled() {
@@ -379,7 +380,7 @@ impl Extractor {
                 .with_detail("max_bytes", max));
             }
             out.write_all(&self.buf[..n])
-                .map_err(|e| io_error("write", name, &e))?;
+                .map_err(|e| CommandError::io("write", name, &e))?;
             self.bytes_staged += n64;
             size += n64;
             self.opts.progress.advance(n64);
@@ -387,11 +388,11 @@ impl Extractor {
         // Set on the open file: `rename` keeps both, and no second open is needed.
         if let Some(mode) = meta.mode {
             out.set_permissions(fs::Permissions::from_mode((mode & 0o755) | 0o600))
-                .map_err(|e| io_error("set permissions of", name, &e))?;
+                .map_err(|e| CommandError::io("set permissions of", name, &e))?;
         }
         if let Some(time) = meta.mtime {
             out.set_modified(time)
-                .map_err(|e| io_error("set the time of", name, &e))?;
+                .map_err(|e| CommandError::io("set the time of", name, &e))?;
         }
         Ok(size)
     }
@@ -498,7 +499,7 @@ impl Extractor {
                     };
                     let target = self.opts.dest.absolute().join(item.segments.join("/"));
                     fs::rename(staged, &target)
-                        .map_err(|e| io_error("move into place", &shown, &e))?;
+                        .map_err(|e| CommandError::io("move into place", &shown, &e))?;
                     if replacing {
                         placed.replaced += 1;
                     } else {
@@ -540,7 +541,7 @@ impl Extractor {
                 Ok(meta) if meta.is_dir() => {}
                 Ok(_) => return Ok(Err(SkipReason::Existing)),
                 Err(_) => {
-                    fs::create_dir(&path).map_err(|e| io_error("create", segment, &e))?;
+                    fs::create_dir(&path).map_err(|e| CommandError::io("create", segment, &e))?;
                     self.report.dirs_created += 1;
                     placed.dirs.push(path.clone());
                 }

@@ -1,31 +1,8 @@
-//! Flags `zip` and `tar` share.
+//! Flags `zip` and `tar` share (the listing flags every command uses are in
+//! `crate::listing_flags`).
 
 use crate::FlagSpec;
 
-/// `--max` of listings.
-pub(crate) const MAX: FlagSpec = FlagSpec::value(
-    "--max",
-    "n",
-    false,
-    "entries to include in stdout and result (default 200, 0-10000)",
-);
-/// `--out` of listings.
-pub(crate) const LIST_OUT: FlagSpec = FlagSpec::value(
-    "--out",
-    "path",
-    false,
-    "write the full listing as JSON to this home-relative file",
-);
-/// `--confirm` of listings (only for replacing an `--out` file).
-pub(crate) const LIST_CONFIRM: FlagSpec = FlagSpec::switch(
-    "--confirm",
-    "with --overwrite: replace an existing --out file",
-);
-/// `--overwrite` of listings.
-pub(crate) const LIST_OVERWRITE: FlagSpec = FlagSpec::switch(
-    "--overwrite",
-    "replace an existing --out file outside artifacts/ (needs --confirm)",
-);
 /// `--dest` of extract.
 pub(crate) const DEST: FlagSpec = FlagSpec::value(
     "--dest",

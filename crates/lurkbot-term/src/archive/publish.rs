@@ -8,7 +8,6 @@ use std::path::Path;
 use lurkbot_core::HomePath;
 use tempfile::NamedTempFile;
 
-use super::work::io_error;
 use crate::{CommandError, ErrorCode};
 
 /// An archive being written.
@@ -33,13 +32,13 @@ impl NewArchive {
             )
         })?;
         std::fs::create_dir_all(parent)
-            .map_err(|e| io_error("create the folder of", &shown, &e))?;
+            .map_err(|e| CommandError::io("create the folder of", &shown, &e))?;
         // Partial archives a killed run left here (older than an hour) go first.
         lurkbot_core::sweep_stale_temp_in(parent);
         let temp = tempfile::Builder::new()
             .prefix(".lurkbot-new-")
             .tempfile_in(parent)
-            .map_err(|e| io_error("create a temporary file for", &shown, &e))?;
+            .map_err(|e| CommandError::io("create a temporary file for", &shown, &e))?;
         Ok(Self {
             temp,
             target,
@@ -69,10 +68,11 @@ impl NewArchive {
     pub(crate) fn publish(self) -> Result<u64, CommandError> {
         let shown = self.target.relative().to_string();
         let file = self.temp.as_file();
-        file.sync_all().map_err(|e| io_error("write", &shown, &e))?;
+        file.sync_all()
+            .map_err(|e| CommandError::io("write", &shown, &e))?;
         let size = file
             .metadata()
-            .map_err(|e| io_error("read", &shown, &e))?
+            .map_err(|e| CommandError::io("read", &shown, &e))?
             .len();
         let persisted = if self.overwrite {
             self.temp.persist(self.target.absolute())
@@ -87,7 +87,7 @@ impl NewArchive {
                 )
                 .with_hint("add --overwrite --confirm to replace it, or choose another path")
             } else {
-                io_error("move into place", &shown, &e.error)
+                CommandError::io("move into place", &shown, &e.error)
             }
         })?;
         Ok(size)

@@ -16,7 +16,7 @@ use lurkbot_core::{Home, HomePath, SessionKey};
 use serde::Serialize;
 
 use super::extractor::SkippedEntry;
-use super::work::{cancelled, io_error};
+use crate::blocking::cancelled;
 use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode};
 
 /// How many skipped sources are named in the result.
@@ -118,7 +118,7 @@ pub(crate) fn collect(
 ) -> Result<SourceTree, CommandError> {
     let mut tree = SourceTree::default();
     let root = src.absolute().to_path_buf();
-    let meta = fs::metadata(&root).map_err(|e| io_error("read", src.relative(), &e))?;
+    let meta = fs::metadata(&root).map_err(|e| CommandError::io("read", src.relative(), &e))?;
     let base: Vec<u8> = src
         .relative()
         .rsplit('/')
@@ -170,7 +170,7 @@ impl Walker<'_> {
         let shown = String::from_utf8_lossy(prefix).into_owned();
         let mut children: Vec<_> = fs::read_dir(dir)
             .and_then(|rd| rd.map(|e| e.map(|e| e.file_name())).collect())
-            .map_err(|e| io_error("read the folder", &shown, &e))?;
+            .map_err(|e| CommandError::io("read the folder", &shown, &e))?;
         children.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
         for child in children {
             if self.cancel.is_cancelled() {

@@ -1,21 +1,16 @@
-//! Small shared pieces: the extraction limits, input resolution and error helpers (and, for
-//! the archive modules' convenience, the blocking-work helpers).
+//! Pieces `zip` and `tar` share: the extraction limits, resolving `--in` and `--dest`, and
+//! time and size conversions.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lurkbot_core::HomePath;
 
-pub(crate) use crate::blocking::{cancelled, run_blocking};
 use crate::{CommandCtx, CommandError, ErrorCode, ParsedArgs};
 
 /// Default `--max-files`.
 pub(crate) const DEFAULT_MAX_FILES: u64 = 2000;
 /// Default `--max-bytes` (512 MiB).
 pub(crate) const DEFAULT_MAX_BYTES: u64 = 512 * 1024 * 1024;
-/// Default and ceiling of `--max` for listings.
-pub(crate) const DEFAULT_LIST_MAX: u64 = 200;
-/// The largest `--max` accepted (entries in `result`; the full listing goes to `--out`).
-pub(crate) const LIST_MAX_CEILING: u64 = 10_000;
 
 /// Bomb limits of an extraction, enforced on what is actually written.
 #[derive(Debug, Clone, Copy)]
@@ -37,12 +32,6 @@ impl Limits {
             max_bytes: args.number("--max-bytes", DEFAULT_MAX_BYTES, 1, u64::MAX)?,
         })
     }
-}
-
-/// An `IoError` naming what was being done to which path.
-pub(crate) fn io_error(action: &str, path: &str, e: &std::io::Error) -> CommandError {
-    CommandError::new(ErrorCode::IoError, format!("cannot {action} '{path}': {e}"))
-        .with_hint("check free space and permissions, then retry")
 }
 
 /// Resolves `--in`: it must be an existing file inside the home that is not a secret.

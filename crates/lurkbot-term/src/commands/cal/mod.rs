@@ -28,7 +28,7 @@ pub fn fuzz_read_ical(text: &str) -> bool {
 
 use lurkbot_core::CalendarPermission;
 
-use crate::archive::flags::{LIST_CONFIRM, LIST_OVERWRITE};
+use crate::listing_flags::{LIST_CONFIRM, LIST_OVERWRITE};
 use crate::{Command, CommandCtx, CommandError, CommandSpec, ErrorCode, FlagSpec, SubcommandSpec};
 
 const MAX_CALENDARS: FlagSpec = FlagSpec::value(

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 use super::backend::{Backend, not_found};
 use super::times::{parse_instant, show};
 use super::{id_flag, require_access};
-use crate::archive::work::LIST_MAX_CEILING;
+use crate::listing_flags::LIST_MAX_CEILING;
 use crate::output::{self, Capped};
 use crate::{Artifact, CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs};
 

@@ -20,7 +20,8 @@ use super::http::{self, FetchFailure, FetchRequest, Fetched};
 use super::item::Item;
 use super::parse::parse_feed;
 use super::store::{CachedFeed, FetchState, RssStore};
-use crate::archive::work::{LIST_MAX_CEILING, run_blocking};
+use crate::blocking::run_blocking;
+use crate::listing_flags::LIST_MAX_CEILING;
 use crate::{CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs, output};
 
 const DEFAULT_MAX_ITEMS: u64 = 20;

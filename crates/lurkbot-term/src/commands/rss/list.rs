@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use super::store::RssStore;
-use crate::archive::work::LIST_MAX_CEILING;
+use crate::listing_flags::LIST_MAX_CEILING;
 use crate::{CommandCtx, CommandError, Outcome, ParsedArgs, output};
 
 /// Default `--max`.

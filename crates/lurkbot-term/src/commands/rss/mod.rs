@@ -25,7 +25,7 @@ pub fn fuzz_parse_feed(body: &[u8]) -> bool {
     parse::parse_feed(body, None, "https://example.com/feed.xml").is_ok()
 }
 
-use crate::archive::flags::{LIST_CONFIRM, LIST_OVERWRITE};
+use crate::listing_flags::{LIST_CONFIRM, LIST_OVERWRITE};
 use crate::{Command, CommandError, CommandSpec, ErrorCode, FlagSpec, SubcommandSpec};
 
 const NAME: FlagSpec = FlagSpec::value(

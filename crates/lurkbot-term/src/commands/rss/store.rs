@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::item::Item;
-use crate::archive::work::io_error;
+
 use crate::{CommandError, ErrorCode};
 
 /// One entry of `subscriptions.json` (its documented fields).
@@ -99,16 +99,16 @@ impl RssStore {
     pub(super) fn lock(home: &Home) -> Result<Self, CommandError> {
         let dir = home.join(layout::RSS);
         std::fs::create_dir_all(dir.join(CACHE))
-            .map_err(|e| io_error("create", layout::RSS, &e))?;
+            .map_err(|e| CommandError::io("create", layout::RSS, &e))?;
         let lock_path = dir.join(".lock");
         let lock = File::options()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&lock_path)
-            .map_err(|e| io_error("open", &format!("{}/.lock", layout::RSS), &e))?;
+            .map_err(|e| CommandError::io("open", &format!("{}/.lock", layout::RSS), &e))?;
         lock.lock()
-            .map_err(|e| io_error("lock", &format!("{}/.lock", layout::RSS), &e))?;
+            .map_err(|e| CommandError::io("lock", &format!("{}/.lock", layout::RSS), &e))?;
         Ok(Self {
             dir,
             shown: layout::RSS.to_string(),
@@ -177,7 +177,7 @@ impl RssStore {
         match std::fs::remove_file(&cache) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io_error("remove", &self.shown_cache(name), &e)),
+            Err(e) => Err(CommandError::io("remove", &self.shown_cache(name), &e)),
         }
     }
 
@@ -211,7 +211,7 @@ impl RssStore {
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(T::default()),
-            Err(e) => return Err(io_error("read", &shown, &e)),
+            Err(e) => return Err(CommandError::io("read", &shown, &e)),
         };
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(T::default());

@@ -10,7 +10,7 @@ use super::format::{Compressor, TarFormat};
 use super::requested_format;
 use crate::archive::create::{CreateStats, WriteJob, create_archive};
 use crate::archive::summary::CreateReport;
-use crate::archive::work::{cancelled, io_error};
+use crate::blocking::cancelled;
 use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode, Outcome, Progress};
 
 const CHUNK: usize = 256 * 1024;
@@ -106,7 +106,7 @@ fn write_tar(job: WriteJob<'_>, format: TarFormat) -> Result<CreateStats, Comman
         if cancel.is_cancelled() {
             cancelled()
         } else {
-            io_error("write", shown, &e)
+            CommandError::io("write", shown, &e)
         }
     };
     // The buffer sits outside the compressor so that copies into it read large chunks. Under the
@@ -139,7 +139,8 @@ fn write_tar(job: WriteJob<'_>, format: TarFormat) -> Result<CreateStats, Comman
             stats.dirs += 1;
             continue;
         }
-        let input = File::open(&item.path).map_err(|e| io_error("read", &item.display(), &e))?;
+        let input =
+            File::open(&item.path).map_err(|e| CommandError::io("read", &item.display(), &e))?;
         // The size is taken before reading: at most that many bytes are stored.
         header.set_size(item.meta.len());
         let mut counted = Counted {

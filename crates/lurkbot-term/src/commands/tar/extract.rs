@@ -8,7 +8,8 @@ use super::list::{is_metadata, kind};
 use super::{requested_format, tar_error};
 use crate::archive::extractor::{EntryMeta, ExtractOptions, ExtractReport, Extractor, SkipReason};
 use crate::archive::summary::extract_outcome;
-use crate::archive::work::{run_blocking, time_from_secs};
+use crate::archive::work::time_from_secs;
+use crate::blocking::run_blocking;
 use crate::{CommandCtx, CommandError, ErrorCode, Outcome};
 
 pub(super) async fn run(

@@ -5,7 +5,6 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 
-use crate::archive::work::io_error;
 use crate::{CommandError, ErrorCode};
 
 /// A tar format.
@@ -102,9 +101,11 @@ pub(super) fn open_reader(
     shown: &str,
     requested: Option<TarFormat>,
 ) -> Result<(Box<dyn Read + Send>, TarFormat), CommandError> {
-    let file = File::open(path).map_err(|e| io_error("open", shown, &e))?;
+    let file = File::open(path).map_err(|e| CommandError::io("open", shown, &e))?;
     let mut reader = BufReader::with_capacity(256 * 1024, file);
-    let head = reader.fill_buf().map_err(|e| io_error("read", shown, &e))?;
+    let head = reader
+        .fill_buf()
+        .map_err(|e| CommandError::io("read", shown, &e))?;
     let found = TarFormat::sniff(head);
     if let Some(wanted) = requested.filter(|w| *w != found) {
         return Err(CommandError::new(

@@ -5,9 +5,9 @@ use tar::EntryType;
 use super::format::open_reader;
 use super::{requested_format, tar_error};
 use crate::archive::listing::{ListEntry, Listing, TarFields};
-use crate::archive::work::{
-    DEFAULT_LIST_MAX, LIST_MAX_CEILING, cancelled, input_file, run_blocking,
-};
+use crate::archive::work::input_file;
+use crate::blocking::{cancelled, run_blocking};
+use crate::listing_flags::{DEFAULT_LIST_MAX, LIST_MAX_CEILING};
 use crate::{CommandCtx, CommandError, Outcome};
 
 pub(super) async fn run(

@@ -8,10 +8,8 @@ mod format;
 mod list;
 mod xz_writer;
 
-use crate::archive::flags::{
-    CONFIRM, DEST, LIST_CONFIRM, LIST_OUT, LIST_OVERWRITE, MAX, MAX_BYTES, MAX_FILES, OVERWRITE,
-    SRC,
-};
+use crate::archive::flags::{CONFIRM, DEST, MAX_BYTES, MAX_FILES, OVERWRITE, SRC};
+use crate::listing_flags::{LIST_CONFIRM, LIST_OUT, LIST_OVERWRITE, MAX};
 use crate::{Command, CommandSpec, FlagSpec, SubcommandSpec};
 
 const FORMAT_READ: FlagSpec = FlagSpec::value(

@@ -16,7 +16,8 @@ use super::reader;
 use crate::archive::create::{CreateStats, WriteJob, create_archive};
 use crate::archive::source::SourceItem;
 use crate::archive::summary::CreateReport;
-use crate::archive::work::{cancelled, io_error, secs_from_time};
+use crate::archive::work::secs_from_time;
+use crate::blocking::cancelled;
 use crate::{CommandCtx, CommandError, Outcome};
 
 /// Extended timestamp extra field id ("UT").
@@ -47,7 +48,7 @@ fn write_zip(job: WriteJob<'_>, level: u32) -> Result<CreateStats, CommandError>
         progress,
     } = job;
     let zerr = |e: zip::result::ZipError| match e {
-        zip::result::ZipError::Io(io) => io_error("write", shown, &io),
+        zip::result::ZipError::Io(io) => CommandError::io("write", shown, &io),
         other => reader::zip_error(shown, &other),
     };
     let mut zip = ZipWriter::new(BufWriter::with_capacity(CHUNK, file));
@@ -65,17 +66,17 @@ fn write_zip(job: WriteJob<'_>, level: u32) -> Result<CreateStats, CommandError>
             stats.dirs += 1;
             continue;
         }
-        let mut input = File::open(&item.path).map_err(|e| io_error("read", &name, &e))?;
+        let mut input = File::open(&item.path).map_err(|e| CommandError::io("read", &name, &e))?;
         zip.start_file(name.as_str(), options).map_err(zerr)?;
         loop {
             let n = match input.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(io_error("read", &name, &e)),
+                Err(e) => return Err(CommandError::io("read", &name, &e)),
             };
             zip.write_all(&buf[..n])
-                .map_err(|e| io_error("write", shown, &e))?;
+                .map_err(|e| CommandError::io("write", shown, &e))?;
             stats.bytes_in += n as u64;
             progress.advance(n as u64);
             if cancel.is_cancelled() {
@@ -85,7 +86,9 @@ fn write_zip(job: WriteJob<'_>, level: u32) -> Result<CreateStats, CommandError>
         stats.files += 1;
     }
     let mut writer = zip.finish().map_err(zerr)?;
-    writer.flush().map_err(|e| io_error("write", shown, &e))?;
+    writer
+        .flush()
+        .map_err(|e| CommandError::io("write", shown, &e))?;
     Ok(stats)
 }
 

@@ -4,7 +4,8 @@ use super::names::{NameEncoding, decode_names};
 use super::reader;
 use crate::archive::extractor::{EntryMeta, ExtractOptions, Extractor, SkipReason};
 use crate::archive::summary::extract_outcome;
-use crate::archive::work::{run_blocking, time_from_secs};
+use crate::archive::work::time_from_secs;
+use crate::blocking::run_blocking;
 use crate::{CommandCtx, CommandError, ErrorCode, Outcome};
 
 pub(super) async fn run(

@@ -3,7 +3,9 @@
 use super::names::{NameEncoding, decode_names};
 use super::reader;
 use crate::archive::listing::{ListEntry, Listing};
-use crate::archive::work::{DEFAULT_LIST_MAX, LIST_MAX_CEILING, input_file, run_blocking};
+use crate::archive::work::input_file;
+use crate::blocking::run_blocking;
+use crate::listing_flags::{DEFAULT_LIST_MAX, LIST_MAX_CEILING};
 use crate::{CommandCtx, CommandError, Outcome};
 
 pub(super) async fn run(
@@ -24,7 +26,7 @@ pub(super) async fn run(
         let mut entries = Vec::with_capacity(archive.len());
         for i in 0..archive.len() {
             if cancel.is_cancelled() {
-                return Err(crate::archive::work::cancelled());
+                return Err(crate::blocking::cancelled());
             }
             let entry = archive
                 .by_index_raw(i)

@@ -7,10 +7,8 @@ mod list;
 mod names;
 mod reader;
 
-use crate::archive::flags::{
-    CONFIRM, DEST, LIST_CONFIRM, LIST_OUT, LIST_OVERWRITE, MAX, MAX_BYTES, MAX_FILES, OVERWRITE,
-    SRC,
-};
+use crate::archive::flags::{CONFIRM, DEST, MAX_BYTES, MAX_FILES, OVERWRITE, SRC};
+use crate::listing_flags::{LIST_CONFIRM, LIST_OUT, LIST_OVERWRITE, MAX};
 use crate::{Command, CommandSpec, FlagSpec, SubcommandSpec};
 
 const ENCODING: FlagSpec = FlagSpec::value(

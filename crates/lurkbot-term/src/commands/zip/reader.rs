@@ -11,7 +11,7 @@ use zip::read::ZipFile;
 use zip::result::ZipError as ZipCrateError;
 
 use super::names::RawName;
-use crate::archive::work::io_error;
+
 use crate::{CommandError, ErrorCode};
 
 /// General purpose flag bit 11: the name is UTF-8.
@@ -25,7 +25,7 @@ pub(super) type Archive = ZipArchive<BufReader<File>>;
 /// # Errors
 /// `IoError` when the file cannot be opened, `ZipError` when it is not a readable zip.
 pub(super) fn open(path: &std::path::Path, shown: &str) -> Result<Archive, CommandError> {
-    let file = File::open(path).map_err(|e| io_error("open", shown, &e))?;
+    let file = File::open(path).map_err(|e| CommandError::io("open", shown, &e))?;
     ZipArchive::new(BufReader::with_capacity(64 * 1024, file)).map_err(|e| zip_error(shown, &e))
 }
 
