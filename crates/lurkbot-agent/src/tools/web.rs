@@ -6,12 +6,11 @@
 //! was checked (no DNS rebinding), redirects are followed by hand (at most 5). At
 //! most `max_bytes` are read; HTML is turned into plain text (scripts and styles dropped).
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use lurkbot_core::WebFetchConfig;
 use lurkbot_llm::ToolSpec;
-use lurkbot_term::NetworkPolicy;
+use lurkbot_term::{NetworkPolicy, OutboundError, PolicedGet, RedirectProblem};
 use serde_json::{Value, json};
 
 use super::html::html_to_text;
@@ -58,42 +57,38 @@ async fn fetch(
     policy: &NetworkPolicy,
     config: &WebFetchConfig,
 ) -> Result<String, String> {
-    let mut url = reqwest::Url::parse(start).map_err(|e| format!("not a URL: {start} ({e})"))?;
-    for _ in 0..=MAX_REDIRECTS {
-        let addr = policy.check(&url).await.map_err(|e| e.to_string())?;
-        let host = url.host_str().unwrap_or_default().to_string();
-        let client = client(&host, addr, config.timeout_seconds)?;
-        let response = client
-            .get(url.clone())
-            .send()
-            .await
-            .map_err(|e| format!("cannot fetch {url}: {}", lurkbot_term::root_cause(&e)))?;
-        let status = response.status();
-        if status.is_redirection() {
-            let location = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| format!("{url} answered {status} without a Location"))?;
-            url = url
-                .join(location)
-                .map_err(|e| format!("bad redirect from {url}: {e}"))?;
-            continue;
-        }
-        return read_body(url.as_str(), response, config.max_bytes).await;
+    let url = reqwest::Url::parse(start).map_err(|e| format!("not a URL: {start} ({e})"))?;
+    let get = PolicedGet {
+        policy,
+        user_agent: concat!("LurkBot/", env!("CARGO_PKG_VERSION")),
+        headers: reqwest::header::HeaderMap::new(),
+        timeout: Some(Duration::from_secs(config.timeout_seconds.max(1))),
+        max_redirects: MAX_REDIRECTS,
+    };
+    match get.send(url).await {
+        Ok(answer) => read_body(answer.url.as_str(), answer.response, config.max_bytes).await,
+        Err(OutboundError::Refused { refusal, .. }) => Err(refusal.to_string()),
+        Err(OutboundError::Network { url, source }) => Err(format!(
+            "cannot fetch {url}: {}",
+            lurkbot_term::root_cause(&source)
+        )),
+        Err(OutboundError::Client(message)) => Err(message),
+        Err(OutboundError::Redirect(bad)) => Err(match bad.problem {
+            RedirectProblem::NoLocation => {
+                format!("{} answered {} without a Location", bad.from, bad.status)
+            }
+            RedirectProblem::NotAUrl { error, .. } => {
+                format!("bad redirect from {}: {error}", bad.from)
+            }
+            RedirectProblem::Scheme(next) => format!(
+                "{} redirected to {next}: only http and https are followed",
+                bad.from
+            ),
+            RedirectProblem::TooMany(_) => {
+                format!("more than {MAX_REDIRECTS} redirects from {start}")
+            }
+        }),
     }
-    Err(format!("more than {MAX_REDIRECTS} redirects from {start}"))
-}
-
-fn client(host: &str, addr: SocketAddr, timeout_seconds: u64) -> Result<reqwest::Client, String> {
-    lurkbot_term::install_crypto_provider();
-    reqwest::Client::builder()
-        .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION")))
-        .redirect(reqwest::redirect::Policy::none())
-        .resolve(host, addr)
-        .timeout(Duration::from_secs(timeout_seconds.max(1)))
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
 async fn read_body(

@@ -12,7 +12,8 @@ use reqwest::header::{self, HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
 use serde_json::Value;
 
-use crate::net::{header_text, host_of, install_crypto_provider, network_error};
+use crate::net::{header_text, host_of, network_error};
+use crate::outbound::{Answer, BadRedirect, OutboundError, PolicedGet, RedirectProblem};
 use crate::{CommandError, ErrorCode, NetRefusal, NetworkPolicy};
 
 /// Most redirects followed for one fetch.
@@ -121,28 +122,6 @@ pub(super) async fn fetch(request: &FetchRequest) -> Result<Fetched, FetchFailur
     }
 }
 
-/// A client that connects to `addr` (checked by the network policy) for `url`'s host.
-fn pinned_client(
-    request: &FetchRequest,
-    url: &Url,
-    addr: std::net::SocketAddr,
-) -> Result<reqwest::Client, FetchFailure> {
-    let mut builder = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION"), " (rss)"))
-        .default_headers(conditional_headers(request));
-    if let Some(host) = url.host_str() {
-        builder = builder.resolve(host.trim_start_matches('[').trim_end_matches(']'), addr);
-    }
-    builder.build().map_err(|e| FetchFailure {
-        status: None,
-        error: CommandError::new(
-            ErrorCode::Internal,
-            format!("cannot build the HTTP client: {e}"),
-        ),
-    })
-}
-
 /// The network policy's refusal as a failure: `PermissionDenied` for an address it does not
 /// allow, `NetworkError` when the host cannot be resolved, `InvalidArgs` otherwise.
 fn refused(refusal: NetRefusal, redirects: &[Value]) -> FetchFailure {
@@ -171,70 +150,59 @@ fn refused(refusal: NetRefusal, redirects: &[Value]) -> FetchFailure {
 }
 
 async fn exchange(request: &FetchRequest) -> Result<Fetched, FetchFailure> {
-    install_crypto_provider();
-    let mut url = request.url.clone();
-    let mut chain: Vec<Value> = Vec::new();
-    loop {
-        let addr = request
-            .policy
-            .check(&url)
-            .await
-            .map_err(|r| refused(r, &chain))?;
-        let client = pinned_client(request, &url, addr)?;
-        let response = client
-            .get(url.clone())
-            .send()
-            .await
-            .map_err(|e| network_failure(&url, &e))?;
-        let status = response.status();
-        if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
-            let next = redirect_target(&url, status, response.headers(), &chain)?;
-            chain.push(next.as_str().into());
-            url = next;
-            continue;
+    let get = PolicedGet {
+        policy: &request.policy,
+        user_agent: concat!("LurkBot/", env!("CARGO_PKG_VERSION"), " (rss)"),
+        headers: conditional_headers(request),
+        timeout: None,
+        max_redirects: MAX_REDIRECTS,
+    };
+    let Answer { response, url, .. } = get
+        .send(request.url.clone())
+        .await
+        .map_err(outbound_failure)?;
+    let status = response.status();
+    if status == StatusCode::TOO_MANY_REQUESTS {
+        let mut error = CommandError::new(
+            ErrorCode::RateLimited,
+            format!("{} answered 429 Too Many Requests", host_of(&url)),
+        )
+        .with_detail("http_status", 429);
+        let wait = retry_after_ms(response.headers(), Utc::now());
+        if let Some(ms) = wait {
+            error = error.with_detail("retry_after_ms", ms);
         }
-        if status == StatusCode::TOO_MANY_REQUESTS {
-            let mut error = CommandError::new(
-                ErrorCode::RateLimited,
-                format!("{} answered 429 Too Many Requests", host_of(&url)),
-            )
-            .with_detail("http_status", 429);
-            let wait = retry_after_ms(response.headers(), Utc::now());
-            if let Some(ms) = wait {
-                error = error.with_detail("retry_after_ms", ms);
-            }
-            error = error.with_hint(match wait {
-                Some(ms) => format!(
-                    "wait {} s before fetching this feed again",
-                    ms.div_ceil(1000)
-                ),
-                None => "wait a while before fetching this feed again".to_string(),
-            });
-            return Err(FetchFailure {
-                status: Some(429),
-                error,
-            });
-        }
-        if !status.is_success() && status != StatusCode::NOT_MODIFIED {
-            return Err(http_failure(&url, status, response.headers()));
-        }
-        let etag = header_text(response.headers(), &header::ETAG);
-        let last_modified = header_text(response.headers(), &header::LAST_MODIFIED);
-        let content_type = header_text(response.headers(), &header::CONTENT_TYPE);
-        let body = if status == StatusCode::NOT_MODIFIED {
-            Vec::new()
-        } else {
-            read_capped(response, &url, request.max_bytes).await?
-        };
-        return Ok(Fetched {
-            status: status.as_u16(),
-            final_url: url,
-            etag,
-            last_modified,
-            content_type,
-            body,
+        error = error.with_hint(match wait {
+            Some(ms) => format!(
+                "wait {} s before fetching this feed again",
+                ms.div_ceil(1000)
+            ),
+            None => "wait a while before fetching this feed again".to_string(),
+        });
+        return Err(FetchFailure {
+            status: Some(429),
+            error,
         });
     }
+    if !status.is_success() && status != StatusCode::NOT_MODIFIED {
+        return Err(http_failure(&url, status, response.headers()));
+    }
+    let etag = header_text(response.headers(), &header::ETAG);
+    let last_modified = header_text(response.headers(), &header::LAST_MODIFIED);
+    let content_type = header_text(response.headers(), &header::CONTENT_TYPE);
+    let body = if status == StatusCode::NOT_MODIFIED {
+        Vec::new()
+    } else {
+        read_capped(response, &url, request.max_bytes).await?
+    };
+    Ok(Fetched {
+        status: status.as_u16(),
+        final_url: url,
+        etag,
+        last_modified,
+        content_type,
+        body,
+    })
 }
 
 fn conditional_headers(request: &FetchRequest) -> HeaderMap {
@@ -262,52 +230,61 @@ fn conditional_headers(request: &FetchRequest) -> HeaderMap {
     headers
 }
 
-fn redirect_target(
-    from: &Url,
-    status: StatusCode,
-    headers: &HeaderMap,
-    chain: &[Value],
-) -> Result<Url, FetchFailure> {
-    let code = status.as_u16();
-    let fail = |message: String, hint: &str| FetchFailure {
-        status: Some(code),
-        error: CommandError::new(ErrorCode::HttpError, message)
-            .with_hint(hint)
-            .with_detail("http_status", code)
-            .with_detail("redirects", Value::Array(chain.to_vec())),
+/// A failure of the outbound client, in the words `rss fetch` reports.
+fn outbound_failure(error: OutboundError) -> FetchFailure {
+    let chain = |redirects: &[Url]| -> Vec<Value> {
+        redirects.iter().map(|u| Value::from(u.as_str())).collect()
     };
-    let location = header_text(headers, &header::LOCATION).ok_or_else(|| {
-        fail(
-            format!("{} answered {code} without a Location", host_of(from)),
-            "the server's redirect is broken; try the feed's address in a browser",
-        )
-    })?;
-    let next = from.join(&location).map_err(|e| {
-        fail(
-            format!(
-                "{} redirected to '{location}', which is not a URL: {e}",
-                host_of(from)
-            ),
-            "the server's redirect is broken; try the feed's address in a browser",
-        )
-    })?;
-    if !matches!(next.scheme(), "http" | "https") {
-        return Err(fail(
-            format!(
-                "{} redirected to a {}:// URL, which is refused: only http and https are followed",
-                host_of(from),
-                next.scheme()
-            ),
-            "this feed cannot be fetched safely; tell its owner or use another feed",
-        ));
+    match error {
+        OutboundError::Refused { refusal, redirects } => refused(refusal, &chain(&redirects)),
+        OutboundError::Network { url, source } => network_failure(&url, &source),
+        OutboundError::Client(message) => FetchFailure {
+            status: None,
+            error: CommandError::new(ErrorCode::Internal, message),
+        },
+        OutboundError::Redirect(bad) => {
+            let BadRedirect {
+                from,
+                status,
+                problem,
+                redirects,
+            } = *bad;
+            let code = status.as_u16();
+            let broken = "the server's redirect is broken; try the feed's address in a browser";
+            let (message, hint) = match problem {
+                RedirectProblem::NoLocation => (
+                    format!("{} answered {code} without a Location", host_of(&from)),
+                    broken,
+                ),
+                RedirectProblem::NotAUrl { location, error } => (
+                    format!(
+                        "{} redirected to '{location}', which is not a URL: {error}",
+                        host_of(&from)
+                    ),
+                    broken,
+                ),
+                RedirectProblem::Scheme(next) => (
+                    format!(
+                        "{} redirected to a {}:// URL, which is refused: only http and https are followed",
+                        host_of(&from),
+                        next.scheme()
+                    ),
+                    "this feed cannot be fetched safely; tell its owner or use another feed",
+                ),
+                RedirectProblem::TooMany(next) => (
+                    format!("more than {MAX_REDIRECTS} redirects (last to {next})"),
+                    "the server redirects in a loop or too often; subscribe to the final address instead",
+                ),
+            };
+            FetchFailure {
+                status: Some(code),
+                error: CommandError::new(ErrorCode::HttpError, message)
+                    .with_hint(hint)
+                    .with_detail("http_status", code)
+                    .with_detail("redirects", Value::Array(chain(&redirects))),
+            }
+        }
     }
-    if chain.len() >= MAX_REDIRECTS {
-        return Err(fail(
-            format!("more than {MAX_REDIRECTS} redirects (last to {next})"),
-            "the server redirects in a loop or too often; subscribe to the final address instead",
-        ));
-    }
-    Ok(next)
 }
 
 fn http_failure(url: &Url, status: StatusCode, headers: &HeaderMap) -> FetchFailure {
