@@ -20,6 +20,8 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
+use lurkbot_gateway::protocol;
+
 use crate::startup::{median, ms, run_once};
 
 struct Gateway {
@@ -119,15 +121,18 @@ async fn one_client(url: String, token: String) -> Result<(Duration, Duration, S
             _ => return Err("closed before the challenge".into()),
         }
     }
-    let connect = json!({"type": "req", "id": "c", "method": "connect", "params": {
-        "minProtocol": 1, "maxProtocol": 1, "auth": {"token": token}}});
+    let connect = protocol::request(
+        "c",
+        protocol::method::CONNECT,
+        protocol::connect_params("lurkbot-bench", "bench", &token),
+    );
     ws.send(Message::Text(connect.to_string().into()))
         .await
         .map_err(|e| e.to_string())?;
     wait_res(&mut ws, "c").await?;
     let handshake = start.elapsed();
     let t = Instant::now();
-    let health = json!({"type": "req", "id": "h", "method": "health", "params": {}});
+    let health = protocol::request("h", protocol::method::HEALTH, json!({}));
     ws.send(Message::Text(health.to_string().into()))
         .await
         .map_err(|e| e.to_string())?;

@@ -132,6 +132,19 @@ pub struct Request {
     pub params: Value,
 }
 
+/// A request frame, as a client sends it (the inverse of [`parse_request`]).
+pub fn request(id: &str, method: &str, params: Value) -> Value {
+    json!({"type": "req", "id": id, "method": method, "params": params})
+}
+
+/// The `connect` parameters of a client speaking [`PROTOCOL_VERSION`].
+pub fn connect_params(client_id: &str, mode: &str, token: &str) -> Value {
+    json!({"minProtocol": PROTOCOL_VERSION, "maxProtocol": PROTOCOL_VERSION, "role": "operator",
+        "client": {"id": client_id, "version": env!("CARGO_PKG_VERSION"),
+            "platform": std::env::consts::OS, "mode": mode},
+        "auth": {"token": token}})
+}
+
 /// Parses a request frame.
 ///
 /// # Errors

@@ -8,7 +8,7 @@ use futures_util::{SinkExt, StreamExt};
 use lurkbot_core::{Config, Home};
 use lurkbot_gateway::AppState;
 use lurkbot_llm::fake::{FakeProvider, Step};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -199,7 +199,7 @@ impl Client {
     pub async fn request(&mut self, method: &str, params: Value) -> Value {
         self.next += 1;
         let id = format!("r{}", self.next);
-        self.send(&json!({"type": "req", "id": id, "method": method, "params": params}))
+        self.send(&lurkbot_gateway::protocol::request(&id, method, params))
             .await;
         loop {
             let frame = self.recv().await.expect("a response before close");
@@ -226,7 +226,5 @@ impl Client {
 }
 
 pub fn connect_params(token: &str) -> Value {
-    json!({"minProtocol": 1, "maxProtocol": 1,
-        "client": {"id": "test", "version": "1", "platform": "linux", "mode": "test"},
-        "role": "operator", "auth": {"token": token}})
+    lurkbot_gateway::protocol::connect_params("test", "test", token)
 }

@@ -12,8 +12,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use futures_util::{SinkExt, StreamExt};
 use lurkbot_core::{Config, Home, layout};
-use lurkbot_gateway::protocol::{Event, EventFrame, PROTOCOL_VERSION, method};
-use serde_json::{Value, json};
+use lurkbot_gateway::protocol::{self, Event, EventFrame, method};
+use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
 type Socket =
@@ -79,10 +79,7 @@ impl Remote {
         let hello = remote
             .call(
                 method::CONNECT,
-                json!({"minProtocol": PROTOCOL_VERSION, "maxProtocol": PROTOCOL_VERSION, "role": "operator",
-                    "client": {"id": "lurkbot-cli", "version": env!("CARGO_PKG_VERSION"),
-                        "platform": std::env::consts::OS, "mode": "cli"},
-                    "auth": {"token": token.unwrap_or("")}}),
+                protocol::connect_params("lurkbot-cli", "cli", token.unwrap_or("")),
             )
             .await?;
         match hello {
@@ -117,7 +114,7 @@ impl Remote {
     ) -> anyhow::Result<Result<Value, (String, String)>> {
         self.next += 1;
         let id = format!("c{}", self.next);
-        let frame = json!({"type": "req", "id": id, "method": method, "params": params});
+        let frame = protocol::request(&id, method, params);
         self.ws
             .send(Message::Text(frame.to_string().into()))
             .await
