@@ -8,24 +8,22 @@
 //! Both answer `202 {"runId", "sessionKey"}` at once; the turn's events go to the WebSocket
 //! clients and `agent.wait` returns its end.
 
-use std::net::SocketAddr;
-
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use lurkbot_core::SessionKey;
 use serde_json::{Value, json};
 
-use crate::http::{HttpError, check, read_body};
+use crate::http::{HooksAuth, HttpError, read_body};
 use crate::state::AppState;
 
 /// `POST /hooks/wake`.
 pub(crate) async fn wake(
+    _auth: HooksAuth,
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request,
 ) -> Response {
-    run(&state, peer, request, |body| {
+    run(&state, request, |body| {
         let text = field(body, "text")?;
         Ok((SessionKey::main(), format!("[system event] {text}"), false))
     })
@@ -34,11 +32,11 @@ pub(crate) async fn wake(
 
 /// `POST /hooks/agent`.
 pub(crate) async fn agent(
+    _auth: HooksAuth,
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request,
 ) -> Response {
-    run(&state, peer, request, |body| {
+    run(&state, request, |body| {
         let message = field(body, "message")?;
         let (key, own) = match body.get("sessionKey").and_then(Value::as_str) {
             Some(raw) => (
@@ -65,20 +63,11 @@ fn field<'a>(body: &'a Value, name: &str) -> Result<&'a str, HttpError> {
 
 async fn run(
     state: &AppState,
-    peer: SocketAddr,
     request: Request,
     turn: impl FnOnce(&Value) -> Result<(SessionKey, String, bool), HttpError>,
 ) -> Response {
-    let result = async {
-        let Some(token) = state.hooks_token.as_deref() else {
-            return Err(HttpError::new(
-                StatusCode::NOT_FOUND,
-                "not_found",
-                "hooks are off: set LURKBOT_HOOKS_TOKEN (environment or the home's .env) to turn them on",
-            ));
-        };
-        // The token is checked from the headers before the body is read.
-        check(state, request.headers(), peer.ip(), Some(token), "the hooks token")?;
+    let result: Result<Value, HttpError> = async {
+        // HooksAuth checked the token from the headers before the body is read.
         let body = read_body(request.into_body()).await?;
         let body: Value = serde_json::from_slice(&body)
             .map_err(|e| HttpError::bad_request(format!("the body is not JSON: {e}")))?;

@@ -2,8 +2,10 @@
 //! (all routes), the bearer-token check with the failed-attempt limiter (made from the headers,
 //! before any body is read), the capped body read, and errors in OpenAI's JSON shape.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -52,6 +54,63 @@ impl IntoResponse for HttpError {
         let body = json!({"error": {"message": self.message, "type": self.kind,
             "code": self.status.as_u16()}});
         (self.status, axum::Json(body)).into_response()
+    }
+}
+
+/// The agent could not do it (a store failure): 500 with the reason.
+impl From<lurkbot_agent::AgentError> for HttpError {
+    fn from(error: lurkbot_agent::AgentError) -> Self {
+        Self::internal(error)
+    }
+}
+
+/// The peer address axum recorded for the connection.
+fn peer_ip(parts: &Parts) -> Result<IpAddr, HttpError> {
+    parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip())
+        .ok_or_else(|| HttpError::internal("the connection's peer address is unknown"))
+}
+
+/// Proof that a request carries the gateway token, checked from its headers before any body is
+/// read (and with the failed-attempt limiter). A handler that takes it cannot run for an
+/// unauthenticated request; refusals answer as [`HttpError`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GatewayAuth;
+
+impl FromRequestParts<AppState> for GatewayAuth {
+    type Rejection = HttpError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, HttpError> {
+        authorize(state, &parts.headers, peer_ip(parts)?)?;
+        Ok(Self)
+    }
+}
+
+/// Like [`GatewayAuth`] for the hooks' own token; 404 while hooks are off.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HooksAuth;
+
+impl FromRequestParts<AppState> for HooksAuth {
+    type Rejection = HttpError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, HttpError> {
+        let Some(token) = state.hooks_token.as_deref() else {
+            return Err(HttpError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "hooks are off: set LURKBOT_HOOKS_TOKEN (environment or the home's .env) to turn them on",
+            ));
+        };
+        check(
+            state,
+            &parts.headers,
+            peer_ip(parts)?,
+            Some(token),
+            "the hooks token",
+        )?;
+        Ok(Self)
     }
 }
 

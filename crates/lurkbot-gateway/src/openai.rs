@@ -10,10 +10,9 @@
 //! `chat.completion.chunk` deltas and `data: [DONE]`.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use lurkbot_agent::{AgentEvent, Entry, Sessions};
@@ -22,19 +21,12 @@ use lurkbot_llm::Message;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::http::{HttpError, authorize, read_body};
+use crate::http::{GatewayAuth, HttpError, read_body};
 use crate::protocol::MethodError;
 use crate::state::AppState;
 
 /// `GET /v1/models`.
-pub(crate) async fn models(
-    State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Response {
-    if let Err(e) = authorize(&state, &headers, peer.ip()) {
-        return e.into_response();
-    }
+pub(crate) async fn models(_auth: GatewayAuth, State(state): State<AppState>) -> Response {
     let mut ids = vec!["lurkbot".to_string(), "lurkbot/main".to_string()];
     ids.extend(state.config.agents.keys().map(|a| format!("lurkbot/{a}")));
     ids.dedup();
@@ -47,16 +39,13 @@ pub(crate) async fn models(
 
 /// `POST /v1/chat/completions`.
 pub(crate) async fn chat_completions(
+    // Credentials come from the headers and are checked before a byte of the body is read.
+    _auth: GatewayAuth,
     State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request,
 ) -> Response {
-    // Credentials come from the headers and are checked before a byte of the body is read.
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
-    if let Err(e) = authorize(&state, &headers, peer.ip()) {
-        return e.into_response();
-    }
     let body = match read_body(body).await {
         Ok(b) => b,
         Err(e) => return e.into_response(),
@@ -181,7 +170,7 @@ fn seed(
         return Ok(());
     }
     let sessions = Sessions::open(&state.home, key.agent_id());
-    let entry = sessions.get_or_create(key).map_err(HttpError::internal)?;
+    let entry = sessions.get_or_create(key)?;
     let entries: Vec<Entry> = earlier
         .iter()
         .filter_map(|m| {
@@ -200,9 +189,7 @@ fn seed(
             })
         })
         .collect();
-    sessions
-        .append(&entry.session_id, &entries)
-        .map_err(HttpError::internal)
+    Ok(sessions.append(&entry.session_id, &entries)?)
 }
 
 fn completion_id() -> String {
