@@ -1,7 +1,7 @@
 //! `lurkbot-bench rss`: feed parsing and fetching against Python's `feedparser` (the reader
 //! most scripts use), measured in the same run on the same generated ~2 MiB RSS 2.0 feed.
 //!
-//! - parse: in-process median of `lurkbot_term::commands::rss::parse_items` (the code behind
+//! - parse: in-process median of `lurkbot_term::parse_items` (the code behind
 //!   `rss fetch`, JSON items included) vs `feedparser.parse(bytes)` inside a warm interpreter.
 //! - fetch + parse: a whole `lurkbot exec "rss fetch --url …"` process (spawn, HTTP from a
 //!   loopback server, parse, audit record) vs `feedparser.parse(url)` inside a warm interpreter
@@ -159,8 +159,8 @@ pub(crate) fn rss(bin: &Path, python: &Path, runs: usize) -> Result<(), String> 
     // Parse only, in-process on both sides.
     let parse_once = || -> Result<Duration, String> {
         let start = Instant::now();
-        let parsed = lurkbot_term::commands::rss::parse_items(&feed, None, "https://bench/")
-            .map_err(|e| e.message)?;
+        let parsed =
+            lurkbot_term::parse_items(&feed, None, "https://bench/").map_err(|e| e.message)?;
         let elapsed = start.elapsed();
         if parsed.len() != items {
             return Err(format!("parsed {} items, expected {items}", parsed.len()));

@@ -22,6 +22,6 @@ fuzz_target!(
         }));
     },
     |bytes: &[u8]| {
-        let _ = lurkbot_term::commands::rss::fuzz_parse_feed(bytes);
+        let _ = lurkbot_term::fuzz_parse_feed(bytes);
     }
 );

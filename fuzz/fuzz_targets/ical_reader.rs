@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
-    let _ = lurkbot_term::commands::cal::fuzz_read_ical(text);
+    let _ = lurkbot_term::fuzz_read_ical(text);
 });

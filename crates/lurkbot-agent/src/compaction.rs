@@ -19,11 +19,11 @@ use lurkbot_llm::{ChatRequest, Failover, Message, Role};
 use crate::error::AgentError;
 
 /// Share of the window kept verbatim by default.
-pub const BASE_CHUNK_RATIO: f64 = 0.4;
+pub(crate) const BASE_CHUNK_RATIO: f64 = 0.4;
 /// The smallest share kept.
-pub const MIN_CHUNK_RATIO: f64 = 0.15;
+pub(crate) const MIN_CHUNK_RATIO: f64 = 0.15;
 /// Estimate buffer.
-pub const SAFETY_MARGIN: f64 = 1.2;
+pub(crate) const SAFETY_MARGIN: f64 = 1.2;
 /// Instructions for merging partial summaries.
 pub const MERGE_SUMMARIES_INSTRUCTIONS: &str = "Merge these partial summaries into a single cohesive summary. Preserve decisions, TODOs, open questions, and any constraints.";
 /// The system prompt of summary requests.
@@ -32,12 +32,12 @@ pub const SUMMARIZER_SYSTEM: &str = "You are a conversation summarizer.";
 const MESSAGE_CHARS: usize = 1000;
 
 /// Estimated tokens of a text.
-pub fn estimate_tokens(text: &str) -> u64 {
+pub(crate) fn estimate_tokens(text: &str) -> u64 {
     text.chars().count() as u64 / 4 + 1
 }
 
 /// Estimated tokens of a message (its text and its tool calls).
-pub fn message_tokens(message: &Message) -> u64 {
+pub(crate) fn message_tokens(message: &Message) -> u64 {
     estimate_tokens(&message.content)
         + message
             .tool_calls
@@ -47,12 +47,12 @@ pub fn message_tokens(message: &Message) -> u64 {
 }
 
 /// Estimated tokens of messages.
-pub fn messages_tokens(messages: &[Message]) -> u64 {
+pub(crate) fn messages_tokens(messages: &[Message]) -> u64 {
     messages.iter().map(message_tokens).sum()
 }
 
 /// The share of the window to keep verbatim.
-pub fn adaptive_chunk_ratio(messages: &[Message], context_window: u64) -> f64 {
+pub(crate) fn adaptive_chunk_ratio(messages: &[Message], context_window: u64) -> f64 {
     if messages.is_empty() || context_window == 0 {
         return BASE_CHUNK_RATIO;
     }
@@ -69,7 +69,11 @@ pub fn adaptive_chunk_ratio(messages: &[Message], context_window: u64) -> f64 {
 /// Where the kept messages start, or `None` when nothing before the current turn could be
 /// summarised. After a provider overflow error (`overflowed`) the estimate has proven too
 /// low, so only the current turn is kept.
-pub fn cut_point(messages: &[Message], context_window: u64, overflowed: bool) -> Option<usize> {
+pub(crate) fn cut_point(
+    messages: &[Message],
+    context_window: u64,
+    overflowed: bool,
+) -> Option<usize> {
     let target = (context_window as f64 * adaptive_chunk_ratio(messages, context_window)) as u64;
     let starts: Vec<usize> = messages
         .iter()
@@ -89,7 +93,7 @@ pub fn cut_point(messages: &[Message], context_window: u64, overflowed: bool) ->
 }
 
 /// Splits messages into at most `parts` runs of about equal token share.
-pub fn split_by_token_share(messages: &[Message], parts: usize) -> Vec<&[Message]> {
+pub(crate) fn split_by_token_share(messages: &[Message], parts: usize) -> Vec<&[Message]> {
     if messages.is_empty() {
         return Vec::new();
     }
@@ -113,7 +117,7 @@ pub fn split_by_token_share(messages: &[Message], parts: usize) -> Vec<&[Message
 ///
 /// # Errors
 /// `Model` when a summary request fails.
-pub async fn summarize(
+pub(crate) async fn summarize(
     failover: &mut Failover,
     previous: Option<&str>,
     old: &[Message],

@@ -5,7 +5,7 @@
 //! `*` and `prefix_*` patterns match; `group:*` names expand.
 
 /// Tool groups.
-pub const GROUPS: &[(&str, &[&str])] = &[
+pub(crate) const GROUPS: &[(&str, &[&str])] = &[
     ("group:memory", &["memory_search", "memory_get"]),
     ("group:web", &["web_search", "web_fetch"]),
     ("group:fs", &["read", "write", "edit", "apply_patch"]),
@@ -26,7 +26,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
 ];
 
 /// What each profile allows.
-pub const PROFILES: &[(&str, &[&str])] = &[
+pub(crate) const PROFILES: &[(&str, &[&str])] = &[
     ("minimal", &["session_status"]),
     (
         "coding",
@@ -51,7 +51,7 @@ pub const PROFILES: &[(&str, &[&str])] = &[
 ];
 
 /// Never offered to sub-agents.
-pub const SUBAGENT_DENY: &[&str] = &[
+pub(crate) const SUBAGENT_DENY: &[&str] = &[
     "sessions_list",
     "sessions_history",
     "sessions_send",
@@ -65,10 +65,10 @@ pub const SUBAGENT_DENY: &[&str] = &[
 ];
 
 /// Never offered in sandbox mode.
-pub const SANDBOX_DENY: &[&str] = &["terminal_exec", "write", "edit", "apply_patch"];
+pub(crate) const SANDBOX_DENY: &[&str] = &["terminal_exec", "write", "edit", "apply_patch"];
 
 /// Never offered in group chats.
-pub const GROUP_DENY: &[&str] = &[
+pub(crate) const GROUP_DENY: &[&str] = &[
     "terminal_exec",
     "write",
     "edit",
@@ -104,7 +104,7 @@ pub struct Policy {
 }
 
 /// Whether `pattern` (a name, `*`, `prefix_*` or `group:…`) matches `tool`.
-pub fn matches(pattern: &str, tool: &str) -> bool {
+pub(crate) fn matches(pattern: &str, tool: &str) -> bool {
     let pattern = pattern.trim().to_ascii_lowercase();
     let tool = tool.to_ascii_lowercase();
     if pattern == "*" {

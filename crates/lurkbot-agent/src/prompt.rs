@@ -27,13 +27,13 @@ pub const BOOTSTRAP_FILES: &[&str] = &[
     "BOOTSTRAP.md",
 ];
 /// What sub-agents get.
-pub const SUBAGENT_BOOTSTRAP_ALLOWLIST: &[&str] = &["AGENTS.md", "TOOLS.md"];
+pub(crate) const SUBAGENT_BOOTSTRAP_ALLOWLIST: &[&str] = &["AGENTS.md", "TOOLS.md"];
 /// Per-file cap.
-pub const FILE_MAX_CHARS: usize = 20_000;
+pub(crate) const FILE_MAX_CHARS: usize = 20_000;
 /// Total cap.
 pub const TOTAL_MAX_CHARS: usize = 150_000;
 /// The identity line every mode starts with.
-pub const IDENTITY_LINE: &str =
+pub(crate) const IDENTITY_LINE: &str =
     "You are a personal assistant running inside LurkBot, a self-hosted agent platform.";
 
 /// The kind of session, for file filtering and the closing section.
@@ -89,7 +89,7 @@ pub struct PromptInput<'a> {
 }
 
 /// Cuts `text` to the per-file cap: 70 % head, 20 % tail, with a marker naming `name`.
-pub fn trim(name: &str, text: &str) -> String {
+pub(crate) fn trim(name: &str, text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     if chars.len() <= FILE_MAX_CHARS {
         return text.to_string();

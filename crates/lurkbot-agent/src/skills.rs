@@ -8,7 +8,7 @@ use lurkbot_core::Home;
 use crate::prompt::SkillEntry;
 
 /// The skills under the home's `skills/`, sorted by name.
-pub fn installed(home: &Home) -> Vec<SkillEntry> {
+pub(crate) fn installed(home: &Home) -> Vec<SkillEntry> {
     let Ok(dirs) = std::fs::read_dir(home.join("skills")) else {
         return Vec::new();
     };

@@ -3,10 +3,10 @@
 //! pass itself off as instructions.
 
 /// Most characters of one tool result in the context.
-pub const MAX_RESULT_CHARS: usize = 20_000;
+pub(crate) const MAX_RESULT_CHARS: usize = 20_000;
 
 /// `text` from `source`, wrapped and capped.
-pub fn wrap(source: &str, text: &str) -> String {
+pub(crate) fn wrap(source: &str, text: &str) -> String {
     let total = text.chars().count();
     let body: String = if total > MAX_RESULT_CHARS {
         let head: String = text.chars().take(MAX_RESULT_CHARS).collect();

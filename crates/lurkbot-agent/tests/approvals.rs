@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lurkbot_agent::approvals::{APPROVALS_FILE, DecisionFuture};
+use lurkbot_agent::{APPROVALS_FILE, DecisionFuture};
 use lurkbot_agent::{AgentEvent, ApprovalRequest, Approver, Decision};
 use lurkbot_core::SessionKey;
 use lurkbot_llm::fake::Step;

@@ -2,8 +2,8 @@
 //! merged into one) and by a provider context-overflow error; the summary is written to the
 //! transcript and replaces the old messages in the next request.
 
-use lurkbot_agent::compaction::{MERGE_SUMMARIES_INSTRUCTIONS, SUMMARIZER_SYSTEM};
 use lurkbot_agent::{AgentEvent, Entry, Sessions};
+use lurkbot_agent::{MERGE_SUMMARIES_INSTRUCTIONS, SUMMARIZER_SYSTEM};
 use lurkbot_core::SessionKey;
 use lurkbot_llm::fake::Step;
 use serde_json::Value;

@@ -2,8 +2,10 @@
 //! `LURKBOT_UPDATE_SNAPSHOTS=1 cargo test -p lurkbot-agent --test prompt` and review the diff),
 //! and real turns check the per-session bootstrap rules.
 
-use lurkbot_agent::prompt::{PromptInput, SessionKind, SkillEntry, bootstrap, build};
-use lurkbot_agent::tools::ToolBox;
+use lurkbot_agent::ToolBox;
+use lurkbot_agent::{
+    PromptInput, SessionKind, SkillEntry, bootstrap, build_system_prompt as build,
+};
 use lurkbot_core::{PromptMode, SessionKey};
 use lurkbot_llm::fake::Step;
 
@@ -112,7 +114,7 @@ fn bootstrap_files_per_session_kind() {
     let home = lurkbot_core::Home::open(dir.path()).unwrap();
     let ws = home.join("workspace");
     std::fs::create_dir_all(&ws).unwrap();
-    for name in lurkbot_agent::prompt::BOOTSTRAP_FILES {
+    for name in lurkbot_agent::BOOTSTRAP_FILES {
         std::fs::write(ws.join(name), format!("content of {name}")).unwrap();
     }
     std::fs::write(ws.join("USER.md"), "  \n").unwrap();
@@ -160,12 +162,12 @@ fn bootstrap_files_per_session_kind() {
         ["AGENTS.md", "TOOLS.md"]
     );
     // Over-long files are trimmed to about 18,000 characters each, so all eight fit the total.
-    for name in lurkbot_agent::prompt::BOOTSTRAP_FILES {
+    for name in lurkbot_agent::BOOTSTRAP_FILES {
         std::fs::write(ws.join(name), "x".repeat(25_000)).unwrap();
     }
     let files = bootstrap(&home, SessionKind::Direct, true);
     let total: usize = files.iter().map(|(_, t)| t.chars().count()).sum();
-    assert!(total <= lurkbot_agent::prompt::TOTAL_MAX_CHARS, "{total}");
+    assert!(total <= lurkbot_agent::TOTAL_MAX_CHARS, "{total}");
     assert_eq!(files.len(), 8);
     assert!(
         files

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lurkbot_agent::approvals::Approvals;
+use lurkbot_agent::Approvals;
 use lurkbot_agent::{Agent, AgentEvent, TurnOutcome};
 use lurkbot_core::{Config, Home, SessionKey};
 use lurkbot_term::TerminalExec;

@@ -5,14 +5,14 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use lurkbot_agent::approvals::DecisionFuture;
+use lurkbot_agent::DecisionFuture;
 use lurkbot_agent::{ApprovalRequest, Approver, Decision};
 use tokio::sync::{broadcast, oneshot};
 
 use crate::protocol::{ApprovalRequested, Event};
 
 /// How long an approval waits before it counts as denied.
-pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The event fan-out.
 #[derive(Debug, Clone)]

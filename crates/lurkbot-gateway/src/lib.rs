@@ -7,7 +7,7 @@ mod auth;
 mod hooks;
 mod host;
 mod http;
-pub mod hub;
+mod hub;
 mod methods;
 mod openai;
 pub mod protocol;

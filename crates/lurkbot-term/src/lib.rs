@@ -19,7 +19,7 @@ mod args;
 mod audit;
 mod blocking;
 mod command;
-pub mod commands;
+mod commands;
 mod envelope;
 mod error_code;
 mod exec;
@@ -44,6 +44,8 @@ pub use audit::{AuditRecord, write_audit};
 pub use command::{
     CancelFlag, Command, CommandCtx, CommandError, CommandFuture, Outcome, Registry,
 };
+pub use commands::cal::fuzz_read_ical;
+pub use commands::rss::{fuzz_parse_feed, parse_items};
 pub use envelope::{Artifact, Envelope, STDERR_CAP, STDOUT_CAP, cap_text};
 pub use error_code::ErrorCode;
 pub use exec::{ExecRequest, TerminalExec};

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use lurkbot_term::commands::rss::parse_items;
+use lurkbot_term::parse_items;
 
 fn seeds() -> Vec<Vec<u8>> {
     [

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
 
 /// The `terminal_exec` tool.
-pub struct TerminalExecTool;
+pub(crate) struct TerminalExecTool;
 
 impl Tool for TerminalExecTool {
     fn spec(&self) -> ToolSpec {

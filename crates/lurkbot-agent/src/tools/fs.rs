@@ -61,7 +61,7 @@ fn denied(path: &HomePath, action: &'static str, reason: Option<&'static str>) -
 }
 
 /// The `read` tool.
-pub struct ReadTool;
+pub(crate) struct ReadTool;
 
 impl Tool for ReadTool {
     fn spec(&self) -> ToolSpec {
@@ -99,7 +99,7 @@ impl Tool for ReadTool {
 }
 
 /// The `write` tool.
-pub struct WriteTool;
+pub(crate) struct WriteTool;
 
 impl Tool for WriteTool {
     fn spec(&self) -> ToolSpec {
@@ -148,7 +148,7 @@ fn save(path: &HomePath, content: &str) -> ToolOutput {
 }
 
 /// The `edit` tool: one exact, unique replacement.
-pub struct EditTool;
+pub(crate) struct EditTool;
 
 impl Tool for EditTool {
     fn spec(&self) -> ToolSpec {

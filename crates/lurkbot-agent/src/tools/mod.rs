@@ -18,11 +18,11 @@ use serde_json::Value;
 
 use crate::transcript::{SessionEntry, Sessions};
 
-pub use exec::TerminalExecTool;
-pub use fs::{EditTool, ReadTool, WriteTool};
-pub use patch::ApplyPatchTool;
-pub use sessions::{SessionStatusTool, SessionsHistoryTool, SessionsListTool};
-pub use web::WebFetchTool;
+pub(crate) use exec::TerminalExecTool;
+pub(crate) use fs::{EditTool, ReadTool, WriteTool};
+pub(crate) use patch::ApplyPatchTool;
+pub(crate) use sessions::{SessionStatusTool, SessionsHistoryTool, SessionsListTool};
+pub(crate) use web::WebFetchTool;
 
 /// What a tool returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +68,7 @@ pub struct ToolCtx<'a> {
 }
 
 /// A boxed tool future.
-pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
+pub(crate) type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
 
 /// One tool.
 pub trait Tool: Send + Sync {

@@ -251,7 +251,7 @@ fn plan(ctx: &ToolCtx<'_>, ops: &[Op]) -> Result<Vec<Planned>, String> {
 }
 
 /// The `apply_patch` tool.
-pub struct ApplyPatchTool;
+pub(crate) struct ApplyPatchTool;
 
 impl Tool for ApplyPatchTool {
     fn spec(&self) -> ToolSpec {

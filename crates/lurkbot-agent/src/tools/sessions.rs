@@ -9,7 +9,7 @@ use super::{Tool, ToolCtx, ToolFuture, ToolOutput};
 use crate::transcript::Entry;
 
 /// `session_status`.
-pub struct SessionStatusTool;
+pub(crate) struct SessionStatusTool;
 
 impl Tool for SessionStatusTool {
     fn spec(&self) -> ToolSpec {
@@ -38,7 +38,7 @@ impl Tool for SessionStatusTool {
 }
 
 /// `sessions_list`.
-pub struct SessionsListTool;
+pub(crate) struct SessionsListTool;
 
 impl Tool for SessionsListTool {
     fn spec(&self) -> ToolSpec {
@@ -70,7 +70,7 @@ fn visible(ctx: &ToolCtx<'_>, key: &str) -> bool {
 }
 
 /// `sessions_history`.
-pub struct SessionsHistoryTool;
+pub(crate) struct SessionsHistoryTool;
 
 impl Tool for SessionsHistoryTool {
     fn spec(&self) -> ToolSpec {

@@ -20,7 +20,7 @@ use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
 const MAX_REDIRECTS: usize = 5;
 
 /// The `web_fetch` tool.
-pub struct WebFetchTool;
+pub(crate) struct WebFetchTool;
 
 impl Tool for WebFetchTool {
     fn spec(&self) -> ToolSpec {

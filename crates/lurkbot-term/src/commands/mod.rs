@@ -1,7 +1,7 @@
 //! Built-in commands, one folder each: `mod.rs` holds the spec, the other files the work.
 
-pub mod cal;
-pub mod help;
-pub mod rss;
-pub mod tar;
-pub mod zip;
+pub(crate) mod cal;
+pub(crate) mod help;
+pub(crate) mod rss;
+pub(crate) mod tar;
+pub(crate) mod zip;

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use clap::Args;
-use lurkbot_agent::{Agent, AgentEvent, approvals::NoHuman};
+use lurkbot_agent::{Agent, AgentEvent, NoHuman};
 use lurkbot_core::{Config, Home, SessionKey, layout};
 use lurkbot_llm::Failover;
 use serde_json::json;

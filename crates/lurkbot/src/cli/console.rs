@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use lurkbot_agent::approvals::DecisionFuture;
+use lurkbot_agent::DecisionFuture;
 use lurkbot_agent::{AgentEvent, ApprovalRequest, Approver, Decision};
 use lurkbot_core::printable;
 use serde_json::json;

@@ -54,7 +54,7 @@ const EVENT_ID: FlagSpec = FlagSpec::value("--event-id", "id", true, "the event'
 const CALENDAR_ID: FlagSpec = FlagSpec::value("--calendar-id", "id", true, "the calendar's id");
 
 /// The spec of `cal`.
-pub static SPEC: CommandSpec = CommandSpec {
+pub(crate) static SPEC: CommandSpec = CommandSpec {
     name: "cal",
     summary: "read and change calendars, local or CalDAV (needs [permissions] calendar in config.toml)",
     usage: "cal <list-calendars|list-events|create-event|update-event|delete-event|add-reminder|export> [flags]",
@@ -197,7 +197,7 @@ pub static SPEC: CommandSpec = CommandSpec {
 
 /// The `cal` command.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CalCommand;
+pub(crate) struct CalCommand;
 
 impl Command for CalCommand {
     fn spec(&self) -> &'static CommandSpec {

@@ -5,7 +5,7 @@ mod run;
 use crate::{Command, CommandCtx, CommandFuture, CommandSpec, FlagSpec};
 
 /// The spec of `help`.
-pub static SPEC: CommandSpec = CommandSpec {
+pub(crate) static SPEC: CommandSpec = CommandSpec {
     name: "help",
     summary: "list the available commands, or show one command's usage",
     usage: "help [<command>] [--out <path>] [--confirm] [--overwrite]",
@@ -41,7 +41,7 @@ pub static SPEC: CommandSpec = CommandSpec {
 
 /// The `help` command.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HelpCommand;
+pub(crate) struct HelpCommand;
 
 impl Command for HelpCommand {
     fn spec(&self) -> &'static CommandSpec {

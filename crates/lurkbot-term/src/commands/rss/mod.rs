@@ -36,7 +36,7 @@ const NAME: FlagSpec = FlagSpec::value(
 );
 
 /// The spec of `rss`.
-pub static SPEC: CommandSpec = CommandSpec {
+pub(crate) static SPEC: CommandSpec = CommandSpec {
     name: "rss",
     summary: "subscribe to RSS/Atom/JSON feeds and fetch their latest items",
     usage: "rss <add|list|remove|fetch> [flags]",
@@ -155,7 +155,7 @@ pub static SPEC: CommandSpec = CommandSpec {
 
 /// The `rss` command.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct RssCommand;
+pub(crate) struct RssCommand;
 
 impl Command for RssCommand {
     fn spec(&self) -> &'static CommandSpec {

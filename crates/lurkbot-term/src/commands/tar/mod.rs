@@ -20,7 +20,7 @@ const FORMAT_READ: FlagSpec = FlagSpec::value(
 );
 
 /// The spec of `tar`.
-pub static SPEC: CommandSpec = CommandSpec {
+pub(crate) static SPEC: CommandSpec = CommandSpec {
     name: "tar",
     summary: "list, extract and create tar archives (.tar .tar.gz .tar.bz2 .tar.xz)",
     usage: "tar <list|extract|create> [flags]",
@@ -110,7 +110,7 @@ pub static SPEC: CommandSpec = CommandSpec {
 
 /// The `tar` command.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TarCommand;
+pub(crate) struct TarCommand;
 
 impl Command for TarCommand {
     fn spec(&self) -> &'static CommandSpec {

@@ -19,7 +19,7 @@ const ENCODING: FlagSpec = FlagSpec::value(
 );
 
 /// The spec of `zip`.
-pub static SPEC: CommandSpec = CommandSpec {
+pub(crate) static SPEC: CommandSpec = CommandSpec {
     name: "zip",
     summary: "list, extract and create zip archives (safe by default)",
     usage: "zip <list|extract|create> [flags]",
@@ -105,7 +105,7 @@ pub static SPEC: CommandSpec = CommandSpec {
 
 /// The `zip` command.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ZipCommand;
+pub(crate) struct ZipCommand;
 
 impl Command for ZipCommand {
     fn spec(&self) -> &'static CommandSpec {
