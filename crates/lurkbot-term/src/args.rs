@@ -7,10 +7,16 @@ use std::collections::BTreeMap;
 use crate::{CommandError, ErrorCode, FlagSpec};
 
 /// Parsed arguments of one (sub)command.
+///
+/// Lookups name flags by string; a name the spec does not declare is a programming error
+/// (a typo would otherwise read as "not given" forever), caught by a debug assertion that
+/// every test run exercises.
 #[derive(Debug, Clone, Default)]
 pub struct ParsedArgs {
     values: BTreeMap<&'static str, String>,
     switches: Vec<&'static str>,
+    /// The flags these were parsed against.
+    declared: &'static [FlagSpec],
 }
 
 impl ParsedArgs {
@@ -27,7 +33,10 @@ impl ParsedArgs {
         let invalid = |msg: String| {
             CommandError::new(ErrorCode::InvalidArgs, msg).with_hint(format!("usage: {usage}"))
         };
-        let mut parsed = Self::default();
+        let mut parsed = Self {
+            declared: flags,
+            ..Self::default()
+        };
         let mut positionals = flags.iter().filter(|f| f.is_positional());
         let mut iter = args.iter();
         while let Some(arg) = iter.next() {
@@ -80,12 +89,27 @@ impl ParsedArgs {
 
     /// The value of a flag or positional.
     pub fn get(&self, name: &str) -> Option<&str> {
+        self.assert_declared(name);
         self.values.get(name).map(String::as_str)
     }
 
     /// Whether a switch was given.
     pub fn has(&self, name: &str) -> bool {
+        self.assert_declared(name);
         self.switches.contains(&name)
+    }
+
+    /// Whether `name` is one of the flags these arguments were parsed against.
+    pub fn declares(&self, name: &str) -> bool {
+        self.declared.iter().any(|f| f.name == name)
+    }
+
+    fn assert_declared(&self, name: &str) {
+        debug_assert!(
+            self.declared.is_empty() || self.declares(name),
+            "flag '{name}' is looked up but not declared in the spec ({})",
+            flag_names(self.declared)
+        );
     }
 
     /// A numeric flag within `min..=max`, or `default` when absent.
@@ -207,5 +231,69 @@ mod tests {
             p.require_confirm("extract").unwrap_err().code,
             ErrorCode::ConfirmRequired
         );
+    }
+}
+
+#[cfg(test)]
+mod declared_tests {
+    use super::*;
+
+    /// Every flag a command's code looks up by name is declared in that command's spec: a
+    /// typo cannot hide in a path no test happens to run.
+    #[test]
+    fn every_flag_looked_up_in_a_commands_code_is_declared_in_its_spec() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let registry = crate::default_registry();
+        let declared = |commands: &[&str]| -> Vec<&'static str> {
+            registry
+                .specs()
+                .filter(|s| commands.contains(&s.name))
+                .flat_map(|s| {
+                    s.flags
+                        .iter()
+                        .chain(s.subcommands.iter().flat_map(|sub| sub.flags.iter()))
+                        .map(|f| f.name)
+                })
+                .collect()
+        };
+        let mut checked = 0;
+        let mut undeclared = Vec::new();
+        let folders: Vec<(std::path::PathBuf, Vec<&str>)> = ["cal", "rss", "tar", "zip"]
+            .iter()
+            .map(|c| (root.join("commands").join(c), vec![*c]))
+            .chain(std::iter::once((root.join("archive"), vec!["zip", "tar"])))
+            .collect();
+        for (folder, commands) in folders {
+            let names = declared(&commands);
+            let entries =
+                std::fs::read_dir(&folder).map_or_else(|_| Vec::new(), |d| d.flatten().collect());
+            for entry in entries {
+                let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+                for call in [".get(\"", ".has(\"", ".number(\""] {
+                    for (at, _) in text.match_indices(call) {
+                        let rest = &text[at + call.len()..];
+                        let flag: String = rest.chars().take_while(|c| *c != '"').collect();
+                        if !flag.starts_with("--") {
+                            continue;
+                        }
+                        checked += 1;
+                        if !names.contains(&flag.as_str()) {
+                            undeclared.push(format!("{}: {flag}", entry.path().display()));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 40, "only {checked} lookups found");
+        assert!(undeclared.is_empty(), "undeclared flags: {undeclared:?}");
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "not declared")]
+    fn an_undeclared_lookup_is_caught_in_debug_builds() {
+        const FLAGS: &[FlagSpec] = &[FlagSpec::switch("--confirm", "confirm")];
+        let parsed = ParsedArgs::parse(FLAGS, "x", &[]).unwrap_or_default();
+        let _ = parsed.has("--confrim");
     }
 }
