@@ -13,13 +13,13 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::auth::token_matches;
 use crate::protocol::{
-    self, Challenge, EVENTS, ErrorCode, Event, EventFrame, Lagged, MAX_PAYLOAD, MethodError,
-    PROTOCOL_VERSION, Shutdown, TICK_INTERVAL_MS, Tick,
+    self, Challenge, ErrorCode, Event, EventFrame, Lagged, MAX_PAYLOAD, MethodError,
+    PROTOCOL_VERSION, ProtocolVersion, Shutdown, TICK_INTERVAL_MS, Tick,
 };
 use crate::state::AppState;
 
@@ -34,6 +34,8 @@ enum Out {
     Frame(Value),
     /// An event (numbered when sent).
     Event(Event),
+    /// From now on, shape frames for this version (sent once, after `hello-ok`).
+    Speak(ProtocolVersion),
     /// Close with a code and reason.
     Close(u16, String),
 }
@@ -123,22 +125,20 @@ async fn handshake(
         );
     }
     let p = &request.params;
-    let min = p
-        .get("minProtocol")
-        .and_then(Value::as_u64)
-        .unwrap_or(PROTOCOL_VERSION);
-    let max = p
-        .get("maxProtocol")
-        .and_then(Value::as_u64)
-        .unwrap_or(PROTOCOL_VERSION);
-    if !(min..=max).contains(&PROTOCOL_VERSION) {
+    let number = |key: &str| p.get(key).and_then(Value::as_u64);
+    let (min, max) = match (number("minProtocol"), number("maxProtocol")) {
+        (None, None) => (PROTOCOL_VERSION, PROTOCOL_VERSION),
+        (min, max) => (min.unwrap_or(0), max.unwrap_or(u64::MAX)),
+    };
+    let Some(version) = ProtocolVersion::negotiate(min, max) else {
         return refuse(
             Some(id),
             MethodError::invalid(format!(
-                "protocol {min}..{max} not supported; this gateway speaks {PROTOCOL_VERSION}"
+                "protocol {min}..{max} not supported; this gateway speaks {}",
+                ProtocolVersion::supported_list()
             )),
         );
-    }
+    };
     if let Some(expected) = state.token.as_deref() {
         let given = p
             .pointer("/auth/token")
@@ -159,16 +159,9 @@ async fn handshake(
         }
     }
     let conn_id = format!("conn_{}", lurkbot_core::random_hex(6));
-    let _ = out.send(Out::Frame(protocol::ok(
-        id,
-        json!({
-            "type": "hello-ok",
-            "protocol": PROTOCOL_VERSION,
-            "server": {"version": env!("CARGO_PKG_VERSION"), "connId": conn_id},
-            "features": {"methods": crate::methods::names(), "events": EVENTS},
-            "policy": {"maxPayload": MAX_PAYLOAD, "tickIntervalMs": TICK_INTERVAL_MS},
-        }),
-    )));
+    let hello = version.hello(&conn_id, &crate::methods::names());
+    let _ = out.send(Out::Frame(protocol::ok(id, hello)));
+    let _ = out.send(Out::Speak(version));
     true
 }
 
@@ -246,12 +239,19 @@ async fn write_loop(
     mut rx: mpsc::UnboundedReceiver<Out>,
 ) {
     let mut seq = 0u64;
+    // The challenge precedes negotiation; every version shapes it the same.
+    let mut version = ProtocolVersion::V1;
     while let Some(item) = rx.recv().await {
         let message = match item {
             Out::Frame(v) => Message::Text(v.to_string().into()),
             Out::Event(event) => {
                 seq += 1;
-                Message::Text(EventFrame { event, seq }.to_value().to_string().into())
+                let frame = version.event_frame(&EventFrame { event, seq });
+                Message::Text(frame.to_string().into())
+            }
+            Out::Speak(chosen) => {
+                version = chosen;
+                continue;
             }
             Out::Close(code, reason) => {
                 let _ = sink

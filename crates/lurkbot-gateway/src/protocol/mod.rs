@@ -4,11 +4,13 @@
 //! server, the CLI's remote client, the bench and the tests.
 
 mod event;
+mod version;
 
 pub use event::{
     AgentEvent, AgentStream, ApprovalRequested, Challenge, ChatEvent, ChatState, Compaction, Event,
     EventFrame, Lagged, Lifecycle, LifecyclePhase, Shutdown, Tick, ToolPhase,
 };
+pub use version::ProtocolVersion;
 
 use serde::Deserialize;
 use serde_json::{Value, json};

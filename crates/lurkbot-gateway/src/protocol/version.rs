@@ -1,0 +1,82 @@
+//! Protocol versions. A connection speaks one version, chosen at `connect` from the client's
+//! `minProtocol..maxProtocol`; everything whose wire shape depends on the version (the
+//! `hello-ok` payload, event frames) goes through [`ProtocolVersion`], so adding a version
+//! (OpenClaw's 3–4 next) is a new variant and its shapes, not string edits across the server.
+
+use serde_json::{Value, json};
+
+use super::{EVENTS, EventFrame, MAX_PAYLOAD, TICK_INTERVAL_MS};
+
+/// A protocol version this gateway speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ProtocolVersion {
+    /// LurkBot's own protocol.
+    V1,
+}
+
+impl ProtocolVersion {
+    /// Every version spoken, oldest first.
+    pub const SUPPORTED: &[Self] = &[Self::V1];
+
+    /// The number on the wire.
+    pub fn number(self) -> u64 {
+        match self {
+            Self::V1 => 1,
+        }
+    }
+
+    /// The newest version within `min..=max`, if any.
+    pub fn negotiate(min: u64, max: u64) -> Option<Self> {
+        Self::SUPPORTED
+            .iter()
+            .rev()
+            .copied()
+            .find(|v| (min..=max).contains(&v.number()))
+    }
+
+    /// The supported numbers, for a refusal message (`1` or `1, 3`).
+    pub fn supported_list() -> String {
+        Self::SUPPORTED
+            .iter()
+            .map(|v| v.number().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The `hello-ok` payload.
+    pub fn hello(self, conn_id: &str, methods: &[&str]) -> Value {
+        match self {
+            Self::V1 => json!({
+                "type": "hello-ok",
+                "protocol": self.number(),
+                "server": {"version": env!("CARGO_PKG_VERSION"), "connId": conn_id},
+                "features": {"methods": methods, "events": EVENTS},
+                "policy": {"maxPayload": MAX_PAYLOAD, "tickIntervalMs": TICK_INTERVAL_MS},
+            }),
+        }
+    }
+
+    /// An event frame in this version's shape.
+    pub fn event_frame(self, frame: &EventFrame) -> Value {
+        match self {
+            Self::V1 => frame.to_value(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_version_in_the_clients_range_wins() {
+        assert_eq!(ProtocolVersion::negotiate(1, 1), Some(ProtocolVersion::V1));
+        assert_eq!(ProtocolVersion::negotiate(0, 9), Some(ProtocolVersion::V1));
+        assert_eq!(ProtocolVersion::negotiate(2, 4), None);
+        assert_eq!(ProtocolVersion::negotiate(3, 1), None);
+        assert_eq!(ProtocolVersion::supported_list(), "1");
+        let hello = ProtocolVersion::V1.hello("conn_1", &["health"]);
+        assert_eq!(hello["protocol"], 1);
+        assert_eq!(hello["features"]["methods"][0], "health");
+    }
+}
