@@ -161,3 +161,46 @@ fn events_are_built_only_in_the_protocol_module() {
     }
     assert!(found.is_empty(), "events built by hand in {found:?}");
 }
+
+#[test]
+fn crate_dependencies_point_one_way() {
+    // The order of docs/ARCHITECTURE.md §1: a crate may depend only on crates before it.
+    let order = [
+        "lurkbot-core",
+        "lurkbot-term",
+        "lurkbot-llm",
+        "lurkbot-agent",
+        "lurkbot-gateway",
+        "lurkbot",
+    ];
+    let mut edges = 0;
+    for (position, name) in order.iter().enumerate() {
+        let manifest = std::fs::read_to_string(root().join("crates").join(name).join("Cargo.toml"))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // Normal dependencies only: dev-dependencies may reach anywhere (test support).
+        let normal = manifest
+            .split("\n[dependencies]\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n[").next())
+            .unwrap_or_default();
+        for line in normal.lines() {
+            let dep = line.split(['.', ' ', '=']).next().unwrap_or_default();
+            if let Some(at) = order.iter().position(|o| *o == dep) {
+                edges += 1;
+                assert!(
+                    at < position,
+                    "{name} depends on {dep}, which comes after it"
+                );
+            } else {
+                assert!(
+                    !dep.starts_with("lurkbot-") || dep == "lurkbot-test-support",
+                    "{name} depends on {dep}, which is not in the crate order"
+                );
+            }
+        }
+    }
+    assert!(
+        edges >= 10,
+        "only {edges} dependencies between crates found"
+    );
+}
