@@ -12,17 +12,36 @@ use serde_json::{Map, Value};
 
 use crate::{Artifact, CommandCtx, CommandError, ErrorCode, ParsedArgs};
 
+/// An output path and the switches that allow replacing an existing file there, read once
+/// from the flags (`--out` or `--dest`-like, `--overwrite`, `--confirm`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutFile {
+    /// The home-relative path as given.
+    pub path: String,
+    /// `--overwrite` was given.
+    pub overwrite: bool,
+    /// `--confirm` was given.
+    pub confirm: bool,
+}
+
+impl OutFile {
+    /// The file named by `flag` (`--out`), with the replace switches; `None` when not given.
+    pub fn from_args(parsed: &ParsedArgs, flag: &str) -> Option<Self> {
+        parsed.get(flag).map(|path| Self {
+            path: path.to_string(),
+            overwrite: parsed.has("--overwrite"),
+            confirm: parsed.has("--confirm"),
+        })
+    }
+}
+
 /// Resolves a path a command will write to, applying the rules above.
 ///
 /// # Errors
 /// `PathEscapesAgentsRoot`, `InvalidArgs` (a directory), `PermissionDenied` (protected),
 /// `RefuseOverwrite` or `ConfirmRequired`.
-pub fn writable_target(
-    ctx: &CommandCtx<'_>,
-    args: &ParsedArgs,
-    raw: &str,
-) -> Result<HomePath, CommandError> {
-    checked_target(ctx, args, raw, true)
+pub fn writable_target(ctx: &CommandCtx<'_>, out: &OutFile) -> Result<HomePath, CommandError> {
+    checked_target(ctx, out, true)
 }
 
 /// Like [`writable_target`], but an existing file is kept unless `--overwrite --confirm` is
@@ -30,20 +49,16 @@ pub fn writable_target(
 ///
 /// # Errors
 /// Those of [`writable_target`].
-pub fn strict_target(
-    ctx: &CommandCtx<'_>,
-    args: &ParsedArgs,
-    raw: &str,
-) -> Result<HomePath, CommandError> {
-    checked_target(ctx, args, raw, false)
+pub fn strict_target(ctx: &CommandCtx<'_>, out: &OutFile) -> Result<HomePath, CommandError> {
+    checked_target(ctx, out, false)
 }
 
 fn checked_target(
     ctx: &CommandCtx<'_>,
-    args: &ParsedArgs,
-    raw: &str,
+    out: &OutFile,
     artifacts_replaceable: bool,
 ) -> Result<HomePath, CommandError> {
+    let raw = out.path.as_str();
     let target = ctx.home.resolve_writable(raw)?;
     let resolved_rel = ctx.home.relative(target.absolute()).unwrap_or_default();
     if target.relative().is_empty() || target.absolute().is_dir() {
@@ -55,8 +70,8 @@ fn checked_target(
     let exists = std::fs::symlink_metadata(target.absolute()).is_ok();
     let is_artifact =
         artifacts_replaceable && resolved_rel.starts_with(&format!("{}/", layout::ARTIFACTS));
-    if exists && !is_artifact && !args.overwrite_confirmed() {
-        if args.has("--overwrite") {
+    if exists && !is_artifact && !(out.overwrite && out.confirm) {
+        if out.overwrite {
             return Err(CommandError::new(
                 ErrorCode::ConfirmRequired,
                 format!("replacing '{raw}' needs --confirm with --overwrite"),
@@ -79,12 +94,11 @@ fn checked_target(
 /// Those of [`writable_target`], and `IoError` when writing fails.
 pub fn write_json_out(
     ctx: &CommandCtx<'_>,
-    args: &ParsedArgs,
-    raw: &str,
+    out: &OutFile,
     value: &serde_json::Value,
     description: &str,
 ) -> Result<Artifact, CommandError> {
-    let target = writable_target(ctx, args, raw)?;
+    let target = writable_target(ctx, out)?;
     let mut bytes = serde_json::to_vec_pretty(value)
         .map_err(|e| CommandError::new(ErrorCode::Internal, format!("cannot encode JSON: {e}")))?;
     bytes.push(b'\n');
@@ -104,12 +118,11 @@ pub fn write_json_out(
 /// Those of [`writable_target`], and `IoError` when writing fails.
 pub fn write_serialized_out<T: serde::Serialize>(
     ctx: &CommandCtx<'_>,
-    args: &ParsedArgs,
-    raw: &str,
+    out: &OutFile,
     value: &T,
     description: &str,
 ) -> Result<Artifact, CommandError> {
-    let target = writable_target(ctx, args, raw)?;
+    let target = writable_target(ctx, out)?;
     lurkbot_core::write_atomic_streamed(target.absolute(), &mut |w| {
         serde_json::to_writer_pretty(&mut *w, value).map_err(std::io::Error::other)?;
         w.write_all(b"\n")

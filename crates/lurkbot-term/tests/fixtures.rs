@@ -112,8 +112,9 @@ pub static ARCHIVE: CommandSpec = CommandSpec {
 
 fn make(ctx: &CommandCtx<'_>, p: &ParsedArgs) -> Result<Outcome, CommandError> {
     p.require_confirm("archive make")?;
-    let out = p.get("--out").unwrap_or_default();
-    let artifact = output::write_json_out(ctx, p, out, &json!({"made": true}), "test product")?;
+    let out = output::OutFile::from_args(p, "--out")
+        .ok_or_else(|| CommandError::new(lurkbot_term::ErrorCode::InvalidArgs, "no --out"))?;
+    let artifact = output::write_json_out(ctx, &out, &json!({"made": true}), "test product")?;
     Ok(Outcome {
         artifacts: vec![artifact],
         ..Outcome::default()

@@ -1,6 +1,7 @@
 //! The steps `zip create` and `tar create` share: resolve `--src` and `--out`, walk the
 //! source, write the archive into a temporary file with the format's writer, publish it.
 
+use crate::archive::args::CreateArgs;
 use std::fs::File;
 
 use lurkbot_core::HomePath;
@@ -8,7 +9,7 @@ use lurkbot_core::HomePath;
 use super::publish::NewArchive;
 use super::source::{self, SourceItem, SourceTree};
 use crate::blocking::run_blocking;
-use crate::{CancelFlag, CommandCtx, CommandError, ParsedArgs, Progress};
+use crate::{CancelFlag, CommandCtx, CommandError, Progress};
 
 /// What a format's writer counted.
 #[derive(Debug, Default)]
@@ -49,24 +50,22 @@ pub(crate) struct Created {
     pub(crate) tree: SourceTree,
 }
 
-/// Checks `--confirm`, `--src` and `--out`, then writes and publishes the archive.
+/// Checks `--src` and `--out`, then writes and publishes the archive.
 ///
 /// # Errors
-/// `ConfirmRequired`, path refusals, `RefuseOverwrite`, and the writer's errors.
+/// Path refusals, `RefuseOverwrite`, and the writer's errors.
 pub(crate) async fn create_archive<F>(
     ctx: &CommandCtx<'_>,
-    parsed: &ParsedArgs,
+    args: &CreateArgs,
     write: F,
 ) -> Result<Created, CommandError>
 where
     F: FnOnce(WriteJob<'_>) -> Result<CreateStats, CommandError> + Send + 'static,
 {
-    parsed.require_confirm("creating an archive")?;
-    let src = ctx.home.resolve(parsed.get("--src").unwrap_or_default())?;
+    let src = ctx.home.resolve(&args.src)?;
     source::check_source(ctx, &src)?;
-    let target =
-        crate::output::strict_target(ctx, parsed, parsed.get("--out").unwrap_or_default())?;
-    let overwrite = parsed.overwrite_confirmed();
+    let target = crate::output::strict_target(ctx, &args.out)?;
+    let overwrite = args.out.overwrite && args.out.confirm;
     let home = ctx.home.clone();
     let session = ctx.session.clone();
     let cancel = ctx.cancel.clone();

@@ -10,6 +10,7 @@
 //! Nothing is ever written through a symbolic link: links inside `--dest` met on the way are
 //! refused (`skipped.unsafe_path`), and link entries are never created (`skipped.unsafe_link`).
 
+use super::args::ExtractArgs;
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{Read, Write};
@@ -24,7 +25,7 @@ use super::entry_name::{UnsafeName, safe_segments};
 pub(crate) use super::extract_report::{ExtractReport, SkipReason, SkippedEntry};
 use super::work::{Limits, dest_dir, human_bytes, input_file};
 use crate::blocking::cancelled;
-use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode, ParsedArgs, Progress};
+use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode, Progress};
 
 /// How many skipped entries are named in the result (the counts are always complete).
 const SKIPPED_NAMES_CAP: usize = 100;
@@ -52,25 +53,23 @@ pub(crate) struct ExtractOptions {
 }
 
 impl ExtractOptions {
-    /// The options of `extract` from its flags, with the archive to read: checks the limits,
-    /// `--confirm`, `--dest` and `--in`, in that order.
+    /// The options of `extract` from its flags, with the archive to read: resolves `--dest`
+    /// and `--in`, in that order.
     ///
     /// # Errors
-    /// `InvalidArgs`, `ConfirmRequired`, path refusals or `NotFound`.
-    pub(crate) fn from_args(
+    /// Path refusals or `NotFound`.
+    pub(crate) fn resolve(
         ctx: &CommandCtx<'_>,
-        parsed: &ParsedArgs,
+        args: &ExtractArgs,
         archive_error: ErrorCode,
     ) -> Result<(HomePath, Self), CommandError> {
-        let limits = Limits::from_args(parsed)?;
-        parsed.require_confirm("extracting an archive")?;
-        let dest = dest_dir(ctx, parsed.get("--dest").unwrap_or_default())?;
-        let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
+        let dest = dest_dir(ctx, &args.dest)?;
+        let input = input_file(ctx, &args.input)?;
         let options = Self {
             dest,
             home: ctx.home.clone(),
-            overwrite: parsed.overwrite_confirmed(),
-            limits,
+            overwrite: args.overwrite,
+            limits: args.limits,
             archive_error,
             cancel: ctx.cancel.clone(),
             progress: ctx.progress.clone(),

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::work::human_bytes;
-use crate::{CommandCtx, CommandError, Outcome, ParsedArgs, output};
+use crate::{CommandCtx, CommandError, Outcome, output};
 
 /// One entry of a listing (the documented fields, plus tar's optional ones).
 #[derive(Debug, Clone, Serialize)]
@@ -74,7 +74,7 @@ impl Listing<'_> {
     pub(crate) fn into_outcome(
         self,
         ctx: &CommandCtx<'_>,
-        args: &ParsedArgs,
+        out: Option<&output::OutFile>,
         max: usize,
     ) -> Result<Outcome, CommandError> {
         let capped = output::Capped::new(self.entries.len(), max);
@@ -95,7 +95,7 @@ impl Listing<'_> {
         }
         stdout.push_str(&capped.more_line("entries", "--max"));
         let mut artifacts = Vec::new();
-        if let Some(out) = args.get("--out") {
+        if let Some(out) = out {
             let full = FullListing {
                 command: self.command,
                 input: self.input.relative(),
@@ -109,7 +109,6 @@ impl Listing<'_> {
             };
             let artifact = output::write_serialized_out(
                 ctx,
-                args,
                 out,
                 &full,
                 &format!("full listing of {}", self.input.relative()),

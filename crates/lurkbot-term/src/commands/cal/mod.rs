@@ -65,7 +65,11 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
             usage: "cal list-calendars [--max <n>] [--out <path>]",
             flags: &[MAX_CALENDARS, OUT, LIST_CONFIRM, LIST_OVERWRITE],
             examples: &["cal list-calendars"],
-            run: |ctx, parsed| Box::pin(read::list_calendars(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(async move {
+                    read::list_calendars(ctx, read::CalendarsArgs::from_args(&parsed)?).await
+                })
+            },
         },
         SubcommandSpec {
             name: "list-events",
@@ -93,7 +97,11 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
             examples: &[
                 "cal list-events --from 2026-11-21T00:00:00+01:00 --to 2026-11-28T00:00:00+01:00",
             ],
-            run: |ctx, parsed| Box::pin(read::list_events(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(async move {
+                    read::list_events(ctx, read::EventsArgs::from_args(&parsed)?).await
+                })
+            },
         },
         SubcommandSpec {
             name: "create-event",
@@ -128,7 +136,11 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
                 "cal create-event --calendar-id 1 --title \"Dentist\" --start 2026-11-24T09:00:00+01:00 --end 2026-11-24T09:30:00+01:00 --remind-minutes 30 --confirm",
                 "cal create-event --calendar-id 1 --title Holiday --start 2026-12-24 --end 2026-12-27 --all-day --confirm",
             ],
-            run: |ctx, parsed| Box::pin(write::create(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(async move {
+                    write::create(ctx, write::CreateArgs::from_args(ctx, &parsed)?).await
+                })
+            },
         },
         SubcommandSpec {
             name: "update-event",
@@ -146,7 +158,11 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
             examples: &[
                 "cal update-event --event-id 7 --title \"Dentist (moved)\" --start 2026-11-25T09:00:00+01:00 --end 2026-11-25T09:30:00+01:00 --confirm",
             ],
-            run: |ctx, parsed| Box::pin(write::update(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(async move {
+                    write::update(ctx, write::UpdateArgs::from_args(ctx, &parsed)?).await
+                })
+            },
         },
         SubcommandSpec {
             name: "delete-event",
@@ -154,7 +170,11 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
             usage: "cal delete-event --event-id <id> --confirm",
             flags: &[EVENT_ID, CONFIRM],
             examples: &["cal delete-event --event-id 7 --confirm"],
-            run: |ctx, parsed| Box::pin(write::delete(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(async move {
+                    write::delete(ctx, write::DeleteArgs::from_args(ctx, &parsed)?).await
+                })
+            },
         },
         SubcommandSpec {
             name: "add-reminder",
@@ -171,7 +191,11 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
                 CONFIRM,
             ],
             examples: &["cal add-reminder --event-id 7 --minutes 15 --confirm"],
-            run: |ctx, parsed| Box::pin(write::add_reminder(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(async move {
+                    write::add_reminder(ctx, write::ReminderArgs::from_args(ctx, &parsed)?).await
+                })
+            },
         },
         SubcommandSpec {
             name: "export",
@@ -184,7 +208,11 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
                 LIST_OVERWRITE,
             ],
             examples: &["cal export --calendar-id 1 --out artifacts/cal/personal.ics"],
-            run: |ctx, parsed| Box::pin(read::export(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(
+                    async move { read::export(ctx, read::ExportArgs::from_args(&parsed)?).await },
+                )
+            },
         },
     ],
     flags: &[],

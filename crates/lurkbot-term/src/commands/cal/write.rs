@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::backend::Backend;
-use super::model::{Event, NewEvent};
+use super::model::{Event, NewEvent, Span};
 use super::times::{Moment, parse_moment, show, span, to_all_day, utc_date};
 use super::{id_flag, require_access};
 use crate::{CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs};
@@ -15,39 +15,70 @@ const MAX_TEXT: usize = 1000;
 /// Largest reminder offset: one year.
 const MAX_REMIND_MINUTES: u64 = 525_600;
 
-/// Parses the subcommand, then checks access and `--confirm`, in that order.
-fn gate(ctx: &CommandCtx<'_>, sub: &str, parsed: ParsedArgs) -> Result<ParsedArgs, CommandError> {
+/// After the flags were parsed: access, then `--confirm`, then the values (in that order, so a
+/// user without the grant learns that first).
+fn gate(ctx: &CommandCtx<'_>, sub: &str, parsed: &ParsedArgs) -> Result<(), CommandError> {
     require_access(ctx, true)?;
-    parsed.require_confirm(&format!("cal {sub}"))?;
-    Ok(parsed)
+    parsed.require_confirm(&format!("cal {sub}"))
+}
+
+/// `cal create-event`.
+#[derive(Debug, Clone)]
+pub(super) struct CreateArgs {
+    calendar_id: i64,
+    title: String,
+    when: Span,
+    location: Option<String>,
+    remind_minutes: Option<i64>,
+}
+
+impl CreateArgs {
+    pub(super) fn from_args(
+        ctx: &CommandCtx<'_>,
+        parsed: &ParsedArgs,
+    ) -> Result<Self, CommandError> {
+        gate(ctx, "create-event", parsed)?;
+        let calendar_id = id_flag(
+            "--calendar-id",
+            parsed.get("--calendar-id").unwrap_or_default(),
+        )?;
+        let title = text_flag("--title", parsed.get("--title").unwrap_or_default())?;
+        let when = span(
+            parse_moment("--start", parsed.get("--start").unwrap_or_default())?,
+            parse_moment("--end", parsed.get("--end").unwrap_or_default())?,
+            parsed.has("--all-day"),
+        )?;
+        let location = parsed
+            .get("--location")
+            .map(|l| text_flag("--location", l))
+            .transpose()?
+            .filter(|l| !l.is_empty());
+        let remind_minutes = parsed
+            .get("--remind-minutes")
+            .map(|_| parsed.number("--remind-minutes", 0, 0, MAX_REMIND_MINUTES))
+            .transpose()?
+            .map(|m| i64::try_from(m).unwrap_or(i64::MAX));
+        Ok(Self {
+            calendar_id,
+            title,
+            when,
+            location,
+            remind_minutes,
+        })
+    }
 }
 
 pub(super) async fn create(
     ctx: &CommandCtx<'_>,
-    parsed: ParsedArgs,
+    args: CreateArgs,
 ) -> Result<Outcome, CommandError> {
-    let parsed = gate(ctx, "create-event", parsed)?;
-    let calendar_id = id_flag(
-        "--calendar-id",
-        parsed.get("--calendar-id").unwrap_or_default(),
-    )?;
-    let title = text_flag("--title", parsed.get("--title").unwrap_or_default())?;
-    let all_day = parsed.has("--all-day");
-    let when = span(
-        parse_moment("--start", parsed.get("--start").unwrap_or_default())?,
-        parse_moment("--end", parsed.get("--end").unwrap_or_default())?,
-        all_day,
-    )?;
-    let location = parsed
-        .get("--location")
-        .map(|l| text_flag("--location", l))
-        .transpose()?
-        .filter(|l| !l.is_empty());
-    let remind_minutes = parsed
-        .get("--remind-minutes")
-        .map(|_| parsed.number("--remind-minutes", 0, 0, MAX_REMIND_MINUTES))
-        .transpose()?
-        .map(|m| i64::try_from(m).unwrap_or(i64::MAX));
+    let CreateArgs {
+        calendar_id,
+        title,
+        when,
+        location,
+        remind_minutes,
+    } = args;
     let mut backend = Backend::open(ctx)?;
     backend.require_calendar(calendar_id).await?;
     let new = NewEvent {
@@ -82,40 +113,80 @@ pub(super) async fn create(
     })
 }
 
+/// `cal update-event`: at least one field to change.
+#[derive(Debug, Clone)]
+pub(super) struct UpdateArgs {
+    event_id: i64,
+    title: Option<String>,
+    location: Option<String>,
+    start: Option<Moment>,
+    end: Option<Moment>,
+    all_day: Option<bool>,
+}
+
+impl UpdateArgs {
+    pub(super) fn from_args(
+        ctx: &CommandCtx<'_>,
+        parsed: &ParsedArgs,
+    ) -> Result<Self, CommandError> {
+        gate(ctx, "update-event", parsed)?;
+        let event_id = id_flag("--event-id", parsed.get("--event-id").unwrap_or_default())?;
+        let title = parsed
+            .get("--title")
+            .map(|t| text_flag("--title", t))
+            .transpose()?;
+        let location = parsed
+            .get("--location")
+            .map(|l| text_flag("--location", l))
+            .transpose()?;
+        let start = parsed
+            .get("--start")
+            .map(|s| parse_moment("--start", s))
+            .transpose()?;
+        let end = parsed
+            .get("--end")
+            .map(|s| parse_moment("--end", s))
+            .transpose()?;
+        let all_day = parsed.get("--all-day").map(bool_flag).transpose()?;
+        if title.is_none()
+            && location.is_none()
+            && start.is_none()
+            && end.is_none()
+            && all_day.is_none()
+        {
+            return Err(CommandError::new(
+                ErrorCode::InvalidArgs,
+                "nothing to change: give at least one of --title --start --end --all-day --location",
+            ));
+        }
+        Ok(Self {
+            event_id,
+            title,
+            location,
+            start,
+            end,
+            all_day,
+        })
+    }
+}
+
 pub(super) async fn update(
     ctx: &CommandCtx<'_>,
-    parsed: ParsedArgs,
+    args: UpdateArgs,
 ) -> Result<Outcome, CommandError> {
-    let parsed = gate(ctx, "update-event", parsed)?;
-    let event_id = id_flag("--event-id", parsed.get("--event-id").unwrap_or_default())?;
-    let title = parsed
-        .get("--title")
-        .map(|t| text_flag("--title", t))
-        .transpose()?;
-    let location = parsed
-        .get("--location")
-        .map(|l| text_flag("--location", l))
-        .transpose()?;
-    let start = parsed
-        .get("--start")
-        .map(|s| parse_moment("--start", s))
-        .transpose()?;
-    let end = parsed
-        .get("--end")
-        .map(|s| parse_moment("--end", s))
-        .transpose()?;
-    let all_day = parsed.get("--all-day").map(bool_flag).transpose()?;
-    if title.is_none()
-        && location.is_none()
-        && start.is_none()
-        && end.is_none()
-        && all_day.is_none()
-    {
-        return Err(CommandError::new(
-            ErrorCode::InvalidArgs,
-            "nothing to change: give at least one of --title --start --end --all-day --location",
-        ));
-    }
+    let UpdateArgs {
+        event_id,
+        title,
+        location,
+        start,
+        end,
+        all_day,
+    } = args;
+    let changed = [
+        ("start", start.is_some()),
+        ("end", end.is_some()),
+        ("all_day", all_day.is_some()),
+    ];
     let mut backend = Backend::open(ctx)?;
     let mut event = backend.event(event_id).await?;
     let mut updated = Vec::new();
@@ -138,12 +209,8 @@ pub(super) async fn update(
         // Leaving all-day keeps the same instants (UTC midnights) as timed bounds.
         event.span.all_day = new_all_day;
     }
-    for (flag, name) in [
-        ("--start", "start"),
-        ("--end", "end"),
-        ("--all-day", "all_day"),
-    ] {
-        if parsed.get(flag).is_some() {
+    for (name, given) in changed {
+        if given {
             updated.push(name);
         }
     }
@@ -158,12 +225,29 @@ pub(super) async fn update(
     })
 }
 
+/// `cal delete-event`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DeleteArgs {
+    event_id: i64,
+}
+
+impl DeleteArgs {
+    pub(super) fn from_args(
+        ctx: &CommandCtx<'_>,
+        parsed: &ParsedArgs,
+    ) -> Result<Self, CommandError> {
+        gate(ctx, "delete-event", parsed)?;
+        Ok(Self {
+            event_id: id_flag("--event-id", parsed.get("--event-id").unwrap_or_default())?,
+        })
+    }
+}
+
 pub(super) async fn delete(
     ctx: &CommandCtx<'_>,
-    parsed: ParsedArgs,
+    args: DeleteArgs,
 ) -> Result<Outcome, CommandError> {
-    let parsed = gate(ctx, "delete-event", parsed)?;
-    let event_id = id_flag("--event-id", parsed.get("--event-id").unwrap_or_default())?;
+    let event_id = args.event_id;
     let mut backend = Backend::open(ctx)?;
     let event = backend.event(event_id).await?;
     backend.delete(event_id).await?;
@@ -174,14 +258,33 @@ pub(super) async fn delete(
     })
 }
 
+/// `cal add-reminder`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReminderArgs {
+    event_id: i64,
+    minutes: i64,
+}
+
+impl ReminderArgs {
+    pub(super) fn from_args(
+        ctx: &CommandCtx<'_>,
+        parsed: &ParsedArgs,
+    ) -> Result<Self, CommandError> {
+        gate(ctx, "add-reminder", parsed)?;
+        let event_id = id_flag("--event-id", parsed.get("--event-id").unwrap_or_default())?;
+        let minutes = parsed.number("--minutes", 0, 0, MAX_REMIND_MINUTES)?;
+        Ok(Self {
+            event_id,
+            minutes: i64::try_from(minutes).unwrap_or(i64::MAX),
+        })
+    }
+}
+
 pub(super) async fn add_reminder(
     ctx: &CommandCtx<'_>,
-    parsed: ParsedArgs,
+    args: ReminderArgs,
 ) -> Result<Outcome, CommandError> {
-    let parsed = gate(ctx, "add-reminder", parsed)?;
-    let event_id = id_flag("--event-id", parsed.get("--event-id").unwrap_or_default())?;
-    let minutes =
-        i64::try_from(parsed.number("--minutes", 0, 0, MAX_REMIND_MINUTES)?).unwrap_or(i64::MAX);
+    let ReminderArgs { event_id, minutes } = args;
     let mut backend = Backend::open(ctx)?;
     backend.event(event_id).await?;
     let reminder_id = backend.add_reminder(event_id, minutes).await?;

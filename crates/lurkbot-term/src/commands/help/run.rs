@@ -3,11 +3,31 @@
 use serde_json::{Map, Value, json};
 
 use super::SPEC;
+use crate::output::OutFile;
 use crate::{CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs, help, output};
 
+/// `help`'s flags, built once.
+#[derive(Debug, Clone)]
+struct HelpArgs {
+    /// `<command>`: show this one command.
+    command: Option<String>,
+    /// `--out` with its replace switches.
+    out: Option<OutFile>,
+}
+
+impl HelpArgs {
+    fn from_args(args: &[String]) -> Result<Self, CommandError> {
+        let parsed = ParsedArgs::parse(SPEC.flags, SPEC.usage, args)?;
+        Ok(Self {
+            command: parsed.get("<command>").map(str::to_string),
+            out: OutFile::from_args(&parsed, "--out"),
+        })
+    }
+}
+
 pub(super) fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, CommandError> {
-    let parsed = ParsedArgs::parse(SPEC.flags, SPEC.usage, args)?;
-    if let Some(name) = parsed.get("<command>") {
+    let args = HelpArgs::from_args(args)?;
+    if let Some(name) = &args.command {
         let lowered = name.to_ascii_lowercase();
         let command = ctx.registry.get(&lowered).ok_or_else(|| {
             CommandError::new(ErrorCode::NotFound, format!("no command named '{name}'"))
@@ -37,7 +57,7 @@ pub(super) fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, Comm
     result.insert("count_total".into(), commands.len().into());
     result.insert("commands".into(), commands.into());
     let mut artifacts = Vec::new();
-    if let Some(out) = parsed.get("--out") {
+    if let Some(out) = &args.out {
         let full: Vec<Value> = ctx
             .registry
             .specs()
@@ -45,7 +65,6 @@ pub(super) fn run(ctx: &CommandCtx<'_>, args: &[String]) -> Result<Outcome, Comm
             .collect();
         artifacts.push(output::write_json_out(
             ctx,
-            &parsed,
             out,
             &json!({"commands": full}),
             "every command with its usage, flags and examples",

@@ -3,15 +3,13 @@
 use lurkbot_core::now_ms;
 use serde_json::Map;
 
-use super::check_name;
-use super::http::check_url;
+use super::args::AddArgs;
 use super::store::{RssStore, Subscription};
-use crate::{CommandCtx, CommandError, Outcome, ParsedArgs};
+use crate::{CommandCtx, CommandError, Outcome};
 
-pub(super) fn run(ctx: &CommandCtx<'_>, parsed: ParsedArgs) -> Result<Outcome, CommandError> {
-    let name = parsed.get("--name").unwrap_or_default();
-    check_name(name)?;
-    let url = check_url(parsed.get("--url").unwrap_or_default())?.to_string();
+pub(super) fn run(ctx: &CommandCtx<'_>, args: AddArgs) -> Result<Outcome, CommandError> {
+    let name = args.name.as_str();
+    let url = args.url.to_string();
     let store = RssStore::lock(ctx.home)?;
     let mut subs = store.subscriptions()?;
     let now = now_ms();

@@ -10,27 +10,19 @@
 //! cut), `--out` writes every item with every field. Feed text is third-party content: results
 //! carry `untrusted: true` and stdout says so.
 
+use super::args::{FeedSource, FetchArgs};
 use lurkbot_core::now_ms;
 use reqwest::Url;
 use serde_json::{Map, Value, json};
 
-use super::check_name;
 use super::dates::to_rfc3339;
 use super::http::{self, FetchFailure, FetchRequest, Fetched};
 use super::item::Item;
 use super::parse::parse_feed;
 use super::store::{CachedFeed, FetchState, RssStore};
 use crate::blocking::run_blocking;
-use crate::listing_flags::LIST_MAX_CEILING;
-use crate::{CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs, output};
+use crate::{CommandCtx, CommandError, ErrorCode, Outcome, output};
 
-const DEFAULT_MAX_ITEMS: u64 = 20;
-const DEFAULT_TIMEOUT_MS: u64 = 15_000;
-const MAX_TIMEOUT_MS: u64 = 120_000;
-/// Default `--max-bytes`: 2 MiB.
-const DEFAULT_MAX_BYTES: u64 = 2 * 1024 * 1024;
-/// Ceiling of `--max-bytes`: 64 MiB.
-const MAX_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// Longest title and link shown in stdout and `result.items` (the `--out` file has them whole).
 const BRIEF_TITLE_CHARS: usize = 300;
 const BRIEF_LINK_CHARS: usize = 2048;
@@ -47,31 +39,23 @@ struct Report {
     cached_at_ms: Option<u64>,
 }
 
-pub(super) async fn run(ctx: &CommandCtx<'_>, parsed: ParsedArgs) -> Result<Outcome, CommandError> {
-    let max_items =
-        usize::try_from(parsed.number("--max-items", DEFAULT_MAX_ITEMS, 0, LIST_MAX_CEILING)?)
-            .unwrap_or(usize::MAX);
-    let timeout_ms = parsed.number("--timeout-ms", DEFAULT_TIMEOUT_MS, 1, MAX_TIMEOUT_MS)?;
-    let max_bytes = parsed.number("--max-bytes", DEFAULT_MAX_BYTES, 1, MAX_MAX_BYTES)?;
-    let (name, url) = match (parsed.get("--name"), parsed.get("--url")) {
-        (Some(name), None) => {
-            check_name(name)?;
-            (Some(name), subscribed_url(ctx, name)?)
-        }
-        (None, Some(url)) => (None, http::check_url(url)?),
-        _ => {
-            return Err(CommandError::new(
-                ErrorCode::InvalidArgs,
-                "give either --name (a subscription) or --url (a feed address), not both",
-            )
-            .with_hint("usage: rss fetch (--name <name> | --url <url>) [--max-items <n>]"));
-        }
+pub(super) async fn run(ctx: &CommandCtx<'_>, args: FetchArgs) -> Result<Outcome, CommandError> {
+    let FetchArgs {
+        max_items,
+        timeout_ms,
+        max_bytes,
+        force,
+        ..
+    } = args;
+    let (name, url) = match &args.source {
+        FeedSource::Name(name) => (Some(name.as_str()), subscribed_url(ctx, name)?),
+        FeedSource::Url(url) => (None, url.clone()),
     };
-    if let Some(out) = parsed.get("--out") {
-        output::writable_target(ctx, &parsed, out)?;
+    if let Some(out) = &args.out {
+        output::writable_target(ctx, out)?;
     }
     let cached = match name {
-        Some(name) if !parsed.has("--force") => usable_cache(ctx, name, &url)?,
+        Some(name) if !force => usable_cache(ctx, name, &url)?,
         _ => None,
     };
     let request = FetchRequest {
@@ -116,10 +100,9 @@ pub(super) async fn run(ctx: &CommandCtx<'_>, parsed: ParsedArgs) -> Result<Outc
     } else {
         parse_and_store(ctx, name, &url, fetched).await?
     };
-    let artifact = match parsed.get("--out") {
+    let artifact = match &args.out {
         Some(out) => Some(output::write_serialized_out(
             ctx,
-            &parsed,
             out,
             &report.items,
             &format!("every item of {url}"),

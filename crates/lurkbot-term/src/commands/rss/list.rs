@@ -1,20 +1,16 @@
 //! `rss list`: the subscriptions, a summary in stdout/result and everything with `--out`.
 
+use super::args::ListArgs;
 use serde_json::{Map, Value, json};
 
 use super::store::RssStore;
-use crate::listing_flags::LIST_MAX_CEILING;
-use crate::{CommandCtx, CommandError, Outcome, ParsedArgs, output};
+use crate::{CommandCtx, CommandError, Outcome, output};
 
-/// Default `--max`.
-const DEFAULT_MAX: u64 = 50;
-
-pub(super) fn run(ctx: &CommandCtx<'_>, parsed: ParsedArgs) -> Result<Outcome, CommandError> {
-    let max = usize::try_from(parsed.number("--max", DEFAULT_MAX, 0, LIST_MAX_CEILING)?)
-        .unwrap_or(usize::MAX);
+pub(super) fn run(ctx: &CommandCtx<'_>, args: ListArgs) -> Result<Outcome, CommandError> {
+    let max = args.max;
     // Check --out before reading anything, so a bad path is refused first.
-    if let Some(out) = parsed.get("--out") {
-        output::writable_target(ctx, &parsed, out)?;
+    if let Some(out) = &args.out {
+        output::writable_target(ctx, out)?;
     }
     let (subs, states) = {
         let store = RssStore::lock(ctx.home)?;
@@ -40,7 +36,7 @@ pub(super) fn run(ctx: &CommandCtx<'_>, parsed: ParsedArgs) -> Result<Outcome, C
     }
     stdout.push_str(&capped.more_line("subscriptions", "--max"));
     let mut artifacts = Vec::new();
-    if let Some(out) = parsed.get("--out") {
+    if let Some(out) = &args.out {
         let full: Vec<Value> = subs
             .iter()
             .map(|sub| {
@@ -54,7 +50,6 @@ pub(super) fn run(ctx: &CommandCtx<'_>, parsed: ParsedArgs) -> Result<Outcome, C
             .collect();
         let artifact = output::write_json_out(
             ctx,
-            &parsed,
             out,
             &Value::Array(full),
             "every rss subscription with its fetch state",

@@ -7,6 +7,7 @@
 //! answered by a 304 from the cache.
 
 mod add;
+mod args;
 mod charset;
 mod dates;
 mod fetch;
@@ -27,6 +28,7 @@ pub fn fuzz_parse_feed(body: &[u8]) -> bool {
 
 use crate::listing_flags::{LIST_CONFIRM, LIST_OVERWRITE};
 use crate::{Command, CommandError, CommandSpec, ErrorCode, FlagSpec, SubcommandSpec};
+use args::{AddArgs, FetchArgs, ListArgs, RemoveArgs};
 
 const NAME: FlagSpec = FlagSpec::value(
     "--name",
@@ -52,7 +54,7 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
             examples: &[
                 "rss add --name wapo-politics --url https://www.washingtonpost.com/arcio/rss/category/politics/",
             ],
-            run: |ctx, parsed| Box::pin(async move { add::run(ctx, parsed) }),
+            run: |ctx, parsed| Box::pin(async move { add::run(ctx, AddArgs::from_args(&parsed)?) }),
         },
         SubcommandSpec {
             name: "list",
@@ -78,7 +80,9 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
                 "rss list --max 50",
                 "rss list --out artifacts/rss/subscriptions.json",
             ],
-            run: |ctx, parsed| Box::pin(async move { list::run(ctx, parsed) }),
+            run: |ctx, parsed| {
+                Box::pin(async move { list::run(ctx, ListArgs::from_args(&parsed)?) })
+            },
         },
         SubcommandSpec {
             name: "remove",
@@ -86,7 +90,9 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
             usage: "rss remove --name <name>",
             flags: &[NAME],
             examples: &["rss remove --name wapo-politics"],
-            run: |ctx, parsed| Box::pin(async move { remove::run(ctx, parsed) }),
+            run: |ctx, parsed| {
+                Box::pin(async move { remove::run(ctx, RemoveArgs::from_args(&parsed)?) })
+            },
         },
         SubcommandSpec {
             name: "fetch",
@@ -141,7 +147,9 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
                 "rss fetch --name wapo-politics --max-items 100 --out artifacts/rss/wapo-politics-items.json",
                 "rss fetch --url https://blog.rust-lang.org/feed.xml --max-items 5",
             ],
-            run: |ctx, parsed| Box::pin(fetch::run(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(async move { fetch::run(ctx, FetchArgs::from_args(&parsed)?).await })
+            },
         },
     ],
     flags: &[],

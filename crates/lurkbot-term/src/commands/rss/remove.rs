@@ -2,13 +2,12 @@
 
 use serde_json::Map;
 
-use super::check_name;
+use super::args::RemoveArgs;
 use super::store::RssStore;
-use crate::{CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs};
+use crate::{CommandCtx, CommandError, ErrorCode, Outcome};
 
-pub(super) fn run(ctx: &CommandCtx<'_>, parsed: ParsedArgs) -> Result<Outcome, CommandError> {
-    let name = parsed.get("--name").unwrap_or_default();
-    check_name(name)?;
+pub(super) fn run(ctx: &CommandCtx<'_>, args: RemoveArgs) -> Result<Outcome, CommandError> {
+    let name = args.name.as_str();
     let store = RssStore::lock(ctx.home)?;
     let mut subs = store.subscriptions()?;
     let index = subs.iter().position(|s| s.name == name).ok_or_else(|| {

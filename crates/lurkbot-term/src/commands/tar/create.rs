@@ -2,45 +2,34 @@
 //! written to a temporary file and renamed. Entries are GNU-format headers with the files'
 //! modes, owners and modification times; names keep their bytes.
 
+use super::args::TarCreateArgs;
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 
 use super::format::{Compressor, TarFormat};
-use super::requested_format;
 use crate::archive::create::{CreateStats, WriteJob, create_archive};
 use crate::archive::summary::CreateReport;
 use crate::blocking::cancelled;
-use crate::{CancelFlag, CommandCtx, CommandError, ErrorCode, Outcome, Progress};
+use crate::{CancelFlag, CommandCtx, CommandError, Outcome, Progress};
 
 const CHUNK: usize = 256 * 1024;
 
 pub(super) async fn run(
     ctx: &CommandCtx<'_>,
-    parsed: crate::ParsedArgs,
+    args: TarCreateArgs,
 ) -> Result<Outcome, CommandError> {
-    let out_raw = parsed.get("--out").unwrap_or_default();
-    let format = match requested_format(parsed.get("--format"))? {
-        Some(f) => f,
-        None => TarFormat::from_name(out_raw).ok_or_else(|| {
-            CommandError::new(
-                ErrorCode::InvalidArgs,
-                format!("cannot tell the format from the name '{out_raw}'"),
-            )
-            .with_hint(
-                "name it .tar, .tar.gz, .tgz, .tar.bz2, .tbz2, .tar.xz or .txz, or add --format",
-            )
-        })?,
-    };
+    let format = args.format;
+    let out_raw = args.create.out.path.as_str();
     let mut stderr = String::new();
-    if let Some(named) = TarFormat::from_name(out_raw).filter(|n| *n != format) {
+    if let Some(named) = args.named.filter(|n| *n != format) {
         stderr.push_str(&format!(
             "warning: '{out_raw}' is named like {} but is written as {}\n",
             named.as_str(),
             format.as_str()
         ));
     }
-    let created = create_archive(ctx, &parsed, move |job| write_tar(job, format)).await?;
+    let created = create_archive(ctx, &args.create, move |job| write_tar(job, format)).await?;
     let mut outcome = CreateReport {
         command: "tar create",
         created,

@@ -1,11 +1,12 @@
 //! `tar extract`: staged, all-or-nothing extraction (see `archive::extractor`). Symbolic and
 //! hard links are never created (`skipped.unsafe_link`), with or without `--no-symlinks`.
 
+use super::args::TarExtractArgs;
 use std::io::Read;
 
 use super::format::open_reader;
 use super::list::{is_metadata, kind};
-use super::{requested_format, tar_error};
+use super::tar_error;
 use crate::archive::extractor::{EntryMeta, ExtractOptions, ExtractReport, Extractor, SkipReason};
 use crate::archive::summary::extract_outcome;
 use crate::archive::work::time_from_secs;
@@ -14,10 +15,10 @@ use crate::{CommandCtx, CommandError, ErrorCode, Outcome};
 
 pub(super) async fn run(
     ctx: &CommandCtx<'_>,
-    parsed: crate::ParsedArgs,
+    args: TarExtractArgs,
 ) -> Result<Outcome, CommandError> {
-    let requested = requested_format(parsed.get("--format"))?;
-    let (input, opts) = ExtractOptions::from_args(ctx, &parsed, ErrorCode::TarError)?;
+    let requested = args.format;
+    let (input, opts) = ExtractOptions::resolve(ctx, &args.extract, ErrorCode::TarError)?;
     let dest = opts.dest.clone();
     let path = input.absolute().to_path_buf();
     let shown = input.relative().to_string();

@@ -1,22 +1,18 @@
 //! `tar list`: reads the whole (decompressed) stream, entry headers only.
 
+use super::args::TarListArgs;
 use tar::EntryType;
 
 use super::format::open_reader;
-use super::{requested_format, tar_error};
+use super::tar_error;
 use crate::archive::listing::{ListEntry, Listing, TarFields};
 use crate::archive::work::input_file;
 use crate::blocking::{cancelled, run_blocking};
-use crate::listing_flags::{DEFAULT_LIST_MAX, LIST_MAX_CEILING};
 use crate::{CommandCtx, CommandError, Outcome};
 
-pub(super) async fn run(
-    ctx: &CommandCtx<'_>,
-    parsed: crate::ParsedArgs,
-) -> Result<Outcome, CommandError> {
-    let max = parsed.number("--max", DEFAULT_LIST_MAX, 0, LIST_MAX_CEILING)?;
-    let requested = requested_format(parsed.get("--format"))?;
-    let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
+pub(super) async fn run(ctx: &CommandCtx<'_>, args: TarListArgs) -> Result<Outcome, CommandError> {
+    let requested = args.format;
+    let input = input_file(ctx, &args.list.input)?;
     let path = input.absolute().to_path_buf();
     let shown = input.relative().to_string();
     let cancel = ctx.cancel.clone();
@@ -64,7 +60,7 @@ pub(super) async fn run(
         entries,
         extra: vec![("format", format.as_str().into())],
     }
-    .into_outcome(ctx, &parsed, usize::try_from(max).unwrap_or(usize::MAX))
+    .into_outcome(ctx, args.list.out.as_ref(), args.list.max)
 }
 
 /// Header-only entries (PAX and GNU extensions) that describe the next entry or the archive.

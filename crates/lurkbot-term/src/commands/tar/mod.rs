@@ -2,6 +2,7 @@
 //! program, safe by default (no writes outside `--dest`, links never created, bomb limits,
 //! staged all-or-nothing extraction).
 
+mod args;
 mod create;
 mod extract;
 mod format;
@@ -11,6 +12,7 @@ mod xz_writer;
 use crate::archive::flags::{CONFIRM, DEST, MAX_BYTES, MAX_FILES, OVERWRITE, SRC};
 use crate::listing_flags::{LIST_CONFIRM, LIST_OUT, LIST_OVERWRITE, MAX};
 use crate::{Command, CommandSpec, FlagSpec, SubcommandSpec};
+use args::{TarCreateArgs, TarExtractArgs, TarListArgs};
 
 const FORMAT_READ: FlagSpec = FlagSpec::value(
     "--format",
@@ -46,7 +48,9 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
                 "tar list --in workspace/backup.tar.gz",
                 "tar list --in workspace/big.tar.xz --max 20 --out artifacts/tar/big.json",
             ],
-            run: |ctx, parsed| Box::pin(list::run(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(async move { list::run(ctx, TarListArgs::from_args(&parsed)?).await })
+            },
         },
         SubcommandSpec {
             name: "extract",
@@ -74,7 +78,11 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
                 "tar extract --in workspace/backup.tar.gz --dest workspace/restore --confirm",
                 "tar extract --in workspace/src.tar.xz --dest workspace/src --confirm --max-bytes 2147483648",
             ],
-            run: |ctx, parsed| Box::pin(extract::run(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(
+                    async move { extract::run(ctx, TarExtractArgs::from_args(&parsed)?).await },
+                )
+            },
         },
         SubcommandSpec {
             name: "create",
@@ -96,7 +104,9 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
                 "tar create --src workspace/project --out workspace/project.tar.gz --confirm",
                 "tar create --src workspace/logs --out workspace/logs.bin --format tar.xz --confirm",
             ],
-            run: |ctx, parsed| Box::pin(create::run(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(async move { create::run(ctx, TarCreateArgs::from_args(&parsed)?).await })
+            },
         },
     ],
     flags: &[],

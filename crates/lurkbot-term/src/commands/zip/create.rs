@@ -4,6 +4,7 @@
 //! Unix permissions, the DOS time (local) and an extended timestamp (UTC seconds), which `unzip`
 //! restores exactly.
 
+use super::args::ZipCreateArgs;
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -26,10 +27,10 @@ const CHUNK: usize = 256 * 1024;
 
 pub(super) async fn run(
     ctx: &CommandCtx<'_>,
-    parsed: crate::ParsedArgs,
+    args: ZipCreateArgs,
 ) -> Result<Outcome, CommandError> {
-    let level = u32::try_from(parsed.number("--level", 6, 0, 9)?).unwrap_or(6);
-    let created = create_archive(ctx, &parsed, move |job| write_zip(job, level)).await?;
+    let level = args.level;
+    let created = create_archive(ctx, &args.create, move |job| write_zip(job, level)).await?;
     Ok(CreateReport {
         command: "zip create",
         created,

@@ -1,6 +1,7 @@
 //! `zip extract`: staged, all-or-nothing extraction (see `archive::extractor`).
 
-use super::names::{NameEncoding, decode_names};
+use super::args::ZipExtractArgs;
+use super::names::decode_names;
 use super::reader;
 use crate::archive::extractor::{EntryMeta, ExtractOptions, Extractor, SkipReason};
 use crate::archive::summary::extract_outcome;
@@ -10,10 +11,10 @@ use crate::{CommandCtx, CommandError, ErrorCode, Outcome};
 
 pub(super) async fn run(
     ctx: &CommandCtx<'_>,
-    parsed: crate::ParsedArgs,
+    args: ZipExtractArgs,
 ) -> Result<Outcome, CommandError> {
-    let encoding = NameEncoding::parse(parsed.get("--encoding"))?;
-    let (input, opts) = ExtractOptions::from_args(ctx, &parsed, ErrorCode::ZipError)?;
+    let encoding = args.encoding;
+    let (input, opts) = ExtractOptions::resolve(ctx, &args.extract, ErrorCode::ZipError)?;
     let dest = opts.dest.clone();
     let limits = opts.limits;
     let path = input.absolute().to_path_buf();

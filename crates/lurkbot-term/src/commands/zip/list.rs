@@ -1,20 +1,16 @@
 //! `zip list`: the entries of an archive, from its central directory (nothing is decompressed).
 
-use super::names::{NameEncoding, decode_names};
+use super::args::ZipListArgs;
+use super::names::decode_names;
 use super::reader;
 use crate::archive::listing::{ListEntry, Listing};
 use crate::archive::work::input_file;
 use crate::blocking::run_blocking;
-use crate::listing_flags::{DEFAULT_LIST_MAX, LIST_MAX_CEILING};
 use crate::{CommandCtx, CommandError, Outcome};
 
-pub(super) async fn run(
-    ctx: &CommandCtx<'_>,
-    parsed: crate::ParsedArgs,
-) -> Result<Outcome, CommandError> {
-    let max = parsed.number("--max", DEFAULT_LIST_MAX, 0, LIST_MAX_CEILING)?;
-    let encoding = NameEncoding::parse(parsed.get("--encoding"))?;
-    let input = input_file(ctx, parsed.get("--in").unwrap_or_default())?;
+pub(super) async fn run(ctx: &CommandCtx<'_>, args: ZipListArgs) -> Result<Outcome, CommandError> {
+    let input = input_file(ctx, &args.list.input)?;
+    let encoding = args.encoding;
     let path = input.absolute().to_path_buf();
     let shown = input.relative().to_string();
     let cancel = ctx.cancel.clone();
@@ -54,5 +50,5 @@ pub(super) async fn run(
         entries,
         extra: vec![("encoding", used.as_str().into())],
     }
-    .into_outcome(ctx, &parsed, usize::try_from(max).unwrap_or(usize::MAX))
+    .into_outcome(ctx, args.list.out.as_ref(), args.list.max)
 }

@@ -1,6 +1,7 @@
 //! `zip list|extract|create` (ARCHITECTURE.md §4.5): zip archives without an external program, safe by
 //! default (no writes outside `--dest`, no links, bomb limits, staged all-or-nothing extraction).
 
+mod args;
 mod create;
 mod extract;
 mod list;
@@ -10,6 +11,7 @@ mod reader;
 use crate::archive::flags::{CONFIRM, DEST, MAX_BYTES, MAX_FILES, OVERWRITE, SRC};
 use crate::listing_flags::{LIST_CONFIRM, LIST_OUT, LIST_OVERWRITE, MAX};
 use crate::{Command, CommandSpec, FlagSpec, SubcommandSpec};
+use args::{ZipCreateArgs, ZipExtractArgs, ZipListArgs};
 
 const ENCODING: FlagSpec = FlagSpec::value(
     "--encoding",
@@ -45,7 +47,9 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
                 "zip list --in workspace/docs.zip",
                 "zip list --in workspace/big.zip --max 20 --out artifacts/zip/big.json",
             ],
-            run: |ctx, parsed| Box::pin(list::run(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(async move { list::run(ctx, ZipListArgs::from_args(&parsed)?).await })
+            },
         },
         SubcommandSpec {
             name: "extract",
@@ -69,7 +73,11 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
                 "zip extract --in workspace/docs.zip --dest workspace/docs --confirm",
                 "zip extract --in workspace/sjis.zip --dest workspace/out --confirm --encoding cp932",
             ],
-            run: |ctx, parsed| Box::pin(extract::run(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(
+                    async move { extract::run(ctx, ZipExtractArgs::from_args(&parsed)?).await },
+                )
+            },
         },
         SubcommandSpec {
             name: "create",
@@ -91,7 +99,9 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
                 "zip create --src workspace/report --out workspace/report.zip --confirm",
                 "zip create --src workspace/photos --out workspace/photos.zip --confirm --level 0",
             ],
-            run: |ctx, parsed| Box::pin(create::run(ctx, parsed)),
+            run: |ctx, parsed| {
+                Box::pin(async move { create::run(ctx, ZipCreateArgs::from_args(&parsed)?).await })
+            },
         },
     ],
     flags: &[],
