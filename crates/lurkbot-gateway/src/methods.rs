@@ -12,7 +12,7 @@ use lurkbot_core::SessionKey;
 use lurkbot_term::ExecRequest;
 use serde_json::{Value, json};
 
-use crate::protocol::{ErrorCode, MethodError, health, method};
+use crate::protocol::{ErrorCode, Grants, MethodError, Scope, health, method};
 use crate::state::AppState;
 
 /// Longest `agent.wait`.
@@ -39,6 +39,8 @@ type Reply<'a> = Pin<Box<dyn Future<Output = Result<Value, MethodError>> + Send 
 pub(crate) struct Method {
     /// The wire name (from [`method`]).
     pub(crate) name: &'static str,
+    /// What a connection needs to call it.
+    pub(crate) scope: Scope,
     /// Answers the request's `params`.
     pub(crate) handler: for<'a> fn(&'a AppState, &'a Value) -> Reply<'a>,
 }
@@ -47,54 +49,67 @@ pub(crate) struct Method {
 pub(crate) const METHODS: &[Method] = &[
     Method {
         name: method::HEALTH,
+        scope: Scope::Read,
         handler: |_, _| Box::pin(async { Ok(health()) }),
     },
     Method {
         name: method::STATUS,
+        scope: Scope::Read,
         handler: |s, _| Box::pin(async { Ok(status(s)) }),
     },
     Method {
         name: method::CHAT_SEND,
+        scope: Scope::Write,
         handler: |s, p| Box::pin(async { send(s, p) }),
     },
     Method {
         name: method::CHAT_HISTORY,
+        scope: Scope::Read,
         handler: |s, p| Box::pin(async { history(s, p) }),
     },
     Method {
         name: method::CHAT_ABORT,
+        scope: Scope::Write,
         handler: |s, p| Box::pin(abort(s, p)),
     },
     Method {
         name: method::AGENT,
+        scope: Scope::Write,
         handler: |s, p| Box::pin(async { send(s, p) }),
     },
     Method {
         name: method::AGENT_WAIT,
+        scope: Scope::Read,
         handler: |s, p| Box::pin(wait(s, p)),
     },
     Method {
         name: method::SESSIONS_LIST,
+        scope: Scope::Read,
         handler: |s, p| Box::pin(async { list(s, p) }),
     },
     Method {
         name: method::SESSIONS_HISTORY,
+        scope: Scope::Read,
         handler: |s, p| Box::pin(async { history(s, p) }),
     },
     Method {
         name: method::SESSIONS_RESET,
+        scope: Scope::Admin,
         handler: |s, p| Box::pin(reset(s, p)),
     },
     Method {
         name: method::SESSIONS_DELETE,
+        scope: Scope::Admin,
         handler: |s, p| Box::pin(delete(s, p)),
     },
     Method {
         name: method::TERMINAL_EXEC,
+        scope: Scope::Write,
         handler: |s, p| Box::pin(terminal_exec(s, p)),
     },
     Method {
         name: method::EXEC_APPROVAL_RESOLVE,
+        scope: Scope::Approvals,
         handler: |s, p| Box::pin(async { resolve(s, p) }),
     },
 ];
@@ -107,13 +122,22 @@ pub(crate) fn names() -> Vec<&'static str> {
 /// Runs `method`.
 ///
 /// # Errors
-/// `NOT_FOUND` for unknown methods; each method's own refusals.
+/// `NOT_FOUND` for unknown methods, `UNAUTHORIZED` for a scope the connection lacks; each
+/// method's own refusals.
 pub(crate) async fn call(
     state: &AppState,
+    grants: &Grants,
     method: &str,
     params: &Value,
 ) -> Result<Value, MethodError> {
     match METHODS.iter().find(|m| m.name == method) {
+        Some(m) if !grants.allows(m.scope) => Err(MethodError::new(
+            ErrorCode::Unauthorized,
+            format!(
+                "'{method}' needs the {} scope, which this connection did not ask for in connect",
+                m.scope.as_str()
+            ),
+        )),
         Some(m) => (m.handler)(state, params).await,
         None => Err(MethodError::new(
             ErrorCode::NotFound,

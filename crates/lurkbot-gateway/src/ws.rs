@@ -18,7 +18,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::auth::token_matches;
 use crate::protocol::{
-    self, Challenge, ErrorCode, Event, EventFrame, Lagged, MAX_PAYLOAD, MethodError,
+    self, Challenge, ErrorCode, Event, EventFrame, Grants, Lagged, MAX_PAYLOAD, MethodError,
     PROTOCOL_VERSION, ProtocolVersion, Shutdown, TICK_INTERVAL_MS, Tick,
 };
 use crate::state::AppState;
@@ -72,24 +72,25 @@ async fn connection(socket: WebSocket, state: AppState, ip: IpAddr) {
         nonce,
         ts: lurkbot_core::now_ms(),
     })));
-    if handshake(&state, &mut stream, &out, ip).await {
-        serve(&state, &mut stream, &out).await;
+    if let Some(grants) = handshake(&state, &mut stream, &out, ip).await {
+        serve(&state, &grants, &mut stream, &out).await;
     }
     drop(out);
     let _ = writer.await;
 }
 
-/// Reads and answers the `connect` request; false when the connection must close.
+/// Reads and answers the `connect` request; the scopes granted, or `None` when the connection
+/// must close.
 async fn handshake(
     state: &AppState,
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
     out: &mpsc::UnboundedSender<Out>,
     ip: IpAddr,
-) -> bool {
+) -> Option<Grants> {
     let refuse = |id: Option<&str>, error: MethodError| {
         let _ = out.send(Out::Frame(protocol::err(id, &error)));
         let _ = out.send(Out::Close(close_code::POLICY, error.message));
-        false
+        None
     };
     let text = match tokio::time::timeout(CONNECT_TIMEOUT, stream.next()).await {
         Ok(Some(Ok(Message::Text(text)))) => text,
@@ -99,7 +100,7 @@ async fn handshake(
                 MethodError::invalid("the first frame must be a connect request (JSON text)"),
             );
         }
-        Ok(_) => return false,
+        Ok(_) => return None,
         Err(_) => return refuse(None, MethodError::invalid("no connect request within 10 s")),
     };
     if text.len() > PRE_CONNECT_MAX {
@@ -108,7 +109,7 @@ async fn handshake(
         ));
         let _ = out.send(Out::Frame(protocol::err(None, &error)));
         let _ = out.send(Out::Close(close_code::SIZE, error.message));
-        return false;
+        return None;
     }
     let request = match protocol::parse_request(text.as_str()) {
         Ok(r) => r,
@@ -159,15 +160,18 @@ async fn handshake(
         }
     }
     let conn_id = format!("conn_{}", lurkbot_core::random_hex(6));
-    let hello = version.hello(&conn_id, &crate::methods::names());
+    let grants = Grants::from_connect(p.get("scopes"));
+    let mut hello = version.hello(&conn_id, &crate::methods::names());
+    hello["scopes"] = grants.names().into();
     let _ = out.send(Out::Frame(protocol::ok(id, hello)));
     let _ = out.send(Out::Speak(version));
-    true
+    Some(grants)
 }
 
 /// Requests, events, ticks and shutdown until the client leaves.
 async fn serve(
     state: &AppState,
+    grants: &Grants,
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
     out: &mpsc::UnboundedSender<Out>,
 ) {
@@ -185,7 +189,7 @@ async fn serve(
                         let _ = out.send(Out::Close(close_code::SIZE, "frame too large".into()));
                         return;
                     }
-                    request(state, text.as_str(), out);
+                    request(state, grants, text.as_str(), out);
                 }
                 Some(Ok(Message::Binary(_))) => {
                     let e = MethodError::invalid("binary frames are not part of the protocol");
@@ -215,7 +219,7 @@ async fn serve(
 }
 
 /// Answers one request in its own task.
-fn request(state: &AppState, text: &str, out: &mpsc::UnboundedSender<Out>) {
+fn request(state: &AppState, grants: &Grants, text: &str, out: &mpsc::UnboundedSender<Out>) {
     let request = match protocol::parse_request(text) {
         Ok(r) => r,
         Err((id, e)) => {
@@ -224,12 +228,14 @@ fn request(state: &AppState, text: &str, out: &mpsc::UnboundedSender<Out>) {
         }
     };
     let state = state.clone();
+    let grants = grants.clone();
     let out = out.clone();
     tokio::spawn(async move {
-        let frame = match crate::methods::call(&state, &request.method, &request.params).await {
-            Ok(payload) => protocol::ok(&request.id, payload),
-            Err(e) => protocol::err(Some(&request.id), &e),
-        };
+        let frame =
+            match crate::methods::call(&state, &grants, &request.method, &request.params).await {
+                Ok(payload) => protocol::ok(&request.id, payload),
+                Err(e) => protocol::err(Some(&request.id), &e),
+            };
         let _ = out.send(Out::Frame(frame));
     });
 }

@@ -421,3 +421,48 @@ async fn allow_always_in_one_session_holds_in_every_other() {
         assert!(saved.contains(key), "{key} missing from {saved}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_gets_only_the_scopes_it_asked_for() {
+    let gw = Gateway::start("", vec![]).await;
+    let mut c = Client::open(&gw).await;
+    let challenge = c.recv().await.unwrap();
+    assert_eq!(challenge["event"], "connect.challenge");
+    let mut params = connect_params(TOKEN);
+    params["scopes"] = json!(["operator.read"]);
+    let hello = c.request("connect", params).await;
+    assert_eq!(hello["ok"], true, "{hello}");
+    assert_eq!(hello["payload"]["scopes"], json!(["operator.read"]));
+    // Reading works; starting a turn, running a command or answering approvals does not.
+    let health = c.request("health", json!({})).await;
+    assert_eq!(health["ok"], true);
+    for (method, params) in [
+        ("chat.send", json!({"message": "hi"})),
+        ("terminal.exec", json!({"command": "help"})),
+        (
+            "exec.approval.resolve",
+            json!({"approvalId": "x", "decision": "deny"}),
+        ),
+        ("sessions.delete", json!({"sessionKey": "agent:main:main"})),
+    ] {
+        let refused = c.request(method, params).await;
+        assert_eq!(
+            refused["error"]["code"], "UNAUTHORIZED",
+            "{method}: {refused}"
+        );
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("scope"),
+            "{refused}"
+        );
+    }
+    // No scopes listed: everything, as before.
+    let (mut all, hello) = Client::connect(&gw, TOKEN).await;
+    assert_eq!(hello["scopes"].as_array().unwrap().len(), 4);
+    let exec = all
+        .request("terminal.exec", json!({"command": "help"}))
+        .await;
+    assert_eq!(exec["ok"], true, "{exec}");
+}

@@ -4,12 +4,14 @@
 //! server, the CLI's remote client, the bench and the tests.
 
 mod event;
+mod scope;
 mod version;
 
 pub use event::{
     AgentEvent, AgentStream, ApprovalRequested, Challenge, ChatEvent, ChatState, Compaction, Event,
     EventFrame, Lagged, Lifecycle, LifecyclePhase, Shutdown, Tick, ToolPhase,
 };
+pub use scope::{Grants, Scope};
 pub use version::ProtocolVersion;
 
 use serde::Deserialize;

@@ -1,0 +1,94 @@
+//! Operator scopes (OpenClaw's names): what a connection may do. Every method declares the one
+//! it needs. A client that lists `scopes` in its `connect` request gets only those (a read-only
+//! dashboard cannot start turns or run commands); a client that lists none gets them all.
+//! `operator.admin` includes every other scope and `operator.write` includes `operator.read`.
+
+/// One scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Reading status, sessions and history.
+    Read,
+    /// Starting and aborting turns, running terminal commands.
+    Write,
+    /// Resetting and deleting sessions.
+    Admin,
+    /// Answering approval requests.
+    Approvals,
+}
+
+impl Scope {
+    /// Every scope.
+    pub const ALL: &[Self] = &[Self::Read, Self::Write, Self::Admin, Self::Approvals];
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "operator.read",
+            Self::Write => "operator.write",
+            Self::Admin => "operator.admin",
+            Self::Approvals => "operator.approvals",
+        }
+    }
+
+    /// The scope a wire name names, if any.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|s| s.as_str() == name)
+    }
+}
+
+/// The scopes granted to one connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grants(Vec<Scope>);
+
+impl Grants {
+    /// Every scope (a client that asked for none).
+    pub fn all() -> Self {
+        Self(Scope::ALL.to_vec())
+    }
+
+    /// The scopes named in `connect`'s `scopes` (unknown names are ignored); every scope when
+    /// the list is absent.
+    pub fn from_connect(scopes: Option<&serde_json::Value>) -> Self {
+        match scopes.and_then(serde_json::Value::as_array) {
+            None => Self::all(),
+            Some(names) => Self(
+                names
+                    .iter()
+                    .filter_map(serde_json::Value::as_str)
+                    .filter_map(Scope::parse)
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Whether `needed` is granted (directly or through a wider scope).
+    pub fn allows(&self, needed: Scope) -> bool {
+        self.0.iter().any(|g| {
+            *g == needed || *g == Scope::Admin || (*g == Scope::Write && needed == Scope::Read)
+        })
+    }
+
+    /// The granted names, for `hello-ok`.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.0.iter().map(|s| s.as_str()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn wider_scopes_include_narrower_ones_and_absence_grants_all() {
+        let read = Grants::from_connect(Some(&json!(["operator.read", "bogus"])));
+        assert!(read.allows(Scope::Read));
+        assert!(!read.allows(Scope::Write) && !read.allows(Scope::Approvals));
+        let write = Grants::from_connect(Some(&json!(["operator.write"])));
+        assert!(write.allows(Scope::Read) && !write.allows(Scope::Admin));
+        let admin = Grants::from_connect(Some(&json!(["operator.admin"])));
+        assert!(Scope::ALL.iter().all(|s| admin.allows(*s)));
+        assert_eq!(Grants::from_connect(None), Grants::all());
+        assert!(!Grants::from_connect(Some(&json!([]))).allows(Scope::Read));
+    }
+}
