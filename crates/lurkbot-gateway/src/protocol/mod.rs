@@ -136,6 +136,47 @@ pub struct Request {
     pub params: Value,
 }
 
+/// A frame as a client reads it: the answer to one of its requests, or an event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    /// `{"type":"res","id","ok","payload"|"error"}`.
+    Response {
+        /// The request's id.
+        id: String,
+        /// The payload, or the error's code and message.
+        result: Result<Value, (String, String)>,
+    },
+    /// `{"type":"event",…}`; `None` for an event this build does not know.
+    Event(Option<EventFrame>),
+}
+
+impl Frame {
+    /// Reads a frame; `None` for anything that is neither a response nor an event.
+    pub fn parse(frame: &Value) -> Option<Self> {
+        match frame.get("type")?.as_str()? {
+            "res" => {
+                let id = frame.get("id")?.as_str()?.to_string();
+                let result = if frame.get("ok") == Some(&Value::Bool(true)) {
+                    Ok(frame.get("payload").cloned().unwrap_or(Value::Null))
+                } else {
+                    let error = frame.get("error");
+                    let text = |key: &str| {
+                        error
+                            .and_then(|e| e.get(key))
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    Err((text("code"), text("message")))
+                };
+                Some(Self::Response { id, result })
+            }
+            "event" => Some(Self::Event(EventFrame::parse(frame))),
+            _ => None,
+        }
+    }
+}
+
 /// A request frame, as a client sends it (the inverse of [`parse_request`]).
 pub fn request(id: &str, method: &str, params: Value) -> Value {
     json!({"type": "req", "id": id, "method": method, "params": params})
@@ -207,5 +248,38 @@ mod tests {
             err(Some("4"), &MethodError::new(ErrorCode::NotFound, "no"))["error"]["code"],
             "NOT_FOUND"
         );
+    }
+}
+
+#[cfg(test)]
+mod frame_tests {
+    use super::*;
+
+    #[test]
+    fn a_client_reads_back_what_the_server_writes() {
+        let error = MethodError::new(ErrorCode::NotFound, "no such thing");
+        assert_eq!(
+            Frame::parse(&ok("r1", json!({"a": 1}))),
+            Some(Frame::Response {
+                id: "r1".into(),
+                result: Ok(json!({"a": 1}))
+            })
+        );
+        assert_eq!(
+            Frame::parse(&err(Some("r2"), &error)),
+            Some(Frame::Response {
+                id: "r2".into(),
+                result: Err(("NOT_FOUND".into(), "no such thing".into()))
+            })
+        );
+        let tick = EventFrame {
+            event: Event::Tick(Tick { ts: 5 }),
+            seq: 3,
+        };
+        assert_eq!(
+            Frame::parse(&tick.to_value()),
+            Some(Frame::Event(Some(tick)))
+        );
+        assert_eq!(Frame::parse(&request("r3", "health", json!({}))), None);
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use futures_util::{SinkExt, StreamExt};
 use lurkbot_core::{Config, Home, layout};
-use lurkbot_gateway::protocol::{self, Event, EventFrame, method};
+use lurkbot_gateway::protocol::{self, Event, EventFrame, Frame, method};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -120,19 +120,16 @@ impl Remote {
             .await
             .context("cannot send to the gateway")?;
         loop {
-            let frame = self.frame().await?;
-            if frame["type"] == "res" && frame["id"] == id.as_str() {
-                return Ok(if frame["ok"] == true {
-                    Ok(frame["payload"].clone())
-                } else {
-                    Err((
-                        frame["error"]["code"].as_str().unwrap_or("?").to_string(),
-                        frame["error"]["message"].as_str().unwrap_or("").to_string(),
-                    ))
-                });
-            }
-            if frame["type"] == "event" {
-                self.events.push_back(frame);
+            let raw = self.frame().await?;
+            match Frame::parse(&raw) {
+                Some(Frame::Response {
+                    id: answered,
+                    result,
+                }) if answered == id => {
+                    return Ok(result);
+                }
+                Some(Frame::Event(_)) => self.events.push_back(raw),
+                _ => {}
             }
         }
     }
@@ -143,9 +140,9 @@ impl Remote {
             return Ok(e);
         }
         loop {
-            let frame = self.frame().await?;
-            if frame["type"] == "event" {
-                return Ok(frame);
+            let raw = self.frame().await?;
+            if matches!(Frame::parse(&raw), Some(Frame::Event(_))) {
+                return Ok(raw);
             }
         }
     }
