@@ -281,26 +281,31 @@ fn first_word(raw: &str) -> String {
         .to_ascii_lowercase()
 }
 
-/// The registered name closest to `name` (edit distance ≤ 2), for "did you mean".
+/// The registered name closest to `name`, for "did you mean": at most one edit (a swap of two
+/// neighbours counts as one) for names up to four letters, two for longer ones, so `zpi`
+/// suggests `zip` but `ls` does not suggest `rss`.
 fn suggest<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let allowed = if name.chars().count() <= 4 { 1 } else { 2 };
     names
-        .map(|n| (edit_distance(name, n), n))
-        .filter(|(d, _)| *d <= 2)
+        .map(|n| (strsim::osa_distance(name, n), n))
+        .filter(|(d, _)| *d <= allowed)
         .min_by_key(|(d, _)| *d)
         .map(|(_, n)| n)
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
+#[cfg(test)]
+mod suggest_tests {
+    use super::suggest;
+
+    #[test]
+    fn only_close_names_are_suggested() {
+        let names = ["help", "zip", "tar", "rss", "cal"];
+        let pick = |typed: &str| suggest(typed, names.iter().copied());
+        assert_eq!(pick("zpi"), Some("zip"));
+        assert_eq!(pick("tra"), Some("tar"));
+        assert_eq!(pick("hlep"), Some("help"));
+        assert_eq!(pick("ls"), None);
+        assert_eq!(pick("cat"), Some("cal"));
+        assert_eq!(pick("mkdir"), None);
     }
-    row[b.len()]
 }
