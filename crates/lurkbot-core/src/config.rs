@@ -317,10 +317,41 @@ impl Config {
                 line,
                 column,
                 key: key_at(text, offset),
-                message: e.message().to_string(),
+                message: plain_types(key_at(text, offset).as_deref(), e.message()),
             }
         })
     }
+}
+
+/// A deserializer message with Rust type names replaced by what a person would write
+/// (`expected u16` → `expected a port number 1–65535` for a port).
+fn plain_types(key: Option<&str>, message: &str) -> String {
+    let port = key.is_some_and(|k| k.ends_with("port"));
+    let wanted = |rust: &str| -> Option<&'static str> {
+        Some(match rust {
+            "u16" if port => "a port number 1–65535 (0 picks a free one)",
+            "u8" => "a whole number from 0 to 255",
+            "u16" => "a whole number from 0 to 65535",
+            "u32" | "u64" | "usize" => "a whole number, 0 or more",
+            "i32" | "i64" | "isize" => "a whole number",
+            "f32" | "f64" => "a number",
+            _ => return None,
+        })
+    };
+    let mut out = message.to_string();
+    for rust in [
+        "u8", "u16", "u32", "u64", "usize", "i32", "i64", "isize", "f32", "f64",
+    ] {
+        let needle = format!("expected {rust}");
+        if let (Some(at), Some(plain)) = (out.find(&needle), wanted(rust)) {
+            let end = at + needle.len();
+            let whole_word = !out[end..].starts_with(|c: char| c.is_ascii_alphanumeric());
+            if whole_word {
+                out.replace_range(at..end, &format!("expected {plain}"));
+            }
+        }
+    }
+    out
 }
 
 /// 1-based line and column of a byte offset.
@@ -405,6 +436,15 @@ mod tests {
         assert_eq!(c.gateway.port, 18789);
         assert_eq!(c.gateway.bind, "127.0.0.1");
         Ok(())
+    }
+
+    #[test]
+    fn type_errors_speak_of_numbers_not_rust_types() {
+        let e = err("[gateway]\nport = \"abc\"\n");
+        assert!(e.message.contains("expected a port number 1–65535"), "{e}");
+        assert!(!e.to_string().contains("u16"), "{e}");
+        let e = err("[agent]\ncontext_window = \"big\"\n");
+        assert!(!e.to_string().contains("u64"), "{e}");
     }
 
     #[test]

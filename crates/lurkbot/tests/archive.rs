@@ -89,7 +89,7 @@ fn a_progress_bar_is_drawn_on_a_terminal_only() {
     };
     let shown = run("", "workspace/x1");
     assert!(shown.contains("extracting workspace/big.tar.gz"), "{shown}");
-    assert!(shown.contains("Extracted 1 files"), "{shown}");
+    assert!(shown.contains("Extracted 1 file ("), "{shown}");
     let json = run("--json", "workspace/x2");
     assert!(!json.contains("extracting workspace/big.tar.gz"), "{json}");
     assert_eq!(

@@ -29,11 +29,11 @@ pub(crate) fn extract_outcome(
     let skipped_total =
         s.existing + s.unsafe_path + s.protected + s.unsafe_link + s.too_large + s.unsupported;
     let mut stdout = format!(
-        "Extracted {} files ({}) from {} into {dest_shown}; created {} folders.\n",
-        report.files_written,
+        "Extracted {} ({}) from {} into {dest_shown}; created {}.\n",
+        count(report.files_written, "file", "files"),
         human_bytes(report.bytes_written),
         input.relative(),
-        report.dirs_created,
+        count(report.dirs_created, "folder", "folders"),
     );
     let mut stderr = String::new();
     if skipped_total > 0 {
@@ -119,11 +119,11 @@ impl CreateReport {
         let s = tree.skipped;
         let skipped_total = s.secret + s.unsafe_link + s.unsupported;
         let mut stdout = format!(
-            "Created {} ({}) with {} files and {} folders ({}) from {}.\n",
+            "Created {} ({}) with {} and {} ({}) from {}.\n",
             out.relative(),
             human_bytes(bytes_written),
-            stats.files,
-            stats.dirs,
+            count(stats.files, "file", "files"),
+            count(stats.dirs, "folder", "folders"),
             human_bytes(stats.bytes_in),
             if src.relative().is_empty() {
                 "the home"
@@ -172,5 +172,21 @@ fn push_skipped_lines(stdout: &mut String, entries: &[SkippedEntry], total: u64)
             "  … and {} more (see result.skipped_entries)\n",
             total - shown
         ));
+    }
+}
+
+/// `1 file`, `2 files`.
+fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn one_is_singular() {
+        assert_eq!(super::count(1u64, "folder", "folders"), "1 folder");
+        assert_eq!(super::count(0u64, "file", "files"), "0 files");
+        assert_eq!(super::count(2u64, "file", "files"), "2 files");
     }
 }
