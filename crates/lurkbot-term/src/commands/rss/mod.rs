@@ -10,6 +10,7 @@ mod add;
 mod args;
 mod charset;
 mod dates;
+mod entities;
 mod fetch;
 mod http;
 mod item;

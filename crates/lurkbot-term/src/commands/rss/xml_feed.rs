@@ -102,6 +102,8 @@ struct Capture {
     text: String,
     /// Atom `type="xhtml"`: text is markup, and the wrapping `div` is dropped.
     xhtml: bool,
+    /// Atom `type="html"`: the text is HTML source; a title's entities are decoded.
+    html: bool,
 }
 
 /// The reader's state between events.
@@ -318,12 +320,15 @@ impl State {
     }
 
     fn capture(&mut self, field: Field, e: &BytesStart<'_>) -> Role {
-        let xhtml = attribute(e, "type").is_some_and(|t| t.trim() == "xhtml");
+        let kind = attribute(e, "type");
+        let xhtml = kind.as_deref().is_some_and(|t| t.trim() == "xhtml");
+        let html = kind.as_deref().is_some_and(|t| t.trim() == "html");
         self.capture = Some(Capture {
             field,
             depth: self.stack.len() + 1,
             text: String::new(),
             xhtml,
+            html,
         });
         Role::Field
     }
@@ -356,7 +361,13 @@ impl State {
     }
 
     fn store(&mut self, capture: Capture) {
-        let text = capture.text;
+        let is_title = matches!(capture.field, Field::Title | Field::FeedTitle);
+        // A title is shown as text: an HTML title's entities (`Atom &amp; friends`) are decoded.
+        let text = if capture.html && is_title {
+            super::entities::decode_html_entities(&capture.text)
+        } else {
+            capture.text
+        };
         match capture.field {
             Field::FeedTitle => fill(&mut self.feed_title, &text),
             Field::FeedLink => self.feed_links.push((None, text.trim().to_string())),
@@ -516,6 +527,18 @@ mod tests {
                 Err(e) => assert!(e.contains(says), "{xml}: {e}"),
             }
         }
+    }
+
+    #[test]
+    fn html_titles_are_shown_as_text() {
+        let feed = parse(
+            r#"<feed xmlns="http://www.w3.org/2005/Atom"><title type="html">Atom &amp;amp; friends</title>
+            <entry><title type="html">Caf&amp;#233; &amp;lt;3 &amp;bogus; &amp;</title></entry>
+            <entry><title>Plain &amp;amp; kept</title></entry></feed>"#,
+        );
+        assert_eq!(feed.title.as_deref(), Some("Atom & friends"));
+        assert_eq!(feed.items[0].title.as_deref(), Some("Café <3 &bogus; &"));
+        assert_eq!(feed.items[1].title.as_deref(), Some("Plain &amp; kept"));
     }
 
     #[test]
