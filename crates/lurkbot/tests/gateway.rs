@@ -134,6 +134,17 @@ async fn exec_and_agent_run_inside_the_gateway() {
     let out = client.run_env(&["exec", "--gateway", &gw.ws, "help"], &env);
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert!(out.stdout.contains("zip"));
+    // The http:// address the gateway prints works as well, and ws:// without /ws.
+    let printed = gw
+        .ws
+        .replace("ws://", "http://")
+        .trim_end_matches("ws")
+        .to_string();
+    let bare = gw.ws.trim_end_matches("/ws").to_string();
+    for url in [&printed, &bare] {
+        let out = client.run_env(&["exec", "--gateway", url, "help"], &env);
+        assert_eq!(out.status, 0, "{url}: {}", out.stderr);
+    }
     let out = client.run_env(&["exec", "--json", "--gateway", &gw.ws, "nosuch"], &env);
     assert_eq!(out.status, 127);
     assert_eq!(out.json()["error_code"], "UnknownCommand");

@@ -28,6 +28,39 @@ pub(crate) fn gateway_url(flag: Option<&str>) -> Option<String> {
     })
 }
 
+/// The WebSocket address for what a user gives as the gateway's URL: the `http://` address the
+/// gateway prints, or `ws://`, with or without `/ws` (`http://h:p/`, `ws://h:p` and
+/// `ws://h:p/ws` all mean `ws://h:p/ws`).
+///
+/// # Errors
+/// A message with an example, for `https`/`wss` (the gateway serves plain HTTP on loopback)
+/// or anything that is not such a URL.
+pub(crate) fn websocket_url(raw: &str) -> Result<String, String> {
+    let raw = raw.trim();
+    let example = "e.g. http://127.0.0.1:18789 or ws://127.0.0.1:18789/ws";
+    let (scheme, rest) = raw
+        .split_once("://")
+        .ok_or_else(|| format!("'{raw}' is not a gateway URL ({example})"))?;
+    match scheme.to_ascii_lowercase().as_str() {
+        "http" | "ws" => {}
+        "https" | "wss" => {
+            return Err(format!(
+                "'{raw}': TLS is not spoken by this client; use the gateway's plain address ({example}), through an SSH tunnel for a remote one"
+            ));
+        }
+        _ => return Err(format!("'{raw}' is not a gateway URL ({example})")),
+    }
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if host.is_empty() {
+        return Err(format!("'{raw}' names no host ({example})"));
+    }
+    let path = match path.trim_end_matches('/') {
+        "" | "ws" => "ws",
+        other => other,
+    };
+    Ok(format!("ws://{host}/{path}"))
+}
+
 /// The token to present.
 pub(crate) fn gateway_token(home: &Home) -> Option<String> {
     lurkbot_agent::setup::variables(home)("LURKBOT_GATEWAY_TOKEN")
@@ -49,11 +82,8 @@ pub(crate) struct Remote {
 impl Remote {
     /// Connects and authenticates.
     pub(crate) async fn connect(url: &str, token: Option<&str>) -> anyhow::Result<Self> {
-        if !url.starts_with("ws://") {
-            bail!(
-                "the gateway URL must start with ws:// (got '{url}'), e.g. ws://127.0.0.1:18789/ws"
-            );
-        }
+        let url = websocket_url(url).map_err(|e| anyhow::anyhow!(e))?;
+        let url = url.as_str();
         let (ws, _) = tokio::time::timeout(
             Duration::from_secs(10),
             tokio_tungstenite::connect_async(url),
@@ -144,6 +174,31 @@ impl Remote {
             if matches!(Frame::parse(&raw), Some(Frame::Event(_))) {
                 return Ok(raw);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::websocket_url;
+
+    #[test]
+    fn every_way_of_writing_the_gateway_address_works() {
+        for raw in [
+            "http://127.0.0.1:18789",
+            "http://127.0.0.1:18789/",
+            "ws://127.0.0.1:18789",
+            "ws://127.0.0.1:18789/ws",
+            " WS://127.0.0.1:18789/ws/ ",
+        ] {
+            assert_eq!(
+                websocket_url(raw).as_deref(),
+                Ok("ws://127.0.0.1:18789/ws"),
+                "{raw}"
+            );
+        }
+        for bad in ["127.0.0.1:18789", "ftp://h/", "https://h:1/", "ws:///ws"] {
+            assert!(websocket_url(bad).is_err(), "{bad}");
         }
     }
 }
