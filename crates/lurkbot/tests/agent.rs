@@ -79,7 +79,11 @@ async fn a_turn_streams_text_and_shows_tool_calls() {
 
     let out = t.run(&["sessions", "list", "--json"]);
     let all: Value = serde_json::from_str(&out.stdout).unwrap();
-    assert_eq!(all["agent:main:main"]["turns"], 2);
+    assert_eq!(all[0]["key"], "agent:main:main");
+    assert_eq!(all[0]["turns"], 2);
+    // No sessions: an empty list of the same shape.
+    let empty = Test::init().run(&["sessions", "list", "--json"]);
+    assert_eq!(empty.stdout.trim(), "[]");
     let out = t.run(&["sessions", "history"]);
     assert!(
         out.stdout.contains("[user] what can you do?"),

@@ -47,7 +47,9 @@ pub(crate) fn run(home_path: &Path, args: &SessionsArgs) -> CliResult {
         SessionsArgs::List { agent, json } => {
             let all = Sessions::open(&home, agent).list()?;
             if *json {
-                crate::run::print_stdout(&format!("{}\n", serde_json::to_string(&all)?))?;
+                // A list of entries (each with its `key`), `[]` when there are none.
+                let entries: Vec<_> = all.values().collect();
+                crate::run::print_stdout(&format!("{}\n", serde_json::to_string(&entries)?))?;
             } else {
                 let mut out = format!("{} session(s)\n", all.len());
                 for e in all.values() {
