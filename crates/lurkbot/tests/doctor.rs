@@ -85,6 +85,19 @@ async fn checks_and_fixes() {
         "{}",
         out.stdout
     );
+    // A model name without a provider: the reason whole, not cut at its "e.g.".
+    let out = t.run_env(&["doctor"], &[("LURKBOT_MODEL", "gpt-4o")]);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("FAIL model"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        line.contains("'gpt-4o'") && line.contains("openai/gpt-4o"),
+        "{line}"
+    );
+    assert!(!line.contains("(e.g —"), "{line}");
     // A broken config stops at the config check.
     std::fs::write(t.path("config.toml"), "[gateway]\nport = \"high\"\n").unwrap();
     let out = t.run(&["doctor"]);

@@ -164,16 +164,21 @@ fn model(home: &Home, config: &Config) -> Check {
     let mut failover = match lurkbot_agent::setup::failover(home, config, None) {
         Ok(f) => f,
         Err(e) => {
-            return bad(
-                "model",
-                Status::Fail,
-                e.to_string()
-                    .split(". ")
-                    .next()
-                    .unwrap_or_default()
-                    .to_string(),
-                "export LURKBOT_MODEL=openai/gpt-4o-mini (key in OPENAI_API_KEY) or lurkbot config set agent.model …",
-            );
+            let message = e.to_string();
+            // The no-model message is several lines long: its first sentence is the finding
+            // and the fix is given here; any other message is shown whole (its first line).
+            let (detail, fix) = if message.starts_with("no model is configured") {
+                (
+                    "no model is configured".to_string(),
+                    "export LURKBOT_MODEL=openai/gpt-4o-mini (key in OPENAI_API_KEY) or lurkbot config set agent.model …",
+                )
+            } else {
+                (
+                    message.lines().next().unwrap_or_default().to_string(),
+                    "set LURKBOT_MODEL or agent.model to <provider>/<model>, e.g. openai/gpt-4o-mini",
+                )
+            };
+            return bad("model", Status::Fail, detail, fix);
         }
     };
     let name = failover.primary().to_string();
