@@ -217,6 +217,37 @@ impl ConfigDoc {
         Ok(())
     }
 
+    /// Removes a dotted key, so its default applies again; false when it was not set. The
+    /// resulting file must still be valid; nothing is written here (see [`ConfigDoc::save`]).
+    ///
+    /// # Errors
+    /// Malformed keys, and a removal the typed config rejects.
+    pub fn unset(&mut self, key: &str) -> Result<bool, ConfigDocError> {
+        let before = Config::check(&self.path, &self.doc.to_string())
+            .map(|(_, p)| p)
+            .unwrap_or_default();
+        let parts = split_key(key)?;
+        let (last, tables) = parts.split_last().ok_or_else(|| bad(key, "empty key"))?;
+        let mut table: &mut Table = self.doc.as_table_mut();
+        for part in tables {
+            match table.get_mut(part).and_then(Item::as_table_mut) {
+                Some(next) => table = next,
+                None => return Ok(false),
+            }
+        }
+        if table.remove(last).is_none() {
+            return Ok(false);
+        }
+        let (_, after) = Config::check(&self.path, &self.doc.to_string())?;
+        if let Some(new) = after.into_iter().find(|p| !before.contains(p)) {
+            return Err(ConfigDocError::Rejected {
+                key: key.into(),
+                message: new.message,
+            });
+        }
+        Ok(true)
+    }
+
     /// Writes the document atomically with mode 0600.
     ///
     /// # Errors

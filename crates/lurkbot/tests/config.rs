@@ -1,4 +1,4 @@
-//! `lurkbot config get|set|path`.
+//! `lurkbot config get|set|unset|path`.
 
 use crate::util::Test;
 
@@ -156,4 +156,29 @@ fn typos_and_contradictions_are_refused_with_a_hint() {
         out.stdout
     );
     assert_eq!(out.status, 1);
+}
+
+#[test]
+fn unset_brings_the_default_back_and_keeps_comments() {
+    let t = Test::init();
+    assert_eq!(t.run(&["config", "set", "gateway.port", "19000"]).status, 0);
+    let out = t.run(&["config", "unset", "gateway.port"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("unset gateway.port"), "{}", out.stdout);
+    let left = t.run(&["config", "get", "gateway.port"]);
+    assert_eq!(left.status, 1, "{}", left.stdout);
+    let text = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    assert!(
+        text.contains("# What the `cal` command may do"),
+        "comments kept"
+    );
+    // Unsetting what is not set says so and changes nothing.
+    let again = t.run(&["config", "unset", "gateway.port"]);
+    assert_eq!(again.status, 1);
+    assert!(again.stderr.contains("is not set"), "{}", again.stderr);
+    assert_eq!(
+        std::fs::read_to_string(t.path("config.toml")).unwrap(),
+        text
+    );
+    assert_eq!(t.run(&["config", "unset", "nosuch.key"]).status, 1);
 }

@@ -22,6 +22,12 @@ pub(crate) enum ConfigArgs {
         /// New value, e.g. read-write, 18789, true, '["a","b"]'.
         value: String,
     },
+    /// Remove a dotted key so its default applies again (exit 1 when it was not set). The file
+    /// keeps its comments and must stay valid.
+    Unset {
+        /// Dotted key, e.g. agent.max_output_tokens.
+        key: String,
+    },
     /// Print the path of config.toml.
     Path,
 }
@@ -43,6 +49,18 @@ pub(crate) fn run(home_path: &Path, args: &ConfigArgs) -> CliResult {
                 format!("'{key}' is not set in {}", path.display()),
             )),
         },
+        ConfigArgs::Unset { key } => {
+            let mut doc = ConfigDoc::load(&path)?;
+            if !doc.unset(key)? {
+                return Err(CliError::failed(
+                    "",
+                    format!("'{key}' is not set in {}", path.display()),
+                ));
+            }
+            doc.save()?;
+            crate::run::print_stdout(&format!("unset {key} (its default applies)\n"))?;
+            Ok(())
+        }
         ConfigArgs::Set { key, value } => {
             // Creates a missing home with mode 0700, like every other entry point.
             Home::open(home_path)?;
