@@ -14,6 +14,7 @@ mod cal;
 mod chat;
 mod cli;
 mod config;
+mod dashboard;
 mod doctor;
 mod exec;
 mod gateway;

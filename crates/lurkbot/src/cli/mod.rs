@@ -6,6 +6,7 @@ pub(crate) mod agent_remote;
 pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod console;
+pub(crate) mod dashboard;
 pub(crate) mod doctor;
 pub(crate) mod exec;
 pub(crate) mod gateway;
@@ -54,4 +55,6 @@ pub(crate) enum Sub {
     /// List, read, reset or delete the agent's sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsArgs),
+    /// The web UI's address with the gateway token (shown on a terminal; --open opens it).
+    Dashboard(dashboard::DashboardArgs),
 }

@@ -1,0 +1,76 @@
+//! `lurkbot dashboard`: the UI's address; the token only on a terminal or through a private page.
+
+use std::process::Command;
+
+use crate::util::Test;
+
+fn token(t: &Test) -> String {
+    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    config
+        .lines()
+        .find_map(|l| l.strip_prefix("token = \""))
+        .unwrap()
+        .trim_end_matches('"')
+        .to_string()
+}
+
+#[test]
+fn piped_output_never_carries_the_token() {
+    let t = Test::init();
+    let out = t.run(&["dashboard"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "http://127.0.0.1:18789/");
+    assert!(!out.stdout.contains(&token(&t)));
+    assert!(out.stderr.contains("terminal"), "{}", out.stderr);
+}
+
+#[test]
+fn a_terminal_gets_the_address_with_the_token() {
+    let t = Test::init();
+    let inner = format!(
+        "LURKBOT_HOME='{}' '{}' dashboard",
+        t.home.display(),
+        env!("CARGO_BIN_EXE_lurkbot")
+    );
+    let out = Command::new("script")
+        .args(["-qefc", &inner, "/dev/null"])
+        .output()
+        .expect("'script' (util-linux) is needed for this test");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains(&format!("http://127.0.0.1:18789/#token={}", token(&t))),
+        "{shown}"
+    );
+}
+
+#[test]
+fn open_passes_the_token_in_a_private_page_not_in_arguments() {
+    let t = Test::init();
+    // `cat` stands in for the browser: it prints the page it is given.
+    let out = t.run_env(&["dashboard", "--open"], &[("LURKBOT_OPEN", "cat")]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let secret = token(&t);
+    assert!(
+        out.stdout.contains(&format!("#token={secret}")),
+        "{}",
+        out.stdout
+    );
+    let page = std::fs::read_dir(&t.home)
+        .unwrap()
+        .flatten()
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".lurkbot-dashboard-")
+        })
+        .expect("the forwarding page");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(page.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+    // A browser that cannot be started is a failure with the fix.
+    let out = t.run_env(
+        &["dashboard", "--open"],
+        &[("LURKBOT_OPEN", "/nonexistent/browser")],
+    );
+    assert_eq!(out.status, 1);
+    assert!(out.stderr.contains("lurkbot dashboard"), "{}", out.stderr);
+}
