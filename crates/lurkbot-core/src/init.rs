@@ -37,6 +37,24 @@ pub fn init_home(home: &Home, extra_files: &[(String, String)]) -> Result<InitRe
     for (path, content) in extra_files {
         files.push((path.clone(), content.as_str(), 0o644));
     }
+    // Every skill gets a secrets folder, private (0700) when init makes it, so its `.env` has a
+    // place to go.
+    for (path, _) in extra_files {
+        let Some(skill) = path
+            .strip_prefix("skills/")
+            .and_then(|p| p.strip_suffix("/SKILL.md"))
+        else {
+            continue;
+        };
+        let rel = format!("skills/{skill}/secrets");
+        let dir = home.join(&rel);
+        if !dir.is_dir() {
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| CoreError::io("create directory", &dir, e))?;
+            set_private_dir(&dir)?;
+            report.created.push(format!("{rel}/"));
+        }
+    }
     for (rel, content, mode) in files {
         if write_new_atomic(&home.join(&rel), content.as_bytes(), mode)? {
             report.created.push(rel);
@@ -45,6 +63,13 @@ pub fn init_home(home: &Home, extra_files: &[(String, String)]) -> Result<InitRe
         }
     }
     Ok(report)
+}
+
+/// Makes `dir` private to its owner (0700).
+fn set_private_dir(dir: &std::path::Path) -> Result<(), CoreError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| CoreError::io("restrict", dir, e))
 }
 
 #[cfg(test)]

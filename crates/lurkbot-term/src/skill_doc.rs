@@ -18,10 +18,21 @@ pub fn bundled_skills(registry: &Registry) -> Vec<(String, String)> {
     for spec in registry.specs() {
         by_skill.entry(spec.skill).or_default().push(spec);
     }
-    by_skill
-        .into_iter()
-        .map(|(skill, specs)| (format!("skills/{skill}/SKILL.md"), render(skill, &specs)))
-        .collect()
+    let mut files = Vec::new();
+    for (skill, specs) in by_skill {
+        files.push((format!("skills/{skill}/SKILL.md"), render(skill, &specs)));
+        let credentials: Vec<_> = specs.iter().flat_map(|s| s.credentials.iter()).collect();
+        if !credentials.is_empty() {
+            let mut example = format!(
+                "# Credentials of the {skill} skill. Copy this file to .env here (it stays 0600)\n# and fill in the values; they are redacted from every output and never logged.\n"
+            );
+            for (name, what) in credentials {
+                example.push_str(&format!("# {what}\n{name}=\n"));
+            }
+            files.push((format!("skills/{skill}/secrets/.env.example"), example));
+        }
+    }
+    files
 }
 
 fn render(skill: &str, specs: &[&CommandSpec]) -> String {

@@ -97,6 +97,9 @@ pub struct CommandSpec {
     pub examples: &'static [&'static str],
     /// The bundled skill documenting the command (its `secrets/.env` holds credentials).
     pub skill: &'static str,
+    /// The variables the skill's `secrets/.env` may hold, each with what it is; `init` writes
+    /// them to `secrets/.env.example`.
+    pub credentials: &'static [(&'static str, &'static str)],
 }
 
 impl CommandSpec {

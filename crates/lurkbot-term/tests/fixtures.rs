@@ -19,6 +19,7 @@ pub static ECHO: CommandSpec = CommandSpec {
     ],
     examples: &["echo hi"],
     skill: "test",
+    credentials: &[],
 };
 
 pub struct Echo;
@@ -55,6 +56,7 @@ pub static SLOW: CommandSpec = CommandSpec {
     flags: &[],
     examples: &[],
     skill: "test",
+    credentials: &[],
 };
 
 pub struct Slow;
@@ -108,6 +110,7 @@ pub static ARCHIVE: CommandSpec = CommandSpec {
     flags: &[],
     examples: &["archive list"],
     skill: "test",
+    credentials: &[],
 };
 
 fn make(ctx: &CommandCtx<'_>, p: &ParsedArgs) -> Result<Outcome, CommandError> {

@@ -88,3 +88,35 @@ fn home_flag_wins_over_the_environment() {
     assert!(other.join("config.toml").exists());
     assert!(!t.home.exists());
 }
+
+#[test]
+fn every_bundled_skill_has_a_private_secrets_folder_and_the_calendar_an_example() {
+    let t = Test::init();
+    use std::os::unix::fs::PermissionsExt;
+    let skills: Vec<_> = std::fs::read_dir(t.path("skills"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(skills.iter().any(|s| s == "calendar-cli"), "{skills:?}");
+    for skill in &skills {
+        let dir = t.path(&format!("skills/{skill}/secrets"));
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{skill}");
+    }
+    let example =
+        std::fs::read_to_string(t.path("skills/calendar-cli/secrets/.env.example")).unwrap();
+    assert!(
+        example.contains("CALDAV_USERNAME=") && example.contains("CALDAV_PASSWORD="),
+        "{example}"
+    );
+    // The README's step now works: the folder is there to write the .env into.
+    std::fs::write(
+        t.path("skills/calendar-cli/secrets/.env"),
+        "CALDAV_USERNAME=alice\n",
+    )
+    .unwrap();
+    // Running init again keeps it.
+    assert_eq!(t.run(&["init"]).status, 0);
+    assert!(t.path("skills/calendar-cli/secrets/.env").exists());
+}

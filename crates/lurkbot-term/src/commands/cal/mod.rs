@@ -221,6 +221,13 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
         "cal list-events --from 2026-11-21T00:00:00Z --to 2026-11-22T00:00:00Z",
     ],
     skill: "calendar-cli",
+    credentials: &[
+        (
+            "CALDAV_USERNAME",
+            "the CalDAV account's user name (backend caldav)",
+        ),
+        ("CALDAV_PASSWORD", "its password or app password"),
+    ],
 };
 
 /// The `cal` command.

@@ -37,6 +37,7 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
         "help --out artifacts/help/commands.json",
     ],
     skill: "terminal-exec",
+    credentials: &[],
 };
 
 /// The `help` command.

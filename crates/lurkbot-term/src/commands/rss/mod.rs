@@ -160,6 +160,7 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
         "rss list",
     ],
     skill: "rss-cli",
+    credentials: &[],
 };
 
 /// The `rss` command.

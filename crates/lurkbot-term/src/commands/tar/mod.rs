@@ -116,6 +116,7 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
         "tar create --src workspace/project --out workspace/project.tar.gz --confirm",
     ],
     skill: "archive-cli",
+    credentials: &[],
 };
 
 /// The `tar` command.

@@ -111,6 +111,7 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
         "zip create --src workspace/report --out workspace/report.zip --confirm",
     ],
     skill: "archive-cli",
+    credentials: &[],
 };
 
 /// The `zip` command.
