@@ -104,3 +104,24 @@ fn unknown_subcommand_is_a_usage_error() {
     assert_eq!(out.status, 2);
     assert!(out.stderr.contains("frobnicate"));
 }
+
+#[test]
+fn completions_and_man_page_come_from_the_same_definitions() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = Test::new().run(&["completions", shell]);
+        assert_eq!(out.status, 0, "{shell}: {}", out.stderr);
+        for word in ["lurkbot", "dashboard", "sessions", "home"] {
+            assert!(out.stdout.contains(word), "{shell} lacks {word}");
+        }
+    }
+    let bad = Test::new().run(&["completions", "tcsh"]);
+    assert_eq!(bad.status, 2);
+    let man = Test::new().run(&["man"]);
+    assert_eq!(man.status, 0, "{}", man.stderr);
+    assert!(
+        man.stdout.starts_with(".ie") || man.stdout.contains(".TH lurkbot"),
+        "{}",
+        &man.stdout[..man.stdout.len().min(200)]
+    );
+    assert!(man.stdout.contains("exec") && man.stdout.contains("gateway"));
+}

@@ -4,6 +4,7 @@
 pub(crate) mod agent;
 pub(crate) mod agent_remote;
 pub(crate) mod chat;
+pub(crate) mod completions;
 pub(crate) mod config;
 pub(crate) mod console;
 pub(crate) mod dashboard;
@@ -57,4 +58,8 @@ pub(crate) enum Sub {
     Sessions(sessions::SessionsArgs),
     /// The web UI's address with the gateway token (shown on a terminal; --open opens it).
     Dashboard(dashboard::DashboardArgs),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff).
+    Man,
 }
