@@ -253,3 +253,17 @@ fn stdin_options_refuse_bad_input() {
         "nothing ran"
     );
 }
+
+#[test]
+fn an_unquoted_command_is_refused_with_the_quoted_form() {
+    let t = Test::init();
+    let out = t.run(&["exec", "zip", "list", "--in", "x.zip"]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("lurkbot exec \"zip list --in x.zip\""),
+        "{}",
+        out.stderr
+    );
+    // Nothing ran: no audit record.
+    assert!(t.audit_text().is_empty(), "{}", t.audit_text());
+}

@@ -38,12 +38,28 @@ pub(crate) struct ExecArgs {
     /// gateway.token.
     #[arg(long, value_name = "URL")]
     gateway: Option<String>,
-    /// The command, as one string, e.g. "zip list --in workspace/a.zip".
+    /// The command, as one quoted string, e.g. "zip list --in workspace/a.zip".
     #[arg(value_name = "COMMAND", allow_hyphen_values = true)]
     command: String,
+    /// Words after the command are refused, not joined: the shell already split them, and
+    /// joining them back could change what was quoted (`"a b.zip"` would become two words).
+    #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    stray: Vec<String>,
 }
 
 pub(crate) fn run(home_path: &Path, args: ExecArgs) -> CliResult {
+    if !args.stray.is_empty() {
+        let words = std::iter::once(args.command.as_str())
+            .chain(args.stray.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        return Err(CliError::usage(
+            "exec",
+            format!(
+                "give the command as one quoted argument: lurkbot exec \"{words}\" (words after it are not joined: your shell split them, and joining could change what was quoted)"
+            ),
+        ));
+    }
     let session = SessionKey::parse(&args.session)?;
     let stdin = match (&args.stdin, &args.stdin_file) {
         (Some(text), _) => Some(text.clone()),
