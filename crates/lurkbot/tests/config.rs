@@ -1,4 +1,4 @@
-//! `lurkbot config get|set|unset|path`.
+//! `lurkbot config get|set|unset|list|path`.
 
 use crate::util::Test;
 
@@ -181,4 +181,44 @@ fn unset_brings_the_default_back_and_keeps_comments() {
         text
     );
     assert_eq!(t.run(&["config", "unset", "nosuch.key"]).status, 1);
+}
+
+#[test]
+fn list_shows_every_value_with_its_source_and_masks_secrets() {
+    let t = Test::init();
+    assert_eq!(t.run(&["config", "set", "gateway.port", "19000"]).status, 0);
+    let out = t.run_env(
+        &["config", "list", "--json"],
+        &[("LURKBOT_MODEL", "openai/from-env")],
+    );
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let rows: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let row = |key: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["key"] == key)
+            .cloned()
+            .unwrap_or_else(|| panic!("{key} missing from {rows}"))
+    };
+    assert_eq!(row("gateway.port")["value"], 19000);
+    assert_eq!(row("gateway.port")["source"], "file");
+    assert_eq!(row("agent.model")["value"], "openai/from-env");
+    assert_eq!(row("agent.model")["source"], "env LURKBOT_MODEL");
+    assert_eq!(row("agent.context_window")["source"], "default");
+    assert_eq!(row("gateway.token")["value"], "********");
+    let token = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    let secret = token
+        .lines()
+        .find_map(|l| l.strip_prefix("token = \""))
+        .unwrap()
+        .trim_end_matches('"');
+    assert!(!out.stdout.contains(secret));
+    let text = t.run(&["config", "list"]);
+    assert!(
+        text.stdout.contains("gateway.port = 19000  (file)"),
+        "{}",
+        text.stdout
+    );
+    assert!(!text.stdout.contains(secret));
 }

@@ -28,6 +28,12 @@ pub(crate) enum ConfigArgs {
         /// Dotted key, e.g. agent.max_output_tokens.
         key: String,
     },
+    /// Every setting's effective value and its source (default, file or env); secrets masked.
+    List {
+        /// A JSON list of {key, value, source}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the path of config.toml.
     Path,
 }
@@ -49,6 +55,7 @@ pub(crate) fn run(home_path: &Path, args: &ConfigArgs) -> CliResult {
                 format!("'{key}' is not set in {}", path.display()),
             )),
         },
+        ConfigArgs::List { json } => super::config_list::run(home_path, *json),
         ConfigArgs::Unset { key } => {
             let mut doc = ConfigDoc::load(&path)?;
             if !doc.unset(key)? {

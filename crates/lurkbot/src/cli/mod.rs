@@ -6,6 +6,7 @@ pub(crate) mod agent_remote;
 pub(crate) mod chat;
 pub(crate) mod completions;
 pub(crate) mod config;
+pub(crate) mod config_list;
 pub(crate) mod console;
 pub(crate) mod dashboard;
 pub(crate) mod doctor;
