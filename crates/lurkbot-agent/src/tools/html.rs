@@ -3,6 +3,8 @@
 //! and the common entities decoded. Not a full HTML parser (a crate like html2text would cost
 //! more binary than the feature is worth); malformed markup degrades to its text.
 
+use lurkbot_core::decode_html_entities;
+
 /// Elements whose content is never text.
 const SKIPPED: &[&str] = &["script", "style", "noscript", "template", "svg", "head"];
 /// Elements that break lines.
@@ -37,7 +39,7 @@ pub(crate) fn html_to_text(html: &str) -> String {
     let mut rest = html;
     let mut link: Option<String> = None;
     while let Some(lt) = rest.find('<') {
-        out.push_str(&decode(&rest[..lt]));
+        out.push_str(&decode_html_entities(&rest[..lt]));
         rest = &rest[lt..];
         if let Some(after) = rest.strip_prefix("<!--") {
             rest = after.find("-->").map_or("", |end| &after[end + 3..]);
@@ -82,7 +84,7 @@ pub(crate) fn html_to_text(html: &str) -> String {
             out.push('\n');
         }
     }
-    out.push_str(&decode(rest.trim_start_matches('<')));
+    out.push_str(&decode_html_entities(rest.trim_start_matches('<')));
     tidy(&out)
 }
 
@@ -94,7 +96,7 @@ fn title_of(head: &str) -> Option<String> {
     let start = find_ci(head, "<title")?;
     let open_end = head[start..].find('>')? + start + 1;
     let end = find_ci(&head[open_end..], "</title")? + open_end;
-    Some(decode(head[open_end..end].trim()))
+    Some(decode_html_entities(head[open_end..end].trim()))
 }
 
 fn attribute(tag: &str, name: &str) -> Option<String> {
@@ -105,61 +107,7 @@ fn attribute(tag: &str, name: &str) -> Option<String> {
         q @ ('"' | '\'') => value[1..].split(q).next()?,
         _ => value.split([' ', '>']).next()?,
     };
-    Some(decode(value))
-}
-
-/// Decodes the common named entities and numeric character references.
-fn decode(text: &str) -> String {
-    if !text.contains('&') {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(amp) = rest.find('&') {
-        out.push_str(&rest[..amp]);
-        rest = &rest[amp..];
-        let end = rest[..rest.len().min(12)].find(';');
-        let decoded = end.and_then(|e| entity(&rest[1..e]).map(|c| (c, e)));
-        match decoded {
-            Some((c, e)) => {
-                out.push(c);
-                rest = &rest[e + 1..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-fn entity(name: &str) -> Option<char> {
-    if let Some(num) = name.strip_prefix('#') {
-        let code = match num.strip_prefix(['x', 'X']) {
-            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-            None => num.parse().ok()?,
-        };
-        return char::from_u32(code);
-    }
-    Some(match name {
-        "amp" => '&',
-        "lt" => '<',
-        "gt" => '>',
-        "quot" => '"',
-        "apos" | "#39" => '\'',
-        "nbsp" => ' ',
-        "mdash" => '—',
-        "ndash" => '–',
-        "hellip" => '…',
-        "copy" => '©',
-        "rsquo" => '’',
-        "lsquo" => '‘',
-        "rdquo" => '”',
-        "ldquo" => '“',
-        _ => return None,
-    })
+    Some(decode_html_entities(value))
 }
 
 /// Collapses runs of spaces within lines and of blank lines.

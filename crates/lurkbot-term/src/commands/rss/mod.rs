@@ -10,7 +10,6 @@ mod add;
 mod args;
 mod charset;
 mod dates;
-mod entities;
 mod fetch;
 mod http;
 mod item;

@@ -364,7 +364,7 @@ impl State {
         let is_title = matches!(capture.field, Field::Title | Field::FeedTitle);
         // A title is shown as text: an HTML title's entities (`Atom &amp; friends`) are decoded.
         let text = if capture.html && is_title {
-            super::entities::decode_html_entities(&capture.text)
+            lurkbot_core::decode_html_entities(&capture.text)
         } else {
             capture.text
         };
