@@ -33,6 +33,20 @@ impl OutFile {
             confirm: parsed.has("--confirm"),
         })
     }
+
+    /// Like [`OutFile::from_args`] for a flag the spec marks required (the parser has already
+    /// refused its absence, so a miss here is a spec bug).
+    ///
+    /// # Errors
+    /// `Internal` when the flag is missing.
+    pub fn required(parsed: &ParsedArgs, flag: &str) -> Result<Self, CommandError> {
+        Self::from_args(parsed, flag).ok_or_else(|| {
+            CommandError::new(
+                ErrorCode::Internal,
+                format!("{flag} is required by the spec but missing"),
+            )
+        })
+    }
 }
 
 /// Resolves a path a command will write to, applying the rules above.

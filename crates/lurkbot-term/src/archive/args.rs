@@ -81,11 +81,7 @@ impl CreateArgs {
         parsed.require_confirm("creating an archive")?;
         Ok(Self {
             src: parsed.get("--src").unwrap_or_default().to_string(),
-            out: OutFile::from_args(parsed, "--out").unwrap_or(OutFile {
-                path: String::new(),
-                overwrite: false,
-                confirm: true,
-            }),
+            out: OutFile::required(parsed, "--out")?,
         })
     }
 }

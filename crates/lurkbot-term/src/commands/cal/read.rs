@@ -84,11 +84,7 @@ impl ExportArgs {
             "--calendar-id",
             parsed.get("--calendar-id").unwrap_or_default(),
         )?;
-        let out = OutFile::from_args(parsed, "--out").unwrap_or(OutFile {
-            path: String::new(),
-            overwrite: false,
-            confirm: false,
-        });
+        let out = OutFile::required(parsed, "--out")?;
         Ok(Self { calendar_id, out })
     }
 }
