@@ -49,7 +49,7 @@ pub(crate) fn run(home_path: &Path, json_mode: bool) -> CliResult {
         let value = if is_secret_key(&key) && !value.is_null() {
             Value::String("********".into())
         } else {
-            value
+            masked(value)
         };
         rows.push(Row { key, value, source });
     }
@@ -89,5 +89,39 @@ fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
             }
         }
         other => out.push((prefix.to_string(), other.clone())),
+    }
+}
+
+/// `value` with every secret key inside it (an array of tables, say) masked.
+fn masked(value: Value) -> Value {
+    match value {
+        Value::Array(items) => Value::Array(items.into_iter().map(masked).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let v = if is_secret_key(&k) && !v.is_null() {
+                        Value::String("********".into())
+                    } else {
+                        masked(v)
+                    };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_nested_in_values_are_masked() {
+        let v = masked(json!([{"name": "a", "api_key": "sk-1", "env": {"TOKEN": "t"}}, 3]));
+        assert_eq!(
+            v,
+            json!([{"name": "a", "api_key": "********", "env": {"TOKEN": "********"}}, 3])
+        );
     }
 }
