@@ -34,8 +34,6 @@ pub struct Answer {
     pub response: reqwest::Response,
     /// The URL that answered.
     pub url: Url,
-    /// Every redirect target followed, in order.
-    pub redirects: Vec<Url>,
 }
 
 /// Why no answer came.
@@ -113,11 +111,7 @@ impl PolicedGet<'_> {
             };
             let status = response.status();
             if !status.is_redirection() || status == StatusCode::NOT_MODIFIED {
-                return Ok(Answer {
-                    response,
-                    url,
-                    redirects,
-                });
+                return Ok(Answer { response, url });
             }
             let next = match self.next_hop(&url, response.headers(), redirects.len()) {
                 Ok(next) => next,

@@ -157,7 +157,7 @@ async fn exchange(request: &FetchRequest) -> Result<Fetched, FetchFailure> {
         timeout: None,
         max_redirects: MAX_REDIRECTS,
     };
-    let Answer { response, url, .. } = get
+    let Answer { response, url } = get
         .send(request.url.clone())
         .await
         .map_err(outbound_failure)?;
