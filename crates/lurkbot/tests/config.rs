@@ -181,6 +181,29 @@ fn unset_brings_the_default_back_and_keeps_comments() {
         text
     );
     assert_eq!(t.run(&["config", "unset", "nosuch.key"]).status, 1);
+    // An unset whose default contradicts another setting is refused and changes nothing.
+    assert_eq!(
+        t.run(&["config", "set", "agent.reserve_tokens", "5000"])
+            .status,
+        0
+    );
+    assert_eq!(
+        t.run(&["config", "set", "agent.context_window", "10000"])
+            .status,
+        0
+    );
+    let before = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    let refused = t.run(&["config", "unset", "agent.reserve_tokens"]);
+    assert_eq!(refused.status, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("reserve_tokens"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path("config.toml")).unwrap(),
+        before
+    );
 }
 
 #[test]
