@@ -196,6 +196,31 @@ impl Agent {
         message: &str,
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Result<TurnOutcome, AgentError> {
+        let started = std::time::Instant::now();
+        tracing::debug!(session = session.as_str(), message, "turn message");
+        let outcome = self.turn_steps(session, message, on_event).await;
+        let ms = started.elapsed().as_millis() as u64;
+        match &outcome {
+            Ok(done) => tracing::info!(
+                session = session.as_str(),
+                model = done.model.as_str(),
+                steps = done.steps,
+                input_tokens = done.usage.input_tokens,
+                output_tokens = done.usage.output_tokens,
+                ms,
+                "turn"
+            ),
+            Err(e) => tracing::warn!(session = session.as_str(), ms, error = %e, "turn failed"),
+        }
+        outcome
+    }
+
+    async fn turn_steps(
+        &mut self,
+        session: &SessionKey,
+        message: &str,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<TurnOutcome, AgentError> {
         let mut turn = self.prepare(session, message)?;
         for step in 1..=MAX_STEPS {
             let response = self.call_model(&mut turn, on_event).await?;

@@ -27,6 +27,53 @@ pub struct Config {
     pub approvals: ApprovalsConfig,
     /// `[network]`: where URLs from command and tool arguments may go (ARCHITECTURE.md §4.6).
     pub network: NetworkConfig,
+    /// `[log]`: the gateway's log level and log file rotation.
+    pub log: LogConfig,
+}
+
+/// `[log]`: what the gateway logs and how much of it is kept.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default)]
+pub struct LogConfig {
+    /// `error`, `warn`, `info` (default), `debug` or `trace`, optionally per module
+    /// (`info,lurkbot_gateway=debug`); `LURKBOT_LOG` overrides it.
+    pub level: String,
+    /// Size at which `logs/gateway.log` is rotated (default 10,000,000 bytes).
+    pub max_file_bytes: u64,
+    /// Rotated files kept beside the current one (default 5).
+    pub keep_files: usize,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            level: "info".into(),
+            max_file_bytes: 10_000_000,
+            keep_files: 5,
+        }
+    }
+}
+
+/// The level names a log filter may use.
+pub const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
+
+impl LogConfig {
+    /// Checks a filter such as `info` or `warn,lurkbot_gateway=debug`.
+    ///
+    /// # Errors
+    /// What is wrong, naming the level names allowed.
+    pub fn check_filter(filter: &str) -> Result<(), String> {
+        for part in filter.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let level = part.rsplit_once('=').map_or(part, |(_, l)| l);
+            if !LOG_LEVELS.contains(&level.to_ascii_lowercase().as_str()) {
+                return Err(format!(
+                    "'{part}' is not a log level: use one of {} (optionally per module, e.g. info,lurkbot_gateway=debug)",
+                    LOG_LEVELS.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `[network]`: the network policy for URLs that come from command or tool arguments.

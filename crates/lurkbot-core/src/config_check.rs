@@ -82,6 +82,12 @@ impl Config {
                 });
             }
         }
+        if let Err(message) = crate::LogConfig::check_filter(&self.log.level) {
+            problems.push(ConfigProblem {
+                key: "log.level".into(),
+                message: format!("log.level: {message}"),
+            });
+        }
         problems
     }
 }

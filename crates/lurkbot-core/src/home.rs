@@ -29,6 +29,10 @@ pub mod layout {
     pub const AUTH: &str = "auth";
     /// Memory index.
     pub const MEMORY: &str = "memory";
+    /// The running gateway's address (`gateway.json`), for the CLI to find it.
+    pub const RUN: &str = "run";
+    /// The gateway's log files (`gateway.log` and its rotated copies).
+    pub const LOGS: &str = "logs";
     /// Every directory `lurkbot init` creates.
     pub const DIRS: &[&str] = &[
         WORKSPACE,

@@ -15,9 +15,11 @@ mod host_port;
 mod html_entities;
 mod ids;
 mod init;
+mod log_file;
 mod paths;
 mod printable;
 mod protection;
+mod running;
 mod secrets;
 mod session_key;
 mod stale_temp;
@@ -27,7 +29,7 @@ pub use atomic::{write_atomic, write_atomic_streamed, write_atomic_with_mode, wr
 pub use clock::now_ms;
 pub use config::{
     AgentOverride, ApprovalsConfig, CalendarPermission, Config, ConfigError, GatewayAuth,
-    NetworkConfig, PromptMode, SandboxMode, ToolLayerConfig, WebFetchConfig,
+    LOG_LEVELS, LogConfig, NetworkConfig, PromptMode, SandboxMode, ToolLayerConfig, WebFetchConfig,
 };
 pub use config_check::ConfigProblem;
 pub use config_doc::{ConfigDoc, ConfigDocError, is_secret_key};
@@ -37,11 +39,15 @@ pub use host_port::split_host_port;
 pub use html_entities::decode_html_entities;
 pub use ids::{new_run_id, new_session_id, random_hex};
 pub use init::{InitReport, init_home};
+pub use log_file::{
+    DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, GATEWAY_LOG, RotatingLog, TailWindow, tail,
+};
 pub use paths::{HomePath, PathError};
 pub use printable::{REPLACEMENT, is_unprintable, printable};
 pub use protection::{
     APPROVALS_FILE, AccessError, Protection, classify_relative, is_private_memory,
 };
+pub use running::{RUNNING_GATEWAY, RunningGateway};
 pub use secrets::Secrets;
 pub use session_key::{SessionKey, SessionKeyError};
 pub use stale_temp::{

@@ -109,6 +109,8 @@ pub fn classify_relative(relative: &str) -> Protection {
         ["sessions", ..] => State("session transcripts are written only by the agent runtime"),
         ["cron", ..] => State("cron jobs are changed only with 'lurkbot cron' or the cron tool"),
         ["memory", ..] => State("the memory index is written only by 'lurkbot memory'"),
+        ["logs", ..] => State("the gateway's logs are written only by the gateway"),
+        ["run", ..] => State("the running gateway's address is written only by the gateway"),
         ["artifacts", "terminal_exec", ..] => {
             State("the terminal_exec audit log is written only by terminal_exec")
         }
@@ -330,6 +332,9 @@ mod tests {
             "sessions",
             "cron/jobs.json",
             "memory/index.sqlite",
+            "logs/gateway.log",
+            "logs/gateway.log.1",
+            "run/gateway.json",
             "artifacts/terminal_exec/runs/x.json",
             "workspace/cal/calendar.db",
             "workspace/cal/calendar.db-journal",

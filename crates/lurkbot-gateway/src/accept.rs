@@ -37,7 +37,7 @@ pub(crate) async fn accept_loop(
     state: AppState,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let max = state.config.gateway.max_connections.clamp(1, 1 << 20);
+    let max = state.config().gateway.max_connections.clamp(1, 1 << 20);
     let slots = Arc::new(Semaphore::new(max));
     tokio::pin!(stop);
     loop {

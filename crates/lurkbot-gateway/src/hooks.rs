@@ -76,6 +76,7 @@ async fn run(
             .host
             .start(key.clone(), message, ephemeral)
             .map_err(|e| HttpError::new(StatusCode::CONFLICT, "busy", e.message))?;
+        tracing::info!(session = key.as_str(), run_id, "hook started a turn");
         Ok(json!({"runId": run_id, "sessionKey": key.as_str()}))
     }
     .await;

@@ -9,7 +9,8 @@
 //! aborted turn is recorded in the transcript as cancelled.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use lurkbot_agent::Approvals;
@@ -55,7 +56,8 @@ impl RunEnd {
 
 #[derive(Default)]
 struct Slot {
-    agent: tokio::sync::Mutex<Option<Agent>>,
+    /// The session's agent and the config generation it was made from.
+    agent: tokio::sync::Mutex<Option<(u64, Agent)>>,
     running: Mutex<Option<(String, AbortHandle)>>,
 }
 
@@ -65,12 +67,14 @@ const KEPT_RUNS: usize = 256;
 /// Per-session agents and running turns.
 pub struct SessionHost {
     home: Home,
-    config: Config,
+    /// The settings in force, their approval rules, and a generation that a reload bumps (an
+    /// agent made from an older generation is made anew before its next turn).
+    config: RwLock<(u64, Arc<Config>, Arc<Approvals>)>,
+    generation: AtomicU64,
     hub: Hub,
     approver: Arc<ClientApprover>,
-    /// The one terminal and the one set of approval rules, lent to every session's agent.
+    /// The one terminal, lent to every session's agent.
     exec: Arc<TerminalExec>,
-    approvals: Arc<Approvals>,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     runs: Mutex<Vec<(String, watch::Receiver<Option<RunEnd>>)>>,
 }
@@ -85,13 +89,32 @@ impl SessionHost {
         let approvals = Arc::new(Approvals::new(&home, config.approvals.clone()));
         Self {
             home,
-            config,
+            config: RwLock::new((0, Arc::new(config), approvals)),
+            generation: AtomicU64::new(0),
             hub,
             approver,
             exec,
-            approvals,
             slots: Mutex::new(HashMap::new()),
             runs: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Puts `config` in force: each session's next turn uses an agent made from it (a running
+    /// turn ends with the settings it began with).
+    pub fn replace_config(&self, config: Arc<Config>) {
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let approvals = Arc::new(Approvals::new(&self.home, config.approvals.clone()));
+        let entry = (generation, config, approvals);
+        match self.config.write() {
+            Ok(mut c) => *c = entry,
+            Err(poisoned) => *poisoned.into_inner() = entry,
+        }
+    }
+
+    fn current(&self) -> (u64, Arc<Config>, Arc<Approvals>) {
+        match self.config.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
@@ -115,8 +138,11 @@ impl SessionHost {
             .unwrap_or_default()
     }
 
-    /// Runs one turn to its end, reporting events on the hub tagged with `run_id`; `on_event`
-    /// sees every agent event too (the HTTP API streams from it).
+    /// Runs one turn to its end, reporting its events on the hub tagged with `run_id` — all but
+    /// the end, which [`SessionHost::report_end`] sends once the session is free again (so a
+    /// client that sends on `final` never finds it busy); `on_event` sees every agent event
+    /// too (the HTTP API streams from it). The flag says whether the turn started (a lifecycle
+    /// `start` went out).
     ///
     /// # Errors
     /// `UNAVAILABLE` when no model is configured or the model failed.
@@ -126,77 +152,95 @@ impl SessionHost {
         message: &str,
         run_id: &str,
         on_event: &mut (dyn FnMut(&AgentEvent) + Send),
-    ) -> Result<TurnOutcome, MethodError> {
+    ) -> (bool, Result<TurnOutcome, MethodError>) {
         let slot = self.slot(key);
         let mut guard = slot.agent.lock().await;
-        if guard.is_none() {
-            let failover = match lurkbot_agent::setup::failover(&self.home, &self.config, None) {
+        let (generation, config, approvals) = self.current();
+        if guard
+            .as_ref()
+            .is_none_or(|(made_from, _)| *made_from != generation)
+        {
+            let failover = match lurkbot_agent::setup::failover(&self.home, &config, None) {
                 Ok(f) => f,
                 Err(e) => {
                     // No model (or a broken one): the clients see the reason and its fix as
                     // the turn's error, like any failed turn, and can send again.
                     let message = e.to_string();
-                    self.hub.emit(chat(
-                        run_id,
-                        key.as_str(),
-                        ChatState::Error {
-                            message: message.clone(),
-                        },
-                    ));
-                    return Err(MethodError::new(ErrorCode::Unavailable, message));
+                    tracing::warn!(session = key.as_str(), run_id, error = %message, "no model for the turn");
+                    return (
+                        false,
+                        Err(MethodError::new(ErrorCode::Unavailable, message)),
+                    );
                 }
             };
-            *guard = Some(
-                Agent::new(self.home.clone(), self.config.clone(), failover)
-                    .with_approver(self.approver.clone())
-                    .with_shared(self.exec.clone(), self.approvals.clone()),
-            );
+            let agent = Agent::new(self.home.clone(), (*config).clone(), failover)
+                .with_approver(self.approver.clone())
+                .with_shared(self.exec.clone(), approvals);
+            *guard = Some((generation, agent));
         }
-        let Some(agent) = guard.as_mut() else {
-            return Err(MethodError::new(ErrorCode::Unavailable, "no agent"));
+        let Some((_, agent)) = guard.as_mut() else {
+            return (
+                false,
+                Err(MethodError::new(ErrorCode::Unavailable, "no agent")),
+            );
         };
         let session = key.as_str().to_string();
         let hub = self.hub.clone();
-        let lifecycle = |phase| {
-            agent_event(
-                run_id,
-                &session,
-                AgentStream::Lifecycle(Lifecycle { phase }),
-            )
-        };
-        hub.emit(lifecycle(LifecyclePhase::Start));
+        hub.emit(agent_event(
+            run_id,
+            &session,
+            AgentStream::Lifecycle(Lifecycle {
+                phase: LifecyclePhase::Start,
+            }),
+        ));
         let mut forward = |event: AgentEvent| {
             on_event(&event);
             if let Some(event) = hub_event(&event, run_id, &session) {
                 hub.emit(event);
             }
         };
-        let outcome = agent.turn(key, message, &mut forward).await;
-        match outcome {
+        let outcome = agent
+            .turn(key, message, &mut forward)
+            .await
+            .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()));
+        (true, outcome)
+    }
+
+    /// The end of a run on the hub: lifecycle `end` and `chat` `final`, or lifecycle `error`
+    /// (when it had started) and `chat` `error`.
+    fn report_end(
+        &self,
+        run_id: &str,
+        session: &str,
+        started: bool,
+        result: &Result<TurnOutcome, MethodError>,
+    ) {
+        let lifecycle =
+            |phase| agent_event(run_id, session, AgentStream::Lifecycle(Lifecycle { phase }));
+        match result {
             Ok(done) => {
-                hub.emit(lifecycle(LifecyclePhase::End));
-                hub.emit(chat(
+                self.hub.emit(lifecycle(LifecyclePhase::End));
+                self.hub.emit(chat(
                     run_id,
-                    &session,
+                    session,
                     ChatState::Final {
                         text: done.text.clone(),
                         model: done.model.clone(),
                         usage: done.usage,
                     },
                 ));
-                Ok(done)
             }
             Err(e) => {
-                hub.emit(lifecycle(LifecyclePhase::Error));
-                let message = e.to_string();
-                hub.emit(chat(
+                if started {
+                    self.hub.emit(lifecycle(LifecyclePhase::Error));
+                }
+                self.hub.emit(chat(
                     run_id,
-                    &session,
+                    session,
                     ChatState::Error {
-                        message: message.clone(),
+                        message: e.message.clone(),
                     },
                 ));
-                Err(MethodError::new(ErrorCode::Unavailable, message))
             }
         }
     }
@@ -255,7 +299,7 @@ impl SessionHost {
         let id = run_id.clone();
         let task_slot = Arc::clone(&slot);
         let task = tokio::spawn(async move {
-            let result = host.turn(&key, &message, &id, &mut *on_event).await;
+            let (started, result) = host.turn(&key, &message, &id, &mut *on_event).await;
             let end = match &result {
                 Ok(done) => RunEnd::Done {
                     text: done.text.clone(),
@@ -269,6 +313,7 @@ impl SessionHost {
             if ephemeral {
                 host.forget(&key);
             }
+            host.report_end(&id, key.as_str(), started, &result);
             let _ = tx.send(Some(end));
             result
         });
@@ -310,7 +355,7 @@ impl SessionHost {
             return false;
         };
         handle.abort();
-        if let Some(agent) = slot.agent.lock().await.as_ref() {
+        if let Some((_, agent)) = slot.agent.lock().await.as_ref() {
             let _ = agent.cancelled(key);
         }
         self.finish_aborted(&run_id, key);

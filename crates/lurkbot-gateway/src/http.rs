@@ -156,6 +156,7 @@ pub(crate) fn check(
     what: &str,
 ) -> Result<(), HttpError> {
     if let Some(wait) = state.limiter.blocked(peer) {
+        tracing::warn!(%peer, wait_seconds = wait, "auth refused: too many failed attempts");
         return Err(HttpError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limited",
@@ -168,8 +169,11 @@ pub(crate) fn check(
     match bearer(headers).filter(|g| !g.is_empty()) {
         Some(given) if token_matches(expected, given) => return Ok(()),
         // Only a wrong credential counts towards the limit; a missing one locks nobody out.
-        Some(_) => state.limiter.fail(peer),
-        None => {}
+        Some(_) => {
+            tracing::warn!(%peer, credential = what, "auth failure: wrong token");
+            state.limiter.fail(peer);
+        }
+        None => tracing::info!(%peer, credential = what, "auth failure: no token"),
     }
     Err(HttpError::new(
         StatusCode::UNAUTHORIZED,
@@ -204,8 +208,31 @@ pub(crate) async fn read_body(body: axum::body::Body) -> Result<axum::body::Byte
 /// Every route: refuses a `Host` that does not name this gateway (DNS rebinding) and a browser
 /// `Origin` that is not the gateway's own or listed (ARCHITECTURE.md §6).
 pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().clone();
+    // The path only: a query string could carry a credential.
+    let path = request.uri().path().to_string();
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip());
+    let response = refuse_foreign(&state, request, next).await;
+    let status = response.status().as_u16();
+    let ms = started.elapsed().as_millis() as u64;
+    let peer = peer.map(|p| p.to_string()).unwrap_or_default();
+    if response.status().is_client_error() || response.status().is_server_error() {
+        tracing::warn!(method = %method, path, status, ms, peer, "request");
+    } else {
+        tracing::info!(method = %method, path, status, ms, peer, "request");
+    }
+    response
+}
+
+/// The Host and Origin checks of [`guard`].
+async fn refuse_foreign(state: &AppState, request: Request, next: Next) -> Response {
     let headers = request.headers();
-    let gateway = &state.config.gateway;
+    let config = state.config();
+    let gateway = &config.gateway;
     let host = headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())

@@ -10,7 +10,9 @@ mod http;
 mod hub;
 mod methods;
 mod openai;
+mod ops;
 pub mod protocol;
+mod reload;
 mod server;
 mod state;
 mod ui;
@@ -22,6 +24,7 @@ pub use auth::{
     token_matches,
 };
 pub use host::{RunEnd, SessionHost};
+pub use reload::{RESTART_KEYS, ReloadError, ReloadPlan};
 pub use server::{StartError, check_safe, router, serve};
-pub use state::AppState;
+pub use state::{AppState, ReloadHook};
 pub use ws::PRE_CONNECT_MAX;

@@ -112,6 +112,16 @@ pub(crate) const METHODS: &[Method] = &[
         scope: Scope::Approvals,
         handler: |s, p| Box::pin(async { resolve(s, p) }),
     },
+    Method {
+        name: method::LOGS_TAIL,
+        scope: Scope::Read,
+        handler: |s, p| Box::pin(async { crate::ops::logs_tail(s, p) }),
+    },
+    Method {
+        name: method::GATEWAY_RELOAD,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::ops::gateway_reload(s, p) }),
+    },
 ];
 
 /// The names of [`METHODS`], in order.

@@ -28,7 +28,7 @@ use crate::state::AppState;
 /// `GET /v1/models`.
 pub(crate) async fn models(_auth: GatewayAuth, State(state): State<AppState>) -> Response {
     let mut ids = vec!["lurkbot".to_string(), "lurkbot/main".to_string()];
-    ids.extend(state.config.agents.keys().map(|a| format!("lurkbot/{a}")));
+    ids.extend(state.config().agents.keys().map(|a| format!("lurkbot/{a}")));
     ids.dedup();
     let data: Vec<Value> = ids
         .iter()
@@ -85,7 +85,7 @@ fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, H
             ));
         }
     };
-    if agent != "main" && !state.config.agents.contains_key(agent) {
+    if agent != "main" && !state.config().agents.contains_key(agent) {
         return Err(HttpError::new(
             StatusCode::NOT_FOUND,
             "model_not_found",

@@ -59,7 +59,7 @@ pub(crate) const MIN_REMOTE_TOKEN_CHARS: usize = 24;
 /// `Unsafe` naming the setting to change.
 pub fn check_safe(state: &AppState, addr: SocketAddr) -> Result<(), StartError> {
     let loopback = addr.ip().is_loopback();
-    if !loopback && state.config.gateway.auth == GatewayAuth::None {
+    if !loopback && state.config().gateway.auth == GatewayAuth::None {
         return Err(StartError::Unsafe(format!(
             "gateway.auth = \"none\" is allowed on loopback only, not on {addr}; remove it or bind 127.0.0.1"
         )));

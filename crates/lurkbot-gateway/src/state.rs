@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use lurkbot_core::{Config, Home};
 use lurkbot_term::TerminalExec;
@@ -12,13 +12,17 @@ use crate::auth::FailureLimiter;
 use crate::host::SessionHost;
 use crate::hub::{ClientApprover, Hub};
 
+/// Called with the new settings when a reload puts them in force (the binary re-applies its log
+/// level with it).
+pub type ReloadHook = Arc<dyn Fn(&Config) + Send + Sync>;
+
 /// The gateway's shared state.
 #[derive(Clone)]
 pub struct AppState {
     /// The home.
     pub home: Home,
-    /// Settings.
-    pub config: Arc<Config>,
+    /// Settings, replaced whole by a reload (`gateway.reload`, SIGHUP).
+    config: Arc<RwLock<Arc<Config>>>,
     /// The token clients must present (`None`: `gateway.auth = "none"` on loopback).
     pub token: Option<Arc<str>>,
     /// The hooks' bearer token (`None`: hooks are off).
@@ -33,6 +37,7 @@ pub struct AppState {
     pub exec: Arc<TerminalExec>,
     /// Failed-auth limiter.
     pub limiter: Arc<FailureLimiter>,
+    reload_hook: Option<ReloadHook>,
     live_connections: Arc<AtomicUsize>,
     shutdown: Arc<watch::Sender<bool>>,
     bound: Arc<OnceLock<SocketAddr>>,
@@ -57,7 +62,7 @@ impl AppState {
         let exec = host.exec();
         Self {
             home,
-            config: Arc::new(config),
+            config: Arc::new(RwLock::new(Arc::new(config))),
             token: token.map(Arc::from),
             hooks_token: hooks_token.map(Arc::from),
             hub,
@@ -65,9 +70,39 @@ impl AppState {
             host,
             exec,
             limiter: Arc::new(FailureLimiter::default()),
+            reload_hook: None,
             live_connections: Arc::new(AtomicUsize::new(0)),
             shutdown: Arc::new(watch::channel(false).0),
             bound: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// Calls `hook` whenever a reload puts new settings in force (builder style).
+    #[must_use]
+    pub fn with_reload_hook(mut self, hook: ReloadHook) -> Self {
+        self.reload_hook = Some(hook);
+        self
+    }
+
+    pub(crate) fn reload_hook(&self) -> Option<&ReloadHook> {
+        self.reload_hook.as_ref()
+    }
+
+    /// The settings in force now.
+    pub fn config(&self) -> Arc<Config> {
+        match self.config.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Puts `config` in force for every request and turn that starts from now on.
+    pub(crate) fn replace_config(&self, config: Config) {
+        let config = Arc::new(config);
+        self.host.replace_config(config.clone());
+        match self.config.write() {
+            Ok(mut c) => *c = config,
+            Err(poisoned) => *poisoned.into_inner() = config,
         }
     }
 

@@ -74,6 +74,7 @@ async fn connection(socket: WebSocket, state: AppState, ip: IpAddr) {
     })));
     if let Some(grants) = handshake(&state, &mut stream, &out, ip).await {
         serve(&state, &grants, &mut stream, &out).await;
+        tracing::info!(peer = %ip, "WebSocket client left");
     }
     drop(out);
     let _ = writer.await;
@@ -147,7 +148,10 @@ async fn handshake(
             .unwrap_or("");
         if !token_matches(expected, given) {
             // Only a wrong token counts towards the limit; a missing one locks nobody out.
-            if !given.is_empty() {
+            if given.is_empty() {
+                tracing::info!(peer = %ip, "auth failure: WebSocket connect without a token");
+            } else {
+                tracing::warn!(peer = %ip, "auth failure: WebSocket connect with a wrong token");
                 state.limiter.fail(ip);
             }
             return refuse(
@@ -160,6 +164,13 @@ async fn handshake(
         }
     }
     let conn_id = format!("conn_{}", lurkbot_core::random_hex(6));
+    tracing::info!(
+        peer = %ip,
+        conn_id,
+        client = p.pointer("/client/id").and_then(|v| v.as_str()).unwrap_or(""),
+        protocol = version.number(),
+        "WebSocket client connected"
+    );
     let grants = Grants::from_connect(p.get("scopes"));
     let mut hello = version.hello(&conn_id, &crate::methods::names());
     hello["scopes"] = grants.names().into();
@@ -231,11 +242,19 @@ fn request(state: &AppState, grants: &Grants, text: &str, out: &mpsc::UnboundedS
     let grants = grants.clone();
     let out = out.clone();
     tokio::spawn(async move {
-        let frame =
-            match crate::methods::call(&state, &grants, &request.method, &request.params).await {
-                Ok(payload) => protocol::ok(&request.id, payload),
-                Err(e) => protocol::err(Some(&request.id), &e),
-            };
+        let started = std::time::Instant::now();
+        let answer = crate::methods::call(&state, &grants, &request.method, &request.params).await;
+        let ms = started.elapsed().as_millis() as u64;
+        let frame = match answer {
+            Ok(payload) => {
+                tracing::info!(method = request.method.as_str(), ok = true, ms, "rpc");
+                protocol::ok(&request.id, payload)
+            }
+            Err(e) => {
+                tracing::warn!(method = request.method.as_str(), ok = false, code = ?e.code, ms, "rpc");
+                protocol::err(Some(&request.id), &e)
+            }
+        };
         let _ = out.send(Out::Frame(frame));
     });
 }

@@ -12,4 +12,5 @@ mod browser;
 mod hostile;
 mod http;
 mod openai_sdk;
+mod ops;
 mod protocol;

@@ -398,7 +398,10 @@ async fn allow_always_in_one_session_holds_in_every_other() {
         let sent = c
             .request("chat.send", json!({"message": "go", "sessionKey": session}))
             .await;
-        let run_id = sent["payload"]["runId"].as_str().unwrap().to_string();
+        let run_id = sent["payload"]["runId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{sent}"))
+            .to_string();
         finish_turn(c, &run_id, answer).await
     };
     assert!(!turn(&mut c, b, None).await.0);

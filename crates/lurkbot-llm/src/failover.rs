@@ -161,11 +161,13 @@ impl Failover {
                             tokio::time::sleep(backoff(attempt)).await;
                         }
                         Err(e) if e.rotates_profile() && !streamed => {
+                            tracing::warn!(profile = id.as_str(), model = model.model.as_str(), error = %e, "model failed; trying the next profile or model");
                             self.record(&id, false);
                             last = Some(e);
                             break;
                         }
                         Err(e) if matches!(e.kind, ErrorKind::Transient) && !streamed => {
+                            tracing::warn!(profile = id.as_str(), model = model.model.as_str(), error = %e, "model failed; trying the next profile or model");
                             last = Some(e);
                             break;
                         }

@@ -194,6 +194,7 @@ async fn out_never_replaces_state_or_secrets() {
     h.write("sessions/main/abc.jsonl", b"{\"transcript\":1}\n");
     h.write("workspace/cal/calendar.db", b"SQLite format 3\0");
     h.write("auth/profiles.json", b"{}");
+    h.write("logs/gateway.log", b"{\"level\":\"INFO\"}\n");
     for out in [
         "sessions/main/abc.jsonl",
         "workspace/cal/calendar.db",
@@ -202,6 +203,7 @@ async fn out_never_replaces_state_or_secrets() {
         "auth/profiles.json",
         "workspace/rss/subscriptions.json",
         "cron/jobs.json",
+        "logs/gateway.log",
     ] {
         let before = snapshot(&h, out);
         let env = h

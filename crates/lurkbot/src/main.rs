@@ -2,6 +2,7 @@
 
 mod cli;
 mod error;
+mod logging;
 mod progress;
 mod run;
 

@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};
 
-use crate::util::Test;
+use crate::util::{Test, start_gateway as start};
 
 #[test]
 fn starts_logs_one_line_and_stops_on_sigterm() {
@@ -77,30 +77,6 @@ fn unsafe_or_incomplete_settings_refuse_to_start() {
     let out = bare.run(&["gateway", "--port", "0"]);
     assert_eq!(out.status, 2, "{}", out.stderr);
     assert!(out.stderr.contains("lurkbot init"), "{}", out.stderr);
-}
-
-/// A running `lurkbot gateway` process, stopped on drop.
-struct Running {
-    child: std::process::Child,
-    ws: String,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(t: &Test, env: &[(&str, &str)]) -> Running {
-    let mut child = t.command(&["gateway", "--port", "0"], env).spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line.split_whitespace().nth(4).unwrap();
-    let ws = format!("{}ws", url.replace("http://", "ws://"));
-    Running { child, ws }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

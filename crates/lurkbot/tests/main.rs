@@ -19,5 +19,6 @@ mod doctor;
 mod exec;
 mod gateway;
 mod init;
+mod logs;
 mod rss;
 mod structure;

@@ -138,3 +138,84 @@ pub fn tree(dir: &Path) -> Vec<String> {
     out.sort();
     out
 }
+
+/// A running `lurkbot gateway` process (stopped on drop), its stderr drained so its logs never
+/// fill the pipe.
+pub struct Running {
+    pub child: std::process::Child,
+    /// `ws://127.0.0.1:PORT/ws`.
+    pub ws: String,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    drain: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    /// What it wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Stops it with SIGTERM; its exit status and whole stderr.
+    pub fn stop(mut self) -> (i32, String) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = self.child.wait().unwrap().code().unwrap_or(-1);
+        // The drain thread ends at EOF, which the exit brings.
+        if let Some(drain) = self.drain.take() {
+            drain.join().unwrap();
+        }
+        (status, self.stderr())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `lurkbot gateway --port 0` on `t`'s home and waits for its address line.
+pub fn start_gateway(t: &Test, env: &[(&str, &str)]) -> Running {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = t.command(&["gateway", "--port", "0"], env).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .nth(4)
+        .unwrap_or_else(|| panic!("no address line: {line}"));
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let ws = format!("ws://{addr}/ws");
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut pipe = child.stderr.take().unwrap();
+    let sink = stderr.clone();
+    let drain = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    Running {
+        child,
+        ws,
+        addr,
+        stderr,
+        drain: Some(drain),
+    }
+}

@@ -158,7 +158,10 @@ impl Agent {
                         return Err(e.into());
                     }
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    tracing::warn!(session = turn.session.as_str(), error = %e, "model call failed");
+                    return Err(e.into());
+                }
             }
         };
         turn.model = answered.model.to_string();
@@ -190,9 +193,17 @@ impl Agent {
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
             });
+            let started = std::time::Instant::now();
             let mut output = self
                 .run_call(&ctx, &turn.offered, call, &mut *on_event)
                 .await;
+            tracing::info!(
+                session = turn.session.as_str(),
+                tool = call.name.as_str(),
+                ok = !output.is_error,
+                ms = started.elapsed().as_millis() as u64,
+                "tool call"
+            );
             // Secret values (home and skill .env files) never reach the model.
             output.text = turn.redactor.text(&output.text);
             on_event(AgentEvent::ToolEnd {

@@ -55,6 +55,10 @@ pub mod method {
     pub const TERMINAL_EXEC: &str = "terminal.exec";
     /// Answer a pending approval.
     pub const EXEC_APPROVAL_RESOLVE: &str = "exec.approval.resolve";
+    /// A window of the gateway's log file.
+    pub const LOGS_TAIL: &str = "logs.tail";
+    /// Re-read config.toml.
+    pub const GATEWAY_RELOAD: &str = "gateway.reload";
 }
 
 /// The body of `GET /health` and of the `health` method.

@@ -66,14 +66,18 @@ pub(crate) fn run(home_path: &Path, args: &ConfigArgs) -> CliResult {
             }
             doc.save()?;
             crate::run::print_stdout(&format!("unset {key} (its default applies)\n"))?;
+            if let Ok(home) = Home::open(home_path) {
+                super::reload::tell_running_gateway(&home);
+            }
             Ok(())
         }
         ConfigArgs::Set { key, value } => {
             // Creates a missing home with mode 0700, like every other entry point.
-            Home::open(home_path)?;
+            let home = Home::open(home_path)?;
             let mut doc = ConfigDoc::load(&path)?;
             doc.set(key, value)?;
             doc.save()?;
+            super::reload::tell_running_gateway(&home);
             Ok(())
         }
     }

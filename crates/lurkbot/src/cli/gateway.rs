@@ -1,6 +1,7 @@
 //! `lurkbot gateway [--bind ADDR] [--port N]`: the gateway, web UI and session host on one
-//! port. Logs one line with the URL; stops cleanly on SIGINT/SIGTERM (running turns are
-//! cancelled and recorded, clients get a `shutdown` event).
+//! port. Prints one line with the URL and logs to stderr and `logs/gateway.log`; reloads
+//! config.toml on SIGHUP; stops cleanly on SIGINT/SIGTERM (running turns are cancelled and
+//! recorded, clients get a `shutdown` event).
 //!
 //! The token is `LURKBOT_GATEWAY_TOKEN` (environment or the home's `.env`), else
 //! `gateway.token`; `gateway.auth = "none"` runs without one on loopback only. Hooks use
@@ -13,7 +14,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use clap::Args;
-use lurkbot_core::{Config, GatewayAuth, Home, layout};
+use lurkbot_core::{Config, GatewayAuth, Home, RunningGateway, layout};
 use lurkbot_gateway::AppState;
 
 /// Flags of `lurkbot gateway`.
@@ -77,7 +78,9 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> CliResult {
             ));
         }
     };
-    let state = AppState::new(home, config, token.clone(), hooks_token);
+    let log_level = crate::logging::start_gateway_logging(&home, &config)?;
+    let state = AppState::new(home, config, token.clone(), hooks_token)
+        .with_reload_hook(crate::logging::reload_hook(log_level));
     if let Err(e) = lurkbot_gateway::check_safe(&state, addr) {
         return Err(CliError::usage("gateway", e.to_string()));
     }
@@ -96,6 +99,8 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> CliResult {
             }
         };
         let local = listener.local_addr()?;
+        // Installed before the address is printed: from then on SIGHUP reloads, never kills.
+        reload_on_hangup(state.clone())?;
         let url = format!("http://{local}/");
         let line = match &token {
             Some(t) if std::io::stdout().is_terminal() => {
@@ -107,14 +112,34 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> CliResult {
             None => format!("lurkbot gateway listening on {url} (no token: loopback only)"),
         };
         crate::run::print_stdout(&format!("{line}\n"))?;
-        match lurkbot_gateway::serve(listener, state, stop_signal()).await {
+        tracing::info!(address = %local, "gateway listening");
+        if let Err(e) = RunningGateway::record(&state.home, local) {
+            tracing::warn!(error = %e, "cannot record the gateway's address; `lurkbot config set` will not reload it");
+        }
+        let home = state.home.clone();
+        let served = lurkbot_gateway::serve(listener, state, stop_signal()).await;
+        RunningGateway::clear(&home);
+        match served {
             Ok(()) => {
-                eprintln!("lurkbot gateway: stopped");
+                tracing::info!("gateway stopped");
                 Ok(())
             }
             Err(e) => Err(CliError::failed("gateway", e.to_string())),
         }
     })
+}
+
+/// Reloads config.toml on every SIGHUP (a bad file is logged and the settings in force kept).
+fn reload_on_hangup(state: AppState) -> std::io::Result<()> {
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            tracing::info!("SIGHUP: reloading config.toml");
+            // Refusals are logged by reload itself.
+            let _ = state.reload();
+        }
+    });
+    Ok(())
 }
 
 /// A listener with a deep accept queue (many clients may connect at once).

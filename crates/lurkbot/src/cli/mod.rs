@@ -13,6 +13,8 @@ pub(crate) mod doctor;
 pub(crate) mod exec;
 pub(crate) mod gateway;
 pub(crate) mod init;
+pub(crate) mod logs;
+pub(crate) mod reload;
 pub(crate) mod remote;
 pub(crate) mod sessions;
 
@@ -57,6 +59,8 @@ pub(crate) enum Sub {
     /// List, read, reset or delete the agent's sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsArgs),
+    /// The gateway's log: the last lines, -f to follow, --since, --json.
+    Logs(logs::LogsArgs),
     /// The web UI's address with the gateway token (shown on a terminal; --open opens it).
     Dashboard(dashboard::DashboardArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).

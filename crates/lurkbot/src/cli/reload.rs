@@ -1,0 +1,72 @@
+//! After `lurkbot config set|unset`: a gateway running on this home (found by
+//! `run/gateway.json`, loopback only) is asked to reload (`gateway.reload`), and what it did is
+//! said on stderr — reloaded, reloaded but a key needs a restart, or kept its settings and why.
+//! No gateway running is not an error: the next start reads the file.
+
+use std::time::Duration;
+
+use lurkbot_core::{Home, RunningGateway};
+use lurkbot_gateway::protocol::method;
+use serde_json::{Value, json};
+
+/// How long to wait for a running gateway's answer.
+const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+
+/// Asks the home's running gateway (if any) to reload; says what happened on stderr.
+pub(crate) fn tell_running_gateway(home: &Home) {
+    let Some(running) = RunningGateway::find(home) else {
+        return;
+    };
+    let Some(addr) = running.loopback_addr() else {
+        eprintln!(
+            "a gateway runs on {} (pid {}): send it SIGHUP (kill -HUP {}) to reload",
+            running.addr, running.pid, running.pid
+        );
+        return;
+    };
+    let token = crate::cli::remote::gateway_token(home);
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    let answer = runtime.block_on(async {
+        tokio::time::timeout(ANSWER_WITHIN, async {
+            let url = format!("http://{addr}/");
+            let mut client = crate::cli::remote::Remote::connect(&url, token.as_deref())
+                .await
+                .ok()?;
+            client.call(method::GATEWAY_RELOAD, json!({})).await.ok()
+        })
+        .await
+        .ok()
+        .flatten()
+    });
+    match answer {
+        // Not reachable: it has stopped (or died) since it recorded itself.
+        None => {}
+        Some(Ok(plan)) => {
+            let restart: Vec<&str> = plan
+                .pointer("/plan/restartReasons")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if restart.is_empty() {
+                eprintln!(
+                    "the running gateway (pid {}) reloaded config.toml",
+                    running.pid
+                );
+            } else {
+                eprintln!(
+                    "the running gateway (pid {}) reloaded config.toml, but {}: restart it for that (systemctl --user restart lurkbot-gateway, or stop and start it)",
+                    running.pid,
+                    restart.join("; ")
+                );
+            }
+        }
+        Some(Err((_, message))) => {
+            eprintln!("the running gateway (pid {}): {message}", running.pid);
+        }
+    }
+}
