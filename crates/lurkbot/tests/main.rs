@@ -21,4 +21,5 @@ mod gateway;
 mod init;
 mod logs;
 mod rss;
+mod service;
 mod structure;

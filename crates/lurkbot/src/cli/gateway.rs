@@ -20,9 +20,13 @@ use lurkbot_gateway::AppState;
 /// Flags of `lurkbot gateway`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Exit status: 0 stopped cleanly, 1 the port could not be served, 2 unsafe or missing settings.\n\nExamples:\n  lurkbot gateway\n  lurkbot gateway --port 8080"
+    after_help = "Exit status: 0 stopped cleanly, 1 the port could not be served, 2 unsafe or missing settings.\n\nSignals: SIGHUP reloads config.toml; SIGINT and SIGTERM stop it cleanly.\n\nExamples:\n  lurkbot gateway\n  lurkbot gateway --port 8080\n  lurkbot gateway install      # as a systemd user service\n  lurkbot gateway status"
 )]
+#[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct GatewayArgs {
+    /// Run the gateway as a systemd user service instead.
+    #[command(subcommand)]
+    service: Option<super::service::ServiceArgs>,
     /// Address to bind (default gateway.bind, 127.0.0.1).
     #[arg(long, value_name = "ADDR")]
     bind: Option<String>,
@@ -32,6 +36,9 @@ pub(crate) struct GatewayArgs {
 }
 
 pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> CliResult {
+    if let Some(service) = &args.service {
+        return super::service::run(home_path, service);
+    }
     let home = Home::open(home_path)?;
     let config = Config::load(&home.join(layout::CONFIG))?;
     lurkbot_core::sweep_stale_temp(&home);
@@ -101,6 +108,10 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> CliResult {
         let local = listener.local_addr()?;
         // Installed before the address is printed: from then on SIGHUP reloads, never kills.
         reload_on_hangup(state.clone())?;
+        // Recorded before the address is printed: whoever read that line can find it.
+        if let Err(e) = RunningGateway::record(&state.home, local) {
+            tracing::warn!(error = %e, "cannot record the gateway's address; `lurkbot config set` will not reload it");
+        }
         let url = format!("http://{local}/");
         let line = match &token {
             Some(t) if std::io::stdout().is_terminal() => {
@@ -113,9 +124,6 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> CliResult {
         };
         crate::run::print_stdout(&format!("{line}\n"))?;
         tracing::info!(address = %local, "gateway listening");
-        if let Err(e) = RunningGateway::record(&state.home, local) {
-            tracing::warn!(error = %e, "cannot record the gateway's address; `lurkbot config set` will not reload it");
-        }
         let home = state.home.clone();
         let served = lurkbot_gateway::serve(listener, state, stop_signal()).await;
         RunningGateway::clear(&home);

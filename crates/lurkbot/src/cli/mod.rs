@@ -16,6 +16,7 @@ pub(crate) mod init;
 pub(crate) mod logs;
 pub(crate) mod reload;
 pub(crate) mod remote;
+pub(crate) mod service;
 pub(crate) mod sessions;
 
 use std::path::PathBuf;
