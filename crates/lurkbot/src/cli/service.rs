@@ -225,7 +225,7 @@ fn status(home_path: &Path) -> CliResult {
     let answering = running
         .as_ref()
         .and_then(RunningGateway::loopback_addr)
-        .is_some_and(|addr| health(addr));
+        .is_some_and(health);
     match &running {
         Some(r) if answering => lines.push(format!(
             "gateway: running (pid {}) on http://{}/, /health answers",
