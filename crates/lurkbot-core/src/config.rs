@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Settings read from `config.toml` (all sections optional).
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct Config {
     /// `[agent]`: model selection.
@@ -32,7 +33,7 @@ pub struct Config {
 }
 
 /// `[log]`: what the gateway logs and how much of it is kept.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct LogConfig {
     /// `error`, `warn`, `info` (default), `debug` or `trace`, optionally per module
@@ -77,7 +78,7 @@ impl LogConfig {
 }
 
 /// `[network]`: the network policy for URLs that come from command or tool arguments.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct NetworkConfig {
     /// Allow loopback, private, link-local and every other non-public address (default false).
@@ -95,7 +96,7 @@ impl Config {
 }
 
 /// `[agent]` settings.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct AgentConfig {
     /// `<provider>/<model>`, e.g. `openai/gpt-4o-mini`.
@@ -127,7 +128,7 @@ impl Default for AgentConfig {
 }
 
 /// How much the system prompt says.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PromptMode {
     /// Every section (main sessions).
@@ -140,7 +141,7 @@ pub enum PromptMode {
 }
 
 /// `[agents.<id>]`: settings for one agent.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct AgentOverride {
     /// `[agents.<id>.tools]`: the agent's policy layer (and its `by_provider` tables).
@@ -150,7 +151,7 @@ pub struct AgentOverride {
 }
 
 /// One layer of the tool policy as configured.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct ToolLayerConfig {
     /// A profile that narrows this layer.
@@ -164,7 +165,7 @@ pub struct ToolLayerConfig {
 }
 
 /// When tools run sandboxed (no terminal, no file changes).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     /// Never (default).
@@ -177,7 +178,7 @@ pub enum SandboxMode {
 }
 
 /// `[approvals]`: tool calls that wait for a human.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct ApprovalsConfig {
     /// Every `terminal_exec` command carrying `--confirm` needs approval (default true).
@@ -199,7 +200,7 @@ impl Default for ApprovalsConfig {
 }
 
 /// `[gateway]` settings.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct GatewayConfig {
     /// Address to bind; loopback by default.
@@ -233,7 +234,7 @@ impl Default for GatewayConfig {
 }
 
 /// How gateway clients authenticate.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum GatewayAuth {
     /// A shared token is required.
@@ -244,7 +245,7 @@ pub enum GatewayAuth {
 }
 
 /// `[permissions]` grants.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct Permissions {
     /// Access the `cal` command has to calendars.
@@ -252,7 +253,7 @@ pub struct Permissions {
 }
 
 /// `permissions.calendar`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum CalendarPermission {
     /// No access (default): `cal` answers `PermissionDenied`.
@@ -265,7 +266,7 @@ pub enum CalendarPermission {
 }
 
 /// `[calendar]` settings.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct CalendarConfig {
     /// `local` (default) or `caldav`.
@@ -275,7 +276,7 @@ pub struct CalendarConfig {
 }
 
 /// `[tools]` global policy layer.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct ToolsConfig {
     /// `minimal`, `coding`, `messaging` or `full`.
@@ -295,7 +296,7 @@ pub struct ToolsConfig {
 }
 
 /// `[tools.web_fetch]` settings.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct WebFetchConfig {
     /// Older alias of `[network] allow_private` (either one allows non-public addresses).

@@ -9,6 +9,7 @@ mod clock;
 mod config;
 mod config_check;
 mod config_doc;
+mod config_schema;
 mod error;
 mod home;
 mod host_port;
@@ -32,6 +33,7 @@ pub use config::{
     LOG_LEVELS, LogConfig, NetworkConfig, PromptMode, SandboxMode, ToolLayerConfig, WebFetchConfig,
 };
 pub use config_check::ConfigProblem;
+pub use config_schema::{config_reference, config_schema};
 pub use config_doc::{ConfigDoc, ConfigDocError, is_secret_key};
 pub use error::CoreError;
 pub use home::{Home, layout};

@@ -1,4 +1,4 @@
-//! `lurkbot config get|set|path`.
+//! `lurkbot config get|set|unset|list|schema|path`.
 
 use crate::error::{CliError, CliResult};
 use std::path::Path;
@@ -34,6 +34,12 @@ pub(crate) enum ConfigArgs {
         #[arg(long)]
         json: bool,
     },
+    /// Print the JSON Schema of config.toml: every key, its type, default and meaning.
+    Schema {
+        /// Print the Markdown reference (docs/CONFIG.md) instead.
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Print the path of config.toml.
     Path,
 }
@@ -56,6 +62,18 @@ pub(crate) fn run(home_path: &Path, args: &ConfigArgs) -> CliResult {
             )),
         },
         ConfigArgs::List { json } => super::config_list::run(home_path, *json),
+        ConfigArgs::Schema { markdown } => {
+            let text = if *markdown {
+                lurkbot_core::config_reference()
+            } else {
+                format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&lurkbot_core::config_schema())?
+                )
+            };
+            crate::run::print_stdout(&text)?;
+            Ok(())
+        }
         ConfigArgs::Unset { key } => {
             let mut doc = ConfigDoc::load(&path)?;
             if !doc.unset(key)? {
