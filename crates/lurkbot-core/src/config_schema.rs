@@ -39,11 +39,10 @@ pub fn config_reference() -> String {
 /// The definition a property points to (`$ref`, or the one non-null choice of an optional
 /// one), or the property itself.
 fn resolve<'a>(prop: &'a Value, defs: &'a Value) -> &'a Value {
-    if let Some(choice) = prop
-        .get("anyOf")
-        .and_then(Value::as_array)
-        .and_then(|c| c.iter().find(|v| v.get("type") != Some(&Value::from("null"))))
-    {
+    if let Some(choice) = prop.get("anyOf").and_then(Value::as_array).and_then(|c| {
+        c.iter()
+            .find(|v| v.get("type") != Some(&Value::from("null")))
+    }) {
         return resolve(choice, defs);
     }
     prop.get("$ref")
@@ -59,7 +58,13 @@ fn section(out: &mut String, key: &str, prop: &Value, defs: &Value) {
     if let Some(map) = target.get("additionalProperties").filter(|a| a.is_object()) {
         out.push_str(&format!("\n## `[{key}.<name>]`\n\n{description}\n"));
         let entry = resolve(map, defs);
-        rows_of(out, &format!("{key}.<name>"), entry, defs, &mut vec![ref_name(map)]);
+        rows_of(
+            out,
+            &format!("{key}.<name>"),
+            entry,
+            defs,
+            &mut vec![ref_name(map)],
+        );
         return;
     }
     out.push_str(&format!("\n## `[{key}]`\n\n{description}\n"));
@@ -118,7 +123,13 @@ fn rows_of(
         if let Some(map) = target.get("additionalProperties").filter(|a| a.is_object()) {
             out.push_str(&format!("\n### `[{key}.<name>]`\n\n{description}\n"));
             path.push(ref_name(map));
-            rows_of(out, &format!("{key}.<name>"), resolve(map, defs), defs, path);
+            rows_of(
+                out,
+                &format!("{key}.<name>"),
+                resolve(map, defs),
+                defs,
+                path,
+            );
         } else {
             out.push_str(&format!("\n### `[{key}]`\n\n{description}\n"));
             path.push(ref_name(prop));
@@ -225,14 +236,27 @@ mod tests {
     fn every_known_key_is_in_the_reference() {
         let reference = config_reference();
         let mut leaves = Vec::new();
-        collect(&serde_json::to_value(Config::default()).unwrap(), "", &mut leaves);
+        collect(
+            &serde_json::to_value(Config::default()).unwrap(),
+            "",
+            &mut leaves,
+        );
         for key in leaves {
-            assert!(reference.contains(&format!("`{key}`")), "{key} missing:\n{reference}");
+            assert!(
+                reference.contains(&format!("`{key}`")),
+                "{key} missing:\n{reference}"
+            );
         }
-        assert!(reference.contains("| `gateway.port` | port number 1–65535 | `18789` |"), "{reference}");
+        assert!(
+            reference.contains("| `gateway.port` | port number 1–65535 | `18789` |"),
+            "{reference}"
+        );
         assert!(reference.contains("`[agents.<name>]`"));
         assert!(reference.contains("`read-write`: Read and change events."));
-        assert!(reference.contains("| `agents.<name>.sandbox` | one of `off`"), "{reference}");
+        assert!(
+            reference.contains("| `agents.<name>.sandbox` | one of `off`"),
+            "{reference}"
+        );
     }
 
     #[test]

@@ -33,8 +33,8 @@ pub use config::{
     LOG_LEVELS, LogConfig, NetworkConfig, PromptMode, SandboxMode, ToolLayerConfig, WebFetchConfig,
 };
 pub use config_check::ConfigProblem;
-pub use config_schema::{config_reference, config_schema};
 pub use config_doc::{ConfigDoc, ConfigDocError, is_secret_key};
+pub use config_schema::{config_reference, config_schema};
 pub use error::CoreError;
 pub use home::{Home, layout};
 pub use host_port::split_host_port;

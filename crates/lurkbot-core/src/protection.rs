@@ -110,6 +110,7 @@ pub fn classify_relative(relative: &str) -> Protection {
         ["cron", ..] => State("cron jobs are changed only with 'lurkbot cron' or the cron tool"),
         ["memory", ..] => State("the memory index is written only by 'lurkbot memory'"),
         ["logs", ..] => State("the gateway's logs are written only by the gateway"),
+        ["history", ..] => State("chat history is written only by lurkbot chat"),
         ["run", ..] => State("the running gateway's address is written only by the gateway"),
         ["artifacts", "terminal_exec", ..] => {
             State("the terminal_exec audit log is written only by terminal_exec")
@@ -335,6 +336,7 @@ mod tests {
             "logs/gateway.log",
             "logs/gateway.log.1",
             "run/gateway.json",
+            "history/chat.txt",
             "artifacts/terminal_exec/runs/x.json",
             "workspace/cal/calendar.db",
             "workspace/cal/calendar.db-journal",

@@ -85,3 +85,93 @@ fn chat_without_a_model_says_how_to_configure_one() {
     let out = t.run_full(&["chat", "--session", "bad key"], Some(""), &[]);
     assert_ne!(out.status, 0);
 }
+
+/// Drives a program on a pseudo-terminal (Python's pty module): waits for each expected text
+/// (as an event, with a generous upper bound), then types the next keys.
+const PTY_DRIVER: &str = r#"
+import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+seen = b""
+def until(token):
+    global seen
+    end = time.time() + 30
+    while token not in seen:
+        ready, _, _ = select.select([fd], [], [], max(0.0, end - time.time()))
+        if not ready:
+            sys.exit("timed out waiting for %r; the terminal showed %r" % (token, seen))
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            sys.exit("the program ended before %r; it showed %r" % (token, seen))
+        seen += chunk
+    seen = seen[seen.index(token) + len(token):]
+steps = [
+    # Type "wrld", go left 3 and insert "o", jump home (Ctrl-A), insert "Hello ".
+    (b"> ", b"wrld\x1b[D\x1b[D\x1b[Do\x01Hello \r"),
+    # Up arrow recalls the line just sent.
+    (b"First reply.", b""),
+    (b"> ", b"\x1b[A\r"),
+    # A trailing backslash continues the input on a second line.
+    (b"Second reply.", b""),
+    (b"> ", b"line one\\\rline two\r"),
+    (b"Third reply.", b""),
+    (b"> ", b"\x04"),
+]
+for expect, keys in steps:
+    until(expect)
+    if keys:
+        os.write(fd, keys)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_on_a_terminal_edits_lines_and_keeps_history() {
+    let t = Test::init();
+    let fake = FakeProvider::start(vec![
+        Step::text("First reply."),
+        Step::text("Second reply."),
+        Step::text("Third reply."),
+    ])
+    .await;
+    let base = format!("{}/v1", fake.url);
+    let out = std::process::Command::new("python3")
+        .args(["-c", PTY_DRIVER, env!("CARGO_BIN_EXE_lurkbot"), "chat"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", t.dir.path())
+        .env("LURKBOT_HOME", &t.home)
+        .env("TERM", "xterm-256color")
+        .env("LURKBOT_MODEL", "openai/fake-model")
+        .env("OPENAI_BASE_URL", &base)
+        .output()
+        .expect("python3 runs the pty driver");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sent: Vec<String> = fake
+        .requests()
+        .iter()
+        .map(|r| {
+            let last = r.body["messages"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap()
+                .clone();
+            last["content"].as_str().unwrap_or_default().to_string()
+        })
+        .collect();
+    assert_eq!(sent, ["Hello world", "Hello world", "line one\nline two"]);
+    let history = t.path("history/chat.txt");
+    let text = std::fs::read_to_string(&history).unwrap();
+    assert!(text.contains("Hello world"), "{text}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&history).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+}

@@ -15,7 +15,8 @@ use lurkbot_core::{Config, Home, SessionKey, layout};
 use lurkbot_llm::Failover;
 use serde_json::json;
 
-use super::console::{AskHuman, line, show, stdin_lines};
+use super::console::{AskHuman, line, show};
+use super::line_reader::LineReader;
 
 /// Flags of `lurkbot agent`.
 #[derive(Debug, Args)]
@@ -77,7 +78,7 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> CliResult {
     let approver: Arc<dyn lurkbot_agent::Approver> = if std::io::stdin().is_terminal() {
         let _guard = runtime.enter();
         Arc::new(AskHuman {
-            lines: stdin_lines(),
+            lines: LineReader::start(false, None),
         })
     } else {
         Arc::new(NoHuman)

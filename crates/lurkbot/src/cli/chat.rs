@@ -9,7 +9,7 @@
 //! cancelled); Ctrl-C at the prompt leaves. Input may be piped, which is how it is tested.
 
 use crate::error::CliResult;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,7 +17,9 @@ use clap::Args;
 use lurkbot_agent::{Agent, AgentEvent, Sessions};
 use lurkbot_core::{Home, SessionKey};
 
-use super::console::{AskHuman, Lines, show, stdin_lines};
+use super::console::{AskHuman, show};
+use super::line_reader::{CHAT_HISTORY, LineReader};
+use super::markdown::MarkdownStream;
 
 /// Flags of `lurkbot chat`.
 #[derive(Debug, Args)]
@@ -41,10 +43,8 @@ pub(crate) fn run(home_path: &Path, args: ChatArgs) -> CliResult {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let lines = {
-        let _guard = runtime.enter();
-        stdin_lines()
-    };
+    let interactive = std::io::stdin().is_terminal();
+    let lines = LineReader::start(interactive, Some(home.join(CHAT_HISTORY)));
     let model = failover.primary().to_string();
     let agent = Agent::new(home.clone(), config, failover).with_approver(Arc::new(AskHuman {
         lines: lines.clone(),
@@ -57,9 +57,10 @@ async fn chat(
     mut agent: Agent,
     session: SessionKey,
     model: String,
-    lines: Lines,
+    lines: LineReader,
 ) -> CliResult {
     let interactive = std::io::stdin().is_terminal();
+    let styled = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let sessions = Sessions::open(&home, session.agent_id());
     let entry = sessions.get_or_create(&session)?;
     eprintln!(
@@ -68,13 +69,10 @@ async fn chat(
         entry.session_id,
         entry.turns
     );
+    let prompt = if interactive { "> " } else { "" };
     loop {
-        if interactive {
-            eprint!("> ");
-            let _ = std::io::stderr().flush();
-        }
         let line = tokio::select! {
-            line = async { lines.lock().await.recv().await } => line,
+            line = lines.read(prompt) => line,
             _ = tokio::signal::ctrl_c() => None,
         };
         let Some(line) = line else {
@@ -115,11 +113,22 @@ async fn chat(
             }
             continue;
         }
-        let mut on_event = |event: AgentEvent| show(false, &event);
+        let mut markdown = MarkdownStream::default();
+        let mut on_event = |event: AgentEvent| match &event {
+            AgentEvent::Text(text) if styled => {
+                let shown = markdown.push(&lurkbot_core::printable(text));
+                let _ = crate::run::print_stdout(&shown);
+            }
+            _ => show(false, &event),
+        };
         let outcome = tokio::select! {
             outcome = agent.turn(&session, line, &mut on_event) => Some(outcome),
             _ = tokio::signal::ctrl_c() => None,
         };
+        let rest = markdown.finish();
+        if !rest.is_empty() {
+            let _ = crate::run::print_stdout(&rest);
+        }
         match outcome {
             Some(Ok(done)) => {
                 if !done.text.ends_with('\n') {

@@ -3,13 +3,13 @@
 //! human to approve calls on the terminal.
 
 use std::io::Write;
-use std::sync::Arc;
 
 use lurkbot_agent::DecisionFuture;
 use lurkbot_agent::{AgentEvent, ApprovalRequest, Approver, Decision};
 use lurkbot_core::printable;
 use serde_json::json;
-use tokio::sync::{Mutex, mpsc};
+
+use super::line_reader::LineReader;
 
 /// Shows one event.
 pub(crate) fn show(json_mode: bool, event: &AgentEvent) {
@@ -111,42 +111,17 @@ pub(crate) fn line(value: &serde_json::Value) {
     let _ = crate::run::print_stdout(&format!("{value}\n"));
 }
 
-/// Lines typed by the human, read on a thread so a turn can wait for them without blocking.
-pub(crate) type Lines = Arc<Mutex<mpsc::UnboundedReceiver<String>>>;
-
-/// Starts reading stdin line by line; the channel closes at end of input.
-pub(crate) fn stdin_lines() -> Lines {
-    let (tx, rx) = mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        let mut buffer = String::new();
-        loop {
-            buffer.clear();
-            match stdin.read_line(&mut buffer) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let line = buffer.trim_end_matches(['\n', '\r']).to_string();
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-    });
-    Arc::new(Mutex::new(rx))
-}
-
 /// Asks the human: the next input line is the decision; end of input or an unknown answer
 /// denies.
 pub(crate) struct AskHuman {
     /// Where answers come from.
-    pub(crate) lines: Lines,
+    pub(crate) lines: LineReader,
 }
 
 impl Approver for AskHuman {
     fn decide<'a>(&'a self, _request: &'a ApprovalRequest) -> DecisionFuture<'a> {
         Box::pin(async move {
-            let answer = self.lines.lock().await.recv().await;
+            let answer = self.lines.read("approve? [y/a/n] ").await;
             match answer.map(|a| a.parse::<Decision>()) {
                 Some(Ok(decision)) => decision,
                 Some(Err(message)) => {
