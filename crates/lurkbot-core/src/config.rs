@@ -112,6 +112,10 @@ pub struct AgentConfig {
     /// Most tokens one reply may have (`max_tokens` of each request); by default a quarter of
     /// the window, at most `reserve_tokens` and 4,096, so a runaway reply cannot fill it.
     pub max_output_tokens: Option<u64>,
+    /// The user's time zone (IANA name, e.g. `Europe/Berlin`): calendar times are shown in it
+    /// and times written without an offset are read in it. Default: the system's (`TZ`, else
+    /// `/etc/localtime`), else UTC.
+    pub timezone: Option<String>,
 }
 
 impl Default for AgentConfig {
@@ -123,6 +127,7 @@ impl Default for AgentConfig {
             reserve_tokens: 16_384,
             prompt_mode: PromptMode::Full,
             max_output_tokens: None,
+            timezone: None,
         }
     }
 }

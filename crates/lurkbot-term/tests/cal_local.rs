@@ -326,7 +326,7 @@ async fn all_day_events_and_dst_days() {
         "--title x --start 2026-12-24 --end 2026-12-25",
         "--title x --start 2026-12-25 --end 2026-12-24 --all-day",
         "--title x --start 2026-12-24T10:00:00Z --end 2026-12-24T09:00:00Z",
-        "--title x --start 2026-12-24T10:00:00 --end 2026-12-24T11:00:00",
+        "--title x --start 2026-12-24T25:00 --end 2026-12-24T26:00",
         "--title \"\" --start 2026-12-24T10:00:00Z --end 2026-12-24T11:00:00Z",
         "--title x --start 2026-12-24T10:00:00Z --end 2026-12-24T11:00:00Z --remind-minutes -5",
     ] {

@@ -92,7 +92,7 @@ impl Backend {
         new: &NewEvent,
     ) -> Result<(i64, Option<i64>), CommandError> {
         let uid = format!("{}@lurkbot", lurkbot_core::random_hex(16));
-        let now = now();
+        let now = now_ms();
         match self {
             Self::Local(s) => s.create(new, &uid, now),
             Self::CalDav(s) => s.create(new, &uid).await,
@@ -101,7 +101,7 @@ impl Backend {
 
     /// Stores an event's changed fields.
     pub(super) async fn save(&mut self, event: &Event) -> Result<(), CommandError> {
-        let now = now();
+        let now = now_ms();
         match self {
             Self::Local(s) => s.save(event, now),
             Self::CalDav(s) => s.save(event, now).await,
@@ -124,7 +124,7 @@ impl Backend {
     ) -> Result<i64, CommandError> {
         match self {
             Self::Local(s) => s.add_reminder(event_id, minutes),
-            Self::CalDav(s) => s.add_reminder(event_id, minutes, now()).await,
+            Self::CalDav(s) => s.add_reminder(event_id, minutes, now_ms()).await,
         }
     }
 }
@@ -145,7 +145,8 @@ impl Backend {
     }
 }
 
-fn now() -> i64 {
+/// Now, in ms since the epoch.
+pub(super) fn now_ms() -> i64 {
     i64::try_from(lurkbot_core::now_ms()).unwrap_or(i64::MAX)
 }
 
@@ -155,7 +156,7 @@ pub(super) fn not_found(what: &str, id: i64) -> CommandError {
         if what == "calendar" {
             "'cal list-calendars' shows the calendar ids"
         } else {
-            "'cal list-events --from … --to …' shows the event ids"
+            "'cal list-events' shows the event ids"
         },
     )
 }

@@ -15,6 +15,7 @@ use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use icalendar::parser::{Component, Property, read_calendar, unfold};
 
 use super::model::Span;
+use super::times::Zone;
 
 /// One VEVENT (a whole event, or one occurrence of a recurring one as the server expanded it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,21 +150,12 @@ fn local_ms(naive: NaiveDateTime, tzid: Option<&str>, zones: &[&Component<'_>]) 
         return naive.and_utc().timestamp_millis();
     };
     let wall = naive.and_utc().timestamp();
-    if let Some(zone) = iana_zone(tzid) {
-        let offset_at = |t: i64| {
-            zone.find_local_time_type(t)
-                .ok()
-                .map(|l| i64::from(l.ut_offset()))
+    if let Some(zone) = Zone::named(tzid) {
+        return match zone.resolve(naive) {
+            Ok(t) => t.timestamp_millis(),
+            // The time falls into a gap; read it with the offset before the gap.
+            Err(before) => (wall - before).saturating_mul(1000),
         };
-        if let (Some(before), Some(after)) = (offset_at(wall - 86_400), offset_at(wall + 86_400)) {
-            let fits = [before, after]
-                .into_iter()
-                .map(|offset| wall - offset)
-                .filter(|&t| offset_at(t) == Some(wall - t))
-                .min();
-            // No fit: the time falls into a gap; read it with the offset before the gap.
-            return fits.unwrap_or(wall - before).saturating_mul(1000);
-        }
     }
     if let Some(offset) = vtimezone_offset(tzid, zones)
         && let Some(t) = offset.from_local_datetime(&naive).earliest()
@@ -171,24 +163,6 @@ fn local_ms(naive: NaiveDateTime, tzid: Option<&str>, zones: &[&Component<'_>]) 
         return t.timestamp_millis();
     }
     wall.saturating_mul(1000)
-}
-
-/// The system's zone named by a TZID, also behind a vendor prefix. Only names made of the
-/// characters IANA uses are looked up, so a TZID can never name another file.
-fn iana_zone(tzid: &str) -> Option<tz::TimeZone> {
-    let mut rest = tzid.trim();
-    loop {
-        let plausible = !rest.is_empty()
-            && !rest.starts_with('/')
-            && !rest.contains("..")
-            && rest
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"/_-+".contains(&b));
-        if plausible && let Ok(zone) = tz::TimeZone::from_posix_tz(rest) {
-            return Some(zone);
-        }
-        rest = &rest[rest.find('/')? + 1..];
-    }
 }
 
 /// The standard-time offset an object's own VTIMEZONE gives a TZID.

@@ -74,19 +74,19 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
         SubcommandSpec {
             name: "list-events",
             summary: "list the events overlapping a time range",
-            usage: "cal list-events --from <RFC3339> --to <RFC3339> [--calendar-id <id>] [--max <n>] [--out <path>]",
+            usage: "cal list-events [--from <time>] [--to <time>] [--calendar-id <id>] [--max <n>] [--out <path>]",
             flags: &[
                 FlagSpec::value(
                     "--from",
-                    "RFC3339",
-                    true,
-                    "range start, with an offset (e.g. 2026-11-21T00:00:00+01:00)",
+                    "time",
+                    false,
+                    "range start (default now): RFC 3339, a local time like 2026-11-21T09:00, or a date",
                 ),
                 FlagSpec::value(
                     "--to",
-                    "RFC3339",
-                    true,
-                    "range end (exclusive), with an offset",
+                    "time",
+                    false,
+                    "range end, exclusive (default 7 days after --from)",
                 ),
                 FlagSpec::value("--calendar-id", "id", false, "only this calendar"),
                 MAX_EVENTS,
@@ -95,30 +95,37 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
                 LIST_OVERWRITE,
             ],
             examples: &[
+                "cal list-events",
+                "cal list-events --from 2026-11-21 --to 2026-11-28",
                 "cal list-events --from 2026-11-21T00:00:00+01:00 --to 2026-11-28T00:00:00+01:00",
             ],
             run: |ctx, parsed| {
                 Box::pin(async move {
-                    read::list_events(ctx, read::EventsArgs::from_args(&parsed)?).await
+                    read::list_events(ctx, read::EventsArgs::from_args(ctx, &parsed)?).await
                 })
             },
         },
         SubcommandSpec {
             name: "create-event",
             summary: "create an event (optionally with a reminder)",
-            usage: "cal create-event --calendar-id <id> --title <text> --start <RFC3339> --end <RFC3339> [--all-day] [--location <text>] [--remind-minutes <n>] --confirm",
+            usage: "cal create-event [--calendar-id <id>] --title <text> --start <time> --end <time> [--all-day] [--location <text>] [--remind-minutes <n>] --confirm",
             flags: &[
-                CALENDAR_ID,
+                FlagSpec::value(
+                    "--calendar-id",
+                    "id",
+                    false,
+                    "the calendar's id (default the primary calendar)",
+                ),
                 FlagSpec::value("--title", "text", true, "the title"),
                 FlagSpec::value(
                     "--start",
-                    "RFC3339|date",
+                    "time|date",
                     true,
-                    "start (a date for --all-day)",
+                    "start: RFC 3339, a local time like 2026-11-24T09:00 (agent.timezone), or a date for --all-day",
                 ),
                 FlagSpec::value(
                     "--end",
-                    "RFC3339|date",
+                    "time|date",
                     true,
                     "end; for --all-day the day after the last (the same day = one day)",
                 ),
@@ -133,7 +140,8 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
                 CONFIRM,
             ],
             examples: &[
-                "cal create-event --calendar-id 1 --title \"Dentist\" --start 2026-11-24T09:00:00+01:00 --end 2026-11-24T09:30:00+01:00 --remind-minutes 30 --confirm",
+                "cal create-event --title \"Dentist\" --start 2026-11-24T09:00 --end 2026-11-24T09:30 --remind-minutes 30 --confirm",
+                "cal create-event --calendar-id 1 --title \"Call\" --start 2026-11-24T09:00:00+01:00 --end 2026-11-24T09:30:00+01:00 --confirm",
                 "cal create-event --calendar-id 1 --title Holiday --start 2026-12-24 --end 2026-12-27 --all-day --confirm",
             ],
             run: |ctx, parsed| {
@@ -244,6 +252,14 @@ impl Command for CalCommand {
 ///
 /// # Errors
 /// `PermissionDenied` naming the exact command that grants access; `ConfigInvalid`.
+/// The user's time zone (`agent.timezone`, else the system's).
+///
+/// # Errors
+/// `ConfigInvalid` for an unknown `agent.timezone`.
+fn user_zone(ctx: &CommandCtx<'_>) -> Result<times::Zone, CommandError> {
+    times::Zone::of(ctx.config()?.agent.timezone.as_deref())
+}
+
 fn require_access(ctx: &CommandCtx<'_>, write: bool) -> Result<(), CommandError> {
     let granted = ctx.config()?.permissions.calendar;
     let ok = match granted {

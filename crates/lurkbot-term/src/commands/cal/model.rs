@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::times::show;
+use super::times::{Zone, show, show_in};
 
 /// A calendar (its documented fields).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +85,9 @@ pub(super) struct Event {
 
 impl Event {
     /// The documented JSON form, plus readable `start`/`end` and the reminder minutes.
-    pub(super) fn to_json(&self) -> Value {
+    /// The JSON form: UTC instants (`start_time_ms`, `start`) and their rendering in `zone`
+    /// (`start_local`).
+    pub(super) fn to_json(&self, zone: &Zone) -> Value {
         json!({
             "id": self.id,
             "calendar_id": self.calendar_id,
@@ -96,6 +98,8 @@ impl Event {
             "location": self.location,
             "start": show(self.span.start_ms, self.span.all_day, false),
             "end": show(self.span.end_ms, self.span.all_day, true),
+            "start_local": show_in(zone, self.span.start_ms, self.span.all_day, false),
+            "end_local": show_in(zone, self.span.end_ms, self.span.all_day, true),
             "reminder_minutes": self.reminders.iter().map(|r| r.minutes).collect::<Vec<_>>(),
             "recurring": self.recurring,
         })

@@ -3,8 +3,8 @@
 use serde_json::{Map, Value, json};
 
 use super::backend::{Backend, not_found};
-use super::times::{parse_instant, show};
-use super::{id_flag, require_access};
+use super::times::{Zone, parse_instant, show_in};
+use super::{id_flag, require_access, user_zone};
 use crate::listing_flags::LIST_MAX_CEILING;
 use crate::output::{self, Capped, OutFile};
 use crate::{Artifact, CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs};
@@ -28,26 +28,44 @@ impl CalendarsArgs {
     }
 }
 
-/// `cal list-events`: a checked range.
+/// The range `cal list-events` shows when `--to` is not given.
+const DEFAULT_RANGE_MS: i64 = 7 * 86_400_000;
+
+/// `cal list-events`: a checked range (default: the next 7 days).
 #[derive(Debug, Clone)]
 pub(super) struct EventsArgs {
     max: usize,
     from: i64,
     to: i64,
-    /// The bounds as written, for the summary.
+    /// The bounds as written (or, when defaulted, as computed), for the summary.
     from_raw: String,
     to_raw: String,
     calendar_id: Option<i64>,
     out: Option<OutFile>,
+    zone: Zone,
 }
 
 impl EventsArgs {
-    pub(super) fn from_args(parsed: &ParsedArgs) -> Result<Self, CommandError> {
+    pub(super) fn from_args(
+        ctx: &CommandCtx<'_>,
+        parsed: &ParsedArgs,
+    ) -> Result<Self, CommandError> {
         let max = max_flag(parsed, 200)?;
-        let from_raw = parsed.get("--from").unwrap_or_default();
-        let to_raw = parsed.get("--to").unwrap_or_default();
-        let from = parse_instant("--from", from_raw)?;
-        let to = parse_instant("--to", to_raw)?;
+        let zone = user_zone(ctx)?;
+        let from = match parsed.get("--from") {
+            Some(raw) => parse_instant("--from", raw, &zone)?,
+            None => super::backend::now_ms(),
+        };
+        let to = match parsed.get("--to") {
+            Some(raw) => parse_instant("--to", raw, &zone)?,
+            None => from.saturating_add(DEFAULT_RANGE_MS),
+        };
+        let from_raw = parsed
+            .get("--from")
+            .map_or_else(|| zone.show(from), str::to_string);
+        let to_raw = parsed
+            .get("--to")
+            .map_or_else(|| zone.show(to), str::to_string);
         if from > to {
             return Err(CommandError::new(
                 ErrorCode::InvalidArgs,
@@ -63,10 +81,11 @@ impl EventsArgs {
             max,
             from,
             to,
-            from_raw: from_raw.to_string(),
-            to_raw: to_raw.to_string(),
+            from_raw,
+            to_raw,
             calendar_id,
             out: OutFile::from_args(parsed, "--out"),
+            zone,
         })
     }
 }
@@ -131,6 +150,7 @@ pub(super) async fn list_events(
         from,
         to,
         calendar_id,
+        ref zone,
         ..
     } = args;
     let (from_raw, to_raw) = (args.from_raw.as_str(), args.to_raw.as_str());
@@ -152,8 +172,8 @@ pub(super) async fn list_events(
         stdout.push_str(&format!(
             "#{}  {} – {}  {}{}\n",
             e.id,
-            show(e.span.start_ms, e.span.all_day, false),
-            show(e.span.end_ms, e.span.all_day, true),
+            show_in(zone, e.span.start_ms, e.span.all_day, false),
+            show_in(zone, e.span.end_ms, e.span.all_day, true),
             e.title,
             e.location
                 .as_deref()
@@ -161,11 +181,14 @@ pub(super) async fn list_events(
                 .unwrap_or_default()
         ));
     }
-    let full: Vec<Value> = events.iter().map(|e| e.to_json()).collect();
+    let full: Vec<Value> = events.iter().map(|e| e.to_json(zone)).collect();
     let artifact = write_out(ctx, args.out.as_ref(), &full, "every event in the range")?;
     let mut result = listing("cal list-events", capped, &artifact, &mut stdout, "events");
     result.insert("from".into(), from_raw.into());
     result.insert("to".into(), to_raw.into());
+    result.insert("from_ms".into(), from.into());
+    result.insert("to_ms".into(), to.into());
+    result.insert("timezone".into(), zone.name.clone().into());
     if let Some(id) = calendar_id {
         result.insert("calendar_id".into(), id.into());
     }

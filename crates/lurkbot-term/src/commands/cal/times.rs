@@ -1,8 +1,14 @@
-//! Times on the command line: RFC 3339 instants with offsets (`--from`, `--to`, `--start`,
-//! `--end`) and, for all-day events, dates. All-day spans are whole UTC days, end exclusive:
-//! `--start 2026-03-08 --end 2026-03-08 --all-day` is one day, `--end 2026-03-10` makes two.
+//! Times on the command line and on screen. Accepted: RFC 3339 with an offset, a local time
+//! without one (`2026-11-24T09:00`, `2026-11-24 09:00`, read in the user's zone) and, for
+//! all-day events and range bounds, dates. The user's zone is `agent.timezone`, else the
+//! system's (`TZ`, then `/etc/localtime`), else UTC; times are shown in it with their offset,
+//! and the JSON keeps the UTC instants beside the local renderings. All-day spans are whole
+//! UTC days, end exclusive: `--start 2026-03-08 --end 2026-03-08 --all-day` is one day,
+//! `--end 2026-03-10` makes two.
 
-use chrono::{DateTime, Duration, FixedOffset, NaiveDate, SecondsFormat, Utc};
+use chrono::{
+    DateTime, Duration, FixedOffset, NaiveDate, NaiveDateTime, Offset, SecondsFormat, TimeZone, Utc,
+};
 
 use super::model::Span;
 use crate::{CommandError, ErrorCode};
@@ -26,38 +32,234 @@ impl Moment {
     }
 }
 
-/// Parses `--start`/`--end`: RFC 3339 with an offset, or `YYYY-MM-DD`.
+/// The user's time zone.
+#[derive(Debug, Clone)]
+pub(crate) struct Zone {
+    /// Its name (`Europe/Berlin`, `UTC`).
+    pub(crate) name: String,
+    rules: Option<tz::TimeZone>,
+}
+
+impl Zone {
+    /// UTC.
+    pub(crate) fn utc() -> Self {
+        Self {
+            name: "UTC".into(),
+            rules: None,
+        }
+    }
+
+    /// The system's zone with this IANA name, if it knows one.
+    pub(crate) fn named(name: &str) -> Option<Self> {
+        iana_zone(name).map(|rules| Self {
+            name: name.to_string(),
+            rules: Some(rules),
+        })
+    }
+
+    /// `agent.timezone`, else the system's zone, else UTC.
+    ///
+    /// # Errors
+    /// `ConfigInvalid` when `agent.timezone` names no zone this system knows.
+    pub(crate) fn of(configured: Option<&str>) -> Result<Self, CommandError> {
+        if let Some(name) = configured.map(str::trim).filter(|n| !n.is_empty()) {
+            return iana_zone(name)
+                .map(|rules| Self {
+                    name: name.to_string(),
+                    rules: Some(rules),
+                })
+                .ok_or_else(|| {
+                    CommandError::new(
+                        ErrorCode::ConfigInvalid,
+                        format!("agent.timezone '{name}' is not a time zone this system knows"),
+                    )
+                    .with_hint(
+                        "use an IANA name such as Europe/Berlin (the tzdata package provides them)",
+                    )
+                });
+        }
+        if let Ok(tz) = std::env::var("TZ") {
+            let name = tz.trim().trim_start_matches(':');
+            if !name.is_empty() {
+                let rules = iana_zone(name).or_else(|| tz::TimeZone::from_posix_tz(name).ok());
+                return Ok(match rules {
+                    Some(rules) => Self {
+                        name: name.to_string(),
+                        rules: Some(rules),
+                    },
+                    None => Self::utc(),
+                });
+            }
+        }
+        match tz::TimeZone::local() {
+            Ok(rules) => {
+                let name = std::fs::read_link("/etc/localtime")
+                    .ok()
+                    .and_then(|p| {
+                        let p = p.to_string_lossy().into_owned();
+                        p.split_once("zoneinfo/").map(|(_, n)| n.to_string())
+                    })
+                    .unwrap_or_else(|| "local".into());
+                Ok(Self {
+                    name,
+                    rules: Some(rules),
+                })
+            }
+            Err(_) => Ok(Self::utc()),
+        }
+    }
+
+    /// The offset from UTC in force at `ms`.
+    pub(crate) fn offset_at(&self, ms: i64) -> FixedOffset {
+        let seconds = self
+            .rules
+            .as_ref()
+            .and_then(|r| r.find_local_time_type(ms.div_euclid(1000)).ok())
+            .map_or(0, |t| t.ut_offset());
+        FixedOffset::east_opt(seconds).unwrap_or(Utc.fix())
+    }
+
+    /// The instant a wall-clock time in this zone stands for (the earlier one when the clocks
+    /// go back); `Err` with the offset before the gap when the clocks skip it.
+    pub(crate) fn resolve(&self, wall: NaiveDateTime) -> Result<DateTime<FixedOffset>, i64> {
+        let Some(rules) = &self.rules else {
+            return Ok(wall.and_utc().fixed_offset());
+        };
+        let wall_s = wall.and_utc().timestamp();
+        let offset_at = |t: i64| {
+            rules
+                .find_local_time_type(t)
+                .ok()
+                .map(|l| i64::from(l.ut_offset()))
+        };
+        let candidates = [offset_at(wall_s - 86_400), offset_at(wall_s + 86_400)];
+        let fit = candidates
+            .iter()
+            .flatten()
+            .map(|offset| wall_s - offset)
+            .filter(|&t| offset_at(t) == Some(wall_s - t))
+            .min();
+        match fit {
+            Some(t) => {
+                let offset = i32::try_from(wall_s - t).unwrap_or(0);
+                let fixed = FixedOffset::east_opt(offset).ok_or(0)?;
+                fixed.timestamp_opt(t, 0).single().ok_or(0)
+            }
+            None => Err(candidates[0].unwrap_or(0)),
+        }
+    }
+
+    /// `ms` as RFC 3339 in this zone (with its offset).
+    pub(crate) fn show(&self, ms: i64) -> String {
+        DateTime::<Utc>::from_timestamp_millis(ms)
+            .unwrap_or_default()
+            .with_timezone(&self.offset_at(ms))
+            .to_rfc3339_opts(SecondsFormat::Secs, true)
+    }
+}
+
+/// The system's zone named by an IANA name (also behind a vendor prefix). Only names made of
+/// the characters IANA uses are looked up, so a name can never reach another file.
+fn iana_zone(name: &str) -> Option<tz::TimeZone> {
+    let mut rest = name.trim();
+    loop {
+        let plausible = !rest.is_empty()
+            && !rest.starts_with('/')
+            && !rest.contains("..")
+            && rest
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"/_-+".contains(&b));
+        if plausible && let Ok(zone) = tz::TimeZone::from_posix_tz(rest) {
+            return Some(zone);
+        }
+        rest = &rest[rest.find('/')? + 1..];
+    }
+}
+
+/// A wall-clock time without an offset: `2026-11-24T09:00[:00]` or `2026-11-24 09:00[:00]`.
+fn parse_wall(raw: &str) -> Option<NaiveDateTime> {
+    [
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+    ]
+    .iter()
+    .find_map(|f| NaiveDateTime::parse_from_str(raw.trim(), f).ok())
+}
+
+/// A wall-clock time read in `zone`, or the error for a time the clocks skip.
+fn in_zone(
+    flag: &str,
+    raw: &str,
+    wall: NaiveDateTime,
+    zone: &Zone,
+) -> Result<DateTime<FixedOffset>, CommandError> {
+    zone.resolve(wall).map_err(|_| {
+        CommandError::new(
+            ErrorCode::InvalidArgs,
+            format!(
+                "{flag} '{raw}' does not exist in {} (the clocks skip it)",
+                zone.name
+            ),
+        )
+        .with_hint("pick a time an hour later, or give an explicit offset")
+    })
+}
+
+/// Parses `--start`/`--end`: RFC 3339 with an offset, a local time (read in `zone`), or
+/// `YYYY-MM-DD`.
 ///
 /// # Errors
 /// `InvalidArgs` with an example.
-pub(super) fn parse_moment(flag: &str, raw: &str) -> Result<Moment, CommandError> {
+pub(super) fn parse_moment(flag: &str, raw: &str, zone: &Zone) -> Result<Moment, CommandError> {
     if let Ok(d) = NaiveDate::parse_from_str(raw, "%Y-%m-%d") {
         return Ok(Moment::Date(d));
     }
-    DateTime::parse_from_rfc3339(raw)
-        .map(Moment::Instant)
-        .map_err(|_| bad_time(flag, raw, true))
+    if let Ok(t) = DateTime::parse_from_rfc3339(raw) {
+        return Ok(Moment::Instant(t));
+    }
+    match parse_wall(raw) {
+        Some(wall) => in_zone(flag, raw, wall, zone).map(Moment::Instant),
+        None => Err(bad_time(flag, raw, true, zone)),
+    }
 }
 
-/// Parses `--from`/`--to`: RFC 3339 with an offset, in ms since the epoch.
+/// Parses `--from`/`--to`: RFC 3339 with an offset, a local time, or a date (its local
+/// midnight), in ms since the epoch.
 ///
 /// # Errors
 /// `InvalidArgs` with an example.
-pub(super) fn parse_instant(flag: &str, raw: &str) -> Result<i64, CommandError> {
-    DateTime::parse_from_rfc3339(raw)
-        .map(|t| t.timestamp_millis())
-        .map_err(|_| bad_time(flag, raw, false))
+pub(super) fn parse_instant(flag: &str, raw: &str, zone: &Zone) -> Result<i64, CommandError> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(raw) {
+        return Ok(t.timestamp_millis());
+    }
+    let wall = parse_wall(raw).or_else(|| {
+        NaiveDate::parse_from_str(raw.trim(), "%Y-%m-%d")
+            .ok()
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+    });
+    match wall {
+        Some(wall) => in_zone(flag, raw, wall, zone).map(|t| t.timestamp_millis()),
+        None => Err(bad_time(flag, raw, false, zone)),
+    }
 }
 
-fn bad_time(flag: &str, raw: &str, dates_too: bool) -> CommandError {
+fn bad_time(flag: &str, raw: &str, dates_too: bool, zone: &Zone) -> CommandError {
     CommandError::new(
         ErrorCode::InvalidArgs,
-        format!("{flag} '{raw}' is not an RFC 3339 time with an offset"),
+        format!("{flag} '{raw}' is not a time"),
     )
     .with_hint(if dates_too {
-        "write it like 2026-11-21T10:00:00+01:00 (or 2026-11-21 with --all-day)"
+        format!(
+            "write it like 2026-11-21T10:00 ({}), 2026-11-21T10:00:00+01:00, or 2026-11-21 with --all-day",
+            zone.name
+        )
     } else {
-        "write it like 2026-11-21T00:00:00+01:00 or 2026-11-21T00:00:00Z"
+        format!(
+            "write it like 2026-11-21 or 2026-11-21T10:00 ({}), or 2026-11-21T10:00:00+01:00",
+            zone.name
+        )
     })
 }
 
@@ -141,12 +343,20 @@ pub(super) fn show(ms: i64, all_day: bool, is_end: bool) -> String {
         .to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
+/// Readable form in `zone`: RFC 3339 with the zone's offset, or for all-day events the date.
+pub(super) fn show_in(zone: &Zone, ms: i64, all_day: bool, is_end: bool) -> String {
+    if all_day {
+        return show(ms, true, is_end);
+    }
+    zone.show(ms)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn m(s: &str) -> Moment {
-        parse_moment("--start", s).unwrap()
+        parse_moment("--start", s, &Zone::utc()).unwrap()
     }
 
     #[test]
@@ -181,13 +391,43 @@ mod tests {
     }
 
     #[test]
-    fn instants_need_offsets() {
-        assert!(parse_instant("--from", "2026-11-21T00:00:00Z").is_ok());
-        for bad in ["2026-11-21", "2026-11-21T00:00:00", "tomorrow"] {
+    fn local_times_are_read_in_the_users_zone() {
+        let berlin = Zone::of(Some("Europe/Berlin")).unwrap();
+        let utc = Zone::utc();
+        let at = |raw: &str, zone: &Zone| parse_instant("--from", raw, zone).unwrap();
+        assert_eq!(
+            at("2026-11-24T09:00", &berlin),
+            at("2026-11-24T08:00:00Z", &utc)
+        );
+        assert_eq!(
+            at("2026-07-01 09:00", &berlin),
+            at("2026-07-01T07:00:00Z", &utc)
+        );
+        assert_eq!(at("2026-11-24", &berlin), at("2026-11-23T23:00:00Z", &utc));
+        assert_eq!(
+            berlin.show(at("2026-11-24T08:00:00Z", &utc)),
+            "2026-11-24T09:00:00+01:00"
+        );
+        // 02:30 on 2026-03-29 does not exist in Berlin; 02:30 on 2026-10-25 happens twice
+        // (the earlier one, still summer time, is meant).
+        let gap = parse_instant("--from", "2026-03-29T02:30", &berlin).unwrap_err();
+        assert!(
+            gap.message.contains("does not exist in Europe/Berlin"),
+            "{}",
+            gap.message
+        );
+        assert_eq!(
+            at("2026-10-25T02:30", &berlin),
+            at("2026-10-25T00:30:00Z", &utc)
+        );
+        for bad in ["tomorrow", "2026-13-01", "09:00"] {
             assert_eq!(
-                parse_instant("--from", bad).unwrap_err().code,
+                parse_instant("--from", bad, &berlin).unwrap_err().code,
                 ErrorCode::InvalidArgs
             );
         }
+        let unknown = Zone::of(Some("Mars/Olympus")).unwrap_err();
+        assert_eq!(unknown.code, ErrorCode::ConfigInvalid);
+        assert!(Zone::of(Some("../../etc/passwd")).is_err());
     }
 }

@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 
 use super::backend::Backend;
 use super::model::{Event, NewEvent, Span};
-use super::times::{Moment, parse_moment, show, span, to_all_day, utc_date};
-use super::{id_flag, require_access};
+use super::times::{Moment, Zone, parse_moment, show_in, span, to_all_day, utc_date};
+use super::{id_flag, require_access, user_zone};
 use crate::{CommandCtx, CommandError, ErrorCode, Outcome, ParsedArgs};
 
 /// Longest title or location accepted.
@@ -25,11 +25,13 @@ fn gate(ctx: &CommandCtx<'_>, sub: &str, parsed: &ParsedArgs) -> Result<(), Comm
 /// `cal create-event`.
 #[derive(Debug, Clone)]
 pub(super) struct CreateArgs {
-    calendar_id: i64,
+    /// `None`: the primary calendar.
+    calendar_id: Option<i64>,
     title: String,
     when: Span,
     location: Option<String>,
     remind_minutes: Option<i64>,
+    zone: Zone,
 }
 
 impl CreateArgs {
@@ -38,14 +40,15 @@ impl CreateArgs {
         parsed: &ParsedArgs,
     ) -> Result<Self, CommandError> {
         gate(ctx, "create-event", parsed)?;
-        let calendar_id = id_flag(
-            "--calendar-id",
-            parsed.get("--calendar-id").unwrap_or_default(),
-        )?;
+        let zone = user_zone(ctx)?;
+        let calendar_id = parsed
+            .get("--calendar-id")
+            .map(|raw| id_flag("--calendar-id", raw))
+            .transpose()?;
         let title = text_flag("--title", parsed.get("--title").unwrap_or_default())?;
         let when = span(
-            parse_moment("--start", parsed.get("--start").unwrap_or_default())?,
-            parse_moment("--end", parsed.get("--end").unwrap_or_default())?,
+            parse_moment("--start", parsed.get("--start").unwrap_or_default(), &zone)?,
+            parse_moment("--end", parsed.get("--end").unwrap_or_default(), &zone)?,
             parsed.has("--all-day"),
         )?;
         let location = parsed
@@ -64,6 +67,7 @@ impl CreateArgs {
             when,
             location,
             remind_minutes,
+            zone,
         })
     }
 }
@@ -78,9 +82,16 @@ pub(super) async fn create(
         when,
         location,
         remind_minutes,
+        zone,
     } = args;
     let mut backend = Backend::open(ctx)?;
-    backend.require_calendar(calendar_id).await?;
+    let calendar_id = match calendar_id {
+        Some(id) => {
+            backend.require_calendar(id).await?;
+            id
+        }
+        None => primary_calendar(&mut backend).await?,
+    };
     let new = NewEvent {
         calendar_id,
         title,
@@ -102,14 +113,39 @@ pub(super) async fn create(
         stdout: format!(
             "Created event #{event_id} '{}' ({} – {}) in calendar #{calendar_id}{}\n",
             new.title,
-            show(when.start_ms, when.all_day, false),
-            show(when.end_ms, when.all_day, true),
+            show_in(&zone, when.start_ms, when.all_day, false),
+            show_in(&zone, when.end_ms, when.all_day, true),
             remind_minutes
                 .map(|m| format!(", reminder {m} min before"))
                 .unwrap_or_default()
         ),
         result,
         ..Outcome::default()
+    })
+}
+
+/// The calendar marked primary (or the only one there is).
+///
+/// # Errors
+/// `InvalidArgs` naming `--calendar-id` when there is no single choice.
+async fn primary_calendar(backend: &mut Backend) -> Result<i64, CommandError> {
+    let calendars = backend.calendars().await?;
+    let chosen = calendars
+        .iter()
+        .find(|c| c.is_primary)
+        .or(match calendars.as_slice() {
+            [only] => Some(only),
+            _ => None,
+        });
+    chosen.map(|c| c.id).ok_or_else(|| {
+        CommandError::new(
+            ErrorCode::InvalidArgs,
+            format!(
+                "no primary calendar among {} calendar(s): say which with --calendar-id",
+                calendars.len()
+            ),
+        )
+        .with_hint("'cal list-calendars' shows the ids")
     })
 }
 
@@ -122,6 +158,7 @@ pub(super) struct UpdateArgs {
     start: Option<Moment>,
     end: Option<Moment>,
     all_day: Option<bool>,
+    zone: Zone,
 }
 
 impl UpdateArgs {
@@ -139,13 +176,14 @@ impl UpdateArgs {
             .get("--location")
             .map(|l| text_flag("--location", l))
             .transpose()?;
+        let zone = user_zone(ctx)?;
         let start = parsed
             .get("--start")
-            .map(|s| parse_moment("--start", s))
+            .map(|s| parse_moment("--start", s, &zone))
             .transpose()?;
         let end = parsed
             .get("--end")
-            .map(|s| parse_moment("--end", s))
+            .map(|s| parse_moment("--end", s, &zone))
             .transpose()?;
         let all_day = parsed.get("--all-day").map(bool_flag).transpose()?;
         if title.is_none()
@@ -166,6 +204,7 @@ impl UpdateArgs {
             start,
             end,
             all_day,
+            zone,
         })
     }
 }
@@ -181,6 +220,7 @@ pub(super) async fn update(
         start,
         end,
         all_day,
+        zone,
     } = args;
     let changed = [
         ("start", start.is_some()),
@@ -217,7 +257,7 @@ pub(super) async fn update(
     backend.save(&event).await?;
     let mut result = base("cal update-event", event_id);
     result.insert("updated_fields".into(), updated.clone().into());
-    result.insert("event".into(), event.to_json());
+    result.insert("event".into(), event.to_json(&zone));
     Ok(Outcome {
         stdout: format!("Updated event #{event_id}: {}\n", updated.join(", ")),
         result,
