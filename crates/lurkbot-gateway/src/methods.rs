@@ -157,8 +157,13 @@ pub(crate) async fn call(
 }
 
 fn status(state: &AppState) -> Value {
+    let config = state.config();
+    let model = lurkbot_agent::setup::models(None, &config)
+        .ok()
+        .and_then(|m| m.first().map(ToString::to_string));
     json!({
         "version": env!("CARGO_PKG_VERSION"),
+        "model": model,
         "liveSessions": state.host.live_sessions(),
         "pendingApprovals": state.approver.pending(),
         "connections": state.connections(),

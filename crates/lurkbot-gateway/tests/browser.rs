@@ -108,16 +108,26 @@ async fn type_into(b: &Browser, css: &str, text: &str) {
 const CREATE: &str = "cal create-event --calendar-id 1 --title Dentist --start 2026-11-24T09:00:00Z --end 2026-11-24T09:30:00Z --confirm";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chat_sessions_approvals_and_the_irc_light_in_chromium() {
+async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
     let gw = Gateway::start(
         "[permissions]\ncalendar = \"read-write\"\n",
         vec![
+            Step::text("Answered over the API."),
             Step::text("Hello from the browser test."),
             Step::call("c1", "terminal_exec", json!({"command": CREATE})),
             Step::text("Booked the dentist."),
         ],
     )
     .await;
+    // One stateless OpenAI-API request (no x-lurkbot-session): a session of its own.
+    let (status, _) = crate::http::post(
+        &gw,
+        "/v1/chat/completions",
+        Some(TOKEN),
+        json!({"model": "lurkbot", "messages": [{"role": "user", "content": "via the API"}]}),
+    )
+    .await;
+    assert_eq!(status, 200);
     let driver = Driver::start();
     let b = browser(&driver).await;
     b.goto(&gw.url(&format!("/#token={TOKEN}"))).await.unwrap();
@@ -133,23 +143,45 @@ async fn chat_sessions_approvals_and_the_irc_light_in_chromium() {
         ""
     );
 
-    // IRC light: red for a session without IRC, and it names no server, channel or nick.
-    let irc = b.find(Locator::Css("#irc")).await.unwrap();
+    // No IRC configured: no light at all (it appears with the first irc.status event).
     assert_eq!(
-        irc.attr("data-state").await.unwrap().as_deref(),
-        Some("red")
-    );
-    assert_eq!(irc.text().await.unwrap().trim(), "IRC");
-    let color = b
-        .execute(
-            "return getComputedStyle(document.getElementById('irc-dot')).backgroundColor;",
-            vec![],
+        b.execute(
+            "return document.getElementById('irc').offsetParent === null;",
+            vec![]
         )
         .await
+        .unwrap(),
+        true
+    );
+    // First visit: a welcome naming the model in use and what to set up next.
+    until(&b, "the welcome", "document.querySelector('.card.welcome')").await;
+    let welcome = b
+        .find(Locator::Css(".card.welcome"))
+        .await
+        .unwrap()
+        .text()
+        .await
         .unwrap();
-    assert_eq!(color, "rgb(217, 83, 79)");
+    assert!(welcome.contains("Model in use: openai/fake"), "{welcome}");
+    assert!(welcome.contains("IRC"), "{welcome}");
+    // A stateless API request's session is kept out of the list, behind a toggle.
+    assert_eq!(
+        b.execute(
+            "return document.querySelectorAll('#sessions .session').length;",
+            vec![]
+        )
+        .await
+        .unwrap(),
+        1
+    );
+    until(
+        &b,
+        "the API toggle",
+        "document.querySelector('.api-toggle') && document.querySelector('.api-toggle').textContent === 'Show API requests (1)'",
+    )
+    .await;
 
-    // Send a message and see the streamed reply.
+    // Send a message and see the streamed reply; the welcome goes.
     type_into(&b, "#input", "hello").await;
     click(&b, "#send-button").await;
     until(
@@ -159,9 +191,18 @@ async fn chat_sessions_approvals_and_the_irc_light_in_chromium() {
     )
     .await;
     assert!(
-        gw.fake.requests()[0].body["messages"]
+        gw.fake.requests()[1].body["messages"]
             .to_string()
             .contains("hello")
+    );
+    assert_eq!(
+        b.execute(
+            "return document.querySelectorAll('.card.welcome').length;",
+            vec![]
+        )
+        .await
+        .unwrap(),
+        0
     );
 
     // A new session, a message needing approval, answered with the card's button.

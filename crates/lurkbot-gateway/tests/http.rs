@@ -11,7 +11,12 @@ fn http() -> reqwest::Client {
     reqwest::Client::new()
 }
 
-async fn post(gw: &Gateway, path: &str, token: Option<&str>, body: Value) -> (u16, Value) {
+pub(crate) async fn post(
+    gw: &Gateway,
+    path: &str,
+    token: Option<&str>,
+    body: Value,
+) -> (u16, Value) {
     let mut req = http()
         .post(gw.url(path))
         .header("content-type", "application/json")
