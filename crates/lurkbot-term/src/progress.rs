@@ -10,6 +10,9 @@ pub trait ProgressSink: Send + Sync {
     fn begin(&self, label: &str, total_bytes: Option<u64>);
     /// `bytes` more bytes are done.
     fn advance(&self, bytes: u64);
+    /// The phase goes on under a new label (e.g. once every byte is read, while a compressor
+    /// finishes): the count is kept.
+    fn relabel(&self, _label: &str) {}
     /// The phase is over (successfully or not); the display should be cleared.
     fn end(&self);
 }
@@ -45,6 +48,13 @@ impl Progress {
     pub fn advance(&self, bytes: u64) {
         if let Some(sink) = &self.0 {
             sink.advance(bytes);
+        }
+    }
+
+    /// See [`ProgressSink::relabel`].
+    pub fn relabel(&self, label: &str) {
+        if let Some(sink) = &self.0 {
+            sink.relabel(label);
         }
     }
 

@@ -450,6 +450,9 @@ impl ProgressSink for Recorder {
     fn advance(&self, bytes: u64) {
         *self.bytes.lock().unwrap() += bytes;
     }
+    fn relabel(&self, label: &str) {
+        self.labels.lock().unwrap().push(format!("then {label}"));
+    }
     fn end(&self) {
         *self.ends.lock().unwrap() += 1;
     }
@@ -474,6 +477,29 @@ async fn progress_reports_every_byte() {
     );
     assert_eq!(*recorder.bytes.lock().unwrap(), 2 * (6 + 60_000 + 70_000));
     assert_eq!(*recorder.ends.lock().unwrap(), 2);
+}
+
+/// A compressed tar counts the bytes it reads (not what the compressor has written), and says
+/// when only the compressor's last blocks remain.
+#[tokio::test]
+async fn tar_xz_progress_counts_bytes_read_then_says_it_is_finishing() {
+    let h = Harness::builtin();
+    source(&h);
+    let recorder = Arc::new(Recorder::default());
+    let mut req =
+        ExecRequest::new("tar create --src workspace/src --out workspace/p.tar.xz --confirm");
+    req.progress = Progress::new(recorder.clone());
+    let env = h.run_req(req).await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+    assert_eq!(
+        *recorder.labels.lock().unwrap(),
+        [
+            "creating workspace/p.tar.xz",
+            "then compressing the rest of workspace/p.tar.xz"
+        ]
+    );
+    assert_eq!(*recorder.bytes.lock().unwrap(), 6 + 60_000 + 70_000);
+    assert_eq!(*recorder.ends.lock().unwrap(), 1);
 }
 
 #[tokio::test]

@@ -1,9 +1,11 @@
 //! The progress bar `lurkbot exec` draws on an interactive stderr for long archive work.
 //!
-//! It appears only after the operation has run for a moment (short runs stay quiet), never when
-//! stderr is not a terminal and never in `--json` mode, and is cleared when the work ends.
+//! It appears only after the operation has run for a moment (short runs stay quiet) — on a timer,
+//! so a compressor that takes a while over its first blocks cannot hide it — never when stderr
+//! is not a terminal and never in `--json` mode, and is cleared when the work ends. While it
+//! shows it ticks (elapsed time, spinner) even between advances.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -16,6 +18,8 @@ const SHOW_AFTER: Duration = Duration::from_millis(150);
 pub(crate) struct TerminalProgress {
     bar: ProgressBar,
     started: Mutex<Option<Instant>>,
+    /// Bumped by every begin and end: a reveal timer of an older phase does nothing.
+    phase: Arc<Mutex<u64>>,
 }
 
 impl TerminalProgress {
@@ -24,7 +28,13 @@ impl TerminalProgress {
         Self {
             bar: ProgressBar::hidden(),
             started: Mutex::new(None),
+            phase: Arc::new(Mutex::new(0)),
         }
+    }
+
+    fn reveal(bar: &ProgressBar) {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+        bar.enable_steady_tick(Duration::from_millis(200));
     }
 }
 
@@ -34,11 +44,11 @@ impl ProgressSink for TerminalProgress {
         let template = match total_bytes {
             Some(total) if total > 0 => {
                 self.bar.set_length(total);
-                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}"
+                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {elapsed} eta {eta}"
             }
             _ => {
                 self.bar.unset_length();
-                "{spinner} {msg} {bytes} {bytes_per_sec}"
+                "{spinner} {msg} {bytes} {bytes_per_sec} {elapsed}"
             }
         };
         if let Ok(style) = ProgressStyle::with_template(template) {
@@ -48,6 +58,27 @@ impl ProgressSink for TerminalProgress {
         if let Ok(mut started) = self.started.lock() {
             *started = Some(Instant::now());
         }
+        let phase = match self.phase.lock() {
+            Ok(mut p) => {
+                *p += 1;
+                *p
+            }
+            Err(_) => return,
+        };
+        let (bar, current) = (self.bar.clone(), self.phase.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(SHOW_AFTER);
+            // Under the lock, so an `end` cannot slip between the check and the reveal.
+            if let Ok(now) = current.lock()
+                && *now == phase
+            {
+                Self::reveal(&bar);
+            }
+        });
+    }
+
+    fn relabel(&self, label: &str) {
+        self.bar.set_message(label.to_string());
     }
 
     fn advance(&self, bytes: u64) {
@@ -56,13 +87,20 @@ impl ProgressSink for TerminalProgress {
             && started.is_some_and(|t| t.elapsed() >= SHOW_AFTER)
         {
             *started = None;
-            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+            Self::reveal(&self.bar);
         }
     }
 
     fn end(&self) {
+        // Held until the bar is hidden: a reveal timer waits, then sees a newer phase.
+        let mut phase = self.phase.lock().ok();
+        if let Some(p) = phase.as_mut() {
+            **p += 1;
+        }
+        self.bar.disable_steady_tick();
         self.bar.finish_and_clear();
         self.bar.set_draw_target(ProgressDrawTarget::hidden());
+        drop(phase);
         if let Ok(mut started) = self.started.lock() {
             *started = None;
         }

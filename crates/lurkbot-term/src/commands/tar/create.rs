@@ -144,6 +144,8 @@ fn write_tar(job: WriteJob<'_>, format: TarFormat) -> Result<CreateStats, Comman
         stats.bytes_in += counted.bytes;
         stats.files += 1;
     }
+    // Every byte is read; a compressor may still hold the last blocks (xz: one per thread).
+    progress.relabel(&format!("compressing the rest of {shown}"));
     let buffered = builder.into_inner().map_err(werr)?;
     let compressor = buffered.into_inner().map_err(|e| werr(e.into_error()))?;
     compressor.finish().map_err(werr)?.flush().map_err(werr)?;
