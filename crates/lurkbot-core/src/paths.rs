@@ -16,6 +16,17 @@ pub enum PathError {
         /// What made it escape.
         reason: &'static str,
     },
+    /// An absolute path that names a place inside the home: paths are written relative to the
+    /// home (the contract every command and tool shares), and the error gives that form.
+    #[error(
+        "path '{path}' is absolute; paths are relative to the LurkBot home: write '{relative}'"
+    )]
+    AbsoluteInside {
+        /// The path as given.
+        path: String,
+        /// The same place, relative to the home.
+        relative: String,
+    },
     /// The path is empty or contains a NUL character.
     #[error("path '{path}' is not usable: {reason}")]
     Invalid {
@@ -65,7 +76,19 @@ impl HomePath {
             });
         }
         if path.starts_with('/') {
-            return Err(escapes("absolute paths are not allowed"));
+            let inside = [root.to_path_buf(), root.canonicalize().unwrap_or_default()]
+                .iter()
+                .find_map(|r| Path::new(&path).strip_prefix(r).ok().map(Path::to_path_buf))
+                .filter(|rel| !rel.as_os_str().is_empty())
+                .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+                .filter(|rel| !rel.split('/').any(|s| s == ".."));
+            return Err(match inside {
+                Some(relative) => PathError::AbsoluteInside {
+                    path: raw.to_string(),
+                    relative,
+                },
+                None => escapes("absolute paths are not allowed"),
+            });
         }
         if has_drive_letter(&path) {
             return Err(escapes("drive letters are not allowed"));
@@ -140,6 +163,26 @@ mod tests {
         assert_eq!(p.relative(), "workspace/a/b.zip");
         assert_eq!(p.absolute(), root.join("workspace/a/b.zip"));
         assert_eq!(HomePath::resolve(&root, ".")?.relative(), "");
+        Ok(())
+    }
+
+    #[test]
+    fn an_absolute_path_inside_the_home_is_refused_with_its_relative_form()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let (_d, root) = root()?;
+        let inside = format!("{}/workspace/a.zip", root.display());
+        match HomePath::resolve(&root, &inside) {
+            Err(e @ PathError::AbsoluteInside { .. }) => {
+                assert!(e.to_string().contains("write 'workspace/a.zip'"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let sneaky = format!("{}/../etc/passwd", root.display());
+        assert!(is_escape(HomePath::resolve(&root, &sneaky)));
+        assert!(is_escape(HomePath::resolve(
+            &root,
+            &root.display().to_string()
+        )));
         Ok(())
     }
 

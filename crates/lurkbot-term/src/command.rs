@@ -188,7 +188,8 @@ impl CommandError {
 impl From<lurkbot_core::PathError> for CommandError {
     fn from(e: lurkbot_core::PathError) -> Self {
         let code = match e {
-            lurkbot_core::PathError::Escapes { .. } => ErrorCode::PathEscapesAgentsRoot,
+            lurkbot_core::PathError::Escapes { .. }
+            | lurkbot_core::PathError::AbsoluteInside { .. } => ErrorCode::PathEscapesAgentsRoot,
             _ => ErrorCode::InvalidArgs,
         };
         Self::new(code, e.to_string())

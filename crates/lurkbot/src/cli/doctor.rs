@@ -146,7 +146,7 @@ fn permissions(home: &Home, path: &Path) -> Check {
             "permissions",
             Status::Fail,
             format!(
-                "{rel} is readable by others ({:o})",
+                "{rel} holds secrets (keys, tokens) but is readable by group or others ({:o})",
                 meta.permissions().mode() & 0o777
             ),
             format!("chmod 600 {}", path.display()),
@@ -294,17 +294,29 @@ fn gateway(home: &Home, config: &Config) -> Vec<Check> {
     checks
 }
 
+/// The status word, coloured (green, yellow, red) when `colour`.
+fn mark(status: Status, colour: bool) -> String {
+    let (word, code) = match status {
+        Status::Ok => ("ok  ", "32"),
+        Status::Warn => ("warn", "33"),
+        Status::Fail => ("FAIL", "1;31"),
+    };
+    if colour {
+        format!("\x1b[{code}m{word}\x1b[0m")
+    } else {
+        word.to_string()
+    }
+}
+
 fn report(checks: &[Check], json: bool) -> CliResult {
+    use std::io::IsTerminal;
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut out = String::new();
     for c in checks {
         if json {
             out.push_str(&serde_json::to_string(c)?);
         } else {
-            let mark = match c.status {
-                Status::Ok => "ok  ",
-                Status::Warn => "warn",
-                Status::Fail => "FAIL",
-            };
+            let mark = mark(c.status, colour);
             out.push_str(&format!("{mark} {:<24} {}", c.check, c.detail));
             if let Some(fix) = &c.fix {
                 out.push_str(&format!(" — {fix}"));
@@ -315,4 +327,17 @@ fn report(checks: &[Check], json: bool) -> CliResult {
     crate::run::print_stdout(&out)?;
     // The failed checks were printed above: the status says the rest.
     crate::error::status(u8::from(checks.iter().any(|c| c.status == Status::Fail)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_are_coloured_only_when_asked() {
+        assert_eq!(mark(Status::Fail, false), "FAIL");
+        assert_eq!(mark(Status::Fail, true), "\x1b[1;31mFAIL\x1b[0m");
+        assert_eq!(mark(Status::Ok, true), "\x1b[32mok  \x1b[0m");
+        assert_eq!(mark(Status::Warn, true), "\x1b[33mwarn\x1b[0m");
+    }
 }
