@@ -16,9 +16,9 @@ use std::time::Duration;
 use lurkbot_agent::Approvals;
 use lurkbot_agent::{Agent, AgentEvent, TurnOutcome};
 use lurkbot_core::{Config, Home, SessionKey};
-use lurkbot_term::TerminalExec;
+use lurkbot_term::{InboundMessage, IrcEvent, IrcSessions, TerminalExec};
 use serde_json::{Value, json};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::hub::{ClientApprover, Hub};
@@ -75,6 +75,10 @@ pub struct SessionHost {
     approver: Arc<ClientApprover>,
     /// The one terminal, lent to every session's agent.
     exec: Arc<TerminalExec>,
+    /// Every session's IRC connection (lent to the terminal's `irc` command).
+    irc: Arc<IrcSessions>,
+    /// Inbound IRC messages, for delivery to the agent (taken by the forwarder at start).
+    inbound: Mutex<Option<mpsc::UnboundedReceiver<(String, InboundMessage)>>>,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     runs: Mutex<Vec<(String, watch::Receiver<Option<RunEnd>>)>>,
 }
@@ -82,10 +86,25 @@ pub struct SessionHost {
 impl SessionHost {
     /// A host for `home`.
     pub fn new(home: Home, config: Config, hub: Hub, approver: Arc<ClientApprover>) -> Self {
-        let exec = Arc::new(TerminalExec::new(
+        let (inbound_tx, inbound) = mpsc::unbounded_channel();
+        let events_hub = hub.clone();
+        let irc = Arc::new(IrcSessions::new(
             home.clone(),
-            lurkbot_term::default_registry(),
+            Some(Arc::new(move |event| match event {
+                IrcEvent::Status { session, state } => {
+                    events_hub.emit(Event::IrcStatus(protocol::IrcStatus {
+                        session_key: session,
+                        state: state.as_str().to_string(),
+                    }));
+                }
+                IrcEvent::Inbound { session, message } => {
+                    let _ = inbound_tx.send((session, message));
+                }
+            })),
         ));
+        let exec = Arc::new(
+            TerminalExec::new(home.clone(), lurkbot_term::default_registry()).with_irc(irc.clone()),
+        );
         let approvals = Arc::new(Approvals::new(&home, config.approvals.clone()));
         Self {
             home,
@@ -94,6 +113,8 @@ impl SessionHost {
             hub,
             approver,
             exec,
+            irc,
+            inbound: Mutex::new(Some(inbound)),
             slots: Mutex::new(HashMap::new()),
             runs: Mutex::new(Vec::new()),
         }
@@ -312,6 +333,7 @@ impl SessionHost {
             }
             if ephemeral {
                 host.forget(&key);
+                host.irc.close(key.as_str()).await;
             }
             host.report_end(&id, key.as_str(), started, &result);
             let _ = tx.send(Some(end));
@@ -382,10 +404,12 @@ impl SessionHost {
         }
     }
 
-    /// Releases the session's resources (its running turn is aborted).
+    /// Releases the session's resources (its running turn is aborted, its IRC connection
+    /// closed with QUIT).
     pub async fn release(&self, key: &SessionKey) {
         self.abort(key).await;
         self.forget(key);
+        self.irc.close(key.as_str()).await;
     }
 
     /// Aborts every running turn and releases everything (gateway shutdown).
@@ -394,6 +418,39 @@ impl SessionHost {
         for key in keys {
             if let Ok(key) = SessionKey::parse(&key) {
                 self.release(&key).await;
+            }
+        }
+        self.irc.close_all().await;
+    }
+
+    /// The IRC connections.
+    pub fn irc(&self) -> Arc<IrcSessions> {
+        self.irc.clone()
+    }
+
+    /// Delivers inbound IRC messages to their session's agent when the session's settings ask
+    /// for it (`IRC_AUTO_FORWARD_TO_AGENT=1`): each as a turn whose message is labelled
+    /// untrusted third-party text; a busy session gets it with its next free moment (the
+    /// messages wait in order). Runs until the gateway stops.
+    pub async fn forward_irc(self: Arc<Self>) {
+        let Some(mut inbound) = self.inbound.lock().ok().and_then(|mut i| i.take()) else {
+            return;
+        };
+        while let Some((session, message)) = inbound.recv().await {
+            let wanted = lurkbot_term::IrcConfig::load(&self.home).is_ok_and(|c| c.auto_forward);
+            let Ok(key) = SessionKey::parse(&session) else {
+                continue;
+            };
+            if !wanted {
+                continue;
+            }
+            let text = crate::irc_forward::labelled(&message);
+            // One turn at a time per session: wait for a free moment (bounded).
+            for _ in 0..600 {
+                match self.start(key.clone(), text.clone(), false) {
+                    Ok(_) => break,
+                    Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+                }
             }
         }
     }

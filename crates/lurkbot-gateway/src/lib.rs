@@ -8,6 +8,7 @@ mod hooks;
 mod host;
 mod http;
 mod hub;
+mod irc_forward;
 mod methods;
 mod openai;
 mod ops;

@@ -164,6 +164,7 @@ fn status(state: &AppState) -> Value {
     json!({
         "version": env!("CARGO_PKG_VERSION"),
         "model": model,
+        "irc": {"configured": lurkbot_term::IrcSessions::configured(&state.home)},
         "liveSessions": state.host.live_sessions(),
         "pendingApprovals": state.approver.pending(),
         "connections": state.connections(),

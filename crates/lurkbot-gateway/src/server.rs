@@ -93,7 +93,10 @@ pub async fn serve(
     let local = listener.local_addr()?;
     check_safe(&state, local)?;
     state.set_bound(local);
+    let forwarder = tokio::spawn(state.host.clone().forward_irc());
     let app = router(state.clone());
-    crate::accept::accept_loop(listener, app, state, stop).await?;
+    let served = crate::accept::accept_loop(listener, app, state, stop).await;
+    forwarder.abort();
+    served?;
     Ok(())
 }

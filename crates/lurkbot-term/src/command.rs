@@ -79,6 +79,8 @@ pub struct CommandCtx<'a> {
     pub cancel: CancelFlag,
     /// Where long operations report progress (nowhere unless the front end attached a sink).
     pub progress: Progress,
+    /// The gateway's IRC connections (`None` in-process: `irc` then answers `GatewayRequired`).
+    pub irc: Option<std::sync::Arc<crate::IrcSessions>>,
     config: OnceLock<Result<Config, lurkbot_core::ConfigError>>,
 }
 
@@ -99,6 +101,7 @@ impl<'a> CommandCtx<'a> {
             registry,
             cancel: CancelFlag::default(),
             progress: Progress::none(),
+            irc: None,
             config: OnceLock::new(),
         }
     }

@@ -55,6 +55,14 @@ pub enum ErrorCode {
     Conflict,
     /// The server refused the credentials (HTTP 401).
     AuthFailed,
+    /// A skill's `secrets/.env` lacks values the command needs (the keys are named, never the
+    /// values).
+    MissingCredentials,
+    /// `IRC_NICK` is longer than 9 characters.
+    NickTooLong,
+    /// The command needs the gateway's session host (a long-lived connection) and no gateway
+    /// runs for this home.
+    GatewayRequired,
 }
 
 impl ErrorCode {
@@ -84,6 +92,9 @@ impl ErrorCode {
         Self::ResponseTooLarge,
         Self::Conflict,
         Self::AuthFailed,
+        Self::MissingCredentials,
+        Self::NickTooLong,
+        Self::GatewayRequired,
     ];
 
     /// The code's text, e.g. `"InvalidArgs"`.
@@ -113,6 +124,9 @@ impl ErrorCode {
             Self::ResponseTooLarge => "ResponseTooLarge",
             Self::Conflict => "Conflict",
             Self::AuthFailed => "AuthFailed",
+            Self::MissingCredentials => "MissingCredentials",
+            Self::NickTooLong => "NickTooLong",
+            Self::GatewayRequired => "GatewayRequired",
         }
     }
 
@@ -128,7 +142,10 @@ impl ErrorCode {
             | Self::RefuseOverwrite
             | Self::OutRequired
             | Self::PermissionDenied
-            | Self::ConfigInvalid => 2,
+            | Self::ConfigInvalid
+            | Self::MissingCredentials
+            | Self::NickTooLong
+            | Self::GatewayRequired => 2,
             Self::UnknownCommand => 127,
             Self::Timeout => 124,
             Self::NotFound
@@ -191,6 +208,9 @@ mod tests {
                 ("ResponseTooLarge", 1),
                 ("Conflict", 1),
                 ("AuthFailed", 1),
+                ("MissingCredentials", 2),
+                ("NickTooLong", 2),
+                ("GatewayRequired", 2),
             ]
         );
         for c in ErrorCode::ALL {

@@ -47,12 +47,33 @@ impl ExecRequest {
 pub struct TerminalExec {
     home: Home,
     registry: Registry,
+    irc: Option<std::sync::Arc<crate::IrcSessions>>,
 }
 
 impl TerminalExec {
     /// An executor over `registry` in `home`.
     pub fn new(home: Home, registry: Registry) -> Self {
-        Self { home, registry }
+        Self {
+            home,
+            registry,
+            irc: None,
+        }
+    }
+
+    /// Whether `command` names a command that needs the gateway's session host (`irc`).
+    pub fn needs_gateway(&self, command: &str) -> bool {
+        command
+            .split_whitespace()
+            .next()
+            .and_then(|name| self.registry.get(&name.to_ascii_lowercase()))
+            .is_some_and(|c| c.spec().needs_gateway)
+    }
+
+    /// Lends the gateway's IRC connections to the `irc` command (builder style).
+    #[must_use]
+    pub fn with_irc(mut self, irc: std::sync::Arc<crate::IrcSessions>) -> Self {
+        self.irc = Some(irc);
+        self
     }
 
     /// The home.
@@ -172,7 +193,7 @@ impl TerminalExec {
             .with_hint(format!("run '{name} --help' for usage"));
             return (masked, label, Err(err));
         }
-        let ctx = CommandCtx::new(
+        let mut ctx = CommandCtx::new(
             &self.home,
             &request.session,
             request.stdin.as_deref(),
@@ -180,6 +201,7 @@ impl TerminalExec {
             &self.registry,
         )
         .with_progress(request.progress.clone());
+        ctx.irc.clone_from(&self.irc);
         let run = command.run(&ctx, args);
         let outcome = match request.timeout_ms {
             Some(ms) => match tokio::time::timeout(Duration::from_millis(ms), run).await {

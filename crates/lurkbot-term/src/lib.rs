@@ -45,6 +45,7 @@ pub use command::{
     CancelFlag, Command, CommandCtx, CommandError, CommandFuture, Outcome, Registry,
 };
 pub use commands::cal::fuzz_read_ical;
+pub use commands::irc::{EventSink, InboundMessage, IrcConfig, IrcEvent, IrcSessions, IrcState};
 pub use commands::rss::{fuzz_parse_feed, parse_items};
 pub use envelope::{Artifact, Envelope, STDERR_CAP, STDOUT_CAP, cap_text};
 pub use error_code::ErrorCode;

@@ -3,6 +3,7 @@
 use crate::Registry;
 use crate::commands::cal::CalCommand;
 use crate::commands::help::HelpCommand;
+use crate::commands::irc::IrcCommand;
 use crate::commands::rss::RssCommand;
 use crate::commands::tar::TarCommand;
 use crate::commands::zip::ZipCommand;
@@ -15,4 +16,5 @@ pub fn default_registry() -> Registry {
         .with(TarCommand)
         .with(RssCommand)
         .with(CalCommand)
+        .with(IrcCommand)
 }

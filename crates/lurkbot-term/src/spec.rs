@@ -100,6 +100,9 @@ pub struct CommandSpec {
     /// The variables the skill's `secrets/.env` may hold, each with what it is; `init` writes
     /// them to `secrets/.env.example`.
     pub credentials: &'static [(&'static str, &'static str)],
+    /// The command keeps state between runs in the gateway's session host (`irc`): `lurkbot
+    /// exec` sends it to this home's running gateway.
+    pub needs_gateway: bool,
 }
 
 impl CommandSpec {

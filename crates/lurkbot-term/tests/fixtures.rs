@@ -20,6 +20,7 @@ pub static ECHO: CommandSpec = CommandSpec {
     examples: &["echo hi"],
     skill: "test",
     credentials: &[],
+    needs_gateway: false,
 };
 
 pub struct Echo;
@@ -57,6 +58,7 @@ pub static SLOW: CommandSpec = CommandSpec {
     examples: &[],
     skill: "test",
     credentials: &[],
+    needs_gateway: false,
 };
 
 pub struct Slow;
@@ -111,6 +113,7 @@ pub static ARCHIVE: CommandSpec = CommandSpec {
     examples: &["archive list"],
     skill: "test",
     credentials: &[],
+    needs_gateway: false,
 };
 
 fn make(ctx: &CommandCtx<'_>, p: &ParsedArgs) -> Result<Outcome, CommandError> {

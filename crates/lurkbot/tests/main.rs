@@ -19,6 +19,7 @@ mod doctor;
 mod exec;
 mod gateway;
 mod init;
+mod irc;
 mod logs;
 mod rss;
 mod service;

@@ -34,6 +34,9 @@ pub enum Event {
     /// The gateway is stopping.
     #[serde(rename = "shutdown")]
     Shutdown(Shutdown),
+    /// A session's IRC connection changed state.
+    #[serde(rename = "irc.status")]
+    IrcStatus(IrcStatus),
 }
 
 impl Event {
@@ -46,6 +49,7 @@ impl Event {
         "exec.approval.requested",
         "lagged",
         "shutdown",
+        "irc.status",
     ];
 
     /// The wire name.
@@ -58,6 +62,7 @@ impl Event {
             Self::Tick(_) => "tick",
             Self::Lagged(_) => "lagged",
             Self::Shutdown(_) => "shutdown",
+            Self::IrcStatus(_) => "irc.status",
         }
     }
 }
@@ -218,6 +223,16 @@ pub struct ApprovalRequested {
     pub key: String,
     /// How long the server waits before it denies.
     pub timeout_ms: u64,
+}
+
+/// `irc.status`: only the state — never the server, nick or channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IrcStatus {
+    /// The session whose connection it is.
+    pub session_key: String,
+    /// `connecting`, `connected`, `joined`, `error` or `disconnected`.
+    pub state: String,
 }
 
 /// `tick`.
@@ -384,6 +399,10 @@ mod tests {
             Event::Tick(Tick { ts: 1 }),
             Event::Shutdown(Shutdown { reason: "r".into() }),
             Event::Lagged(Lagged { dropped: 1 }),
+            Event::IrcStatus(IrcStatus {
+                session_key: "agent:main:main".into(),
+                state: "joined".into(),
+            }),
         ];
         for event in samples {
             let name = event.name();
@@ -393,7 +412,7 @@ mod tests {
         }
         assert_eq!(
             EventFrame::parse(
-                &json!({"type": "event", "event": "irc.status", "payload": {}, "seq": 1})
+                &json!({"type": "event", "event": "presence", "payload": {}, "seq": 1})
             ),
             None
         );

@@ -9,7 +9,7 @@ mod version;
 
 pub use event::{
     AgentEvent, AgentStream, ApprovalRequested, Challenge, ChatEvent, ChatState, Compaction, Event,
-    EventFrame, Lagged, Lifecycle, LifecyclePhase, Shutdown, Tick, ToolPhase,
+    EventFrame, IrcStatus, Lagged, Lifecycle, LifecyclePhase, Shutdown, Tick, ToolPhase,
 };
 pub use scope::{Grants, Scope};
 pub use version::ProtocolVersion;

@@ -2,6 +2,7 @@
 
 pub(crate) mod cal;
 pub(crate) mod help;
+pub(crate) mod irc;
 pub(crate) mod rss;
 pub(crate) mod tar;
 pub(crate) mod zip;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use lurkbot_core::{Home, SessionKey};
+use lurkbot_core::{Home, RunningGateway, SessionKey};
 use lurkbot_term::{ExecRequest, Progress, TerminalExec, default_registry};
 
 /// Flags of `lurkbot exec`.
@@ -80,7 +80,15 @@ pub(crate) fn run(home_path: &Path, args: ExecArgs) -> CliResult {
     if let Some(url) = super::remote::gateway_url(args.gateway.as_deref()) {
         return remote(&home, &url, &args, &session, stdin);
     }
-    let exec = TerminalExec::new(home, default_registry());
+    let exec = TerminalExec::new(home.clone(), default_registry());
+    // `irc` keeps its connection in the gateway: this home's running gateway runs it (without
+    // one, the in-process run answers the checks it can, then GatewayRequired).
+    if exec.needs_gateway(&args.command)
+        && let Some(addr) = RunningGateway::find(&home).and_then(|g| g.loopback_addr())
+        && std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(1)).is_ok()
+    {
+        return remote(&home, &format!("http://{addr}/"), &args, &session, stdin);
+    }
     let request = ExecRequest {
         command: args.command,
         stdin,

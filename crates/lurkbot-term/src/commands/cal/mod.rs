@@ -236,6 +236,7 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
         ),
         ("CALDAV_PASSWORD", "its password or app password"),
     ],
+    needs_gateway: false,
 };
 
 /// The `cal` command.

@@ -38,6 +38,7 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
     ],
     skill: "terminal-exec",
     credentials: &[],
+    needs_gateway: false,
 };
 
 /// The `help` command.

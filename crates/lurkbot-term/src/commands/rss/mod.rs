@@ -160,6 +160,7 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
     ],
     skill: "rss-cli",
     credentials: &[],
+    needs_gateway: false,
 };
 
 /// The `rss` command.

@@ -117,6 +117,7 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
     ],
     skill: "archive-cli",
     credentials: &[],
+    needs_gateway: false,
 };
 
 /// The `tar` command.

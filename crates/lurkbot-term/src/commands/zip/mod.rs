@@ -112,6 +112,7 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
     ],
     skill: "archive-cli",
     credentials: &[],
+    needs_gateway: false,
 };
 
 /// The `zip` command.

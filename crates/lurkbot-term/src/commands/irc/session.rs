@@ -1,0 +1,266 @@
+//! The IRC connections of a gateway: one per session key, created on first use (lazy), kept
+//! while the session lives, closed with QUIT when the session is reset or deleted or the gateway
+//! stops. The gateway owns one [`IrcSessions`] and lends it to its terminal; `lurkbot exec`
+//! in-process has none, so `irc` answers `GatewayRequired` there.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lurkbot_core::Home;
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+
+use super::client::{Link, Request};
+use super::config::IrcConfig;
+use super::store::{Inbound, Ring, Store};
+
+/// A connection's state, as `irc status` and the `irc.status` event name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IrcState {
+    /// No connection was asked for yet.
+    NotInitialized,
+    /// Connecting or registering (also while reconnecting).
+    Connecting,
+    /// Registered with the server.
+    Connected,
+    /// In the default channel.
+    Joined,
+    /// The last attempt failed (see `last_error`); a reconnect follows.
+    Error,
+    /// Closed on purpose.
+    Disconnected,
+}
+
+impl IrcState {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotInitialized => "not_initialized",
+            Self::Connecting => "connecting",
+            Self::Connected => "connected",
+            Self::Joined => "joined",
+            Self::Error => "error",
+            Self::Disconnected => "disconnected",
+        }
+    }
+}
+
+/// What the connections report to the gateway.
+#[derive(Debug, Clone)]
+pub enum IrcEvent {
+    /// A connection changed state (never carries the server, nick or channel).
+    Status {
+        /// The session key.
+        session: String,
+        /// The new state.
+        state: IrcState,
+    },
+    /// A message arrived (cleaned; for delivery to the agent when the session asks for it).
+    Inbound {
+        /// The session key.
+        session: String,
+        /// The message.
+        message: InboundMessage,
+    },
+}
+
+/// A received message as the gateway sees it.
+pub type InboundMessage = Inbound;
+
+/// Where events go.
+pub type EventSink = Arc<dyn Fn(IrcEvent) + Send + Sync>;
+
+/// State shared between a connection's task and the commands.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) state: IrcState,
+    pub(crate) joined: bool,
+    pub(crate) nick: Option<String>,
+    pub(crate) last_error: Option<(String, String)>,
+    pub(crate) ring: Ring,
+}
+
+/// One session's connection.
+pub(crate) struct IrcSession {
+    pub(crate) config: IrcConfig,
+    pub(crate) store: Store,
+    pub(crate) shared: Arc<Mutex<Shared>>,
+    changed: watch::Receiver<u64>,
+    requests: mpsc::UnboundedSender<Request>,
+    wake: Arc<Notify>,
+}
+
+impl IrcSession {
+    /// A snapshot of the state, the nick in use and the last error.
+    pub(crate) fn snapshot(&self) -> (IrcState, bool, Option<(String, String)>) {
+        match self.shared.lock() {
+            Ok(s) => (s.state, s.joined, s.last_error.clone()),
+            Err(_) => (IrcState::Error, false, None),
+        }
+    }
+
+    /// Waits up to `limit` for `done` to hold, nudging a reconnect when the link is down.
+    pub(crate) async fn wait_for(
+        &self,
+        limit: Duration,
+        done: impl Fn(IrcState, bool) -> bool,
+    ) -> bool {
+        let mut changed = self.changed.clone();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let (state, joined, _) = self.snapshot();
+            if done(state, joined) {
+                return true;
+            }
+            if state == IrcState::Error {
+                self.wake.notify_one();
+            }
+            match tokio::time::timeout_at(deadline, changed.changed()).await {
+                Ok(Ok(())) => {}
+                _ => {
+                    let (state, joined, _) = self.snapshot();
+                    return done(state, joined);
+                }
+            }
+        }
+    }
+
+    /// Sends `lines` to `target`.
+    ///
+    /// # Errors
+    /// Why they could not be written.
+    pub(crate) async fn say(&self, target: &str, lines: Vec<String>) -> Result<(), String> {
+        let (done, answer) = oneshot::channel();
+        self.requests
+            .send(Request::Say {
+                target: target.to_string(),
+                lines,
+                done,
+            })
+            .map_err(|_| "the connection has stopped".to_string())?;
+        answer
+            .await
+            .map_err(|_| "the connection has stopped".to_string())?
+    }
+
+    async fn quit(&self) {
+        let (done, finished) = oneshot::channel();
+        if self.requests.send(Request::Quit(done)).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), finished).await;
+        }
+    }
+}
+
+/// Every session's connection.
+pub struct IrcSessions {
+    home: Home,
+    sessions: Mutex<HashMap<String, Arc<IrcSession>>>,
+    events: Option<EventSink>,
+}
+
+impl std::fmt::Debug for IrcSessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IrcSessions").finish_non_exhaustive()
+    }
+}
+
+impl IrcSessions {
+    /// No connections yet; events go to `events`.
+    pub fn new(home: Home, events: Option<EventSink>) -> Self {
+        Self {
+            home,
+            sessions: Mutex::new(HashMap::new()),
+            events,
+        }
+    }
+
+    /// Whether the home has IRC settings at all (the web UI shows its light only then).
+    pub fn configured(home: &Home) -> bool {
+        home.join(super::config::CREDENTIALS_FILE).is_file()
+    }
+
+    /// The session's connection, if one was made.
+    pub(crate) fn get(&self, session: &str) -> Option<Arc<IrcSession>> {
+        self.sessions.lock().ok()?.get(session).cloned()
+    }
+
+    /// The session's connection, made (and started) on first use. Settings that changed since
+    /// it was made replace it.
+    pub(crate) async fn open(&self, session: &str, config: &IrcConfig) -> Arc<IrcSession> {
+        if let Some(existing) = self.get(session) {
+            if existing.config == *config {
+                return existing;
+            }
+            self.close(session).await;
+        }
+        let store = Store::new(&self.home, session);
+        let shared = Arc::new(Mutex::new(Shared {
+            state: IrcState::Connecting,
+            joined: false,
+            nick: None,
+            last_error: None,
+            ring: store.load_ring(),
+        }));
+        let (changed_tx, changed) = watch::channel(0);
+        let (requests, incoming) = mpsc::unbounded_channel();
+        let wake = Arc::new(Notify::new());
+        let link = Link {
+            session: session.to_string(),
+            config: config.clone(),
+            store: store.clone(),
+            shared: shared.clone(),
+            changed: changed_tx,
+            wake: wake.clone(),
+            events: self.events.clone(),
+        };
+        tokio::spawn(link.run(incoming));
+        let created = Arc::new(IrcSession {
+            config: config.clone(),
+            store,
+            shared,
+            changed,
+            requests,
+            wake,
+        });
+        if let Ok(mut all) = self.sessions.lock() {
+            all.insert(session.to_string(), created.clone());
+        }
+        created
+    }
+
+    /// Closes the session's connection with QUIT (when it has one).
+    pub async fn close(&self, session: &str) -> bool {
+        let removed = self
+            .sessions
+            .lock()
+            .ok()
+            .and_then(|mut all| all.remove(session));
+        match removed {
+            Some(s) => {
+                s.quit().await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Closes every connection (the gateway is stopping).
+    pub async fn close_all(&self) {
+        let all: Vec<Arc<IrcSession>> = self
+            .sessions
+            .lock()
+            .map(|mut m| m.drain().map(|(_, s)| s).collect())
+            .unwrap_or_default();
+        for s in all {
+            s.quit().await;
+        }
+    }
+
+    /// Sessions with a connection.
+    pub fn sessions(&self) -> Vec<String> {
+        self.sessions
+            .lock()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+}

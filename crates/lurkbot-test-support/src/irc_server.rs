@@ -1,0 +1,287 @@
+//! A real IRC server for tests: Debian's `ngircd` (installed by `scripts/test.sh`) on free
+//! loopback ports — plain, and TLS with a fresh self-signed certificate — stopped on drop and
+//! restartable on the same ports; and [`IrcPeer`], a second client on a raw socket that sees what
+//! LurkBot sends and says what LurkBot should receive.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a server start or an expected line may take before the test fails.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Options of a test server.
+#[derive(Debug, Clone, Default)]
+pub struct IrcOptions {
+    /// Also listen with TLS (self-signed certificate for 127.0.0.1).
+    pub tls: bool,
+    /// A server password every client must send (`PASS`).
+    pub password: Option<String>,
+}
+
+/// A running ngircd.
+pub struct IrcServer {
+    dir: tempfile::TempDir,
+    /// The plain port.
+    pub port: u16,
+    /// The TLS port, when asked for.
+    pub tls_port: Option<u16>,
+    child: Option<Child>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for_port(port: u16) {
+    let deadline = Instant::now() + WAIT;
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "ngircd did not open port {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl IrcServer {
+    /// Starts a server with `options`.
+    pub fn start(options: &IrcOptions) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let tls_port = options.tls.then(free_port);
+        let mut config = format!(
+            "[Global]\n  Name = irc.test.local\n  Info = LurkBot test server\n  Listen = 127.0.0.1\n  Ports = {port}\n  MotdPhrase = welcome\n"
+        );
+        if let Some(p) = &options.password {
+            config.push_str(&format!("  Password = {p}\n"));
+        }
+        config.push_str(
+            "[Limits]\n  MaxConnectionsIP = 100\n  MaxNickLength = 9\n[Options]\n  PAM = no\n  DNS = no\n  Ident = no\n",
+        );
+        if let Some(tls) = tls_port {
+            // A test CA and a server certificate it signs (a self-signed CA certificate is not
+            // accepted as a server's own).
+            let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+            let openssl = |args: &[&str]| {
+                let made = Command::new("openssl")
+                    .current_dir(dir.path())
+                    .args(args)
+                    .output()
+                    .expect("openssl is installed by scripts/test.sh");
+                assert!(
+                    made.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&made.stderr)
+                );
+            };
+            openssl(&[
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=LurkBot test CA",
+                "-keyout",
+                "ca-key.pem",
+                "-out",
+                "ca.pem",
+            ]);
+            openssl(&[
+                "req",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-subj",
+                "/CN=127.0.0.1",
+                "-keyout",
+                "key.pem",
+                "-out",
+                "server.csr",
+            ]);
+            std::fs::write(
+                dir.path().join("ext.cnf"),
+                "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+            )
+            .unwrap();
+            openssl(&[
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca-key.pem",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                "ext.cnf",
+                "-out",
+                "cert.pem",
+            ]);
+            // ngircd drops to an unprivileged user when started as root: the key must stay
+            // readable for it.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                for f in [&cert, &key] {
+                    std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o644)).unwrap();
+                }
+            }
+            config.push_str(&format!(
+                "[SSL]\n  CertFile = {}\n  KeyFile = {}\n  Ports = {tls}\n",
+                cert.display(),
+                key.display()
+            ));
+        }
+        std::fs::write(dir.path().join("ngircd.conf"), config).unwrap();
+        let mut server = Self {
+            dir,
+            port,
+            tls_port,
+            child: None,
+        };
+        server.run();
+        server
+    }
+
+    fn run(&mut self) {
+        let child = Command::new("ngircd")
+            .args(["-n", "-f"])
+            .arg(self.dir.path().join("ngircd.conf"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ngircd is installed by scripts/test.sh");
+        self.child = Some(child);
+        wait_for_port(self.port);
+        if let Some(tls) = self.tls_port {
+            wait_for_port(tls);
+        }
+    }
+
+    /// The test CA's certificate (for `SSL_CERT_FILE`), when TLS is on.
+    pub fn ca_cert(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// Kills the server (every connection drops).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let deadline = Instant::now() + WAIT;
+        while TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            assert!(Instant::now() < deadline, "ngircd did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts it again on the same ports.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.run();
+    }
+}
+
+impl Drop for IrcServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A plain IRC client on a raw socket.
+pub struct IrcPeer {
+    stream: TcpStream,
+    reader: BufReader<TcpStream>,
+    /// The peer's nick.
+    pub nick: String,
+}
+
+impl IrcPeer {
+    /// Connects and registers as `nick` (with the server `password`, if any).
+    pub fn connect(port: u16, nick: &str, password: Option<&str>) -> Self {
+        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.set_read_timeout(Some(WAIT)).unwrap();
+        let reader = BufReader::new(stream.try_clone().unwrap());
+        let mut peer = Self {
+            stream,
+            reader,
+            nick: nick.to_string(),
+        };
+        if let Some(p) = password {
+            peer.raw(&format!("PASS {p}"));
+        }
+        peer.raw(&format!("NICK {nick}"));
+        peer.raw(&format!("USER {nick} 0 * :peer"));
+        peer.expect(|l| l.contains(" 376 ") || l.contains(" 422 "));
+        peer
+    }
+
+    /// Sends one raw line (CR LF added).
+    pub fn raw(&mut self, line: &str) {
+        self.stream.write_all(line.as_bytes()).unwrap();
+        self.stream.write_all(b"\r\n").unwrap();
+    }
+
+    /// Sends raw bytes as they are.
+    pub fn raw_bytes(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).unwrap();
+    }
+
+    /// Joins `channel` (with `key`) and waits for the server's confirmation.
+    pub fn join(&mut self, channel: &str, key: Option<&str>) {
+        match key {
+            Some(k) => self.raw(&format!("JOIN {channel} {k}")),
+            None => self.raw(&format!("JOIN {channel}")),
+        }
+        let me = format!(":{}!", self.nick);
+        self.expect(|l| l.starts_with(&me) && l.contains(" JOIN "));
+    }
+
+    /// `PRIVMSG target :text`.
+    pub fn say(&mut self, target: &str, text: &str) {
+        self.raw(&format!("PRIVMSG {target} :{text}"));
+    }
+
+    /// Reads lines (answering PINGs) until one matches; returns it. Fails the test after 20 s.
+    pub fn expect(&mut self, matches: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "the expected IRC line did not come"
+            );
+            let mut line = String::new();
+            let n = self
+                .reader
+                .read_line(&mut line)
+                .expect("an IRC line within 20 s");
+            assert!(n > 0, "the server closed the peer's connection");
+            let line = line.trim_end().to_string();
+            if let Some(token) = line.strip_prefix("PING ") {
+                self.raw(&format!("PONG {token}"));
+                continue;
+            }
+            if matches(&line) {
+                return line;
+            }
+        }
+    }
+}
