@@ -1,8 +1,8 @@
 //! The web UI in a real headless Chromium driven through chromedriver (Debian `chromium` and
 //! `chromium-driver`, installed by `scripts/test.sh`): sign in with a `#token=` fragment, send a
 //! message and see the streamed reply, open a new session and answer an approval card, switch
-//! sessions, see the IRC light red for a session without IRC, use it at phone width, and a wrong
-//! token asking for the token. A screenshot is saved under the target directory.
+//! sessions, no IRC light without IRC settings (then red, yellow, green with a real server), use
+//! it at phone width, and a wrong token asking for the token. A screenshot is saved under the target directory.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -322,4 +322,74 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
     )
     .await;
     b.close().await.unwrap();
+}
+
+/// The IRC light: absent without IRC settings, red once they exist, yellow while connecting (a
+/// server that accepts and never answers), green when the channel is joined (real ngircd).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_irc_light_follows_the_connection_in_chromium() {
+    use lurkbot_test_support::irc_server::{IrcOptions, IrcServer};
+    let server = IrcServer::start(&IrcOptions::default());
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let accepted: Vec<_> = silent.incoming().take(4).collect();
+        std::thread::sleep(Duration::from_secs(60));
+        drop(accepted);
+    });
+    let gw = Gateway::start("", vec![]).await;
+    let driver = Driver::start();
+    let b = browser(&driver).await;
+    b.goto(&gw.url(&format!("/#token={TOKEN}"))).await.unwrap();
+    until(
+        &b,
+        "connected",
+        "document.getElementById('status').textContent === 'connected'",
+    )
+    .await;
+    let hidden = "document.getElementById('irc').offsetParent === null";
+    assert_eq!(
+        b.execute(&format!("return {hidden};"), vec![])
+            .await
+            .unwrap(),
+        true
+    );
+
+    crate::irc::write_irc_env(&gw, silent_port, "");
+    b.refresh().await.unwrap();
+    until(
+        &b,
+        "the light",
+        "document.getElementById('irc').offsetParent !== null",
+    )
+    .await;
+    let state = |s: &str| format!("document.getElementById('irc').dataset.state === '{s}'");
+    until(&b, "red before any connection", &state("red")).await;
+
+    let (mut c, _) = crate::common::Client::connect(&gw, TOKEN).await;
+    let status = c
+        .request("terminal.exec", json!({"command": "irc status"}))
+        .await;
+    assert_eq!(
+        status["payload"]["result"]["state"], "connecting",
+        "{status}"
+    );
+    until(&b, "yellow while connecting", &state("yellow")).await;
+
+    crate::irc::write_irc_env(&gw, server.port, "");
+    let joined = c
+        .request("terminal.exec", json!({"command": "irc connect"}))
+        .await;
+    assert_eq!(joined["payload"]["result"]["state"], "joined", "{joined}");
+    until(&b, "green when joined", &state("green")).await;
+    let title = b
+        .execute("return document.getElementById('irc').title;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        title, "IRC: joined",
+        "the light names no server, channel or nick"
+    );
+    b.close().await.unwrap();
+    drop(held);
 }

@@ -11,6 +11,7 @@ mod common;
 mod browser;
 mod hostile;
 mod http;
+mod irc;
 mod openai_sdk;
 mod ops;
 mod protocol;
