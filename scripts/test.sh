@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests call: classic archive tools for interoperability tests, openssl
 # for a real TLS server in the rss tests, tzdata for the time zones CalDAV events name,
 # chromium and its driver for the web UI tests, systemd for `systemd-analyze verify` of the
-# service unit, ngircd for a real IRC server.
-packages=(zip unzip tar xz-utils bzip2 openssl python3-venv tzdata chromium chromium-driver systemd ngircd)
+# service unit, ngircd and atheme-services for a real IRC server with NickServ.
+packages=(zip unzip tar xz-utils bzip2 openssl python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -112,3 +112,39 @@ async fn inbound_messages_reach_the_agent_only_when_asked() {
     assert!(sent.contains("please run rm -rf"), "cleaned: {sent}");
     assert!(!sent.contains("\\u0003"), "{sent}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_nick_is_identified_to_nickserv() {
+    let server = IrcServer::start(&IrcOptions {
+        services: true,
+        ..IrcOptions::default()
+    });
+    // The nick's owner registered it earlier.
+    let mut owner = IrcPeer::connect(server.port, "lurkbot", None);
+    owner.say("NickServ", "REGISTER ns-secret-42 owner@example.test");
+    owner.expect(|l| l.starts_with(":NickServ!") && l.contains("is now registered"));
+    owner.raw("QUIT");
+    owner.expect(|l| l.starts_with("ERROR"));
+    let gw = Gateway::start("", vec![]).await;
+    write_irc_env(&gw, server.port, "IRC_NICKSERV_PASSWORD=ns-secret-42\n");
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    let env = exec(&mut c, "irc connect").await;
+    assert_eq!(env["result"]["state"], "joined", "{env}");
+    assert_eq!(env["result"]["nick"], "lurkbot");
+    assert!(!env.to_string().contains("ns-secret-42"));
+    // NickServ marks an identified nick +R, which WHOIS shows as "registered nick" (307).
+    let mut checker = IrcPeer::connect(server.port, "checker", None);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        checker.raw("WHOIS lurkbot");
+        let line = checker.expect(|l| l.contains(" 307 ") || l.contains(" 318 "));
+        if line.contains(" 307 ") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "lurkbot never identified"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

@@ -19,7 +19,39 @@ pub struct IrcOptions {
     pub tls: bool,
     /// A server password every client must send (`PASS`).
     pub password: Option<String>,
+    /// Link Atheme's NickServ (Debian `atheme-services`).
+    pub services: bool,
 }
+
+/// Atheme's configuration: the ngircd protocol module, NickServ with register, identify and
+/// status, linked to the test server. Its `general` block follows the package's example.
+const ATHEME_CONF: &str = r#"loadmodule "modules/protocol/ngircd";
+loadmodule "modules/backend/opensex";
+loadmodule "modules/crypto/pbkdf2v2";
+loadmodule "modules/nickserv/main";
+loadmodule "modules/nickserv/help";
+loadmodule "modules/nickserv/register";
+loadmodule "modules/nickserv/identify";
+loadmodule "modules/nickserv/info";
+loadmodule "modules/nickserv/status";
+loadmodule "modules/nickserv/ghost";
+serverinfo {
+	name = "services.test.local"; desc = "Atheme"; numeric = "00A"; recontime = 1;
+	netname = "test"; hidehostsuffix = "users.test"; adminname = "test";
+	adminemail = "admin@example.test"; registeremail = "noreply@example.test";
+	mta = "/usr/sbin/sendmail"; loglevel = { error; }; maxlogins = 5; maxusers = 5;
+	mdlimit = 30; emaillimit = 10; emailtime = 300; auth = none; casemapping = rfc1459;
+};
+uplink "irc.test.local" { host = "127.0.0.1"; password = "linkpass123"; port = PORT; };
+nickserv { nick = "NickServ"; user = "NickServ"; host = "services.test.local"; real = "Nickname Services"; };
+general {
+	join_chans; leave_chans; uflags = { hidemail; }; cflags = { verbose; guard; };
+	flood_msgs = 7; flood_time = 10; ratelimit_uses = 5; ratelimit_period = 60;
+	kline_time = 7; clone_time = 0; commit_interval = 5; default_clone_allowed = 5;
+	default_clone_warn = 4; uplink_sendq_limit = 1048576; language = "en";
+	exempts { }; immune_level = immune;
+};
+"#;
 
 /// A running ngircd.
 pub struct IrcServer {
@@ -29,6 +61,7 @@ pub struct IrcServer {
     /// The TLS port, when asked for.
     pub tls_port: Option<u16>,
     child: Option<Child>,
+    services: Option<Child>,
 }
 
 fn free_port() -> u16 {
@@ -62,6 +95,11 @@ impl IrcServer {
         config.push_str(
             "[Limits]\n  MaxConnectionsIP = 100\n  MaxNickLength = 9\n[Options]\n  PAM = no\n  DNS = no\n  Ident = no\n",
         );
+        if options.services {
+            config.push_str(
+                "[Server]\n  Name = services.test.local\n  MyPassword = linkpass123\n  PeerPassword = linkpass123\n  ServiceMask = *Serv\n",
+            );
+        }
         if let Some(tls) = tls_port {
             // A test CA and a server certificate it signs (a self-signed CA certificate is not
             // accepted as a server's own).
@@ -152,9 +190,48 @@ impl IrcServer {
             port,
             tls_port,
             child: None,
+            services: None,
         };
         server.run();
+        if options.services {
+            server.start_services(options.password.as_deref());
+        }
         server
+    }
+
+    /// Starts Atheme and waits until NickServ answers.
+    fn start_services(&mut self, password: Option<&str>) {
+        let data = self.dir.path().join("atheme");
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::write(data.join("services.db"), "").unwrap();
+        let conf = self.dir.path().join("atheme.conf");
+        std::fs::write(&conf, ATHEME_CONF.replace("PORT", &self.port.to_string())).unwrap();
+        let child = Command::new("atheme-services")
+            .arg("-n")
+            .arg("-c")
+            .arg(&conf)
+            .arg("-D")
+            .arg(&data)
+            .arg("-p")
+            .arg(data.join("atheme.pid"))
+            .arg("-l")
+            .arg(data.join("atheme.log"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("atheme-services is installed by scripts/test.sh");
+        self.services = Some(child);
+        let mut probe = IrcPeer::connect(self.port, "probe", password);
+        let deadline = Instant::now() + WAIT;
+        loop {
+            assert!(Instant::now() < deadline, "NickServ did not come up");
+            probe.say("NickServ", "HELP");
+            let line = probe.expect(|l| l.contains(" 401 ") || l.starts_with(":NickServ!"));
+            if line.starts_with(":NickServ!") {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     fn run(&mut self) {
@@ -199,6 +276,10 @@ impl IrcServer {
 
 impl Drop for IrcServer {
     fn drop(&mut self) {
+        if let Some(mut child) = self.services.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();

@@ -93,6 +93,7 @@ fn a_session_talks_to_a_real_server() {
     let mut server = IrcServer::start(&IrcOptions {
         tls: false,
         password: Some("server-pass-123".into()),
+        services: false,
     });
     let t = Test::init();
     write_env(
@@ -278,6 +279,7 @@ fn tls_is_verified_against_the_trust_store() {
     let server = IrcServer::start(&IrcOptions {
         tls: true,
         password: None,
+        services: false,
     });
     let tls_port = server.tls_port.unwrap();
     let t = Test::init();
