@@ -341,8 +341,22 @@ impl IrcPeer {
         self.raw(&format!("PRIVMSG {target} :{text}"));
     }
 
+    /// Reads lines until one matches; returns every line read, the match last.
+    pub fn lines_until(&mut self, matches: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut seen = Vec::new();
+        let last = self.expect(|l| {
+            let hit = matches(l);
+            if !hit {
+                seen.push(l.to_string());
+            }
+            hit
+        });
+        seen.push(last);
+        seen
+    }
+
     /// Reads lines (answering PINGs) until one matches; returns it. Fails the test after 20 s.
-    pub fn expect(&mut self, matches: impl Fn(&str) -> bool) -> String {
+    pub fn expect(&mut self, mut matches: impl FnMut(&str) -> bool) -> String {
         let deadline = Instant::now() + WAIT;
         loop {
             assert!(

@@ -170,10 +170,16 @@ fn a_session_talks_to_a_real_server() {
     let env = exec(&t, "irc history --limit 3");
     assert_eq!(env["result"]["returned"], 3, "{env}");
 
-    // One connection per session: repeated sends never re-JOIN.
+    // One connection per session: repeated sends never reconnect or re-JOIN.
     exec(&t, "irc send --text again");
     exec(&t, "irc send --text and-again");
-    peer.expect(|l| l.ends_with(":and-again"));
+    let between = peer.lines_until(|l| l.ends_with(":and-again"));
+    assert!(
+        between
+            .iter()
+            .all(|l| !l.contains(" JOIN ") && !l.contains(" QUIT")),
+        "{between:?}"
+    );
 
     // The secrets appear in no output, no audit record, no log.
     let status = exec(&t, "irc status").to_string();
