@@ -13,6 +13,9 @@ use serde_json::{Value, json};
 
 use crate::common::{Gateway, TOKEN};
 
+/// One Chromium at a time: two started together on a small machine can fail to start.
+static ONE_BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// chromedriver on a free port, killed on drop.
 struct Driver {
     child: Child,
@@ -128,6 +131,7 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
     )
     .await;
     assert_eq!(status, 200);
+    let _one = ONE_BROWSER.lock().await;
     let driver = Driver::start();
     let b = browser(&driver).await;
     b.goto(&gw.url(&format!("/#token={TOKEN}"))).await.unwrap();
@@ -338,6 +342,7 @@ async fn the_irc_light_follows_the_connection_in_chromium() {
         drop(accepted);
     });
     let gw = Gateway::start("", vec![]).await;
+    let _one = ONE_BROWSER.lock().await;
     let driver = Driver::start();
     let b = browser(&driver).await;
     b.goto(&gw.url(&format!("/#token={TOKEN}"))).await.unwrap();

@@ -29,7 +29,7 @@ async fn handshake_methods_and_refusals_on_an_open_connection() {
     // Only events the server really sends are advertised.
     let events = hello["features"]["events"].as_array().unwrap();
     assert!(events.iter().any(|e| e == "lagged"), "{events:?}");
-    assert!(!events.iter().any(|e| e == "irc.status"), "{events:?}");
+    assert!(events.iter().any(|e| e == "irc.status"), "{events:?}");
 
     let health = c.request("health", json!({})).await;
     assert_eq!(
