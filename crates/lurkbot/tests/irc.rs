@@ -315,3 +315,39 @@ fn tls_is_verified_against_the_trust_store() {
     assert_eq!(env["result"]["state"], "joined", "{env}");
     assert_eq!(env["result"]["tls"], true);
 }
+
+#[test]
+fn doctor_checks_the_irc_settings() {
+    let t = Test::init();
+    let out = t.run(&["doctor", "--json"]);
+    assert!(!out.stdout.contains("\"irc\""), "no check without settings");
+    // The channel unquoted: dotenv reads the # as a comment.
+    write_env(
+        &t,
+        "IRC_SERVER=irc.example\nIRC_CHANNEL=#lurk\nIRC_NICK=lurkbot\n",
+    );
+    let out = t.run(&["doctor"]);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains(" irc "))
+        .unwrap_or_default()
+        .to_string();
+    assert!(line.starts_with("FAIL"), "{}", out.stdout);
+    assert!(
+        line.contains("MissingCredentials") && line.contains("quote the channel"),
+        "{line}"
+    );
+    write_env(
+        &t,
+        "IRC_SERVER=irc.example\nIRC_CHANNEL=\"#lurk\"\nIRC_NICK=lurkbot\n",
+    );
+    let out = t.run(&["doctor"]);
+    assert!(
+        out.stdout.lines().any(
+            |l| l.starts_with("ok") && l.contains("#lurk as lurkbot on irc.example:6697 (TLS)")
+        ),
+        "{}",
+        out.stdout
+    );
+}

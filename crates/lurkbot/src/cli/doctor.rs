@@ -4,7 +4,7 @@
 //! Checks: the home and its config exist; `config.toml` and every `.env` (the home's and each
 //! skill's `secrets/.env`) are not readable by group or others; `config.toml` is valid; a model
 //! is configured and answers a one-word request (20 s limit); the gateway settings are safe
-//! (bind, token, auth, origins).
+//! (bind, token, auth, origins); the IRC settings, when there are any.
 
 use crate::error::CliResult;
 use std::os::unix::fs::PermissionsExt;
@@ -112,7 +112,35 @@ pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> CliResult {
     };
     checks.push(model(&home, &config));
     checks.extend(gateway(&home, &config));
+    checks.extend(irc(&home));
     report(&checks, args.json)
+}
+
+/// The IRC settings, when the home has any (`skills/irc-cli/secrets/.env`).
+fn irc(home: &Home) -> Option<Check> {
+    if !lurkbot_term::IrcSessions::configured(home) {
+        return None;
+    }
+    Some(match lurkbot_term::IrcConfig::load(home) {
+        Ok(c) => ok(
+            "irc",
+            format!(
+                "{} as {} on {}:{}{}",
+                c.channel,
+                c.nick,
+                c.server,
+                c.port,
+                if c.tls { " (TLS)" } else { "" }
+            ),
+        ),
+        Err(e) => bad(
+            "irc",
+            Status::Fail,
+            format!("{}: {}", e.code, e.message),
+            e.hint
+                .unwrap_or_else(|| "fix skills/irc-cli/secrets/.env".to_string()),
+        ),
+    })
 }
 
 /// config.toml and every .env under the home.
