@@ -126,6 +126,15 @@ fn logs_reads_rotated_files_and_follows_new_lines() {
     // -f prints what is appended (read until the line arrives; the child is then killed).
     let mut child = t.command(&["logs", "-f", "-n", "1"], &[]).spawn().unwrap();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    // A watchdog: if the line never comes, the follower is killed, the read ends at EOF and
+    // the test fails instead of hanging.
+    let pid = child.id().to_string();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if finished.recv_timeout(std::time::Duration::from_secs(30)).is_err() {
+            let _ = std::process::Command::new("kill").args(["-KILL", &pid]).status();
+        }
+    });
     let mut first = String::new();
     std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
     assert!(first.contains("line 3"), "{first}");
@@ -137,6 +146,7 @@ fn logs_reads_rotated_files_and_follows_new_lines() {
     let mut next = String::new();
     std::io::BufRead::read_line(&mut stdout, &mut next).unwrap();
     assert!(next.contains("line 4"), "{next}");
+    let _ = done.send(());
     let _ = child.kill();
     let _ = child.wait();
 }
