@@ -131,8 +131,13 @@ fn logs_reads_rotated_files_and_follows_new_lines() {
     let pid = child.id().to_string();
     let (done, finished) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
-        if finished.recv_timeout(std::time::Duration::from_secs(30)).is_err() {
-            let _ = std::process::Command::new("kill").args(["-KILL", &pid]).status();
+        if finished
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .is_err()
+        {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid])
+                .status();
         }
     });
     let mut first = String::new();
