@@ -82,6 +82,14 @@ impl Config {
                 });
             }
         }
+        if let Some(name) = agent.timezone.as_deref()
+            && let Err(e) = crate::Zone::of(Some(name))
+        {
+            problems.push(ConfigProblem {
+                key: "agent.timezone".into(),
+                message: format!("agent.timezone: {e}"),
+            });
+        }
         if let Err(message) = crate::LogConfig::check_filter(&self.log.level) {
             problems.push(ConfigProblem {
                 key: "log.level".into(),

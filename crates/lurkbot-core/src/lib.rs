@@ -25,6 +25,7 @@ mod secrets;
 mod session_key;
 mod stale_temp;
 mod templates;
+mod zone;
 
 pub use atomic::{write_atomic, write_atomic_streamed, write_atomic_with_mode, write_new_atomic};
 pub use clock::now_ms;
@@ -55,3 +56,4 @@ pub use session_key::{SessionKey, SessionKeyError};
 pub use stale_temp::{
     STALE_AFTER, Sweep, sweep_stale_temp, sweep_stale_temp_at, sweep_stale_temp_in,
 };
+pub use zone::{UnknownZone, Zone};

@@ -143,11 +143,18 @@ fn local_times_default_range_and_primary_calendar() {
         "{}",
         out.stdout
     );
-    assert_eq!(
-        t.run(&["config", "set", "agent.timezone", "Mars/Olympus"])
-            .status,
-        0
+    // An unknown zone: `config set` refuses it; written by hand, cal says so.
+    let refused = t.run(&["config", "set", "agent.timezone", "Mars/Olympus"]);
+    assert_eq!(refused.status, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("not a time zone"),
+        "{}",
+        refused.stderr
     );
+    let text = std::fs::read_to_string(t.path("config.toml"))
+        .unwrap()
+        .replace("America/New_York", "Mars/Olympus");
+    std::fs::write(t.path("config.toml"), text).unwrap();
     let out = t.run(&["exec", "--json", "cal list-events"]);
     assert_eq!(out.json()["error_code"], "ConfigInvalid");
 }

@@ -258,7 +258,16 @@ impl Command for CalCommand {
 /// # Errors
 /// `ConfigInvalid` for an unknown `agent.timezone`.
 fn user_zone(ctx: &CommandCtx<'_>) -> Result<times::Zone, CommandError> {
-    times::Zone::of(ctx.config()?.agent.timezone.as_deref())
+    times::Zone::of(ctx.config()?.agent.timezone.as_deref()).map_err(|e| {
+        CommandError::new(
+            ErrorCode::ConfigInvalid,
+            format!(
+                "agent.timezone '{}' is not a time zone this system knows",
+                e.0
+            ),
+        )
+        .with_hint("use an IANA name such as Europe/Berlin (the tzdata package provides them)")
+    })
 }
 
 fn require_access(ctx: &CommandCtx<'_>, write: bool) -> Result<(), CommandError> {

@@ -6,9 +6,9 @@
 //! UTC days, end exclusive: `--start 2026-03-08 --end 2026-03-08 --all-day` is one day,
 //! `--end 2026-03-10` makes two.
 
-use chrono::{
-    DateTime, Duration, FixedOffset, NaiveDate, NaiveDateTime, Offset, SecondsFormat, TimeZone, Utc,
-};
+use chrono::{DateTime, Duration, FixedOffset, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
+
+pub(crate) use lurkbot_core::Zone;
 
 use super::model::Span;
 use crate::{CommandError, ErrorCode};
@@ -29,150 +29,6 @@ impl Moment {
             Self::Instant(t) => t.date_naive(),
             Self::Date(d) => d,
         }
-    }
-}
-
-/// The user's time zone.
-#[derive(Debug, Clone)]
-pub(crate) struct Zone {
-    /// Its name (`Europe/Berlin`, `UTC`).
-    pub(crate) name: String,
-    rules: Option<tz::TimeZone>,
-}
-
-impl Zone {
-    /// UTC.
-    pub(crate) fn utc() -> Self {
-        Self {
-            name: "UTC".into(),
-            rules: None,
-        }
-    }
-
-    /// The system's zone with this IANA name, if it knows one.
-    pub(crate) fn named(name: &str) -> Option<Self> {
-        iana_zone(name).map(|rules| Self {
-            name: name.to_string(),
-            rules: Some(rules),
-        })
-    }
-
-    /// `agent.timezone`, else the system's zone, else UTC.
-    ///
-    /// # Errors
-    /// `ConfigInvalid` when `agent.timezone` names no zone this system knows.
-    pub(crate) fn of(configured: Option<&str>) -> Result<Self, CommandError> {
-        if let Some(name) = configured.map(str::trim).filter(|n| !n.is_empty()) {
-            return iana_zone(name)
-                .map(|rules| Self {
-                    name: name.to_string(),
-                    rules: Some(rules),
-                })
-                .ok_or_else(|| {
-                    CommandError::new(
-                        ErrorCode::ConfigInvalid,
-                        format!("agent.timezone '{name}' is not a time zone this system knows"),
-                    )
-                    .with_hint(
-                        "use an IANA name such as Europe/Berlin (the tzdata package provides them)",
-                    )
-                });
-        }
-        if let Ok(tz) = std::env::var("TZ") {
-            let name = tz.trim().trim_start_matches(':');
-            if !name.is_empty() {
-                let rules = iana_zone(name).or_else(|| tz::TimeZone::from_posix_tz(name).ok());
-                return Ok(match rules {
-                    Some(rules) => Self {
-                        name: name.to_string(),
-                        rules: Some(rules),
-                    },
-                    None => Self::utc(),
-                });
-            }
-        }
-        match tz::TimeZone::local() {
-            Ok(rules) => {
-                let name = std::fs::read_link("/etc/localtime")
-                    .ok()
-                    .and_then(|p| {
-                        let p = p.to_string_lossy().into_owned();
-                        p.split_once("zoneinfo/").map(|(_, n)| n.to_string())
-                    })
-                    .unwrap_or_else(|| "local".into());
-                Ok(Self {
-                    name,
-                    rules: Some(rules),
-                })
-            }
-            Err(_) => Ok(Self::utc()),
-        }
-    }
-
-    /// The offset from UTC in force at `ms`.
-    pub(crate) fn offset_at(&self, ms: i64) -> FixedOffset {
-        let seconds = self
-            .rules
-            .as_ref()
-            .and_then(|r| r.find_local_time_type(ms.div_euclid(1000)).ok())
-            .map_or(0, |t| t.ut_offset());
-        FixedOffset::east_opt(seconds).unwrap_or(Utc.fix())
-    }
-
-    /// The instant a wall-clock time in this zone stands for (the earlier one when the clocks
-    /// go back); `Err` with the offset before the gap when the clocks skip it.
-    pub(crate) fn resolve(&self, wall: NaiveDateTime) -> Result<DateTime<FixedOffset>, i64> {
-        let Some(rules) = &self.rules else {
-            return Ok(wall.and_utc().fixed_offset());
-        };
-        let wall_s = wall.and_utc().timestamp();
-        let offset_at = |t: i64| {
-            rules
-                .find_local_time_type(t)
-                .ok()
-                .map(|l| i64::from(l.ut_offset()))
-        };
-        let candidates = [offset_at(wall_s - 86_400), offset_at(wall_s + 86_400)];
-        let fit = candidates
-            .iter()
-            .flatten()
-            .map(|offset| wall_s - offset)
-            .filter(|&t| offset_at(t) == Some(wall_s - t))
-            .min();
-        match fit {
-            Some(t) => {
-                let offset = i32::try_from(wall_s - t).unwrap_or(0);
-                let fixed = FixedOffset::east_opt(offset).ok_or(0)?;
-                fixed.timestamp_opt(t, 0).single().ok_or(0)
-            }
-            None => Err(candidates[0].unwrap_or(0)),
-        }
-    }
-
-    /// `ms` as RFC 3339 in this zone (with its offset).
-    pub(crate) fn show(&self, ms: i64) -> String {
-        DateTime::<Utc>::from_timestamp_millis(ms)
-            .unwrap_or_default()
-            .with_timezone(&self.offset_at(ms))
-            .to_rfc3339_opts(SecondsFormat::Secs, true)
-    }
-}
-
-/// The system's zone named by an IANA name (also behind a vendor prefix). Only names made of
-/// the characters IANA uses are looked up, so a name can never reach another file.
-fn iana_zone(name: &str) -> Option<tz::TimeZone> {
-    let mut rest = name.trim();
-    loop {
-        let plausible = !rest.is_empty()
-            && !rest.starts_with('/')
-            && !rest.contains("..")
-            && rest
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"/_-+".contains(&b));
-        if plausible && let Ok(zone) = tz::TimeZone::from_posix_tz(rest) {
-            return Some(zone);
-        }
-        rest = &rest[rest.find('/')? + 1..];
     }
 }
 
@@ -426,8 +282,5 @@ mod tests {
                 ErrorCode::InvalidArgs
             );
         }
-        let unknown = Zone::of(Some("Mars/Olympus")).unwrap_err();
-        assert_eq!(unknown.code, ErrorCode::ConfigInvalid);
-        assert!(Zone::of(Some("../../etc/passwd")).is_err());
     }
 }
