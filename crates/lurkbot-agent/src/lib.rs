@@ -3,6 +3,7 @@
 
 mod approvals;
 mod compaction;
+pub mod cron;
 mod error;
 mod policy;
 mod policy_config;
