@@ -1,6 +1,11 @@
-//! Cron jobs (ARCHITECTURE.md §7). So far: their schedules and the computation of the next run
-//! ([`Schedule`]); the job store, the runner and the gateway's scheduler build on it.
+//! Cron jobs (ARCHITECTURE.md §7): their schedules and next runs ([`Schedule`]), the job and its
+//! rules ([`CronJob`]), and the store with its run logs, retry back-off and auto-disable
+//! ([`CronStore`]). The CLI, the `cron` tool and the gateway's scheduler build on these.
 
+mod job;
 mod schedule;
+mod store;
 
+pub use job::{CronJob, Delivery, JobError, JobState, Payload, RunStatus, SessionTarget, WakeMode};
 pub use schedule::{Schedule, ScheduleError, parse_at, parse_period};
+pub use store::{CronStore, MAX_CONSECUTIVE_ERRORS, RunRecord, StoreError};
