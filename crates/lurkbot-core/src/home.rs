@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::create_private_dir;
 use crate::{CoreError, HomePath, PathError};
 
 /// Relative locations inside the home (ARCHITECTURE.md §2).
@@ -124,20 +125,6 @@ impl Home {
                 .join("/"),
         )
     }
-}
-
-/// Creates `dir` and its parents; the last component gets mode 0700 on Unix.
-fn create_private_dir(dir: &Path) -> Result<(), CoreError> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder
-        .create(dir)
-        .map_err(|e| CoreError::io("create directory", dir, e))
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ mod init;
 mod log_file;
 mod paths;
 mod printable;
+mod private_files;
 mod protection;
 mod running;
 mod secrets;
@@ -47,6 +48,7 @@ pub use log_file::{
 };
 pub use paths::{HomePath, PathError};
 pub use printable::{REPLACEMENT, is_unprintable, printable};
+pub use private_files::{append_private_line, create_private_dir, open_private_append};
 pub use protection::{
     APPROVALS_FILE, AccessError, Protection, classify_relative, is_private_memory,
 };

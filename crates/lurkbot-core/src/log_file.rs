@@ -3,7 +3,9 @@
 //! 0600 in a 0700 folder. [`tail`] reads a bounded window of it — the `logs.tail` method and
 //! `lurkbot logs` share it.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
+#[cfg(test)]
+use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -29,9 +31,9 @@ impl RotatingLog {
     /// The folder or the file cannot be created.
     pub fn open(path: &Path, max_bytes: u64, keep: usize) -> Result<Self, CoreError> {
         if let Some(dir) = path.parent() {
-            create_private_dir(dir).map_err(|e| CoreError::io("create", dir, e))?;
+            crate::create_private_dir(dir)?;
         }
-        let file = open_append(path).map_err(|e| CoreError::io("open", path, e))?;
+        let file = crate::open_private_append(path).map_err(|e| CoreError::io("open", path, e))?;
         let written = file.metadata().map(|m| m.len()).unwrap_or(0);
         Ok(Self {
             path: path.to_path_buf(),
@@ -62,7 +64,7 @@ impl RotatingLog {
             }
             std::fs::rename(&self.path, numbered(1))?;
         }
-        self.file = open_append(&self.path)?;
+        self.file = crate::open_private_append(&self.path)?;
         self.written = 0;
         Ok(())
     }
@@ -81,28 +83,6 @@ impl Write for RotatingLog {
     fn flush(&mut self) -> std::io::Result<()> {
         self.file.flush()
     }
-}
-
-fn open_append(path: &Path) -> std::io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.create(true).append(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
 }
 
 /// Lines returned when the caller names no limit.

@@ -33,7 +33,7 @@ impl RunningGateway {
         };
         let path = home.join(RUNNING_GATEWAY);
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| CoreError::io("create", dir, e))?;
+            crate::create_private_dir(dir)?;
         }
         let text = serde_json::to_string(&me).unwrap_or_default();
         crate::write_atomic_with_mode(&path, text.as_bytes(), 0o600)?;

@@ -88,31 +88,13 @@ impl Zone {
     /// The instant a wall-clock time in this zone stands for (the earlier one when the clocks
     /// go back); `Err` with the offset before the gap when the clocks skip it.
     pub fn resolve(&self, wall: NaiveDateTime) -> Result<DateTime<FixedOffset>, i64> {
-        let Some(rules) = &self.rules else {
-            return Ok(wall.and_utc().fixed_offset());
+        let Some(&offset) = self.local_offsets(wall).first() else {
+            // A gap: the offset in force a day before it.
+            let before = wall.and_utc().timestamp_millis() - 86_400_000;
+            return Err(i64::from(self.offset_at(before).local_minus_utc()));
         };
-        let wall_s = wall.and_utc().timestamp();
-        let offset_at = |t: i64| {
-            rules
-                .find_local_time_type(t)
-                .ok()
-                .map(|l| i64::from(l.ut_offset()))
-        };
-        let candidates = [offset_at(wall_s - 86_400), offset_at(wall_s + 86_400)];
-        let fit = candidates
-            .iter()
-            .flatten()
-            .map(|offset| wall_s - offset)
-            .filter(|&t| offset_at(t) == Some(wall_s - t))
-            .min();
-        match fit {
-            Some(t) => {
-                let offset = i32::try_from(wall_s - t).unwrap_or(0);
-                let fixed = FixedOffset::east_opt(offset).ok_or(0)?;
-                fixed.timestamp_opt(t, 0).single().ok_or(0)
-            }
-            None => Err(candidates[0].unwrap_or(0)),
-        }
+        let fixed = FixedOffset::east_opt(offset).ok_or(0)?;
+        fixed.from_local_datetime(&wall).single().ok_or(0)
     }
 
     /// Every offset (seconds east of UTC) a wall-clock time can have here: one, two in an

@@ -4,7 +4,6 @@
 //! failures in a row the job is disabled with the reason; a `deleteAfterRun` job goes after its
 //! first success, an `at` job is disabled once it ran. Every "now" is given by the caller.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use lurkbot_core::{Home, layout};
@@ -102,8 +101,7 @@ impl CronStore {
     }
 
     fn save(&self, jobs: Vec<CronJob>) -> Result<(), StoreError> {
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| lurkbot_core::CoreError::io("create", &self.dir, e))?;
+        lurkbot_core::create_private_dir(&self.dir)?;
         let text = serde_json::to_vec_pretty(&JobsFile { version: 1, jobs }).unwrap_or_default();
         lurkbot_core::write_atomic_with_mode(&self.jobs_path(), &text, 0o600)?;
         Ok(())
@@ -252,23 +250,9 @@ impl CronStore {
     }
 
     fn append_run(&self, id: &str, run: &RunRecord) -> Result<(), StoreError> {
-        let dir = self.dir.join("runs");
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| lurkbot_core::CoreError::io("create", &dir, e))?;
-        let path = dir.join(format!("{id}.jsonl"));
-        let mut line = serde_json::to_string(run).unwrap_or_default();
-        line.push('\n');
-        let mut options = std::fs::OpenOptions::new();
-        options.create(true).append(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        options
-            .open(&path)
-            .and_then(|mut f| f.write_all(line.as_bytes()))
-            .map_err(|e| lurkbot_core::CoreError::io("append", &path, e).into())
+        let path = self.dir.join("runs").join(format!("{id}.jsonl"));
+        let line = serde_json::to_string(run).unwrap_or_default();
+        Ok(lurkbot_core::append_private_line(&path, &line)?)
     }
 
     /// A job's run log, oldest first.

@@ -120,14 +120,7 @@ fn edit_lines(
 /// Saves the history privately (its folder 0700, the file 0600).
 fn save_history(editor: &mut ChatEditor, path: &PathBuf) {
     if let Some(dir) = path.parent() {
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::DirBuilderExt;
-            builder.mode(0o700);
-        }
-        let _ = builder.create(dir);
+        let _ = lurkbot_core::create_private_dir(dir);
     }
     if editor.save_history(path).is_ok() {
         #[cfg(unix)]

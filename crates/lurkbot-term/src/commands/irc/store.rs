@@ -5,7 +5,6 @@
 //! nothing received before a restart is lost to `pull`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::Write;
 use std::path::PathBuf;
 
 use lurkbot_core::Home;
@@ -125,26 +124,10 @@ impl Store {
     }
 
     fn append(&self, name: &str, line: &impl Serialize) -> Result<(), CommandError> {
-        let io = |e: std::io::Error| {
-            CommandError::new(
-                ErrorCode::IoError,
-                format!("cannot write the IRC log {name}: {e}"),
-            )
-        };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let mut text = serde_json::to_string(line).unwrap_or_default();
-        text.push('\n');
-        let mut options = std::fs::OpenOptions::new();
-        options.create(true).append(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        options
-            .open(self.file(name))
-            .and_then(|mut f| f.write_all(text.as_bytes()))
-            .map_err(io)
+        let text = serde_json::to_string(line).unwrap_or_default();
+        lurkbot_core::append_private_line(&self.file(name), &text).map_err(|e| {
+            CommandError::new(ErrorCode::IoError, format!("cannot write the IRC log: {e}"))
+        })
     }
 
     /// Appends a received message to `inbound.jsonl`.
@@ -175,8 +158,8 @@ impl Store {
     pub(crate) fn save_cursor(&self, channel: &str, id: u64) -> Result<(), CommandError> {
         let mut all = self.cursors();
         all.insert(channel.to_lowercase(), id);
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| CommandError::io("create", "workspace/irc", &e))?;
+        lurkbot_core::create_private_dir(&self.dir)
+            .map_err(|e| CommandError::new(ErrorCode::IoError, e.to_string()))?;
         let text = serde_json::to_vec_pretty(&all).unwrap_or_default();
         lurkbot_core::write_atomic_with_mode(&self.file("cursors.json"), &text, 0o600)
             .map_err(|e| CommandError::new(ErrorCode::IoError, e.to_string()))
