@@ -428,28 +428,50 @@ impl SessionHost {
         self.irc.clone()
     }
 
-    /// Delivers inbound IRC messages to their session's agent when the session's settings ask
-    /// for it (`IRC_AUTO_FORWARD_TO_AGENT=1`): each as a turn whose message is labelled
-    /// untrusted third-party text; a busy session gets it with its next free moment (the
-    /// messages wait in order). Runs until the gateway stops.
+    /// The run a session is running now, if any.
+    fn running_run(&self, key: &SessionKey) -> Option<String> {
+        let slot = self.slots.lock().ok()?.get(key.as_str()).cloned()?;
+        let running = slot.running.lock().ok()?;
+        running.as_ref().map(|(run, _)| run.clone())
+    }
+
+    /// Delivers the inbound IRC messages of sessions that asked for it
+    /// (`IRC_AUTO_FORWARD_TO_AGENT=1`; the connection only hands those on): each as a turn
+    /// whose message is labelled untrusted third-party text. A busy session gets it when its
+    /// running turn ends (the messages wait in order). Runs until the gateway stops.
     pub async fn forward_irc(self: Arc<Self>) {
+        /// Running turns waited out before a message is given up (and logged).
+        const MAX_WAITS: usize = 20;
         let Some(mut inbound) = self.inbound.lock().ok().and_then(|mut i| i.take()) else {
             return;
         };
         while let Some((session, message)) = inbound.recv().await {
-            let wanted = lurkbot_term::IrcConfig::load(&self.home).is_ok_and(|c| c.auto_forward);
             let Ok(key) = SessionKey::parse(&session) else {
                 continue;
             };
-            if !wanted {
-                continue;
-            }
             let text = crate::irc_forward::labelled(&message);
-            // One turn at a time per session: wait for a free moment (bounded).
-            for _ in 0..600 {
+            let mut waits = 0;
+            loop {
                 match self.start(key.clone(), text.clone(), false) {
                     Ok(_) => break,
-                    Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+                    Err(e) if waits >= MAX_WAITS => {
+                        tracing::warn!(
+                            session = session.as_str(),
+                            error = e.message.as_str(),
+                            "IRC message not handed to the agent: the session stayed busy"
+                        );
+                        break;
+                    }
+                    Err(_) => {
+                        waits += 1;
+                        match self.running_run(&key) {
+                            Some(run) => {
+                                let _ = self.wait(&run, Duration::from_secs(600)).await;
+                            }
+                            // Its turn ended between the two looks: try again at once.
+                            None => tokio::task::yield_now().await,
+                        }
+                    }
                 }
             }
         }

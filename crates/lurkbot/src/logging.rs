@@ -1,7 +1,7 @@
 //! The gateway's logs: `tracing` events to stderr (readable, coloured on a terminal) and to
 //! `logs/gateway.log` (one JSON object per line, rotated by size). The level comes from
-//! `LURKBOT_LOG` (or `RUST_LOG`), else `log.level`; a reload re-applies `log.level` unless a
-//! variable set it. Events carry names, keys, counts and timings — never tokens, and message
+//! `LURKBOT_LOG` (or `RUST_LOG`; environment or the home's `.env`), else `log.level`; a reload
+//! re-applies `log.level` unless a variable set it. Events carry names, keys, counts and timings — never tokens, and message
 //! text only at `debug`.
 
 use std::io::IsTerminal;
@@ -16,8 +16,9 @@ use tracing_subscriber::{Registry, reload};
 
 use crate::error::CliError;
 
-/// Variables that set the level, first found wins (over `log.level`).
-const LEVEL_VARIABLES: &[&str] = &["LURKBOT_LOG", "RUST_LOG"];
+/// Variables that set the level (environment or the home's `.env`), first found wins (over
+/// `log.level`).
+pub(crate) const LEVEL_VARIABLES: &[&str] = &["LURKBOT_LOG", "RUST_LOG"];
 
 /// Re-applies `log.level` after a reload.
 #[derive(Clone)]
@@ -54,9 +55,9 @@ fn parse_filter(filter: &str) -> Result<Targets, String> {
 /// # Errors
 /// A level variable that is not a valid filter (usage error naming it).
 pub(crate) fn start_gateway_logging(home: &Home, config: &Config) -> Result<LogLevel, CliError> {
+    let vars = lurkbot_agent::setup::variables(home);
     let from_variable = LEVEL_VARIABLES.iter().find_map(|name| {
-        std::env::var(name)
-            .ok()
+        vars(name)
             .filter(|v| !v.trim().is_empty())
             .map(|v| (*name, v))
     });

@@ -210,9 +210,14 @@ fn unset_brings_the_default_back_and_keeps_comments() {
 fn list_shows_every_value_with_its_source_and_masks_secrets() {
     let t = Test::init();
     assert_eq!(t.run(&["config", "set", "gateway.port", "19000"]).status, 0);
+    // RUST_LOG in the home's .env, LURKBOT_LOG in the environment: the latter wins.
+    std::fs::write(t.path(".env"), "RUST_LOG=trace\n").unwrap();
     let out = t.run_env(
         &["config", "list", "--json"],
-        &[("LURKBOT_MODEL", "openai/from-env")],
+        &[
+            ("LURKBOT_MODEL", "openai/from-env"),
+            ("LURKBOT_LOG", "debug"),
+        ],
     );
     assert_eq!(out.status, 0, "{}", out.stderr);
     let rows: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
@@ -229,6 +234,8 @@ fn list_shows_every_value_with_its_source_and_masks_secrets() {
     assert_eq!(row("agent.model")["value"], "openai/from-env");
     assert_eq!(row("agent.model")["source"], "env LURKBOT_MODEL");
     assert_eq!(row("agent.context_window")["source"], "default");
+    assert_eq!(row("log.level")["value"], "debug");
+    assert_eq!(row("log.level")["source"], "env LURKBOT_LOG");
     assert_eq!(row("gateway.token")["value"], "********");
     let token = std::fs::read_to_string(t.path("config.toml")).unwrap();
     let secret = token

@@ -9,11 +9,15 @@ use serde_json::{Value, json};
 
 use crate::error::CliResult;
 
-/// Variables that override a key of config.toml.
-const ENV_OVERRIDES: &[(&str, &str)] = &[
-    ("agent.model", "LURKBOT_MODEL"),
-    ("gateway.token", "LURKBOT_GATEWAY_TOKEN"),
-];
+/// Variables that override a key of config.toml, in the order they are looked at.
+fn overrides(key: &str) -> &'static [&'static str] {
+    match key {
+        "agent.model" => &["LURKBOT_MODEL"],
+        "gateway.token" => &["LURKBOT_GATEWAY_TOKEN"],
+        "log.level" => crate::logging::LEVEL_VARIABLES,
+        _ => &[],
+    }
+}
 
 /// One row of the listing.
 struct Row {
@@ -33,14 +37,10 @@ pub(crate) fn run(home_path: &Path, json_mode: bool) -> CliResult {
     flatten("", &serde_json::to_value(&config)?, &mut leaves);
     let mut rows = Vec::new();
     for (key, value) in leaves {
-        let overridden = ENV_OVERRIDES
-            .iter()
-            .find(|(k, _)| *k == key)
-            .and_then(|(_, var)| {
-                let found = vars.as_ref().and_then(|v| v(var))?;
-                Some((*var, found))
-            })
-            .filter(|(_, v)| !v.trim().is_empty());
+        let overridden = overrides(&key).iter().find_map(|var| {
+            let found = vars.as_ref().and_then(|v| v(var))?;
+            (!found.trim().is_empty()).then_some((*var, found))
+        });
         let (value, source) = match overridden {
             Some((var, v)) => (Value::String(v), format!("env {var}")),
             None if doc.get(&key)?.is_some() => (value, "file".to_string()),

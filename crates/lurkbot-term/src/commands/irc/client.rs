@@ -361,7 +361,10 @@ impl Link {
             );
         }
         self.changed.send_modify(|n| *n += 1);
-        if let Some(events) = &self.events {
+        // Only a session that asked for delivery to its agent hands messages on.
+        if self.config.auto_forward
+            && let Some(events) = &self.events
+        {
             events(IrcEvent::Inbound {
                 session: self.session.clone(),
                 message,

@@ -213,16 +213,25 @@ fn target(flag: &str, raw: &str) -> Result<String, CommandError> {
     }
 }
 
+/// A `--to`/`--from` flag's target, or the default channel.
+fn target_or_channel(
+    parsed: &ParsedArgs,
+    flag: &str,
+    config: &IrcConfig,
+) -> Result<String, CommandError> {
+    match parsed.get(flag) {
+        Some(raw) => target(flag, raw),
+        None => Ok(config.channel.clone()),
+    }
+}
+
 /// `irc send`.
 pub(super) async fn send(
     ctx: &CommandCtx<'_>,
     parsed: ParsedArgs,
 ) -> Result<Outcome, CommandError> {
     let config = IrcConfig::load(ctx.home)?;
-    let to = match parsed.get("--to") {
-        Some(raw) => target("--to", raw)?,
-        None => config.channel.clone(),
-    };
+    let to = target_or_channel(&parsed, "--to", &config)?;
     let body = match (parsed.get("--text"), parsed.has("--text-stdin")) {
         (Some(_), true) => {
             return Err(CommandError::new(
@@ -337,10 +346,7 @@ pub(super) async fn pull(
     parsed: ParsedArgs,
 ) -> Result<Outcome, CommandError> {
     let config = IrcConfig::load(ctx.home)?;
-    let from = match parsed.get("--from") {
-        Some(raw) => target("--from", raw)?,
-        None => config.channel.clone(),
-    };
+    let from = target_or_channel(&parsed, "--from", &config)?;
     let limit = limit(&parsed)?;
     let cap = match parsed.get("--format").unwrap_or("summary") {
         "summary" => MESSAGE_CAP,
@@ -411,17 +417,14 @@ pub(super) async fn pull(
     })
 }
 
-/// `irc history`: the logged messages of one channel (no connection needed, but the
-/// gateway's session).
+/// `irc history`: the logged messages of one channel of this session; it reads the log, so
+/// it needs no connection and no gateway.
 pub(super) async fn history(
     ctx: &CommandCtx<'_>,
     parsed: ParsedArgs,
 ) -> Result<Outcome, CommandError> {
     let config = IrcConfig::load(ctx.home)?;
-    let from = match parsed.get("--from") {
-        Some(raw) => target("--from", raw)?,
-        None => config.channel.clone(),
-    };
+    let from = target_or_channel(&parsed, "--from", &config)?;
     let limit = limit(&parsed)?;
     let store = super::store::Store::new(ctx.home, ctx.session.as_str());
     let messages = store.history(&from, limit);

@@ -55,7 +55,8 @@ pub enum IrcEvent {
         /// The new state.
         state: IrcState,
     },
-    /// A message arrived (cleaned; for delivery to the agent when the session asks for it).
+    /// A message arrived on a connection whose settings ask for delivery to the agent
+    /// (`IRC_AUTO_FORWARD_TO_AGENT=1`); cleaned.
     Inbound {
         /// The session key.
         session: String,
@@ -155,6 +156,9 @@ impl IrcSession {
 pub struct IrcSessions {
     home: Home,
     sessions: Mutex<HashMap<String, Arc<IrcSession>>>,
+    /// Held while a connection is looked up or made, so two commands arriving together for one
+    /// session never make two connections.
+    opening: tokio::sync::Mutex<()>,
     events: Option<EventSink>,
 }
 
@@ -170,6 +174,7 @@ impl IrcSessions {
         Self {
             home,
             sessions: Mutex::new(HashMap::new()),
+            opening: tokio::sync::Mutex::new(()),
             events,
         }
     }
@@ -187,6 +192,7 @@ impl IrcSessions {
     /// The session's connection, made (and started) on first use. Settings that changed since
     /// it was made replace it.
     pub(crate) async fn open(&self, session: &str, config: &IrcConfig) -> Arc<IrcSession> {
+        let _one_at_a_time = self.opening.lock().await;
         if let Some(existing) = self.get(session) {
             if existing.config == *config {
                 return existing;
