@@ -53,6 +53,37 @@ impl Drop for Driver {
     }
 }
 
+/// The UI signed in with a `#token=` fragment; fields drop in order (the browser session before
+/// its driver, then the one-browser lock).
+struct Ui {
+    browser: Browser,
+    _driver: Driver,
+    _one: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl Ui {
+    async fn signed_in(gw: &Gateway) -> Self {
+        let one = ONE_BROWSER.lock().await;
+        let driver = Driver::start();
+        let browser = browser(&driver).await;
+        browser
+            .goto(&gw.url(&format!("/#token={TOKEN}")))
+            .await
+            .unwrap();
+        until(
+            &browser,
+            "connected",
+            "document.getElementById('status').textContent === 'connected'",
+        )
+        .await;
+        Self {
+            browser,
+            _driver: driver,
+            _one: one,
+        }
+    }
+}
+
 async fn browser(driver: &Driver) -> Browser {
     let profile = tempfile::tempdir().unwrap().keep();
     let mut caps = serde_json::Map::new();
@@ -131,16 +162,8 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
     )
     .await;
     assert_eq!(status, 200);
-    let _one = ONE_BROWSER.lock().await;
-    let driver = Driver::start();
-    let b = browser(&driver).await;
-    b.goto(&gw.url(&format!("/#token={TOKEN}"))).await.unwrap();
-    until(
-        &b,
-        "connected",
-        "document.getElementById('status').textContent === 'connected'",
-    )
-    .await;
+    let ui = Ui::signed_in(&gw).await;
+    let b = &ui.browser;
     // The fragment is consumed and removed from the address bar.
     assert_eq!(
         b.execute("return location.hash;", vec![]).await.unwrap(),
@@ -158,7 +181,7 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
         true
     );
     // First visit: a welcome naming the model in use and what to set up next.
-    until(&b, "the welcome", "document.querySelector('.card.welcome')").await;
+    until(b, "the welcome", "document.querySelector('.card.welcome')").await;
     let welcome = b
         .find(Locator::Css(".card.welcome"))
         .await
@@ -179,17 +202,17 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
         1
     );
     until(
-        &b,
+        b,
         "the API toggle",
         "document.querySelector('.api-toggle') && document.querySelector('.api-toggle').textContent === 'Show API requests (1)'",
     )
     .await;
 
     // Send a message and see the streamed reply; the welcome goes.
-    type_into(&b, "#input", "hello").await;
-    click(&b, "#send-button").await;
+    type_into(b, "#input", "hello").await;
+    click(b, "#send-button").await;
     until(
-        &b,
+        b,
         "the reply",
         "[...document.querySelectorAll('.msg.assistant')].some(e => e.textContent === 'Hello from the browser test.')",
     )
@@ -210,9 +233,9 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
     );
 
     // A new session, a message needing approval, answered with the card's button.
-    click(&b, "#new-session").await;
+    click(b, "#new-session").await;
     until(
-        &b,
+        b,
         "two sessions",
         "document.querySelectorAll('#sessions .session').length === 2",
     )
@@ -223,10 +246,10 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
             .unwrap(),
         0
     );
-    type_into(&b, "#input", "book the dentist").await;
-    click(&b, "#send-button").await;
+    type_into(b, "#input", "book the dentist").await;
+    click(b, "#send-button").await;
     until(
-        &b,
+        b,
         "the approval card",
         "document.querySelector('.card.approval button[data-decision=\"allow-once\"]')",
     )
@@ -251,12 +274,12 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
     .await
     .unwrap();
     until(
-        &b,
+        b,
         "the booked reply",
         "[...document.querySelectorAll('.msg.assistant')].some(e => e.textContent === 'Booked the dentist.')",
     )
     .await;
-    until(&b, "a finished tool card", "[...document.querySelectorAll('.card.tool')].some(e => e.textContent.startsWith('✓ terminal_exec'))").await;
+    until(b, "a finished tool card", "[...document.querySelectorAll('.card.tool')].some(e => e.textContent.startsWith('✓ terminal_exec'))").await;
     let shot = b.screenshot().await.unwrap();
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser");
     std::fs::create_dir_all(&dir).unwrap();
@@ -273,7 +296,7 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
     .await
     .unwrap();
     until(
-        &b,
+        b,
         "the main history",
         "[...document.querySelectorAll('.msg.user')].some(e => e.textContent === 'hello') && ![...document.querySelectorAll('.msg')].some(e => e.textContent === 'Booked the dentist.')",
     )
@@ -282,20 +305,20 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
     // Phone width: the session list hides behind the menu button.
     b.set_window_size(390, 800).await.unwrap();
     until(
-        &b,
+        b,
         "the menu button",
         "getComputedStyle(document.getElementById('menu')).display !== 'none'",
     )
     .await;
     until(
-        &b,
+        b,
         "the hidden session list",
         "document.getElementById('nav').getBoundingClientRect().right <= 0",
     )
     .await;
-    click(&b, "#menu").await;
+    click(b, "#menu").await;
     until(
-        &b,
+        b,
         "the open menu",
         "document.getElementById('nav').getBoundingClientRect().left >= 0",
     )
@@ -320,12 +343,12 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
     .await
     .unwrap();
     until(
-        &b,
+        b,
         "the token prompt",
         "document.getElementById('login').classList.contains('shown')",
     )
     .await;
-    b.close().await.unwrap();
+    b.clone().close().await.unwrap();
 }
 
 /// The IRC light: absent without IRC settings, red once they exist, yellow while connecting (a
@@ -334,24 +357,13 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
 async fn the_irc_light_follows_the_connection_in_chromium() {
     use lurkbot_test_support::irc_server::{IrcOptions, IrcServer};
     let server = IrcServer::start(&IrcOptions::default());
+    // A server that never answers: the kernel completes the TCP handshake for a listener that
+    // never accepts, so the client waits for a welcome that does not come.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let silent_port = silent.local_addr().unwrap().port();
-    let held = std::thread::spawn(move || {
-        let accepted: Vec<_> = silent.incoming().take(4).collect();
-        std::thread::sleep(Duration::from_secs(60));
-        drop(accepted);
-    });
     let gw = Gateway::start("", vec![]).await;
-    let _one = ONE_BROWSER.lock().await;
-    let driver = Driver::start();
-    let b = browser(&driver).await;
-    b.goto(&gw.url(&format!("/#token={TOKEN}"))).await.unwrap();
-    until(
-        &b,
-        "connected",
-        "document.getElementById('status').textContent === 'connected'",
-    )
-    .await;
+    let ui = Ui::signed_in(&gw).await;
+    let b = &ui.browser;
     let hidden = "document.getElementById('irc').offsetParent === null";
     assert_eq!(
         b.execute(&format!("return {hidden};"), vec![])
@@ -363,13 +375,13 @@ async fn the_irc_light_follows_the_connection_in_chromium() {
     crate::irc::write_irc_env(&gw, silent_port, "");
     b.refresh().await.unwrap();
     until(
-        &b,
+        b,
         "the light",
         "document.getElementById('irc').offsetParent !== null",
     )
     .await;
     let state = |s: &str| format!("document.getElementById('irc').dataset.state === '{s}'");
-    until(&b, "red before any connection", &state("red")).await;
+    until(b, "red before any connection", &state("red")).await;
 
     let (mut c, _) = crate::common::Client::connect(&gw, TOKEN).await;
     let status = c
@@ -379,14 +391,14 @@ async fn the_irc_light_follows_the_connection_in_chromium() {
         status["payload"]["result"]["state"], "connecting",
         "{status}"
     );
-    until(&b, "yellow while connecting", &state("yellow")).await;
+    until(b, "yellow while connecting", &state("yellow")).await;
 
     crate::irc::write_irc_env(&gw, server.port, "");
     let joined = c
         .request("terminal.exec", json!({"command": "irc connect"}))
         .await;
     assert_eq!(joined["payload"]["result"]["state"], "joined", "{joined}");
-    until(&b, "green when joined", &state("green")).await;
+    until(b, "green when joined", &state("green")).await;
     let title = b
         .execute("return document.getElementById('irc').title;", vec![])
         .await
@@ -395,6 +407,6 @@ async fn the_irc_light_follows_the_connection_in_chromium() {
         title, "IRC: joined",
         "the light names no server, channel or nick"
     );
-    b.close().await.unwrap();
-    drop(held);
+    b.clone().close().await.unwrap();
+    drop(silent);
 }

@@ -87,11 +87,16 @@ async fn inbound_messages_reach_the_agent_only_when_asked() {
     );
     peer.say("#lurk", "nobody forwards this");
     peer.say("#lurk", "marker");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let env = exec(&mut c, "irc pull --peek").await;
         if env["result"]["returned"] == 2 {
             break;
         }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the two messages did not arrive: {env}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert!(gw.fake.requests().is_empty(), "no turn without the switch");

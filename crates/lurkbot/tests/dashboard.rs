@@ -4,23 +4,13 @@ use std::process::Command;
 
 use crate::util::Test;
 
-fn token(t: &Test) -> String {
-    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
-    config
-        .lines()
-        .find_map(|l| l.strip_prefix("token = \""))
-        .unwrap()
-        .trim_end_matches('"')
-        .to_string()
-}
-
 #[test]
 fn piped_output_never_carries_the_token() {
     let t = Test::init();
     let out = t.run(&["dashboard"]);
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(out.stdout.trim(), "http://127.0.0.1:18789/");
-    assert!(!out.stdout.contains(&token(&t)));
+    assert!(!out.stdout.contains(&t.gateway_token()));
     assert!(out.stderr.contains("terminal"), "{}", out.stderr);
 }
 
@@ -38,7 +28,10 @@ fn a_terminal_gets_the_address_with_the_token() {
         .expect("'script' (util-linux) is needed for this test");
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(
-        shown.contains(&format!("http://127.0.0.1:18789/#token={}", token(&t))),
+        shown.contains(&format!(
+            "http://127.0.0.1:18789/#token={}",
+            t.gateway_token()
+        )),
         "{shown}"
     );
 }
@@ -49,7 +42,7 @@ fn open_passes_the_token_in_a_private_page_not_in_arguments() {
     // `cat` stands in for the browser: it prints the page it is given.
     let out = t.run_env(&["dashboard", "--open"], &[("LURKBOT_OPEN", "cat")]);
     assert_eq!(out.status, 0, "{}", out.stderr);
-    let secret = token(&t);
+    let secret = t.gateway_token();
     assert!(
         out.stdout.contains(&format!("#token={secret}")),
         "{}",

@@ -9,13 +9,7 @@ use crate::util::{Test, start_gateway as start};
 #[test]
 fn starts_logs_one_line_and_stops_on_sigterm() {
     let t = Test::init();
-    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
-    let token = config
-        .lines()
-        .find_map(|l| l.strip_prefix("token = \""))
-        .unwrap()
-        .trim_end_matches('"')
-        .to_string();
+    let token = t.gateway_token();
     assert!(token.len() >= 32);
     let started = Instant::now();
     let mut child = t.command(&["gateway", "--port", "0"], &[]).spawn().unwrap();
@@ -99,13 +93,7 @@ async fn exec_and_agent_run_inside_the_gateway() {
     );
 
     let client = Test::init();
-    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
-    let token = config
-        .lines()
-        .find_map(|l| l.strip_prefix("token = \""))
-        .unwrap()
-        .trim_end_matches('"')
-        .to_string();
+    let token = t.gateway_token();
     let env = [("LURKBOT_GATEWAY_TOKEN", token.as_str())];
     let out = client.run_env(&["exec", "--gateway", &gw.ws, "help"], &env);
     assert_eq!(out.status, 0, "{}", out.stderr);

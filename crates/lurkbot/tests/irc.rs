@@ -57,6 +57,27 @@ fn refusals_answer_without_a_gateway() {
     assert_eq!(env["error_code"], "ConfirmRequired", "{env}");
     let env = exec(&t, "irc send --to 'bad target' --text hi --confirm");
     assert_eq!(env["error_code"], "InvalidArgs", "{env}");
+    for bad in [
+        "irc send --text a --text-stdin",
+        "irc send",
+        "irc send --text ' '",
+        "irc pull --format raw",
+        "irc pull --limit 0",
+    ] {
+        let env = exec(&t, bad);
+        assert_eq!(env["error_code"], "InvalidArgs", "{bad}: {env}");
+    }
+    write_env(
+        &t,
+        "IRC_SERVER=irc.example\nIRC_PORT=99999\nIRC_CHANNEL=\"#c\"\nIRC_NICK=lurkbot\n",
+    );
+    let env = exec(&t, "irc status");
+    assert_eq!(env["error_code"], "ConfigInvalid", "{env}");
+    assert!(
+        env["error_message"].as_str().unwrap().contains("IRC_PORT"),
+        "{env}"
+    );
+    write_env(&t, &plain_env(1));
     let env = exec(&t, "irc status");
     assert_eq!(env["error_code"], "GatewayRequired", "{env}");
     assert_eq!(env["exit_code"], 2);

@@ -20,20 +20,10 @@ fn get(addr: &str, path: &str, token: Option<&str>) -> String {
     response
 }
 
-fn gateway_token(t: &Test) -> String {
-    std::fs::read_to_string(t.path("config.toml"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("token = \""))
-        .unwrap()
-        .trim_end_matches('"')
-        .to_string()
-}
-
 #[test]
 fn the_gateway_logs_requests_and_auth_failures_without_secrets() {
     let t = Test::init();
-    let token = gateway_token(&t);
+    let token = t.gateway_token();
     let gw = start_gateway(&t, &[]);
     assert!(get(&gw.addr, "/health", None).starts_with("HTTP/1.1 200"));
     let wrong = "wrong-secret-0123456789";
@@ -163,7 +153,7 @@ async fn config_set_and_sighup_reload_a_running_gateway() {
     let fake = FakeProvider::start(vec![Step::text("Answered after the reload.")]).await;
     let base = format!("{}/v1", fake.url);
     let gw = start_gateway(&t, &[("OPENAI_BASE_URL", &base)]);
-    let token = gateway_token(&t);
+    let token = t.gateway_token();
     let env = [("LURKBOT_GATEWAY_TOKEN", token.as_str())];
     let client = Test::init();
 

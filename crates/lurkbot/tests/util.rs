@@ -38,6 +38,17 @@ impl Test {
         t
     }
 
+    /// The gateway token `init` wrote to config.toml.
+    pub fn gateway_token(&self) -> String {
+        std::fs::read_to_string(self.path("config.toml"))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("token = \""))
+            .unwrap()
+            .trim_end_matches('"')
+            .to_string()
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.home.join(rel)
     }
