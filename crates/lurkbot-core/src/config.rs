@@ -55,6 +55,17 @@ impl Default for LogConfig {
     }
 }
 
+/// Keys a running gateway reads only when it starts: a reload names them as needing a restart.
+pub const RESTART_KEYS: &[&str] = &[
+    "gateway.bind",
+    "gateway.port",
+    "gateway.token",
+    "gateway.auth",
+    "gateway.max_connections",
+    "log.max_file_bytes",
+    "log.keep_files",
+];
+
 /// The level names a log filter may use.
 pub const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
 

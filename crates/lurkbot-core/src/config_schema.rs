@@ -24,9 +24,15 @@ pub fn config_reference() -> String {
          (validated first, comments kept), `lurkbot config list` shows the values in force and where\n\
          each came from, `lurkbot config schema` prints this as JSON Schema. An unknown key is\n\
          reported with the closest known one. A running gateway reloads the file on SIGHUP and after\n\
-         `config set`; `gateway.bind`, `gateway.port`, `gateway.token`, `gateway.auth`,\n\
-         `gateway.max_connections`, `log.max_file_bytes` and `log.keep_files` take effect at the next\n\
-         start. Secrets (provider keys, skill credentials) never go here: they live in `.env` files.\n",
+         `config set`; these take effect at the next start: ",
+    );
+    let restart: Vec<String> = crate::RESTART_KEYS
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect();
+    out.push_str(&restart.join(", "));
+    out.push_str(
+        ". Secrets (provider keys, skill credentials) never go here: they live in `.env` files.\n",
     );
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (name, prop) in props {

@@ -32,7 +32,8 @@ pub use atomic::{write_atomic, write_atomic_streamed, write_atomic_with_mode, wr
 pub use clock::now_ms;
 pub use config::{
     AgentOverride, ApprovalsConfig, CalendarPermission, Config, ConfigError, GatewayAuth,
-    LOG_LEVELS, LogConfig, NetworkConfig, PromptMode, SandboxMode, ToolLayerConfig, WebFetchConfig,
+    LOG_LEVELS, LogConfig, NetworkConfig, PromptMode, RESTART_KEYS, SandboxMode, ToolLayerConfig,
+    WebFetchConfig,
 };
 pub use config_check::ConfigProblem;
 pub use config_doc::{ConfigDoc, ConfigDocError, is_secret_key};

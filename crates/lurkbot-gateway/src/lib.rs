@@ -25,7 +25,7 @@ pub use auth::{
     token_matches,
 };
 pub use host::{RunEnd, SessionHost};
-pub use reload::{RESTART_KEYS, ReloadError, ReloadPlan};
+pub use reload::{ReloadError, ReloadPlan};
 pub use server::{StartError, check_safe, router, serve};
 pub use state::{AppState, ReloadHook};
 pub use ws::PRE_CONNECT_MAX;

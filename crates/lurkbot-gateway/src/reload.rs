@@ -8,20 +8,9 @@
 
 use serde_json::{Value, json};
 
-use lurkbot_core::{Config, layout};
+use lurkbot_core::{Config, RESTART_KEYS, layout};
 
 use crate::state::AppState;
-
-/// Keys (and key prefixes) whose change takes effect only when the gateway restarts.
-pub const RESTART_KEYS: &[&str] = &[
-    "gateway.bind",
-    "gateway.port",
-    "gateway.token",
-    "gateway.auth",
-    "gateway.max_connections",
-    "log.max_file_bytes",
-    "log.keep_files",
-];
 
 /// What a reload changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

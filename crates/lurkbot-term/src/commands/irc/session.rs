@@ -261,12 +261,4 @@ impl IrcSessions {
             s.quit().await;
         }
     }
-
-    /// Sessions with a connection.
-    pub fn sessions(&self) -> Vec<String> {
-        self.sessions
-            .lock()
-            .map(|m| m.keys().cloned().collect())
-            .unwrap_or_default()
-    }
 }
