@@ -5,12 +5,16 @@ mod approvals;
 mod compaction;
 pub mod cron;
 mod error;
+pub mod heartbeat;
+mod local_runtime;
 mod policy;
 mod policy_config;
 mod prompt;
 mod runner;
+mod runtime;
 pub mod setup;
 mod skills;
+mod subagent;
 mod tools;
 mod transcript;
 mod untrusted;
@@ -20,12 +24,17 @@ pub use approvals::{
 };
 pub use compaction::{MERGE_SUMMARIES_INSTRUCTIONS, SUMMARIZER_SYSTEM};
 pub use error::AgentError;
+pub use local_runtime::{EventSink, LocalRuntime, append_to_main};
 pub use policy::Policy;
 pub use policy_config::policy_for;
 pub use prompt::{
     BOOTSTRAP_FILES, PromptInput, SessionKind, SkillEntry, TOTAL_MAX_CHARS, bootstrap,
     build as build_system_prompt,
 };
-pub use runner::{Agent, AgentEvent, MAX_STEPS, THINKING_LEVELS, TurnOutcome};
+pub use runner::{Agent, AgentEvent, MAX_STEPS, THINKING_LEVELS, TurnOutcome, record_cancelled};
+pub use runtime::{BoxFuture, CHANNELS, Outbound, Runtime, TurnHandle, TurnRequest, finish_within};
+pub use subagent::{
+    Accepted, Cleanup, SpawnArgs, Subagents, announcement, spawn as spawn_subagent,
+};
 pub use tools::ToolBox;
 pub use transcript::{Context, Entry, SessionEntry, Sessions};

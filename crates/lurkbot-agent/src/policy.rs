@@ -101,6 +101,9 @@ pub struct Policy {
     pub sandbox: bool,
     /// A sub-agent run.
     pub subagent: bool,
+    /// A sub-agent may still spawn (`agent.subagents.max_depth` above 1; the depth itself is
+    /// checked when it spawns).
+    pub subagent_may_spawn: bool,
 }
 
 /// Whether `pattern` (a name, `*`, `prefix_*` or `group:…`) matches `tool`.
@@ -154,7 +157,9 @@ impl Policy {
         }
         Ok(!(self.group && any(GROUP_DENY, tool)
             || self.sandbox && any(SANDBOX_DENY, tool)
-            || self.subagent && any(SUBAGENT_DENY, tool)))
+            || self.subagent
+                && any(SUBAGENT_DENY, tool)
+                && !(self.subagent_may_spawn && tool.eq_ignore_ascii_case("sessions_spawn"))))
     }
 
     /// The names among `tools` that pass.

@@ -41,6 +41,7 @@ pub fn policy_for(config: &Config, session: &SessionKey, model: &str) -> Policy 
         group,
         sandbox,
         subagent,
+        subagent_may_spawn: config.agent.subagents.max_depth > 1,
     }
 }
 

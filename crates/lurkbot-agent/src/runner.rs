@@ -16,6 +16,7 @@ use crate::compaction::{cut_point, estimate_tokens, messages_tokens, summarize};
 use crate::error::AgentError;
 use crate::policy::Policy;
 use crate::policy_config::policy_for;
+use crate::runtime::Runtime;
 use crate::tools::{ToolBox, ToolCtx, ToolOutput};
 use crate::transcript::{Entry, Sessions, Tracked};
 
@@ -95,6 +96,9 @@ pub struct Agent {
     config: Config,
     approvals: Arc<Approvals>,
     approver: Arc<dyn Approver>,
+    /// Who runs other sessions' turns and delivers messages (sub-agents, `sessions_send`,
+    /// `message`, `cron`); without one those tools say what they need.
+    runtime: Option<Arc<dyn Runtime>>,
     thinking: String,
     /// The last session's context, reused while its transcript is unchanged.
     cache: Option<Tracked>,
@@ -118,6 +122,7 @@ impl Agent {
             config,
             approvals,
             approver: Arc::new(NoHuman),
+            runtime: None,
             thinking: "off".into(),
             cache: None,
             learned_window: None,
@@ -149,6 +154,13 @@ impl Agent {
     #[must_use]
     pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
         self.approver = approver;
+        self
+    }
+
+    /// Runs other sessions' turns and delivers messages through `runtime`.
+    #[must_use]
+    pub fn with_runtime(mut self, runtime: Arc<dyn Runtime>) -> Self {
+        self.runtime = Some(runtime);
         self
     }
 
@@ -258,15 +270,7 @@ impl Agent {
     /// # Errors
     /// Store failures.
     pub fn cancelled(&self, session: &SessionKey) -> Result<(), AgentError> {
-        let sessions = Sessions::open(&self.home, session.agent_id());
-        let entry = sessions.get_or_create(session)?;
-        sessions.append(
-            &entry.session_id,
-            &[message_entry(Message::assistant(
-                "[the user cancelled this turn]",
-                Vec::new(),
-            ))],
-        )
+        record_cancelled(&self.home, session)
     }
 
     /// The context window in force: the configured one, or the smaller one a server named.
@@ -391,6 +395,23 @@ impl Agent {
         }
         tool.run(ctx, &args).await
     }
+}
+
+/// Records in `session`'s transcript that its running turn was cancelled (see
+/// [`Agent::cancelled`]).
+///
+/// # Errors
+/// Store failures.
+pub fn record_cancelled(home: &Home, session: &SessionKey) -> Result<(), AgentError> {
+    let sessions = Sessions::open(home, session.agent_id());
+    let entry = sessions.get_or_create(session)?;
+    sessions.append(
+        &entry.session_id,
+        &[message_entry(Message::assistant(
+            "[the user cancelled this turn]",
+            Vec::new(),
+        ))],
+    )
 }
 
 fn message_entry(message: Message) -> Entry {

@@ -199,14 +199,15 @@ async fn the_policy_decides_what_is_offered_and_what_runs() {
             "read",
             "write",
             "apply_patch",
-            "session_status"
+            "session_status",
+            "agents_list"
         ]
     );
     let group = SessionKey::parse("agent:main:group:irc:#lurk").unwrap();
     a.turn(&group, "hi", &mut |_| {}).await.unwrap();
     assert_eq!(
         tool_names(&s.fake.requests()[1].body),
-        ["read", "session_status"]
+        ["read", "session_status", "agents_list"]
     );
 
     let s = setup(vec![]).await;

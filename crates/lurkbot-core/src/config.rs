@@ -30,6 +30,8 @@ pub struct Config {
     pub network: NetworkConfig,
     /// `[log]`: the gateway's log level and log file rotation.
     pub log: LogConfig,
+    /// `[heartbeat]`: the periodic check of `workspace/HEARTBEAT.md`.
+    pub heartbeat: crate::HeartbeatConfig,
 }
 
 /// `[log]`: what the gateway logs and how much of it is kept.
@@ -127,6 +129,8 @@ pub struct AgentConfig {
     /// and times written without an offset are read in it. Default: the system's (`TZ`, else
     /// `/etc/localtime`), else UTC.
     pub timezone: Option<String>,
+    /// `[agent.subagents]`: limits of `sessions_spawn`.
+    pub subagents: crate::SubagentsConfig,
 }
 
 impl Default for AgentConfig {
@@ -139,6 +143,7 @@ impl Default for AgentConfig {
             prompt_mode: PromptMode::Full,
             max_output_tokens: None,
             timezone: None,
+            subagents: crate::SubagentsConfig::default(),
         }
     }
 }

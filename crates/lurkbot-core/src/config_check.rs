@@ -90,11 +90,78 @@ impl Config {
                 message: format!("agent.timezone: {e}"),
             });
         }
+        problems.extend(self.autonomy_problems());
         if let Err(message) = crate::LogConfig::check_filter(&self.log.level) {
             problems.push(ConfigProblem {
                 key: "log.level".into(),
                 message: format!("log.level: {message}"),
             });
+        }
+        problems
+    }
+}
+
+impl Config {
+    /// `[heartbeat]` and `[agent.subagents]` values that cannot work.
+    fn autonomy_problems(&self) -> Vec<ConfigProblem> {
+        let mut problems = Vec::new();
+        let mut problem = |key: &str, message: String| {
+            problems.push(ConfigProblem {
+                key: key.into(),
+                message,
+            });
+        };
+        let heartbeat = &self.heartbeat;
+        if crate::parse_period_ms(&heartbeat.every).is_none() {
+            problem(
+                "heartbeat.every",
+                format!(
+                    "heartbeat.every '{}' is not a period: write 30s, 5m, 1h or 1d",
+                    heartbeat.every
+                ),
+            );
+        }
+        if let Err(message) = heartbeat.active_hours.minutes() {
+            problem(
+                "heartbeat.active_hours",
+                format!("heartbeat.active_hours: {message}"),
+            );
+        }
+        if let Some(tz) = heartbeat.active_hours.tz.as_deref()
+            && let Err(e) = crate::Zone::of(Some(tz))
+        {
+            problem(
+                "heartbeat.active_hours.tz",
+                format!("heartbeat.active_hours.tz: {e}"),
+            );
+        }
+        if !["last", "none", "webchat", "irc"].contains(&heartbeat.target.as_str()) {
+            problem(
+                "heartbeat.target",
+                format!(
+                    "heartbeat.target '{}' is not a target: write last, none, webchat or irc",
+                    heartbeat.target
+                ),
+            );
+        }
+        let subagents = &self.agent.subagents;
+        if !(1..=5).contains(&subagents.max_depth) {
+            problem(
+                "agent.subagents.max_depth",
+                format!(
+                    "agent.subagents.max_depth is {}; it must be 1 to 5",
+                    subagents.max_depth
+                ),
+            );
+        }
+        if !(1..=5).contains(&subagents.max_children) {
+            problem(
+                "agent.subagents.max_children",
+                format!(
+                    "agent.subagents.max_children is {}; it must be 1 to 5",
+                    subagents.max_children
+                ),
+            );
         }
         problems
     }

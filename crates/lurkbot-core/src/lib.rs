@@ -5,6 +5,7 @@
 //! `.env` files ([`Secrets`]). It knows nothing about commands, models or the network.
 
 mod atomic;
+mod autonomy_config;
 mod clock;
 mod config;
 mod config_check;
@@ -29,6 +30,9 @@ mod templates;
 mod zone;
 
 pub use atomic::{write_atomic, write_atomic_streamed, write_atomic_with_mode, write_new_atomic};
+pub use autonomy_config::{
+    ActiveHours, HeartbeatConfig, SubagentsConfig, parse_period_ms, within_window,
+};
 pub use clock::now_ms;
 pub use config::{
     AgentOverride, ApprovalsConfig, CalendarPermission, Config, ConfigError, GatewayAuth,

@@ -10,11 +10,11 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use lurkbot_agent::Approvals;
-use lurkbot_agent::{Agent, AgentEvent, TurnOutcome};
+use lurkbot_agent::{Agent, AgentEvent, Subagents, TurnOutcome};
 use lurkbot_core::{Config, Home, SessionKey};
 use lurkbot_term::{InboundMessage, IrcEvent, IrcSessions, TerminalExec};
 use serde_json::{Value, json};
@@ -55,10 +55,22 @@ impl RunEnd {
 }
 
 #[derive(Default)]
-struct Slot {
-    /// The session's agent and the config generation it was made from.
-    agent: tokio::sync::Mutex<Option<(u64, Agent)>>,
+pub(crate) struct Slot {
+    /// The session's agent, the config generation it was made from and its model choice.
+    agent: tokio::sync::Mutex<Option<(u64, TurnOptions, Agent)>>,
     running: Mutex<Option<(String, AbortHandle)>>,
+    /// Background work started by this session's turns (sub-agents and their announce
+    /// turns, background sends, cron runs): aborted with the session.
+    pub(crate) tracked: Mutex<Vec<AbortHandle>>,
+}
+
+/// A turn's own model and thinking level (a sub-agent's or a cron job's), when it has them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnOptions {
+    /// `provider/model` instead of the configured model.
+    pub model: Option<String>,
+    /// A thinking level.
+    pub thinking: Option<String>,
 }
 
 /// Runs older than this many finished runs are forgotten by `agent.wait`.
@@ -66,12 +78,12 @@ const KEPT_RUNS: usize = 256;
 
 /// Per-session agents and running turns.
 pub struct SessionHost {
-    home: Home,
+    pub(crate) home: Home,
     /// The settings in force, their approval rules, and a generation that a reload bumps (an
     /// agent made from an older generation is made anew before its next turn).
     config: RwLock<(u64, Arc<Config>, Arc<Approvals>)>,
     generation: AtomicU64,
-    hub: Hub,
+    pub(crate) hub: Hub,
     approver: Arc<ClientApprover>,
     /// The one terminal, lent to every session's agent.
     exec: Arc<TerminalExec>,
@@ -81,11 +93,17 @@ pub struct SessionHost {
     inbound: Mutex<Option<mpsc::UnboundedReceiver<(String, InboundMessage)>>>,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     runs: Mutex<Vec<(String, watch::Receiver<Option<RunEnd>>)>>,
+    /// The running sub-agents.
+    pub(crate) subagents: Subagents,
+    /// Where the owner last talked (`webchat`, or `irc` and the channel or nick): the
+    /// `last` delivery target.
+    pub(crate) last_route: Mutex<(String, Option<String>)>,
+    me: Weak<SessionHost>,
 }
 
 impl SessionHost {
     /// A host for `home`.
-    pub fn new(home: Home, config: Config, hub: Hub, approver: Arc<ClientApprover>) -> Self {
+    pub fn new(home: Home, config: Config, hub: Hub, approver: Arc<ClientApprover>) -> Arc<Self> {
         let (inbound_tx, inbound) = mpsc::unbounded_channel();
         let events_hub = hub.clone();
         let irc = Arc::new(IrcSessions::new(
@@ -106,7 +124,7 @@ impl SessionHost {
             TerminalExec::new(home.clone(), lurkbot_term::default_registry()).with_irc(irc.clone()),
         );
         let approvals = Arc::new(Approvals::new(&home, config.approvals.clone()));
-        Self {
+        Arc::new_cyclic(|me| Self {
             home,
             config: RwLock::new((0, Arc::new(config), approvals)),
             generation: AtomicU64::new(0),
@@ -117,7 +135,10 @@ impl SessionHost {
             inbound: Mutex::new(Some(inbound)),
             slots: Mutex::new(HashMap::new()),
             runs: Mutex::new(Vec::new()),
-        }
+            subagents: Subagents::default(),
+            last_route: Mutex::new(("webchat".into(), None)),
+            me: me.clone(),
+        })
     }
 
     /// Puts `config` in force: each session's next turn uses an agent made from it (a running
@@ -144,7 +165,7 @@ impl SessionHost {
         self.exec.clone()
     }
 
-    fn slot(&self, key: &SessionKey) -> Arc<Slot> {
+    pub(crate) fn slot(&self, key: &SessionKey) -> Arc<Slot> {
         match self.slots.lock() {
             Ok(mut slots) => slots.entry(key.as_str().to_string()).or_default().clone(),
             Err(_) => Arc::new(Slot::default()),
@@ -171,17 +192,18 @@ impl SessionHost {
         &self,
         key: &SessionKey,
         message: &str,
+        options: &TurnOptions,
         run_id: &str,
         on_event: &mut (dyn FnMut(&AgentEvent) + Send),
     ) -> (bool, Result<TurnOutcome, MethodError>) {
         let slot = self.slot(key);
         let mut guard = slot.agent.lock().await;
         let (generation, config, approvals) = self.current();
-        if guard
-            .as_ref()
-            .is_none_or(|(made_from, _)| *made_from != generation)
-        {
-            let failover = match lurkbot_agent::setup::failover(&self.home, &config, None) {
+        if guard.as_ref().is_none_or(|(made_from, made_with, _)| {
+            *made_from != generation || made_with != options
+        }) {
+            let chosen = options.model.as_deref();
+            let failover = match lurkbot_agent::setup::failover(&self.home, &config, chosen) {
                 Ok(f) => f,
                 Err(e) => {
                     // No model (or a broken one): the clients see the reason and its fix as
@@ -194,12 +216,24 @@ impl SessionHost {
                     );
                 }
             };
-            let agent = Agent::new(self.home.clone(), (*config).clone(), failover)
+            let mut agent = Agent::new(self.home.clone(), (*config).clone(), failover)
                 .with_approver(self.approver.clone())
-                .with_shared(self.exec.clone(), approvals);
-            *guard = Some((generation, agent));
+                .with_shared(self.exec.clone(), approvals)
+                .with_runtime(Arc::new(crate::runtime::HostRuntime::new(
+                    self.me.clone(),
+                    self.subagents.clone(),
+                )));
+            if let Some(level) = options.thinking.as_deref()
+                && let Err(e) = agent.set_thinking(level)
+            {
+                return (
+                    false,
+                    Err(MethodError::new(ErrorCode::InvalidRequest, e.to_string())),
+                );
+            }
+            *guard = Some((generation, options.clone(), agent));
         }
-        let Some((_, agent)) = guard.as_mut() else {
+        let Some((_, _, agent)) = guard.as_mut() else {
             return (
                 false,
                 Err(MethodError::new(ErrorCode::Unavailable, "no agent")),
@@ -293,6 +327,21 @@ impl SessionHost {
         key: SessionKey,
         message: String,
         ephemeral: bool,
+        on_event: Box<dyn FnMut(&AgentEvent) + Send>,
+    ) -> Result<(String, JoinHandle<Result<TurnOutcome, MethodError>>), MethodError> {
+        self.spawn_with(key, message, TurnOptions::default(), ephemeral, on_event)
+    }
+
+    /// [`SessionHost::spawn_turn`] with the turn's own model or thinking level.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the session already runs a turn.
+    pub fn spawn_with(
+        self: &Arc<Self>,
+        key: SessionKey,
+        message: String,
+        options: TurnOptions,
+        ephemeral: bool,
         mut on_event: Box<dyn FnMut(&AgentEvent) + Send>,
     ) -> Result<(String, JoinHandle<Result<TurnOutcome, MethodError>>), MethodError> {
         let slot = self.slot(&key);
@@ -320,7 +369,9 @@ impl SessionHost {
         let id = run_id.clone();
         let task_slot = Arc::clone(&slot);
         let task = tokio::spawn(async move {
-            let (started, result) = host.turn(&key, &message, &id, &mut *on_event).await;
+            let (started, result) = host
+                .turn(&key, &message, &options, &id, &mut *on_event)
+                .await;
             let end = match &result {
                 Ok(done) => RunEnd::Done {
                     text: done.text.clone(),
@@ -369,15 +420,29 @@ impl SessionHost {
         })
     }
 
-    /// Aborts the running turn of `key`; false when none runs. The transcript records it.
+    /// Aborts the running turn of `key`, its sub-agents and the background work its turns
+    /// started; false when no turn ran. The transcript records it.
     pub async fn abort(&self, key: &SessionKey) -> bool {
         let slot = self.slot(key);
+        let tracked: Vec<AbortHandle> = slot
+            .tracked
+            .lock()
+            .map(|mut t| t.drain(..).collect())
+            .unwrap_or_default();
+        for task in tracked {
+            task.abort();
+        }
+        for child in self.subagents.children_of(key.as_str()) {
+            if let Ok(child) = SessionKey::parse(&child) {
+                Box::pin(self.abort(&child)).await;
+            }
+        }
         let running = slot.running.lock().ok().and_then(|mut r| r.take());
         let Some((run_id, handle)) = running else {
             return false;
         };
         handle.abort();
-        if let Some((_, agent)) = slot.agent.lock().await.as_ref() {
+        if let Some((_, _, agent)) = slot.agent.lock().await.as_ref() {
             let _ = agent.cancelled(key);
         }
         self.finish_aborted(&run_id, key);
@@ -429,7 +494,7 @@ impl SessionHost {
     }
 
     /// The run a session is running now, if any.
-    fn running_run(&self, key: &SessionKey) -> Option<String> {
+    pub(crate) fn running_run(&self, key: &SessionKey) -> Option<String> {
         let slot = self.slots.lock().ok()?.get(key.as_str()).cloned()?;
         let running = slot.running.lock().ok()?;
         running.as_ref().map(|(run, _)| run.clone())
@@ -440,8 +505,6 @@ impl SessionHost {
     /// whose message is labelled untrusted third-party text. A busy session gets it when its
     /// running turn ends (the messages wait in order). Runs until the gateway stops.
     pub async fn forward_irc(self: Arc<Self>) {
-        /// Running turns waited out before a message is given up (and logged).
-        const MAX_WAITS: usize = 20;
         let Some(mut inbound) = self.inbound.lock().ok().and_then(|mut i| i.take()) else {
             return;
         };
@@ -449,30 +512,17 @@ impl SessionHost {
             let Ok(key) = SessionKey::parse(&session) else {
                 continue;
             };
+            self.note_route("irc", Some(message.channel.clone()));
             let text = crate::irc_forward::labelled(&message);
-            let mut waits = 0;
-            loop {
-                match self.start(key.clone(), text.clone(), false) {
-                    Ok(_) => break,
-                    Err(e) if waits >= MAX_WAITS => {
-                        tracing::warn!(
-                            session = session.as_str(),
-                            error = e.message.as_str(),
-                            "IRC message not handed to the agent: the session stayed busy"
-                        );
-                        break;
-                    }
-                    Err(_) => {
-                        waits += 1;
-                        match self.running_run(&key) {
-                            Some(run) => {
-                                let _ = self.wait(&run, Duration::from_secs(600)).await;
-                            }
-                            // Its turn ended between the two looks: try again at once.
-                            None => tokio::task::yield_now().await,
-                        }
-                    }
-                }
+            if let Err(e) = self
+                .start_when_free(key, text, TurnOptions::default())
+                .await
+            {
+                tracing::warn!(
+                    session = session.as_str(),
+                    error = e.message.as_str(),
+                    "IRC message not handed to the agent: the session stayed busy"
+                );
             }
         }
     }

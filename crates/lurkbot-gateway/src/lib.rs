@@ -4,6 +4,7 @@
 
 mod accept;
 mod auth;
+mod cron_methods;
 mod hooks;
 mod host;
 mod http;
@@ -14,6 +15,8 @@ mod openai;
 mod ops;
 pub mod protocol;
 mod reload;
+mod runtime;
+mod scheduler;
 mod server;
 mod state;
 mod ui;
@@ -24,8 +27,10 @@ pub use auth::{
     FailureLimiter, MAX_FAILURES, MAX_GLOBAL_FAILURES, WINDOW, host_allowed, origin_allowed,
     token_matches,
 };
-pub use host::{RunEnd, SessionHost};
+pub use host::{RunEnd, SessionHost, TurnOptions};
 pub use reload::{ReloadError, ReloadPlan};
+pub use runtime::HostRuntime;
+pub use scheduler::Autonomy;
 pub use server::{StartError, check_safe, router, serve};
 pub use state::{AppState, ReloadHook};
 pub use ws::PRE_CONNECT_MAX;

@@ -122,6 +122,41 @@ pub(crate) const METHODS: &[Method] = &[
         scope: Scope::Admin,
         handler: |s, p| Box::pin(async { crate::ops::gateway_reload(s, p) }),
     },
+    Method {
+        name: method::CRON_LIST,
+        scope: Scope::Read,
+        handler: |s, _| Box::pin(async { crate::cron_methods::list(s) }),
+    },
+    Method {
+        name: method::CRON_STATUS,
+        scope: Scope::Read,
+        handler: |s, _| Box::pin(async { crate::cron_methods::status(s) }),
+    },
+    Method {
+        name: method::CRON_ADD,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::cron_methods::add(s, p) }),
+    },
+    Method {
+        name: method::CRON_UPDATE,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::cron_methods::update(s, p) }),
+    },
+    Method {
+        name: method::CRON_REMOVE,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::cron_methods::remove(s, p) }),
+    },
+    Method {
+        name: method::CRON_RUN,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(crate::cron_methods::run(s, p)),
+    },
+    Method {
+        name: method::CRON_RUNS,
+        scope: Scope::Read,
+        handler: |s, p| Box::pin(async { crate::cron_methods::runs(s, p) }),
+    },
 ];
 
 /// The names of [`METHODS`], in order.
@@ -168,6 +203,7 @@ fn status(state: &AppState) -> Value {
         "liveSessions": state.host.live_sessions(),
         "pendingApprovals": state.approver.pending(),
         "connections": state.connections(),
+        "heartbeat": state.autonomy.last_heartbeat(),
     })
 }
 
@@ -179,6 +215,9 @@ fn send(state: &AppState, params: &Value) -> Result<Value, MethodError> {
         return Err(MethodError::invalid("message is empty"));
     }
     let run_id = state.host.start(key.clone(), message.to_string(), false)?;
+    if key == SessionKey::main() {
+        state.host.note_route("webchat", None);
+    }
     Ok(json!({"runId": run_id, "sessionKey": key.as_str(), "status": "started"}))
 }
 

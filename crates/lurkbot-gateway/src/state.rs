@@ -37,6 +37,8 @@ pub struct AppState {
     pub exec: Arc<TerminalExec>,
     /// Failed-auth limiter.
     pub limiter: Arc<FailureLimiter>,
+    /// The cron scheduler's and heartbeat's shared state.
+    pub autonomy: Arc<crate::scheduler::Autonomy>,
     reload_hook: Option<ReloadHook>,
     live_connections: Arc<AtomicUsize>,
     shutdown: Arc<watch::Sender<bool>>,
@@ -53,12 +55,7 @@ impl AppState {
     ) -> Self {
         let hub = Hub::default();
         let approver = Arc::new(ClientApprover::new(hub.clone()));
-        let host = Arc::new(SessionHost::new(
-            home.clone(),
-            config.clone(),
-            hub.clone(),
-            approver.clone(),
-        ));
+        let host = SessionHost::new(home.clone(), config.clone(), hub.clone(), approver.clone());
         let exec = host.exec();
         Self {
             home,
@@ -70,6 +67,7 @@ impl AppState {
             host,
             exec,
             limiter: Arc::new(FailureLimiter::default()),
+            autonomy: Arc::default(),
             reload_hook: None,
             live_connections: Arc::new(AtomicUsize::new(0)),
             shutdown: Arc::new(watch::channel(false).0),

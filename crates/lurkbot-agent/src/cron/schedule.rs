@@ -76,21 +76,7 @@ pub enum ScheduleError {
 /// # Errors
 /// [`ScheduleError::BadEvery`].
 pub fn parse_period(raw: &str) -> Result<u64, ScheduleError> {
-    let bad = || ScheduleError::BadEvery(raw.to_string());
-    let raw_t = raw.trim();
-    let split = raw_t.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-    let (number, unit) = raw_t.split_at(split);
-    let n: u64 = number.parse().map_err(|_| bad())?;
-    let unit_ms = match unit {
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(unit_ms)
-        .filter(|ms| *ms >= 1_000)
-        .ok_or_else(bad)
+    lurkbot_core::parse_period_ms(raw).ok_or_else(|| ScheduleError::BadEvery(raw.to_string()))
 }
 
 /// `--at`: RFC 3339, or `+<period>` from `now_ms`; never in the past.

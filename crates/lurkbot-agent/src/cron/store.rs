@@ -58,15 +58,27 @@ pub enum StoreError {
         /// What is wrong.
         reason: String,
     },
+    /// The job is running now (in this or another process).
+    #[error(
+        "cron job '{0}' is running now; wait for it (`lurkbot cron runs {0}` shows when it ended)"
+    )]
+    Busy(String),
     /// Reading or writing failed.
     #[error(transparent)]
     Io(#[from] lurkbot_core::CoreError),
+}
+
+/// Held while one job runs (a lock on `cron/runs/<jobId>.lock`): no other process runs it.
+#[derive(Debug)]
+pub struct JobLock {
+    _file: std::fs::File,
 }
 
 /// The jobs of one home.
 #[derive(Debug, Clone)]
 pub struct CronStore {
     dir: PathBuf,
+    home: Home,
 }
 
 impl CronStore {
@@ -74,7 +86,13 @@ impl CronStore {
     pub fn open(home: &Home) -> Self {
         Self {
             dir: home.join(layout::CRON),
+            home: home.clone(),
         }
+    }
+
+    /// The home the store belongs to.
+    pub fn home(&self) -> &Home {
+        &self.home
     }
 
     fn jobs_path(&self) -> PathBuf {
@@ -100,6 +118,56 @@ impl CronStore {
             })
     }
 
+    /// Takes the lock that orders every change of `jobs.json` between processes (the CLI and
+    /// a gateway): a read-modify-write never loses another's change.
+    fn lock(&self) -> Result<std::fs::File, StoreError> {
+        lurkbot_core::create_private_dir(&self.dir)?;
+        let path = self.dir.join("jobs.lock");
+        let file = lurkbot_core::open_private_append(&path)
+            .map_err(|e| lurkbot_core::CoreError::io("open", &path, e))?;
+        file.lock()
+            .map_err(|e| lurkbot_core::CoreError::io("lock", &path, e))?;
+        Ok(file)
+    }
+
+    /// The run lock of job `id`, or [`StoreError::Busy`] when it runs elsewhere.
+    ///
+    /// # Errors
+    /// [`StoreError::Busy`], or the lock file failing.
+    pub fn lock_job(&self, id: &str) -> Result<JobLock, StoreError> {
+        let dir = self.dir.join("runs");
+        lurkbot_core::create_private_dir(&dir)?;
+        let path = dir.join(format!("{id}.lock"));
+        let file = lurkbot_core::open_private_append(&path)
+            .map_err(|e| lurkbot_core::CoreError::io("open", &path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(JobLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Busy(id.into())),
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(lurkbot_core::CoreError::io("lock", &path, e).into())
+            }
+        }
+    }
+
+    /// The scheduler's lock (`cron/scheduler.lock`): only the gateway holding it runs due jobs,
+    /// so two gateways on one home never run a job twice. `None` when another holds it.
+    ///
+    /// # Errors
+    /// The lock file failing.
+    pub fn lock_scheduler(&self) -> Result<Option<JobLock>, StoreError> {
+        lurkbot_core::create_private_dir(&self.dir)?;
+        let path = self.dir.join("scheduler.lock");
+        let file = lurkbot_core::open_private_append(&path)
+            .map_err(|e| lurkbot_core::CoreError::io("open", &path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(JobLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(lurkbot_core::CoreError::io("lock", &path, e).into())
+            }
+        }
+    }
+
     fn save(&self, jobs: Vec<CronJob>) -> Result<(), StoreError> {
         lurkbot_core::create_private_dir(&self.dir)?;
         let text = serde_json::to_vec_pretty(&JobsFile { version: 1, jobs }).unwrap_or_default();
@@ -118,6 +186,16 @@ impl CronStore {
         job.updated_at_ms = now_ms;
         job.state = Default::default();
         job.state.next_run_at_ms = job.schedule.next_after(now_ms).map_err(JobError::from)?;
+        if job.state.next_run_at_ms.is_none() {
+            return Err(JobError::from(super::ScheduleError::PastAt(super::rfc3339(
+                match job.schedule {
+                    super::Schedule::At { at_ms } => at_ms,
+                    _ => now_ms,
+                },
+            )))
+            .into());
+        }
+        let _lock = self.lock()?;
         let mut jobs = self.jobs()?;
         jobs.push(job.clone());
         self.save(jobs)?;
@@ -129,6 +207,7 @@ impl CronStore {
     /// # Errors
     /// [`StoreError::NotFound`].
     pub fn remove(&self, id: &str) -> Result<(), StoreError> {
+        let _lock = self.lock()?;
         let mut jobs = self.jobs()?;
         let before = jobs.len();
         jobs.retain(|j| j.id != id);
@@ -155,13 +234,23 @@ impl CronStore {
         })
     }
 
-    fn update(&self, id: &str, change: impl FnOnce(&mut CronJob)) -> Result<CronJob, StoreError> {
+    /// Changes job `id` under the lock and stores it.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`], or the change breaking a rule (nothing is stored then).
+    pub fn update(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut CronJob),
+    ) -> Result<CronJob, StoreError> {
+        let _lock = self.lock()?;
         let mut jobs = self.jobs()?;
         let job = jobs
             .iter_mut()
             .find(|j| j.id == id)
             .ok_or_else(|| StoreError::NotFound(id.into()))?;
         change(job);
+        job.validate()?;
         let changed = job.clone();
         self.save(jobs)?;
         Ok(changed)
@@ -191,6 +280,7 @@ impl CronStore {
         now_ms: u64,
     ) -> Result<Option<CronJob>, StoreError> {
         self.append_run(id, run)?;
+        let _lock = self.lock()?;
         let mut jobs = self.jobs()?;
         let index = jobs
             .iter()

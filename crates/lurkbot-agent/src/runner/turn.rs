@@ -185,6 +185,7 @@ impl Agent {
             sessions: &turn.sessions,
             exec: &self.exec,
             config: &self.config,
+            runtime: self.runtime.as_ref(),
         };
         let mut results = Vec::with_capacity(calls.len());
         for call in calls {

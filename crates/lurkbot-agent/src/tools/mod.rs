@@ -1,11 +1,15 @@
 //! The tools the model may call. Each tool is a [`Tool`]; [`ToolBox`] holds them by name and
 //! hands the model the specs of those the policy allows.
 
+mod cron;
 mod exec;
 mod fs;
 mod html;
+mod message;
 mod patch;
+mod send;
 mod sessions;
+mod spawn;
 mod web;
 
 use std::future::Future;
@@ -18,10 +22,14 @@ use serde_json::Value;
 
 use crate::transcript::{SessionEntry, Sessions};
 
+pub(crate) use cron::CronTool;
 pub(crate) use exec::TerminalExecTool;
 pub(crate) use fs::{EditTool, ReadTool, WriteTool};
+pub(crate) use message::MessageTool;
 pub(crate) use patch::ApplyPatchTool;
+pub(crate) use send::{AgentsListTool, SessionsSendTool};
 pub(crate) use sessions::{SessionStatusTool, SessionsHistoryTool, SessionsListTool};
+pub(crate) use spawn::SessionsSpawnTool;
 pub(crate) use web::WebFetchTool;
 
 /// What a tool returns.
@@ -65,6 +73,22 @@ pub struct ToolCtx<'a> {
     pub exec: &'a TerminalExec,
     /// The settings.
     pub config: &'a Config,
+    /// Who runs other sessions and delivers messages, when there is one.
+    pub runtime: Option<&'a std::sync::Arc<dyn crate::runtime::Runtime>>,
+}
+
+impl<'a> ToolCtx<'a> {
+    /// The runtime, or the error output a tool gives without one.
+    pub(crate) fn runtime(
+        &self,
+        tool: &str,
+    ) -> Result<&'a std::sync::Arc<dyn crate::runtime::Runtime>, ToolOutput> {
+        self.runtime.ok_or_else(|| {
+            ToolOutput::error(format!(
+                "{tool} needs a running session host (the gateway, or `lurkbot agent`); it is not available here"
+            ))
+        })
+    }
 }
 
 /// A boxed tool future.
@@ -97,6 +121,11 @@ impl ToolBox {
                 Box::new(SessionStatusTool),
                 Box::new(SessionsListTool),
                 Box::new(SessionsHistoryTool),
+                Box::new(SessionsSendTool),
+                Box::new(SessionsSpawnTool),
+                Box::new(AgentsListTool),
+                Box::new(CronTool),
+                Box::new(MessageTool),
             ],
         }
     }

@@ -37,6 +37,12 @@ pub enum Event {
     /// A session's IRC connection changed state.
     #[serde(rename = "irc.status")]
     IrcStatus(IrcStatus),
+    /// A heartbeat ran (the payload `lurkbot heartbeat run --json` prints).
+    #[serde(rename = "heartbeat")]
+    Heartbeat(HeartbeatEvent),
+    /// A cron job was added, changed, removed, started or finished.
+    #[serde(rename = "cron")]
+    Cron(CronEvent),
 }
 
 impl Event {
@@ -50,6 +56,8 @@ impl Event {
         "lagged",
         "shutdown",
         "irc.status",
+        "heartbeat",
+        "cron",
     ];
 
     /// The wire name.
@@ -63,6 +71,8 @@ impl Event {
             Self::Lagged(_) => "lagged",
             Self::Shutdown(_) => "shutdown",
             Self::IrcStatus(_) => "irc.status",
+            Self::Heartbeat(_) => "heartbeat",
+            Self::Cron(_) => "cron",
         }
     }
 }
@@ -235,6 +245,30 @@ pub struct IrcStatus {
     pub state: String,
 }
 
+pub use lurkbot_agent::heartbeat::HeartbeatEvent;
+
+/// `cron`: what happened to a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CronEvent {
+    /// The job.
+    pub job_id: String,
+    /// `added`, `updated`, `removed`, `started` or `finished`.
+    pub action: String,
+    /// A finished run's status (`ok`, `error`, `skipped`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// A failed run's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// A finished run's duration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// The job's next run afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_run_at_ms: Option<u64>,
+}
+
 /// `tick`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tick {
@@ -402,6 +436,14 @@ mod tests {
             Event::IrcStatus(IrcStatus {
                 session_key: "agent:main:main".into(),
                 state: "joined".into(),
+            }),
+            Event::Cron(CronEvent {
+                job_id: "cron_1".into(),
+                action: "finished".into(),
+                status: Some("ok".into()),
+                error: None,
+                duration_ms: Some(3),
+                next_run_at_ms: None,
             }),
         ];
         for event in samples {

@@ -8,8 +8,9 @@ mod scope;
 mod version;
 
 pub use event::{
-    AgentEvent, AgentStream, ApprovalRequested, Challenge, ChatEvent, ChatState, Compaction, Event,
-    EventFrame, IrcStatus, Lagged, Lifecycle, LifecyclePhase, Shutdown, Tick, ToolPhase,
+    AgentEvent, AgentStream, ApprovalRequested, Challenge, ChatEvent, ChatState, Compaction,
+    CronEvent, Event, EventFrame, HeartbeatEvent, IrcStatus, Lagged, Lifecycle, LifecyclePhase,
+    Shutdown, Tick, ToolPhase,
 };
 pub use scope::{Grants, Scope};
 pub use version::ProtocolVersion;
@@ -59,6 +60,20 @@ pub mod method {
     pub const LOGS_TAIL: &str = "logs.tail";
     /// Re-read config.toml.
     pub const GATEWAY_RELOAD: &str = "gateway.reload";
+    /// The cron jobs.
+    pub const CRON_LIST: &str = "cron.list";
+    /// The scheduler's state: jobs, the next run, the last heartbeat.
+    pub const CRON_STATUS: &str = "cron.status";
+    /// Add a job (jobs.json's shape).
+    pub const CRON_ADD: &str = "cron.add";
+    /// Change a job (`jobId`, `patch`).
+    pub const CRON_UPDATE: &str = "cron.update";
+    /// Remove a job.
+    pub const CRON_REMOVE: &str = "cron.remove";
+    /// Run a job now (`mode`: `force` default, or `due`).
+    pub const CRON_RUN: &str = "cron.run";
+    /// A job's run log.
+    pub const CRON_RUNS: &str = "cron.runs";
 }
 
 /// The body of `GET /health` and of the `health` method.

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use clap::Args;
-use lurkbot_agent::{Agent, AgentEvent, NoHuman};
+use lurkbot_agent::{AgentEvent, LocalRuntime, NoHuman, Runtime, TurnRequest};
 use lurkbot_core::{Config, Home, SessionKey, layout};
 use lurkbot_llm::Failover;
 use serde_json::json;
@@ -70,7 +70,7 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> CliResult {
         let home = Home::open(home_path)?;
         return super::agent_remote::run(&home, &url, &session, &args.message, args.json);
     }
-    let (home, config, failover) = prepare(home_path, args.model.as_deref(), "agent")?;
+    let (home, config, _) = prepare(home_path, args.model.as_deref(), "agent")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -83,17 +83,39 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> CliResult {
     } else {
         Arc::new(NoHuman)
     };
-    let mut agent = Agent::new(home, config, failover).with_approver(approver);
     let json = args.json;
-    let mut on_event = move |event: AgentEvent| show(json, &event);
+    // With --json every session's events are shown, tagged with their session; on a terminal
+    // only this session's (its sub-agents report back into it).
+    let shown = session.clone();
+    let sink: lurkbot_agent::EventSink = Arc::new(move |key: &SessionKey, event: &AgentEvent| {
+        if json {
+            let mut value = super::console::event_json(event);
+            value["sessionKey"] = json!(key.as_str());
+            line(&value);
+        } else if *key == shown {
+            show(false, event);
+        }
+    });
+    let local = LocalRuntime::new(home, config, approver, sink);
+    let request = TurnRequest {
+        model: args.model.clone(),
+        ..TurnRequest::new(session.clone(), args.message.clone())
+    };
     let outcome = runtime.block_on(async {
+        let turn = async {
+            let handle = local.start(request).await?;
+            let result = handle.done.await;
+            // The sub-agents it spawned and their announce turns end before the command does.
+            local.idle().await;
+            result
+        };
         tokio::select! {
-            outcome = agent.turn(&session, &args.message, &mut on_event) => Some(outcome),
+            outcome = turn => Some(outcome),
             _ = tokio::signal::ctrl_c() => None,
         }
     });
     let Some(outcome) = outcome else {
-        agent.cancelled(&session)?;
+        runtime.block_on(local.abort(&session));
         if json {
             line(&json!({"type": "cancelled"}));
         }
@@ -107,7 +129,7 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> CliResult {
             if json {
                 line(
                     &json!({"type": "done", "session_id": done.session_id, "model": done.model,
-                    "usage": done.usage, "steps": done.steps}),
+                    "usage": done.usage, "steps": done.steps, "sessionKey": session.as_str()}),
                 );
             } else if !done.text.ends_with('\n') {
                 let _ = crate::run::print_stdout("\n");
@@ -116,13 +138,9 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> CliResult {
         }
         Err(e) => {
             if json {
-                line(&json!({"type": "error", "message": e.to_string()}));
+                line(&json!({"type": "error", "message": e}));
             }
-            Err(if e.is_config() {
-                CliError::usage("agent", e.to_string())
-            } else {
-                CliError::failed("agent", e.to_string())
-            })
+            Err(CliError::failed("agent", e))
         }
     }
 }

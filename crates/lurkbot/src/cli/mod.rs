@@ -8,10 +8,12 @@ pub(crate) mod completions;
 pub(crate) mod config;
 pub(crate) mod config_list;
 pub(crate) mod console;
+pub(crate) mod cron;
 pub(crate) mod dashboard;
 pub(crate) mod doctor;
 pub(crate) mod exec;
 pub(crate) mod gateway;
+pub(crate) mod heartbeat;
 pub(crate) mod init;
 pub(crate) mod line_reader;
 pub(crate) mod logs;
@@ -62,6 +64,12 @@ pub(crate) enum Sub {
     /// List, read, reset or delete the agent's sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsArgs),
+    /// Scheduled jobs: add, list, rm, enable, disable, run, runs.
+    #[command(subcommand)]
+    Cron(cron::CronArgs),
+    /// Run one heartbeat now (workspace/HEARTBEAT.md).
+    #[command(subcommand)]
+    Heartbeat(heartbeat::HeartbeatArgs),
     /// The gateway's log: the last lines, -f to follow, --since, --json.
     Logs(logs::LogsArgs),
     /// The web UI's address with the gateway token (shown on a terminal; --open opens it).

@@ -184,6 +184,11 @@ impl IrcSessions {
         home.join(super::config::CREDENTIALS_FILE).is_file()
     }
 
+    /// Whether the session has a connection.
+    pub fn has(&self, session: &str) -> bool {
+        self.get(session).is_some()
+    }
+
     /// The session's connection, if one was made.
     pub(crate) fn get(&self, session: &str) -> Option<Arc<IrcSession>> {
         self.sessions.lock().ok()?.get(session).cloned()

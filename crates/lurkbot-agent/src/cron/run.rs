@@ -1,0 +1,189 @@
+//! Running one job: under its run lock, a `systemEvent` becomes a turn of the main session
+//! (`wakeMode = now`) or waits in its transcript for the next heartbeat (`next-heartbeat`); an
+//! `agentTurn` runs on `cron:<jobId>` within its timeout. An `announce` delivery sends the
+//! reply through the `message` path. The run is logged and the job's state moved on.
+
+use std::time::Duration;
+
+use lurkbot_core::SessionKey;
+use lurkbot_llm::Message;
+
+use super::job::{CronJob, Delivery, Payload, RunStatus, WakeMode};
+use super::store::{CronStore, RunRecord, StoreError};
+use crate::runtime::{Outbound, Runtime, TurnRequest, finish_within};
+use crate::transcript::{Entry, Sessions};
+
+/// Longest an `agentTurn` runs when the job sets no `timeoutSeconds`.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 600;
+
+/// Whether a run waits for the job to be due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunMode {
+    /// Only when due (and enabled).
+    Due,
+    /// Now, whatever its schedule.
+    Force,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunReport {
+    /// The logged run.
+    pub record: RunRecord,
+    /// The job after it (`None`: deleted after its run).
+    pub job: Option<CronJob>,
+    /// The reply, when the run produced one.
+    pub reply: Option<String>,
+}
+
+/// Why a job was not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The store failed, the job is unknown or already running.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// `RunMode::Due` and the job is not due.
+    #[error("cron job '{id}' is not due ({when}); `lurkbot cron run {id} --force` runs it now")]
+    NotDue {
+        /// The job.
+        id: String,
+        /// When it is due, in words.
+        when: String,
+    },
+}
+
+/// Runs job `id` (see the module documentation); `now` gives the time.
+///
+/// # Errors
+/// [`RunError`]: nothing was run then.
+pub async fn run_job(
+    runtime: &dyn Runtime,
+    store: &CronStore,
+    id: &str,
+    mode: RunMode,
+    now: &(dyn Fn() -> u64 + Send + Sync),
+) -> Result<RunReport, RunError> {
+    let _lock = store.lock_job(id)?;
+    let job = store
+        .jobs()?
+        .into_iter()
+        .find(|j| j.id == id)
+        .ok_or_else(|| StoreError::NotFound(id.into()))?;
+    let started = now();
+    if mode == RunMode::Due {
+        let due = job.enabled && job.state.next_run_at_ms.is_some_and(|t| t <= started);
+        if !due {
+            let when = match (job.enabled, job.state.next_run_at_ms) {
+                (false, _) => "it is disabled".to_string(),
+                (true, Some(t)) => format!("next run at {}", rfc3339(t)),
+                (true, None) => "it has no next run".to_string(),
+            };
+            return Err(RunError::NotDue {
+                id: id.into(),
+                when,
+            });
+        }
+    }
+    let session = job.session_key();
+    let clock = std::time::Instant::now();
+    let result = execute(runtime, store, &job).await;
+    let result = match (result, &job.delivery) {
+        (Ok(Some(reply)), Delivery::Announce { channel, to }) => runtime
+            .deliver(Outbound {
+                channel: channel.clone(),
+                to: to.clone(),
+                text: reply.clone(),
+                from: SessionKey::parse(&session).unwrap_or_else(|_| SessionKey::main()),
+                owner: true,
+            })
+            .await
+            .map(|_| Some(reply))
+            .map_err(|e| format!("the reply was not delivered: {e}")),
+        (result, _) => result,
+    };
+    let record = RunRecord {
+        ts: started,
+        status: if result.is_ok() {
+            RunStatus::Ok
+        } else {
+            RunStatus::Error
+        },
+        error: result.as_ref().err().cloned(),
+        duration_ms: u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
+        session_key: session,
+    };
+    let after = store.record(id, &record, now())?;
+    Ok(RunReport {
+        record,
+        job: after,
+        reply: result.ok().flatten(),
+    })
+}
+
+/// The job's work; the reply when a turn ran.
+async fn execute(
+    runtime: &dyn Runtime,
+    store: &CronStore,
+    job: &CronJob,
+) -> Result<Option<String>, String> {
+    match &job.payload {
+        Payload::SystemEvent { text } => {
+            let main = SessionKey::main();
+            let message = format!("[System event from cron job \"{}\"] {text}", job.name);
+            match job.wake_mode {
+                WakeMode::Now => {
+                    let handle = runtime
+                        .start(TurnRequest::new(main.clone(), message))
+                        .await?;
+                    let timeout = Duration::from_secs(DEFAULT_TIMEOUT_SECONDS);
+                    finish_within(runtime, &main, handle, timeout)
+                        .await
+                        .map(|done| Some(done.text))
+                }
+                WakeMode::NextHeartbeat => {
+                    let sessions = Sessions::open(store.home(), main.agent_id());
+                    let entry = sessions.get_or_create(&main).map_err(|e| e.to_string())?;
+                    sessions
+                        .append(
+                            &entry.session_id,
+                            &[Entry::Message {
+                                ts: lurkbot_core::now_ms(),
+                                message: Message::user(message),
+                            }],
+                        )
+                        .map_err(|e| e.to_string())?;
+                    Ok(None)
+                }
+            }
+        }
+        Payload::AgentTurn {
+            message,
+            model,
+            thinking,
+            timeout_seconds,
+        } => {
+            let session = SessionKey::parse(&job.session_key()).map_err(|e| e.to_string())?;
+            let handle = runtime
+                .start(TurnRequest {
+                    session: session.clone(),
+                    message: message.clone(),
+                    model: model.clone(),
+                    thinking: thinking.clone(),
+                })
+                .await?;
+            let timeout = Duration::from_secs(timeout_seconds.unwrap_or(DEFAULT_TIMEOUT_SECONDS));
+            finish_within(runtime, &session, handle, timeout)
+                .await
+                .map(|done| Some(done.text))
+        }
+    }
+}
+
+/// `ms` since the epoch as RFC 3339 (UTC).
+pub fn rfc3339(ms: u64) -> String {
+    i64::try_from(ms)
+        .ok()
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| ms.to_string())
+}

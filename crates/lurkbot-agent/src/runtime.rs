@@ -1,0 +1,105 @@
+//! What the autonomy tools (`sessions_spawn`, `sessions_send`, `message`, `cron`) and the
+//! cron and heartbeat runners need from whoever runs sessions: the gateway's session host, or
+//! the CLI's [`LocalRuntime`](crate::LocalRuntime). One trait, so sub-agents, cron jobs and
+//! heartbeats behave the same in both.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use lurkbot_core::SessionKey;
+
+use crate::runner::TurnOutcome;
+use crate::subagent::Subagents;
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One turn to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnRequest {
+    /// The session.
+    pub session: SessionKey,
+    /// The turn's message.
+    pub message: String,
+    /// A model for this turn (`provider/model`) instead of the configured one.
+    pub model: Option<String>,
+    /// A thinking level for this turn.
+    pub thinking: Option<String>,
+}
+
+impl TurnRequest {
+    /// A turn with the configured model and thinking level.
+    pub fn new(session: SessionKey, message: impl Into<String>) -> Self {
+        Self {
+            session,
+            message: message.into(),
+            model: None,
+            thinking: None,
+        }
+    }
+}
+
+/// A started turn.
+pub struct TurnHandle {
+    /// Its run id.
+    pub run_id: String,
+    /// Resolves to its outcome (an error text when it failed or was aborted).
+    pub done: BoxFuture<'static, Result<TurnOutcome, String>>,
+}
+
+/// A message for a channel (the `message` tool, cron `announce`, heartbeat `sent`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outbound {
+    /// `webchat`, `irc` or `last`.
+    pub channel: String,
+    /// A recipient on the channel (an IRC channel or nick).
+    pub to: Option<String>,
+    /// The text.
+    pub text: String,
+    /// The session the message comes from.
+    pub from: SessionKey,
+    /// Whether the owner configured this delivery (cron `announce`, heartbeat): it may
+    /// name any recipient. The model's own `message` calls keep the confirm gates.
+    pub owner: bool,
+}
+
+/// Channels the `message` tool knows today; later channels register the same way.
+pub const CHANNELS: &[&str] = &["webchat", "irc", "last"];
+
+/// Runs turns on sessions and delivers messages.
+pub trait Runtime: Send + Sync {
+    /// Starts a turn once the session is free (a running turn is waited out).
+    fn start(&self, request: TurnRequest) -> BoxFuture<'_, Result<TurnHandle, String>>;
+    /// Whether a turn runs on `session` now.
+    fn busy(&self, session: &SessionKey) -> bool;
+    /// Aborts the turn running on `session`, if any.
+    fn abort<'a>(&'a self, session: &'a SessionKey) -> BoxFuture<'a, ()>;
+    /// Delivers a message; the answer says where it went.
+    fn deliver(&self, message: Outbound) -> BoxFuture<'_, Result<String, String>>;
+    /// Runs `task` (a sub-agent's run and announce) in the background on behalf of
+    /// `requester`: the owner waits for it ([`LocalRuntime::idle`](crate::LocalRuntime::idle))
+    /// or aborts it with the requester.
+    fn track(&self, requester: &SessionKey, task: BoxFuture<'static, ()>);
+    /// The running sub-agents.
+    fn subagents(&self) -> &Subagents;
+}
+
+/// Runs a started turn to its end, at most `timeout` long (then it is aborted).
+///
+/// # Errors
+/// The turn's error, or `timed out after N s`.
+pub async fn finish_within(
+    runtime: &dyn Runtime,
+    session: &SessionKey,
+    handle: TurnHandle,
+    timeout: Duration,
+) -> Result<TurnOutcome, String> {
+    match tokio::time::timeout(timeout, handle.done).await {
+        Ok(result) => result,
+        Err(_) => {
+            runtime.abort(session).await;
+            Err(format!("timed out after {} s", timeout.as_secs()))
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! The gateway's [`Runtime`]: sub-agents, `sessions_send`, cron jobs and heartbeats run their
+//! turns in the session host (so they show on the hub and abort with their session), and
+//! `message` delivers to `webchat` (a transcript entry of the main session and a `chat`
+//! event) or `irc` (the terminal's `irc send`, through the session's connection, audited like
+//! any command).
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use lurkbot_agent::{
+    BoxFuture, Outbound, Runtime, Subagents, TurnHandle, TurnOutcome, TurnRequest,
+};
+use lurkbot_core::SessionKey;
+use lurkbot_term::ExecRequest;
+use tokio::task::JoinHandle;
+
+use crate::host::{SessionHost, TurnOptions};
+use crate::protocol::{ChatEvent, ChatState, Event, MethodError};
+
+/// Running turns waited out before a start is given up.
+const MAX_WAITS: usize = 20;
+
+/// The session host as a [`Runtime`] (holding it weakly: the host owns the agents that hold
+/// this).
+pub struct HostRuntime {
+    host: Weak<SessionHost>,
+    /// The host's registry (shared).
+    subagents: Subagents,
+}
+
+impl HostRuntime {
+    /// A runtime over `host`, sharing its sub-agent registry.
+    pub fn new(host: Weak<SessionHost>, subagents: Subagents) -> Self {
+        Self { host, subagents }
+    }
+
+    fn host(&self) -> Result<Arc<SessionHost>, String> {
+        self.host
+            .upgrade()
+            .ok_or_else(|| "the gateway is stopping".to_string())
+    }
+}
+
+impl SessionHost {
+    /// Starts a turn once `key` is free: a running turn is waited out (at most 20 of them in
+    /// a row, each at most 10 minutes).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the session stayed busy, or the turn could not start.
+    pub(crate) async fn start_when_free(
+        self: &Arc<Self>,
+        key: SessionKey,
+        message: String,
+        options: TurnOptions,
+    ) -> Result<(String, JoinHandle<Result<TurnOutcome, MethodError>>), MethodError> {
+        let mut waits = 0;
+        loop {
+            let started = self.spawn_with(
+                key.clone(),
+                message.clone(),
+                options.clone(),
+                false,
+                Box::new(|_| {}),
+            );
+            match started {
+                Ok(started) => return Ok(started),
+                Err(e) if waits >= MAX_WAITS => return Err(e),
+                Err(_) => {
+                    waits += 1;
+                    match self.running_run(&key) {
+                        Some(run) => {
+                            let _ = self.wait(&run, Duration::from_secs(600)).await;
+                        }
+                        // Its turn ended between the two looks: try again at once.
+                        None => tokio::task::yield_now().await,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records where the owner talked last (the `last` delivery target).
+    pub(crate) fn note_route(&self, channel: &str, to: Option<String>) {
+        if let Ok(mut last) = self.last_route.lock() {
+            *last = (channel.to_string(), to);
+        }
+    }
+
+    /// Delivers `message` (see the module documentation); the answer says where it went.
+    ///
+    /// # Errors
+    /// An unknown channel, or the channel refusing.
+    pub(crate) async fn deliver(&self, message: Outbound) -> Result<String, String> {
+        let (channel, to) = match message.channel.as_str() {
+            "last" => self
+                .last_route
+                .lock()
+                .map(|l| l.clone())
+                .unwrap_or_else(|_| ("webchat".into(), None)),
+            _ => (message.channel.clone(), message.to.clone()),
+        };
+        let to = message.to.clone().or(to);
+        match channel.as_str() {
+            "webchat" => {
+                lurkbot_agent::append_to_main(&self.home, &message.text)?;
+                self.hub.emit(Event::Chat(ChatEvent {
+                    run_id: format!("msg_{}", lurkbot_core::random_hex(8)),
+                    session_key: SessionKey::main().as_str().to_string(),
+                    state: ChatState::Final {
+                        text: message.text.clone(),
+                        model: "message".into(),
+                        usage: Default::default(),
+                    },
+                }));
+                Ok("webchat".into())
+            }
+            "irc" => {
+                let mut command = String::from("irc send --text-stdin");
+                if let Some(to) = &to {
+                    // Owner-configured deliveries (cron announce, heartbeat) may name any
+                    // target; the model's own messages keep the confirm gate.
+                    if to.chars().any(char::is_whitespace) || to.starts_with('-') {
+                        return Err(format!("'{to}' is not an IRC channel or nick"));
+                    }
+                    command.push_str(&format!(" --to {to}"));
+                    if message.owner {
+                        command.push_str(" --confirm");
+                    }
+                }
+                let mut request = ExecRequest::new(&command);
+                request.session = self.irc_session_for(&message.from);
+                request.stdin = Some(message.text.clone());
+                let envelope = self.exec().run(request).await;
+                if envelope.exit_code == 0 {
+                    Ok(format!(
+                        "irc{}",
+                        to.map(|t| format!(" {t}")).unwrap_or_default()
+                    ))
+                } else {
+                    Err(format!(
+                        "{}: {}",
+                        envelope.error_code.unwrap_or_default(),
+                        envelope
+                            .error_message
+                            .unwrap_or_else(|| "irc send failed".into())
+                    ))
+                }
+            }
+            other => Err(format!(
+                "unknown channel '{other}'; use one of: {}",
+                lurkbot_agent::CHANNELS.join(", ")
+            )),
+        }
+    }
+
+    /// The session whose IRC connection carries a delivery from `from`: its own when it has
+    /// one, else the main session's.
+    fn irc_session_for(&self, from: &SessionKey) -> SessionKey {
+        if self.irc().has(from.as_str()) {
+            from.clone()
+        } else {
+            SessionKey::main()
+        }
+    }
+}
+
+impl Runtime for HostRuntime {
+    fn start(&self, request: TurnRequest) -> BoxFuture<'_, Result<TurnHandle, String>> {
+        Box::pin(async move {
+            let host = self.host()?;
+            let options = TurnOptions {
+                model: request.model.clone(),
+                thinking: request.thinking.clone(),
+            };
+            let (run_id, task) = host
+                .start_when_free(request.session.clone(), request.message.clone(), options)
+                .await
+                .map_err(|e| e.message)?;
+            Ok(TurnHandle {
+                run_id,
+                done: Box::pin(async move {
+                    match task.await {
+                        Ok(result) => result.map_err(|e| e.message),
+                        Err(_) => Err("aborted".to_string()),
+                    }
+                }),
+            })
+        })
+    }
+
+    fn busy(&self, session: &SessionKey) -> bool {
+        self.host
+            .upgrade()
+            .is_some_and(|h| h.running_run(session).is_some())
+    }
+
+    fn abort<'a>(&'a self, session: &'a SessionKey) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Ok(host) = self.host() {
+                host.abort(session).await;
+            }
+        })
+    }
+
+    fn deliver(&self, message: Outbound) -> BoxFuture<'_, Result<String, String>> {
+        Box::pin(async move { self.host()?.deliver(message).await })
+    }
+
+    fn track(&self, requester: &SessionKey, task: BoxFuture<'static, ()>) {
+        let handle = tokio::spawn(task);
+        if let Ok(host) = self.host() {
+            let slot = host.slot(requester);
+            if let Ok(mut tracked) = slot.tracked.lock() {
+                tracked.retain(|t| !t.is_finished());
+                tracked.push(handle.abort_handle());
+            }
+        }
+    }
+
+    fn subagents(&self) -> &Subagents {
+        &self.subagents
+    }
+}

@@ -1,0 +1,167 @@
+//! The gateway's timers (ARCHITECTURE.md §7): the cron scheduler and the heartbeat. Only the
+//! gateway holding `cron/scheduler.lock` runs them, so two gateways on one home never run a job
+//! twice (the other retries the lock every 30 s and takes over when the first stops). Due jobs
+//! run concurrently, each under its own run lock; jobs missed while the gateway was down are
+//! due at start and run once (the next run is computed from "now"). The scheduler sleeps until
+//! the earliest next run, at most 10 s (so jobs added by the CLI are seen), or until a `cron.*`
+//! method wakes it. Each run and each heartbeat is reported on the hub.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lurkbot_agent::cron::{CronStore, RunError, RunMode, RunReport, run_job};
+use lurkbot_agent::heartbeat::{HeartbeatEvent, run_heartbeat};
+use lurkbot_core::now_ms;
+use serde_json::to_value;
+use tokio::sync::Notify;
+
+use crate::protocol::{CronEvent, Event};
+use crate::runtime::HostRuntime;
+use crate::state::AppState;
+
+/// Longest the scheduler sleeps between looks at `jobs.json`.
+const MAX_SLEEP: Duration = Duration::from_secs(10);
+/// How often a gateway without the lock tries to take it.
+const LOCK_RETRY: Duration = Duration::from_secs(30);
+
+/// What the timers share with the methods.
+#[derive(Default)]
+pub struct Autonomy {
+    /// Wakes the scheduler (a job was added, changed or asked to run).
+    pub(crate) wake: Notify,
+    /// The last heartbeat's event.
+    pub(crate) last_heartbeat: Mutex<Option<HeartbeatEvent>>,
+}
+
+impl Autonomy {
+    /// The last heartbeat, if one ran.
+    pub fn last_heartbeat(&self) -> Option<HeartbeatEvent> {
+        self.last_heartbeat.lock().ok().and_then(|h| h.clone())
+    }
+}
+
+/// The runtime cron jobs and heartbeats use.
+pub(crate) fn runtime(state: &AppState) -> Arc<HostRuntime> {
+    Arc::new(HostRuntime::new(
+        Arc::downgrade(&state.host),
+        state.host.subagents.clone(),
+    ))
+}
+
+/// Runs the timers until the gateway stops (the caller aborts the task).
+pub(crate) async fn run(state: AppState) {
+    let store = CronStore::open(&state.home);
+    let _lock = loop {
+        match store.lock_scheduler() {
+            Ok(Some(lock)) => break lock,
+            Ok(None) => {
+                tracing::info!(
+                    "another gateway runs this home's cron jobs and heartbeat; retrying every 30 s"
+                );
+            }
+            Err(e) => tracing::warn!(error = %e, "the scheduler lock failed"),
+        }
+        tokio::time::sleep(LOCK_RETRY).await;
+    };
+    tokio::join!(cron_loop(&state, &store), heartbeat_loop(&state));
+}
+
+async fn cron_loop(state: &AppState, store: &CronStore) {
+    loop {
+        let now = now_ms();
+        let due = store.due(now).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cron jobs not readable");
+            Vec::new()
+        });
+        for job in due {
+            let state = state.clone();
+            let store = store.clone();
+            tokio::spawn(async move {
+                run_and_report(&state, &store, &job.id, RunMode::Due).await;
+            });
+        }
+        let next = store
+            .jobs()
+            .ok()
+            .into_iter()
+            .flatten()
+            .filter(|j| j.enabled)
+            .filter_map(|j| j.state.next_run_at_ms)
+            .min();
+        let sleep = next.map_or(MAX_SLEEP, |t| {
+            Duration::from_millis(t.saturating_sub(now_ms()).max(50)).min(MAX_SLEEP)
+        });
+        tokio::select! {
+            () = tokio::time::sleep(sleep) => {}
+            () = state.autonomy.wake.notified() => {}
+        }
+    }
+}
+
+/// Runs job `id`, reporting `started` and `finished` on the hub. A job already running (here
+/// or in another process) is left alone.
+pub(crate) async fn run_and_report(
+    state: &AppState,
+    store: &CronStore,
+    id: &str,
+    mode: RunMode,
+) -> Option<RunReport> {
+    let runtime = runtime(state);
+    let clock = now_ms;
+    emit(state, id, "started", None);
+    match run_job(&*runtime, store, id, mode, &clock).await {
+        Ok(report) => {
+            emit(state, id, "finished", Some(&report));
+            Some(report)
+        }
+        Err(RunError::Store(lurkbot_agent::cron::StoreError::Busy(_))) => None,
+        Err(e) => {
+            tracing::warn!(job = id, error = %e, "cron job not run");
+            state.hub.emit(Event::Cron(CronEvent {
+                job_id: id.to_string(),
+                action: "finished".into(),
+                status: Some("skipped".into()),
+                error: Some(e.to_string()),
+                duration_ms: None,
+                next_run_at_ms: None,
+            }));
+            None
+        }
+    }
+}
+
+/// A `cron` event; `report` for a finished run.
+pub(crate) fn emit(state: &AppState, id: &str, action: &str, report: Option<&RunReport>) {
+    let status = report
+        .and_then(|r| to_value(r.record.status).ok())
+        .and_then(|v| v.as_str().map(str::to_string));
+    state.hub.emit(Event::Cron(CronEvent {
+        job_id: id.to_string(),
+        action: action.to_string(),
+        status,
+        error: report.and_then(|r| r.record.error.clone()),
+        duration_ms: report.map(|r| r.record.duration_ms),
+        next_run_at_ms: report
+            .and_then(|r| r.job.as_ref())
+            .and_then(|j| j.state.next_run_at_ms),
+    }));
+}
+
+async fn heartbeat_loop(state: &AppState) {
+    loop {
+        let config = state.config();
+        let every = lurkbot_core::parse_period_ms(&config.heartbeat.every).unwrap_or(300_000);
+        tokio::time::sleep(Duration::from_millis(every)).await;
+        let config = state.config();
+        if !config.heartbeat.enabled {
+            continue;
+        }
+        let runtime = runtime(state);
+        let event = run_heartbeat(&*runtime, &state.home, &config, now_ms()).await;
+        tracing::info!(status = ?event.status, reason = event.reason.as_deref().unwrap_or(""), "heartbeat");
+        if let Ok(mut last) = state.autonomy.last_heartbeat.lock() {
+            *last = Some(event.clone());
+        }
+        state.hub.emit(Event::Heartbeat(event));
+    }
+}
