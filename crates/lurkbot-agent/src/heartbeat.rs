@@ -1,5 +1,8 @@
-//! The heartbeat (seed 003 §3.7, ARCHITECTURE.md §7): a periodic turn of the main session on
-//! `workspace/HEARTBEAT.md`. The seed's order: disabled → `skipped/disabled`; outside active
+//! The heartbeat (seed 003 §3.7, ARCHITECTURE.md §7): a periodic turn on `workspace/HEARTBEAT.md`
+//! and the system events cron jobs queued for it (`wakeMode = next-heartbeat`). The turn runs on
+//! its own session, `cron:heartbeat`, so a `HEARTBEAT_OK` or a repeated alert never shows in the
+//! owner's chat; an alert that is `sent` is appended to the main session (where the web UI
+//! shows it) and delivered to the target. The seed's order: disabled → `skipped/disabled`; outside active
 //! hours → `skipped/quiet-hours`; a turn running on the main session →
 //! `skipped/requests-in-flight`; no file → `skipped/no-heartbeat-file`; only blank lines and `#`
 //! comments → `ok-empty/empty-heartbeat-file` (none of these calls the model); a reply with
@@ -95,18 +98,32 @@ pub async fn run_heartbeat(
         return HeartbeatEvent::new(now_ms, Skipped, Some("requests-in-flight"));
     }
     let path = home.join(layout::WORKSPACE).join("HEARTBEAT.md");
-    let Ok(content) = std::fs::read_to_string(&path) else {
-        return HeartbeatEvent::new(now_ms, Skipped, Some("no-heartbeat-file"));
+    let events = EventQueue::load(home);
+    let content = match std::fs::read_to_string(&path) {
+        Ok(content) => content,
+        Err(_) if events.events.is_empty() => {
+            return HeartbeatEvent::new(now_ms, Skipped, Some("no-heartbeat-file"));
+        }
+        Err(_) => String::new(),
     };
-    if effectively_empty(&content) {
+    if effectively_empty(&content) && events.events.is_empty() {
         return HeartbeatEvent::new(now_ms, OkEmpty, Some("empty-heartbeat-file"));
     }
-    let prompt = prompt(settings.prompt.as_deref(), &content);
+    let prompt = prompt(settings.prompt.as_deref(), &content, &events.events);
+    let session = heartbeat_session();
     let started = Instant::now();
-    let result = match runtime.start(TurnRequest::new(main.clone(), prompt)).await {
-        Ok(handle) => finish_within(runtime, &main, handle, TURN_TIMEOUT).await,
+    let result = match runtime
+        .start(TurnRequest::new(session.clone(), prompt))
+        .await
+    {
+        Ok(handle) => finish_within(runtime, &session, handle, TURN_TIMEOUT).await,
         Err(e) => Err(e),
     };
+    if result.is_ok()
+        && let Err(e) = EventQueue::default().save(home)
+    {
+        tracing::warn!(error = %e, "heartbeat events not cleared");
+    }
     let duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
     let reply = match result {
         Ok(done) => done.text,
@@ -140,6 +157,9 @@ pub async fn run_heartbeat(
     let preview = Some(alert.chars().take(100).collect());
     let target = settings.target.as_str();
     if target == "none" {
+        if let Err(e) = crate::append_to_main(home, alert) {
+            tracing::warn!(error = %e, "heartbeat alert not written to the main session");
+        }
         return HeartbeatEvent {
             preview,
             duration_ms,
@@ -151,10 +171,16 @@ pub async fn run_heartbeat(
             channel: target.to_string(),
             to: None,
             text: alert.to_string(),
-            from: main,
+            from: heartbeat_session(),
             owner: true,
         })
         .await;
+    // The main session keeps every alert sent: webchat delivery wrote it there already.
+    if !delivered.as_ref().is_ok_and(|c| c.starts_with("webchat"))
+        && let Err(e) = crate::append_to_main(home, alert)
+    {
+        tracing::warn!(error = %e, "heartbeat alert not written to the main session");
+    }
     match delivered {
         Ok(channel) => HeartbeatEvent {
             preview,
@@ -193,14 +219,83 @@ fn effectively_empty(content: &str) -> bool {
         .all(|l| l.is_empty() || l.starts_with('#'))
 }
 
-fn prompt(custom: Option<&str>, content: &str) -> String {
+/// The session heartbeat turns run on.
+pub fn heartbeat_session() -> SessionKey {
+    SessionKey::parse("cron:heartbeat").unwrap_or_else(|_| SessionKey::main())
+}
+
+fn prompt(custom: Option<&str>, content: &str, events: &[QueuedEvent]) -> String {
     let head = custom.unwrap_or(
         "## Heartbeat Check\n\nIt's time for your periodic check. Please review and handle these tasks:",
     );
+    let mut content = content.trim().to_string();
+    if !events.is_empty() {
+        content.push_str("\n\nSystem events since the last heartbeat:");
+        for event in events {
+            content.push_str(&format!("\n- {}", event.text));
+        }
+    }
     format!(
         "{head}\n\n{}\n\nAfter completing checks:\n1. If anything needs user attention, notify them\n2. If no action needed, respond with {HEARTBEAT_OK}\n\nKeep responses brief and actionable.",
         content.trim()
     )
+}
+
+/// Queues a system event for the next heartbeat (a cron job with `wakeMode = next-heartbeat`).
+///
+/// # Errors
+/// The queue file failing.
+pub fn queue_system_event(
+    home: &Home,
+    text: &str,
+    now_ms: u64,
+) -> Result<(), lurkbot_core::CoreError> {
+    let mut queue = EventQueue::load(home);
+    queue.events.push(QueuedEvent {
+        ts: now_ms,
+        text: text.to_string(),
+    });
+    queue.save(home)
+}
+
+/// `cron/heartbeat-events.json`: system events waiting for the next heartbeat.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct EventQueue {
+    events: Vec<QueuedEvent>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct QueuedEvent {
+    ts: u64,
+    text: String,
+}
+
+impl EventQueue {
+    fn path(home: &Home) -> std::path::PathBuf {
+        home.join(layout::CRON).join("heartbeat-events.json")
+    }
+
+    fn load(home: &Home) -> Self {
+        std::fs::read_to_string(Self::path(home))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
+
+    fn save(&self, home: &Home) -> Result<(), lurkbot_core::CoreError> {
+        write_private_json(&Self::path(home), self)
+    }
+}
+
+fn write_private_json(
+    path: &std::path::Path,
+    value: &impl Serialize,
+) -> Result<(), lurkbot_core::CoreError> {
+    if let Some(dir) = path.parent() {
+        lurkbot_core::create_private_dir(dir)?;
+    }
+    let text = serde_json::to_vec(value).unwrap_or_default();
+    lurkbot_core::write_atomic_with_mode(path, &text, 0o600)
 }
 
 /// Alerts sent in the last 24 hours (`cron/heartbeat.json`).
@@ -243,12 +338,7 @@ impl AlertMemory {
     }
 
     fn save(&self, home: &Home) -> Result<(), lurkbot_core::CoreError> {
-        let path = Self::path(home);
-        if let Some(dir) = path.parent() {
-            lurkbot_core::create_private_dir(dir)?;
-        }
-        let text = serde_json::to_vec(self).unwrap_or_default();
-        lurkbot_core::write_atomic_with_mode(&path, &text, 0o600)
+        write_private_json(&Self::path(home), self)
     }
 }
 

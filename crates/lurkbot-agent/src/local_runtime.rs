@@ -175,9 +175,29 @@ impl Runtime for LocalRuntime {
     fn deliver(&self, message: Outbound) -> BoxFuture<'_, Result<String, String>> {
         Box::pin(async move {
             match message.channel.as_str() {
-                "webchat" | "last" => {
-                    append_to_main(&self.home, &message.text)?;
+                "webchat" | "last" if message.owner && message.from == SessionKey::main() => {
+                    // A heartbeat's or main-session job's reply is already in the main session.
                     Ok("webchat (agent:main:main)".into())
+                }
+                "webchat" | "last" => {
+                    // Never written into a turn in progress (it would split a tool call from
+                    // its result): while the main session runs, it waits for the turn's end.
+                    let lock = self.lock_for(&SessionKey::main());
+                    if let Ok(_free) = lock.clone().try_lock_owned() {
+                        append_to_main(&self.home, &message.text)?;
+                        return Ok("webchat (agent:main:main)".into());
+                    }
+                    let home = self.home.clone();
+                    self.track(
+                        &message.from,
+                        Box::pin(async move {
+                            let _free = lock.lock_owned().await;
+                            if let Err(e) = append_to_main(&home, &message.text) {
+                                tracing::warn!(error = %e, "webchat message not written");
+                            }
+                        }),
+                    );
+                    Ok("webchat (agent:main:main, after its running turn)".into())
                 }
                 "irc" => Err(
                     "irc delivery goes through the running gateway's IRC connection; start `lurkbot gateway`"

@@ -10,6 +10,7 @@ mod common;
 
 mod agent_loop;
 mod approvals;
+mod autonomy;
 mod compaction;
 mod prompt;
 mod protection;

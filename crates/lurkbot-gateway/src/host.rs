@@ -57,7 +57,7 @@ impl RunEnd {
 #[derive(Default)]
 pub(crate) struct Slot {
     /// The session's agent, the config generation it was made from and its model choice.
-    agent: tokio::sync::Mutex<Option<(u64, TurnOptions, Agent)>>,
+    pub(crate) agent: tokio::sync::Mutex<Option<(u64, TurnOptions, Agent)>>,
     running: Mutex<Option<(String, AbortHandle)>>,
     /// Background work started by this session's turns (sub-agents and their announce
     /// turns, background sends, cron runs): aborted with the session.
@@ -98,7 +98,7 @@ pub struct SessionHost {
     /// Where the owner last talked (`webchat`, or `irc` and the channel or nick): the
     /// `last` delivery target.
     pub(crate) last_route: Mutex<(String, Option<String>)>,
-    me: Weak<SessionHost>,
+    pub(crate) me: Weak<SessionHost>,
 }
 
 impl SessionHost {

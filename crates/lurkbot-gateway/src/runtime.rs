@@ -101,18 +101,33 @@ impl SessionHost {
         };
         let to = message.to.clone().or(to);
         match channel.as_str() {
-            "webchat" => {
-                lurkbot_agent::append_to_main(&self.home, &message.text)?;
-                self.hub.emit(Event::Chat(ChatEvent {
-                    run_id: format!("msg_{}", lurkbot_core::random_hex(8)),
-                    session_key: SessionKey::main().as_str().to_string(),
-                    state: ChatState::Final {
-                        text: message.text.clone(),
-                        model: "message".into(),
-                        usage: Default::default(),
-                    },
-                }));
+            "webchat" if message.owner && message.from == SessionKey::main() => {
+                // A heartbeat's or main-session job's reply is already in the main session
+                // (and went out as its turn's `chat` event).
                 Ok("webchat".into())
+            }
+            "webchat" => {
+                // Never written into a turn in progress (it would split a tool call from its
+                // result): while the main session runs, it waits for the turn's end.
+                let slot = self.slot(&SessionKey::main());
+                if let Ok(_free) = slot.agent.try_lock() {
+                    self.post_to_webchat(&message.text)?;
+                    return Ok("webchat".into());
+                }
+                let Some(host) = self.me.upgrade() else {
+                    return Err("the gateway is stopping".into());
+                };
+                let text = message.text.clone();
+                let task = tokio::spawn(async move {
+                    let _free = slot.agent.lock().await;
+                    if let Err(e) = host.post_to_webchat(&text) {
+                        tracing::warn!(error = %e, "webchat message not written");
+                    }
+                });
+                if let Ok(mut tracked) = self.slot(&message.from).tracked.lock() {
+                    tracked.push(task.abort_handle());
+                }
+                Ok("webchat (after the main session's running turn)".into())
             }
             "irc" => {
                 let mut command = String::from("irc send --text-stdin");
@@ -151,6 +166,22 @@ impl SessionHost {
                 lurkbot_agent::CHANNELS.join(", ")
             )),
         }
+    }
+
+    /// Appends `text` to the main session and shows it to the web UI's clients (a `chat`
+    /// event).
+    fn post_to_webchat(&self, text: &str) -> Result<(), String> {
+        lurkbot_agent::append_to_main(&self.home, text)?;
+        self.hub.emit(Event::Chat(ChatEvent {
+            run_id: format!("msg_{}", lurkbot_core::random_hex(8)),
+            session_key: SessionKey::main().as_str().to_string(),
+            state: ChatState::Final {
+                text: text.to_string(),
+                model: "message".into(),
+                usage: Default::default(),
+            },
+        }));
+        Ok(())
     }
 
     /// The session whose IRC connection carries a delivery from `from`: its own when it has

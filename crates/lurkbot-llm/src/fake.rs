@@ -73,11 +73,16 @@ pub struct Recorded {
     pub body: Value,
 }
 
+/// Scripts served only to requests whose body contains a marker (e.g. a session key), so
+/// sessions that call the model at the same time each get their own answers in order.
+type Routes = Arc<Mutex<Vec<(String, VecDeque<Step>)>>>;
+
 /// The running server.
 pub struct FakeProvider {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
     script: Arc<Mutex<VecDeque<Step>>>,
+    routes: Routes,
     requests: Arc<Mutex<Vec<Recorded>>>,
 }
 
@@ -94,20 +99,33 @@ impl FakeProvider {
         #[allow(clippy::expect_used)]
         let addr = listener.local_addr().expect("local address");
         let script = Arc::new(Mutex::new(VecDeque::from(steps)));
+        let routes: Routes = Arc::default();
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let (s, r) = (script.clone(), requests.clone());
+        let (s, t, r) = (script.clone(), routes.clone(), requests.clone());
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (s, r) = (s.clone(), r.clone());
+                let (s, t, r) = (s.clone(), t.clone(), r.clone());
                 tokio::spawn(async move {
-                    let _ = serve(stream, s, r).await;
+                    let _ = serve(stream, s, t, r).await;
                 });
             }
         });
         Self {
             url: format!("http://{addr}"),
             script,
+            routes,
             requests,
+        }
+    }
+
+    /// Serves `steps`, in order, to the requests whose JSON body contains `marker` (before
+    /// the shared script); a request matching no route takes the shared script's next step.
+    pub fn route(&self, marker: &str, steps: Vec<Step>) {
+        if let Ok(mut routes) = self.routes.lock() {
+            match routes.iter_mut().find(|(m, _)| m == marker) {
+                Some((_, queue)) => queue.extend(steps),
+                None => routes.push((marker.to_string(), VecDeque::from(steps))),
+            }
         }
     }
 
@@ -132,6 +150,7 @@ impl FakeProvider {
 async fn serve(
     mut stream: TcpStream,
     script: Arc<Mutex<VecDeque<Step>>>,
+    routes: Routes,
     requests: Arc<Mutex<Vec<Recorded>>>,
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
@@ -174,6 +193,7 @@ async fn serve(
     let key = header("authorization")
         .map(|v| v.trim_start_matches("Bearer ").to_string())
         .or_else(|| header("x-api-key"));
+    let text = body.to_string();
     if let Ok(mut r) = requests.lock() {
         r.push(Recorded {
             path: path.clone(),
@@ -181,7 +201,13 @@ async fn serve(
             body,
         });
     }
-    let step = script.lock().ok().and_then(|mut s| s.pop_front());
+    let routed = routes.lock().ok().and_then(|mut routes| {
+        routes
+            .iter_mut()
+            .find(|(marker, queue)| !queue.is_empty() && text.contains(marker.as_str()))
+            .and_then(|(_, queue)| queue.pop_front())
+    });
+    let step = routed.or_else(|| script.lock().ok().and_then(|mut s| s.pop_front()));
     let anthropic = path.ends_with("/messages");
     let step = step.unwrap_or(Step::Error {
         status: 500,

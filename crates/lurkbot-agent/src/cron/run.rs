@@ -1,17 +1,15 @@
 //! Running one job: under its run lock, a `systemEvent` becomes a turn of the main session
-//! (`wakeMode = now`) or waits in its transcript for the next heartbeat (`next-heartbeat`); an
+//! (`wakeMode = now`) or is queued for the next heartbeat's prompt (`next-heartbeat`); an
 //! `agentTurn` runs on `cron:<jobId>` within its timeout. An `announce` delivery sends the
 //! reply through the `message` path. The run is logged and the job's state moved on.
 
 use std::time::Duration;
 
 use lurkbot_core::SessionKey;
-use lurkbot_llm::Message;
 
 use super::job::{CronJob, Delivery, Payload, RunStatus, WakeMode};
 use super::store::{CronStore, RunRecord, StoreError};
 use crate::runtime::{Outbound, Runtime, TurnRequest, finish_within};
-use crate::transcript::{Entry, Sessions};
 
 /// Longest an `agentTurn` runs when the job sets no `timeoutSeconds`.
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 600;
@@ -141,17 +139,12 @@ async fn execute(
                         .map(|done| Some(done.text))
                 }
                 WakeMode::NextHeartbeat => {
-                    let sessions = Sessions::open(store.home(), main.agent_id());
-                    let entry = sessions.get_or_create(&main).map_err(|e| e.to_string())?;
-                    sessions
-                        .append(
-                            &entry.session_id,
-                            &[Entry::Message {
-                                ts: lurkbot_core::now_ms(),
-                                message: Message::user(message),
-                            }],
-                        )
-                        .map_err(|e| e.to_string())?;
+                    crate::heartbeat::queue_system_event(
+                        store.home(),
+                        &message,
+                        lurkbot_core::now_ms(),
+                    )
+                    .map_err(|e| e.to_string())?;
                     Ok(None)
                 }
             }
