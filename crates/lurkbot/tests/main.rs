@@ -10,6 +10,7 @@ mod util;
 
 mod agent;
 mod archive;
+mod autonomy;
 mod cal;
 mod chat;
 mod cli;
