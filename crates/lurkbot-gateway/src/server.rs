@@ -99,6 +99,8 @@ pub async fn serve(
     let served = crate::accept::accept_loop(listener, app, state, stop).await;
     forwarder.abort();
     timers.abort();
+    // The scheduler's lock is released before this returns (another gateway may take it).
+    let _ = timers.await;
     served?;
     Ok(())
 }

@@ -8,6 +8,7 @@
 
 mod common;
 
+mod autonomy;
 mod browser;
 mod hostile;
 mod http;

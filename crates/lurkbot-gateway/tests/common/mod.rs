@@ -17,7 +17,7 @@ pub const TOKEN: &str = "test-token-0123456789";
 pub const HOOKS_TOKEN: &str = "hooks-token-abcdef";
 
 pub struct Gateway {
-    pub _dir: tempfile::TempDir,
+    pub _dir: Option<tempfile::TempDir>,
     pub home: Home,
     pub fake: FakeProvider,
     pub addr: std::net::SocketAddr,
@@ -60,7 +60,33 @@ impl Gateway {
             format!("OPENAI_BASE_URL={}/v1\n", fake.url),
         )
         .unwrap();
-        let config = Config::parse(std::path::Path::new("config.toml"), &text).unwrap();
+        Self::serve(Some(dir), home, fake, &text, token, hooks).await
+    }
+
+    /// A second gateway on this one's home (its own port and state; the same files).
+    pub async fn on_same_home(&self) -> Self {
+        let text = std::fs::read_to_string(self.home.join("config.toml")).unwrap();
+        let fake = FakeProvider::start(vec![]).await;
+        Self::serve(
+            None,
+            self.home.clone(),
+            fake,
+            &text,
+            Some(TOKEN),
+            Some(HOOKS_TOKEN),
+        )
+        .await
+    }
+
+    async fn serve(
+        dir: Option<tempfile::TempDir>,
+        home: Home,
+        fake: FakeProvider,
+        text: &str,
+        token: Option<&str>,
+        hooks: Option<&str>,
+    ) -> Self {
+        let config = Config::parse(std::path::Path::new("config.toml"), text).unwrap();
         let state = AppState::new(
             home.clone(),
             config,

@@ -1,0 +1,223 @@
+//! Cron jobs and delivery in the gateway: the `cron.*` methods and `cron` events, an announce
+//! seen by a WebSocket client as a `chat` event and by a real IRC client (ngircd), missed runs
+//! run once at start, and one scheduler per home.
+
+use std::time::{Duration, Instant};
+
+use lurkbot_agent::cron::CronStore;
+use lurkbot_llm::fake::Step;
+use lurkbot_test_support::irc_server::{IrcOptions, IrcPeer, IrcServer};
+use serde_json::{Value, json};
+
+use crate::common::{Client, Gateway, TOKEN};
+
+fn report_job(channel: &str, to: Option<&str>) -> Value {
+    let mut delivery = json!({"mode": "announce", "channel": channel});
+    if let Some(to) = to {
+        delivery["to"] = json!(to);
+    }
+    json!({"job": {"name": "report", "schedule": {"kind": "every", "everyMs": 3_600_000},
+        "payload": {"kind": "agentTurn", "message": "Write the report"}, "delivery": delivery}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cron_methods_events_and_an_announce_to_webchat() {
+    let gw = Gateway::start("", vec![]).await;
+    let (mut c, hello) = Client::connect(&gw, TOKEN).await;
+    let methods = hello["features"]["methods"].to_string();
+    for name in [
+        "cron.list",
+        "cron.add",
+        "cron.update",
+        "cron.remove",
+        "cron.run",
+        "cron.runs",
+    ] {
+        assert!(methods.contains(name), "{name} advertised");
+    }
+    let events = hello["features"]["events"].to_string();
+    assert!(events.contains("\"cron\"") && events.contains("\"heartbeat\""));
+
+    let added = c.request("cron.add", report_job("webchat", None)).await;
+    assert_eq!(added["ok"], true, "{added}");
+    let id = added["payload"]["job"]["id"].as_str().unwrap().to_string();
+    assert_eq!(added["payload"]["job"]["sessionTarget"], "isolated");
+    let e = c.event(|e| e["event"] == "cron").await;
+    assert_eq!(e["payload"], json!({"jobId": id, "action": "added"}));
+
+    // Refused: a system event on an isolated session; nothing stored.
+    let bad = c
+        .request(
+            "cron.add",
+            json!({"job": {"name": "x", "schedule": {"kind": "every", "everyMs": 60000},
+                "sessionTarget": "isolated", "payload": {"kind": "systemEvent", "text": "x"}}}),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], "INVALID_REQUEST", "{bad}");
+    let list = c.request("cron.list", json!({})).await;
+    assert_eq!(list["payload"]["jobs"].as_array().unwrap().len(), 1);
+
+    gw.fake.route(
+        &format!("session=cron:{id}"),
+        vec![Step::text("The report is done.")],
+    );
+    let ran = c.request("cron.run", json!({"jobId": id})).await;
+    assert_eq!(ran["payload"]["ran"], true, "{ran}");
+    assert_eq!(ran["payload"]["run"]["status"], "ok");
+    let started = c
+        .event(|e| e["event"] == "cron" && e["payload"]["action"] == "started")
+        .await;
+    assert_eq!(started["payload"]["jobId"], id.as_str());
+    let finished = c
+        .event(|e| e["event"] == "cron" && e["payload"]["action"] == "finished")
+        .await;
+    assert_eq!(finished["payload"]["status"], "ok");
+    assert!(finished["payload"]["nextRunAtMs"].as_u64().is_some());
+    // The announce reached the web UI's session as a chat message.
+    let chat = c
+        .event(|e| {
+            e["event"] == "chat"
+                && e["payload"]["sessionKey"] == "agent:main:main"
+                && e["payload"]["state"] == "final"
+        })
+        .await;
+    assert_eq!(chat["payload"]["text"], "The report is done.", "{chat}");
+    let history = c
+        .request("chat.history", json!({"sessionKey": "agent:main:main"}))
+        .await;
+    assert!(history.to_string().contains("The report is done."));
+
+    let runs = c.request("cron.runs", json!({"jobId": id})).await;
+    assert_eq!(runs["payload"]["runs"].as_array().unwrap().len(), 1);
+    let updated = c
+        .request(
+            "cron.update",
+            json!({"jobId": id, "patch": {"enabled": false}}),
+        )
+        .await;
+    assert_eq!(updated["payload"]["job"]["enabled"], false, "{updated}");
+    let unknown = c.request("cron.run", json!({"jobId": "cron_nope"})).await;
+    assert_eq!(unknown["error"]["code"], "NOT_FOUND");
+    let removed = c.request("cron.remove", json!({"jobId": id})).await;
+    assert_eq!(removed["ok"], true);
+    let e = c
+        .event(|e| e["event"] == "cron" && e["payload"]["action"] == "removed")
+        .await;
+    assert_eq!(e["payload"]["jobId"], id.as_str());
+}
+
+/// Marks job `id` as missed for three periods.
+fn miss(gw: &Gateway, id: &str) {
+    let now = lurkbot_core::now_ms();
+    CronStore::open(&gw.home)
+        .update(id, |job| {
+            job.state.next_run_at_ms = Some(now - 3 * 3_600_000)
+        })
+        .unwrap();
+}
+
+fn runs(gw: &Gateway, id: &str) -> usize {
+    CronStore::open(&gw.home).runs(id).unwrap().len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missed_runs_run_once_and_one_gateway_per_home_runs_them() {
+    let mut first = Gateway::start("", vec![]).await;
+    let (mut c, _) = Client::connect(&first, TOKEN).await;
+    let added = c.request("cron.add", report_job("webchat", None)).await;
+    let id = added["payload"]["job"]["id"].as_str().unwrap().to_string();
+    let route = format!("session=cron:{id}");
+    first
+        .fake
+        .route(&route, vec![Step::text("one"), Step::text("two")]);
+
+    // A second gateway on the same home does not get the scheduler.
+    let mut second = first.on_same_home().await;
+    let (mut c2, _) = Client::connect(&second, TOKEN).await;
+    miss(&first, &id);
+    // Waking the second one's scheduler runs nothing; the first runs the job once.
+    let woke = c2
+        .request(
+            "cron.update",
+            json!({"jobId": id, "patch": {"name": "report"}}),
+        )
+        .await;
+    assert_eq!(woke["ok"], true, "{woke}");
+    let woke = c
+        .request(
+            "cron.update",
+            json!({"jobId": id, "patch": {"name": "report"}}),
+        )
+        .await;
+    assert_eq!(woke["ok"], true);
+    let finished = c
+        .event(|e| e["event"] == "cron" && e["payload"]["action"] == "finished")
+        .await;
+    assert_eq!(finished["payload"]["status"], "ok", "{finished}");
+    assert_eq!(runs(&first, &id), 1);
+    let next = CronStore::open(&first.home).jobs().unwrap()[0]
+        .state
+        .next_run_at_ms
+        .unwrap();
+    assert!(
+        next > lurkbot_core::now_ms(),
+        "the next run is ahead, not a catch-up"
+    );
+    drop(c2);
+    second.stop().await;
+
+    // Down while the job was due three times: the next gateway runs it once at start.
+    first.stop().await;
+    miss(&first, &id);
+    let mut third = first.on_same_home().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while runs(&first, &id) < 2 {
+        assert!(Instant::now() < deadline, "the missed run ran at start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let job = CronStore::open(&first.home).jobs().unwrap().remove(0);
+    assert!(job.state.next_run_at_ms.unwrap() > lurkbot_core::now_ms());
+    assert_eq!(runs(&first, &id), 2, "once, not three times");
+    third.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_announce_to_irc_reaches_a_real_irc_client() {
+    let server = IrcServer::start(&IrcOptions::default());
+    let gw = Gateway::start("", vec![]).await;
+    crate::irc::write_irc_env(&gw, server.port, "");
+    let mut peer = IrcPeer::connect(server.port, "alice", None);
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    let added = c
+        .request("cron.add", report_job("irc", Some("alice")))
+        .await;
+    let id = added["payload"]["job"]["id"].as_str().unwrap().to_string();
+    gw.fake.route(
+        &format!("session=cron:{id}"),
+        vec![Step::text("Backup finished.")],
+    );
+    let ran = c.request("cron.run", json!({"jobId": id})).await;
+    assert_eq!(ran["payload"]["run"]["status"], "ok", "{ran}");
+    peer.expect(|l| l.contains("PRIVMSG alice :Backup finished."));
+
+    // The model's own message to a channel that is not the default keeps the confirm gate.
+    gw.fake.route(
+        "session=agent:main:main",
+        vec![
+            Step::call(
+                "c1",
+                "message",
+                json!({"channel": "irc", "to": "alice", "text": "hi"}),
+            ),
+            Step::text("ok"),
+        ],
+    );
+    let sent = c
+        .request("chat.send", json!({"message": "say hi to alice"}))
+        .await;
+    assert_eq!(sent["ok"], true);
+    c.event(|e| e["event"] == "chat" && e["payload"]["state"] == "final")
+        .await;
+    let last = gw.fake.requests().last().unwrap().body.to_string();
+    assert!(last.contains("--confirm"), "{last}");
+}
