@@ -410,3 +410,79 @@ async fn the_irc_light_follows_the_connection_in_chromium() {
     b.clone().close().await.unwrap();
     drop(silent);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cron_panel_lists_runs_and_toggles_jobs_in_chromium() {
+    let gw = Gateway::start("", vec![]).await;
+    let (mut c, _) = crate::common::Client::connect(&gw, TOKEN).await;
+    let added = c
+        .request(
+            "cron.add",
+            json!({"job": {"name": "daily report", "schedule": {"kind": "cron", "expr": "0 9 * * *", "tz": "Europe/Berlin"},
+                "payload": {"kind": "agentTurn", "message": "Write the report"},
+                "delivery": {"mode": "announce", "channel": "webchat"}}}),
+        )
+        .await;
+    let id = added["payload"]["job"]["id"].as_str().unwrap().to_string();
+    gw.fake.route(
+        &format!("session=cron:{id}"),
+        vec![Step::text("Report: all quiet.")],
+    );
+    let ui = Ui::signed_in(&gw).await;
+    let b = &ui.browser;
+    click(b, "#cron-toggle").await;
+    let row = format!("document.querySelector('#cron-jobs tr[data-job-id=\"{id}\"]')");
+    let text = until(b, "the job's row", &format!("{row} && {row}.textContent")).await;
+    let text = text.as_str().unwrap();
+    assert!(text.contains("daily report") && text.contains("cron 0 9 * * * (Europe/Berlin)"));
+    assert!(text.contains("never ran"), "{text}");
+
+    // Run now: the row shows the run, the announce lands in the main chat.
+    click(
+        b,
+        &format!("#cron-jobs tr[data-job-id=\"{id}\"] button[data-action=\"Run now\"]"),
+    )
+    .await;
+    until(
+        b,
+        "the last status",
+        &format!("{row}.textContent.includes('ok')"),
+    )
+    .await;
+    click(
+        b,
+        &format!("#cron-jobs tr[data-job-id=\"{id}\"] button[data-action=\"Runs\"]"),
+    )
+    .await;
+    until(
+        b,
+        "the run log",
+        "document.querySelectorAll('#cron-runs .run').length === 1",
+    )
+    .await;
+    click(
+        b,
+        &format!("#cron-jobs tr[data-job-id=\"{id}\"] button[data-action=\"Disable\"]"),
+    )
+    .await;
+    until(
+        b,
+        "disabled",
+        &format!("{row}.textContent.includes('(disabled)')"),
+    )
+    .await;
+    assert!(
+        !lurkbot_agent::cron::CronStore::open(&gw.home)
+            .jobs()
+            .unwrap()[0]
+            .enabled
+    );
+    click(b, "#cron-toggle").await;
+    until(
+        b,
+        "the announce in the chat",
+        "[...document.querySelectorAll('.msg.assistant')].some((m) => m.textContent === 'Report: all quiet.')",
+    )
+    .await;
+    b.clone().close().await.unwrap();
+}
