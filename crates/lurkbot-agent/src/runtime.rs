@@ -26,6 +26,9 @@ pub struct TurnRequest {
     pub model: Option<String>,
     /// A thinking level for this turn.
     pub thinking: Option<String>,
+    /// A one-off turn (a sub-agent's, a cron run's, a heartbeat's): the session's resources in
+    /// a long-lived host are released when it ends (its transcript stays).
+    pub one_off: bool,
 }
 
 impl TurnRequest {
@@ -36,7 +39,15 @@ impl TurnRequest {
             message: message.into(),
             model: None,
             thinking: None,
+            one_off: false,
         }
+    }
+
+    /// The same turn as a one-off (see [`TurnRequest::one_off`]).
+    #[must_use]
+    pub fn one_off(mut self) -> Self {
+        self.one_off = true;
+        self
     }
 }
 

@@ -160,6 +160,7 @@ pub async fn spawn(
         message: args.task.clone(),
         model: args.model.clone(),
         thinking: args.thinking.clone(),
+        one_off: true,
     };
     let handle = match runtime.start(request).await {
         Ok(h) => h,

@@ -515,7 +515,7 @@ impl SessionHost {
             self.note_route("irc", Some(message.channel.clone()));
             let text = crate::irc_forward::labelled(&message);
             if let Err(e) = self
-                .start_when_free(key, text, TurnOptions::default())
+                .start_when_free(key, text, TurnOptions::default(), false)
                 .await
             {
                 tracing::warn!(

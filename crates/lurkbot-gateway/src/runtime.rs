@@ -52,6 +52,7 @@ impl SessionHost {
         key: SessionKey,
         message: String,
         options: TurnOptions,
+        one_off: bool,
     ) -> Result<(String, JoinHandle<Result<TurnOutcome, MethodError>>), MethodError> {
         let mut waits = 0;
         loop {
@@ -59,7 +60,7 @@ impl SessionHost {
                 key.clone(),
                 message.clone(),
                 options.clone(),
-                false,
+                one_off,
                 Box::new(|_| {}),
             );
             match started {
@@ -204,7 +205,12 @@ impl Runtime for HostRuntime {
                 thinking: request.thinking.clone(),
             };
             let (run_id, task) = host
-                .start_when_free(request.session.clone(), request.message.clone(), options)
+                .start_when_free(
+                    request.session.clone(),
+                    request.message.clone(),
+                    options,
+                    request.one_off,
+                )
                 .await
                 .map_err(|e| e.message)?;
             Ok(TurnHandle {
@@ -228,7 +234,13 @@ impl Runtime for HostRuntime {
     fn abort<'a>(&'a self, session: &'a SessionKey) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             if let Ok(host) = self.host() {
-                host.abort(session).await;
+                // A sub-agent's or a cron run's session has nothing to keep in the host.
+                let key = session.as_str();
+                if key.contains(":subagent:") || key.starts_with("cron:") {
+                    host.release(session).await;
+                } else {
+                    host.abort(session).await;
+                }
             }
         })
     }

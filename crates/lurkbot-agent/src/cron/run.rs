@@ -162,6 +162,7 @@ async fn execute(
                     message: message.clone(),
                     model: model.clone(),
                     thinking: thinking.clone(),
+                    one_off: true,
                 })
                 .await?;
             let timeout = Duration::from_secs(timeout_seconds.unwrap_or(DEFAULT_TIMEOUT_SECONDS));
