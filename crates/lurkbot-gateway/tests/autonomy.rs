@@ -64,6 +64,10 @@ async fn cron_methods_events_and_an_announce_to_webchat() {
     let ran = c.request("cron.run", json!({"jobId": id})).await;
     assert_eq!(ran["payload"]["ran"], true, "{ran}");
     assert_eq!(ran["payload"]["run"]["status"], "ok");
+    // A cron run is a one-off: its session keeps nothing in the host.
+    let status = c.request("status", json!({})).await;
+    let live = status["payload"]["liveSessions"].to_string();
+    assert!(!live.contains(&format!("cron:{id}")), "{live}");
     let started = c
         .event(|e| e["event"] == "cron" && e["payload"]["action"] == "started")
         .await;
@@ -220,4 +224,40 @@ async fn an_announce_to_irc_reaches_a_real_irc_client() {
         .await;
     let last = gw.fake.requests().last().unwrap().body.to_string();
     assert!(last.contains("--confirm"), "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_runs_the_heartbeat_and_reports_it() {
+    let gw = Gateway::start(
+        "[heartbeat]\nevery = \"1s\"\ntarget = \"webchat\"\n",
+        vec![],
+    )
+    .await;
+    std::fs::write(
+        gw.home.join("workspace/HEARTBEAT.md"),
+        "- Tell me if the disk is full.\n",
+    )
+    .unwrap();
+    gw.fake.route(
+        "session=cron:heartbeat",
+        vec![
+            Step::text("HEARTBEAT_OK"),
+            Step::text("The disk is full."),
+            // The third never ends, so the last heartbeat stays the second.
+            Step::Stall(String::new()),
+        ],
+    );
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    let first = c.event(|e| e["event"] == "heartbeat").await;
+    assert_eq!(first["payload"]["status"], "ok-token", "{first}");
+    let second = c.event(|e| e["event"] == "heartbeat").await;
+    assert_eq!(second["payload"]["status"], "sent", "{second}");
+    assert_eq!(second["payload"]["preview"], "The disk is full.");
+    // The alert reached the web UI's session; the OK did not.
+    let chat = c
+        .event(|e| e["event"] == "chat" && e["payload"]["sessionKey"] == "agent:main:main")
+        .await;
+    assert_eq!(chat["payload"]["text"], "The disk is full.");
+    let status = c.request("cron.status", json!({})).await;
+    assert_eq!(status["payload"]["heartbeat"]["status"], "sent", "{status}");
 }
