@@ -62,6 +62,8 @@ pub(crate) struct Slot {
     /// Background work started by this session's turns (sub-agents and their announce
     /// turns, background sends, cron runs): aborted with the session.
     pub(crate) tracked: Mutex<Vec<AbortHandle>>,
+    /// Signalled whenever a piece of that background work ends.
+    pub(crate) settled: tokio::sync::Notify,
 }
 
 /// A turn's own model and thinking level (a sub-agent's or a cron job's), when it has them.

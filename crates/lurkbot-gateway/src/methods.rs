@@ -123,6 +123,11 @@ pub(crate) const METHODS: &[Method] = &[
         handler: |s, p| Box::pin(async { crate::ops::gateway_reload(s, p) }),
     },
     Method {
+        name: method::SESSIONS_WAIT,
+        scope: Scope::Read,
+        handler: |s, p| Box::pin(wait_idle(s, p)),
+    },
+    Method {
         name: method::CRON_LIST,
         scope: Scope::Read,
         handler: |s, _| Box::pin(async { crate::cron_methods::list(s) }),
@@ -240,6 +245,22 @@ async fn wait(state: &AppState, params: &Value) -> Result<Value, MethodError> {
         }
         None => json!({"runId": run_id, "status": "running"}),
     })
+}
+
+/// `sessions.wait {sessionKey, timeoutMs}`: `{idle}` once the session runs no turn and no
+/// background work, or when the time is up (`timeoutMs: 0` only looks).
+async fn wait_idle(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let key = session_param(params)?;
+    let timeout = params
+        .get("timeoutMs")
+        .and_then(Value::as_u64)
+        .unwrap_or(30_000)
+        .min(MAX_WAIT_MS);
+    let idle = state
+        .host
+        .wait_idle(&key, Duration::from_millis(timeout))
+        .await;
+    Ok(json!({"sessionKey": key.as_str(), "idle": idle}))
 }
 
 async fn abort(state: &AppState, params: &Value) -> Result<Value, MethodError> {

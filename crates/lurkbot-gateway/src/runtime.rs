@@ -80,6 +80,35 @@ impl SessionHost {
         }
     }
 
+    /// Waits up to `timeout` until `key` runs no turn and no background work its turns started
+    /// (sub-agents and their reports); whether it is idle.
+    pub(crate) async fn wait_idle(&self, key: &SessionKey, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let slot = self.slot(key);
+            let settled = slot.settled.notified();
+            if let Some(run) = self.running_run(key) {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                if left.is_zero() {
+                    return false;
+                }
+                let _ = self.wait(&run, left).await;
+                continue;
+            }
+            let busy = slot
+                .tracked
+                .lock()
+                .map(|t| t.iter().any(|h| !h.is_finished()))
+                .unwrap_or(false);
+            if !busy {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, settled).await.is_err() {
+                return false;
+            }
+        }
+    }
+
     /// Records where the owner talked last (the `last` delivery target).
     pub(crate) fn note_route(&self, channel: &str, to: Option<String>) {
         if let Ok(mut last) = self.last_route.lock() {
@@ -250,13 +279,18 @@ impl Runtime for HostRuntime {
     }
 
     fn track(&self, requester: &SessionKey, task: BoxFuture<'static, ()>) {
-        let handle = tokio::spawn(task);
-        if let Ok(host) = self.host() {
-            let slot = host.slot(requester);
-            if let Ok(mut tracked) = slot.tracked.lock() {
-                tracked.retain(|t| !t.is_finished());
-                tracked.push(handle.abort_handle());
-            }
+        let Ok(host) = self.host() else {
+            return;
+        };
+        let slot = host.slot(requester);
+        let settled = slot.clone();
+        let handle = tokio::spawn(async move {
+            task.await;
+            settled.settled.notify_waiters();
+        });
+        if let Ok(mut tracked) = slot.tracked.lock() {
+            tracked.retain(|t| !t.is_finished());
+            tracked.push(handle.abort_handle());
         }
     }
 

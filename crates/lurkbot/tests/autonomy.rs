@@ -242,3 +242,58 @@ async fn heartbeat_run_prints_the_event() {
         out.stdout
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_through_the_gateway_also_waits_for_the_report() {
+    let t = Test::init();
+    let fake = FakeProvider::start(vec![]).await;
+    fake.route(
+        MAIN,
+        vec![
+            Step::call(
+                "c1",
+                "sessions_spawn",
+                json!({"task": "Check the calendar"}),
+            ),
+            Step::text("On it."),
+            Step::text("Your calendar is free today."),
+        ],
+    );
+    fake.route("Subagent Context", vec![Step::text("No events today.")]);
+    let base = format!("{}/v1", fake.url);
+    let env = [
+        ("LURKBOT_MODEL", "openai/fake-model"),
+        ("OPENAI_BASE_URL", base.as_str()),
+    ];
+    let gw = crate::util::start_gateway(&t, &env);
+    let out = t.run_env(
+        &[
+            "agent",
+            "--gateway",
+            &gw.ws,
+            "--json",
+            "-m",
+            "Am I free today?",
+        ],
+        &env,
+    );
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(fake.remaining(), 0);
+    let events = lines(&out.stdout);
+    let text = |pred: &dyn Fn(&str) -> bool| -> String {
+        events
+            .iter()
+            .filter(|e| e["type"] == "text" && pred(e["sessionKey"].as_str().unwrap_or("")))
+            .filter_map(|e| e["text"].as_str())
+            .collect()
+    };
+    assert_eq!(
+        text(&|k| k == "agent:main:main"),
+        "On it.Your calendar is free today."
+    );
+    assert_eq!(
+        text(&|k| k.starts_with("agent:main:subagent:")),
+        "No events today."
+    );
+    let _ = gw.stop();
+}

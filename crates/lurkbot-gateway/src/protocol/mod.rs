@@ -60,6 +60,9 @@ pub mod method {
     pub const LOGS_TAIL: &str = "logs.tail";
     /// Re-read config.toml.
     pub const GATEWAY_RELOAD: &str = "gateway.reload";
+    /// Wait until a session runs nothing, background work included (`lurkbot agent --gateway`
+    /// waits for its sub-agents' reports with it).
+    pub const SESSIONS_WAIT: &str = "sessions.wait";
     /// The cron jobs.
     pub const CRON_LIST: &str = "cron.list";
     /// The scheduler's state: jobs, the next run, the last heartbeat.

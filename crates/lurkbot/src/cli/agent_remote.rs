@@ -1,6 +1,9 @@
 //! `lurkbot agent --gateway URL`: the turn runs in the gateway's session host; its events are
 //! shown exactly like a local turn's. Approval requests for the session are asked on the
-//! terminal (denied without one); Ctrl-C sends `chat.abort`.
+//! terminal (denied without one); Ctrl-C sends `chat.abort`. After the turn, the command stays
+//! until the session is idle (`sessions.wait`): the sub-agents it started report back as more
+//! turns of the session, which are shown too (with `--json`, the sub-agents' own events as well,
+//! each with its `sessionKey`).
 
 use crate::error::{CliError, CliResult};
 use std::io::IsTerminal;
@@ -46,6 +49,8 @@ pub(crate) fn run(
                 });
             }
         };
+        let mut follow = Follow::Run(run_id);
+        let mut outcome: Option<CliResult> = None;
         loop {
             let event = tokio::select! {
                 e = gw.event() => e?,
@@ -55,21 +60,77 @@ pub(crate) fn run(
                     return Err(CliError::interrupted("agent", "cancelled; what ran so far is in the transcript"));
                 }
             };
-            if let Some(end) = handle(&mut gw, &event, &run_id, session, json_mode).await? {
-                return end;
+            let ticked = event["event"] == "tick";
+            let ended = handle(&mut gw, &event, &follow, session, json_mode).await?;
+            if let (Some(end), Follow::Run(_)) = (ended.as_ref(), &follow) {
+                if end.is_err() {
+                    return ended.unwrap_or(Ok(()));
+                }
+                outcome = ended;
+                follow = Follow::Session;
+            } else if ended.is_none() && !(ticked && matches!(follow, Follow::Session)) {
+                continue;
+            }
+            // The turn is over: done once its sub-agents and their reports are.
+            if idle(&mut gw, session).await? {
+                return outcome.unwrap_or(Ok(()));
             }
         }
     })
+}
+
+/// Which events are shown.
+enum Follow {
+    /// The command's own run.
+    Run(String),
+    /// Every run of the session (the sub-agents' reports) and, with `--json`, the
+    /// sub-agents' own.
+    Session,
+}
+
+impl Follow {
+    fn shows(&self, run: &str, key: &str, session: &SessionKey, json_mode: bool) -> bool {
+        match self {
+            Self::Run(id) => run == id,
+            Self::Session => {
+                key == session.as_str()
+                    || json_mode
+                        && key.starts_with(&format!("agent:{}:subagent:", session.agent_id()))
+            }
+        }
+    }
+}
+
+/// Whether the session runs nothing any more (`sessions.wait`, which answers as soon as it is
+/// idle, or after a second: events that arrive meanwhile are shown afterwards).
+async fn idle(gw: &mut Remote, session: &SessionKey) -> anyhow::Result<bool> {
+    let answer = gw
+        .call(
+            method::SESSIONS_WAIT,
+            json!({"sessionKey": session.as_str(), "timeoutMs": 1000}),
+        )
+        .await?;
+    // An older gateway without the method: nothing to wait for.
+    Ok(answer.map_or(true, |p| p["idle"] != false))
 }
 
 /// Shows one event; `Some(status)` when the run is over.
 async fn handle(
     gw: &mut Remote,
     frame: &Value,
-    run_id: &str,
+    follow: &Follow,
     session: &SessionKey,
     json_mode: bool,
 ) -> anyhow::Result<Option<CliResult>> {
+    let tagged = |key: &str, event: &AgentEvent| {
+        if json_mode {
+            let mut value = super::console::event_json(event);
+            value["sessionKey"] = json!(key);
+            line(&value);
+        } else {
+            show(false, event);
+        }
+    };
     // Frames this build does not know (a newer gateway's events) are skipped.
     let Some(EventFrame { event, .. }) = EventFrame::parse(frame) else {
         return Ok(None);
@@ -100,62 +161,74 @@ async fn handle(
                 )
                 .await?;
         }
-        Event::Chat(chat) if chat.run_id == run_id => match chat.state {
-            ChatState::Delta { text } => show(json_mode, &AgentEvent::Text(text)),
-            ChatState::Final {
-                text, model, usage, ..
-            } => {
-                if json_mode {
-                    line(
-                        &json!({"type": "done", "run_id": run_id, "model": model, "usage": usage}),
-                    );
-                } else if !text.ends_with('\n') {
-                    crate::run::print_stdout("\n")?;
+        Event::Chat(chat) if follow.shows(&chat.run_id, &chat.session_key, session, json_mode) => {
+            let key = chat.session_key.as_str();
+            let run_id = chat.run_id.as_str();
+            let own = key == session.as_str();
+            match chat.state {
+                ChatState::Delta { text } => tagged(key, &AgentEvent::Text(text)),
+                // A sub-agent's end is not the command's.
+                _ if !own => {}
+                ChatState::Final {
+                    text, model, usage, ..
+                } => {
+                    if json_mode {
+                        line(
+                            &json!({"type": "done", "run_id": run_id, "model": model, "usage": usage, "sessionKey": key}),
+                        );
+                    } else if !text.ends_with('\n') {
+                        crate::run::print_stdout("\n")?;
+                    }
+                    return Ok(Some(Ok(())));
                 }
-                return Ok(Some(Ok(())));
-            }
-            ChatState::Aborted => {
-                return Ok(Some(Err(CliError::interrupted(
-                    "agent",
-                    "the turn was aborted",
-                ))));
-            }
-            ChatState::Error { message } => {
-                if json_mode {
-                    line(&json!({"type": "error", "message": message}));
+                ChatState::Aborted => {
+                    return Ok(Some(Err(CliError::interrupted(
+                        "agent",
+                        "the turn was aborted",
+                    ))));
                 }
-                return Ok(Some(Err(CliError::failed("agent", message))));
+                ChatState::Error { message } => {
+                    if json_mode {
+                        line(&json!({"type": "error", "message": message}));
+                    }
+                    return Ok(Some(Err(CliError::failed("agent", message))));
+                }
             }
-        },
-        Event::Agent(agent) if agent.run_id == run_id => match agent.stream {
-            AgentStream::Tool(ToolPhase::Start {
-                id,
-                name,
-                arguments,
-            }) => show(
-                json_mode,
-                &AgentEvent::ToolStart {
+        }
+        Event::Agent(agent)
+            if follow.shows(&agent.run_id, &agent.session_key, session, json_mode) =>
+        {
+            let key = agent.session_key.as_str();
+            match agent.stream {
+                AgentStream::Tool(ToolPhase::Start {
                     id,
                     name,
                     arguments,
-                },
-            ),
-            AgentStream::Tool(ToolPhase::End {
-                id,
-                name,
-                is_error,
-                preview,
-            }) => show(
-                json_mode,
-                &AgentEvent::ToolEnd {
+                }) => tagged(
+                    key,
+                    &AgentEvent::ToolStart {
+                        id,
+                        name,
+                        arguments,
+                    },
+                ),
+                AgentStream::Tool(ToolPhase::End {
                     id,
                     name,
                     is_error,
                     preview,
-                },
-            ),
-            _ => {}
-        },
+                }) => tagged(
+                    key,
+                    &AgentEvent::ToolEnd {
+                        id,
+                        name,
+                        is_error,
+                        preview,
+                    },
+                ),
+                _ => {}
+            }
+        }
         _ => {}
     }
     Ok(None)
