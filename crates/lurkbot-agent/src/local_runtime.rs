@@ -116,6 +116,12 @@ impl Runtime for LocalRuntime {
             let session = request.session.clone();
             let me = self.me.clone();
             let id = run_id.clone();
+            // Held while the task starts, so a turn that ends at once cannot finish before it
+            // is registered (it would stay "busy" for ever).
+            let mut running = self
+                .running
+                .lock()
+                .map_err(|_| "the runtime's lock is poisoned".to_string())?;
             let task = tokio::spawn(async move {
                 let mut sink = |event: AgentEvent| on_event(&session, &event);
                 let result = agent
@@ -133,12 +139,11 @@ impl Runtime for LocalRuntime {
                 drop(guard);
                 result
             });
-            if let Ok(mut running) = self.running.lock() {
-                running.insert(
-                    request.session.as_str().to_string(),
-                    (run_id.clone(), task.abort_handle()),
-                );
-            }
+            running.insert(
+                request.session.as_str().to_string(),
+                (run_id.clone(), task.abort_handle()),
+            );
+            drop(running);
             Ok(TurnHandle {
                 run_id,
                 done: Box::pin(async move {

@@ -62,8 +62,12 @@ pub(crate) struct Slot {
     /// Background work started by this session's turns (sub-agents and their announce
     /// turns, background sends, cron runs): aborted with the session.
     pub(crate) tracked: Mutex<Vec<AbortHandle>>,
+    /// Pieces of that background work not ended yet (finished or aborted).
+    pub(crate) active: AtomicU64,
     /// Signalled whenever a piece of that background work ends.
     pub(crate) settled: tokio::sync::Notify,
+    /// The session's latest run.
+    pub(crate) last_run: Mutex<Option<String>>,
 }
 
 /// A turn's own model and thinking level (a sub-agent's or a cron job's), when it has them.
@@ -393,6 +397,9 @@ impl SessionHost {
             result
         });
         *running = Some((run_id.clone(), task.abort_handle()));
+        if let Ok(mut last) = slot.last_run.lock() {
+            *last = Some(run_id.clone());
+        }
         Ok((run_id, task))
     }
 
@@ -436,7 +443,7 @@ impl SessionHost {
         }
         for child in self.subagents.children_of(key.as_str()) {
             if let Ok(child) = SessionKey::parse(&child) {
-                Box::pin(self.abort(&child)).await;
+                Box::pin(self.release(&child)).await;
             }
         }
         let running = slot.running.lock().ok().and_then(|mut r| r.take());

@@ -260,7 +260,15 @@ async fn wait_idle(state: &AppState, params: &Value) -> Result<Value, MethodErro
         .host
         .wait_idle(&key, Duration::from_millis(timeout))
         .await;
-    Ok(json!({"sessionKey": key.as_str(), "idle": idle}))
+    // The latest run, whose last events a client may still be receiving.
+    let last_run = state
+        .host
+        .slot(&key)
+        .last_run
+        .lock()
+        .ok()
+        .and_then(|l| l.clone());
+    Ok(json!({"sessionKey": key.as_str(), "idle": idle, "lastRunId": last_run}))
 }
 
 async fn abort(state: &AppState, params: &Value) -> Result<Value, MethodError> {

@@ -4,6 +4,7 @@
 //! event) or `irc` (the terminal's `irc send`, through the session's connection, audited like
 //! any command).
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -14,8 +15,19 @@ use lurkbot_core::SessionKey;
 use lurkbot_term::ExecRequest;
 use tokio::task::JoinHandle;
 
-use crate::host::{SessionHost, TurnOptions};
+use crate::host::{SessionHost, Slot, TurnOptions};
 use crate::protocol::{ChatEvent, ChatState, Event, MethodError};
+
+/// Marks one piece of a session's background work as ended when dropped (also when the work
+/// is aborted), waking whoever waits for the session to be idle.
+struct Ended(Arc<Slot>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
+        self.0.settled.notify_waiters();
+    }
+}
 
 /// Running turns waited out before a start is given up.
 const MAX_WAITS: usize = 20;
@@ -95,12 +107,7 @@ impl SessionHost {
                 let _ = self.wait(&run, left).await;
                 continue;
             }
-            let busy = slot
-                .tracked
-                .lock()
-                .map(|t| t.iter().any(|h| !h.is_finished()))
-                .unwrap_or(false);
-            if !busy {
+            if slot.active.load(Ordering::SeqCst) == 0 {
                 return true;
             }
             if tokio::time::timeout_at(deadline, settled).await.is_err() {
@@ -283,10 +290,12 @@ impl Runtime for HostRuntime {
             return;
         };
         let slot = host.slot(requester);
-        let settled = slot.clone();
+        slot.active.fetch_add(1, Ordering::SeqCst);
+        let ended = Ended(slot.clone());
         let handle = tokio::spawn(async move {
+            // Dropped when the work ends or is aborted.
+            let _ended = ended;
             task.await;
-            settled.settled.notify_waiters();
         });
         if let Ok(mut tracked) = slot.tracked.lock() {
             tracked.retain(|t| !t.is_finished());

@@ -261,3 +261,82 @@ async fn the_gateway_runs_the_heartbeat_and_reports_it() {
     let status = c.request("cron.status", json!({})).await;
     assert_eq!(status["payload"]["heartbeat"]["status"], "sent", "{status}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sub_agents_abort_with_their_parent() {
+    let gw = Gateway::start("", vec![]).await;
+    gw.fake.route(
+        "session=agent:main:main",
+        vec![
+            Step::call(
+                "c1",
+                "sessions_spawn",
+                json!({"task": "Watch the feeds for a day"}),
+            ),
+            Step::text("Started a watcher."),
+        ],
+    );
+    gw.fake
+        .route("Subagent Context", vec![Step::Stall("watching".into())]);
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    let sent = c
+        .request("chat.send", json!({"message": "watch the feeds"}))
+        .await;
+    assert_eq!(sent["ok"], true);
+    let child_started = c
+        .event(|e| {
+            e["event"] == "chat"
+                && e["payload"]["state"] == "delta"
+                && e["payload"]["sessionKey"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("agent:main:subagent:")
+        })
+        .await;
+    let child = child_started["payload"]["sessionKey"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    c.event(|e| {
+        e["event"] == "chat"
+            && e["payload"]["sessionKey"] == "agent:main:main"
+            && e["payload"]["state"] == "final"
+    })
+    .await;
+    let busy = c
+        .request(
+            "sessions.wait",
+            json!({"sessionKey": "agent:main:main", "timeoutMs": 0}),
+        )
+        .await;
+    assert_eq!(busy["payload"]["idle"], false, "the child still works");
+
+    // Aborting the parent's session stops the child and its report.
+    c.request("chat.abort", json!({"sessionKey": "agent:main:main"}))
+        .await;
+    let aborted = c
+        .event(|e| e["event"] == "chat" && e["payload"]["state"] == "aborted")
+        .await;
+    assert_eq!(aborted["payload"]["sessionKey"], child.as_str());
+    let idle = c
+        .request(
+            "sessions.wait",
+            json!({"sessionKey": "agent:main:main", "timeoutMs": 5000}),
+        )
+        .await;
+    assert_eq!(idle["payload"]["idle"], true, "{idle}");
+    let history = c
+        .request("chat.history", json!({"sessionKey": child}))
+        .await;
+    assert!(history.to_string().contains("cancelled"), "{history}");
+    let main = c
+        .request("chat.history", json!({"sessionKey": "agent:main:main"}))
+        .await;
+    assert!(!main.to_string().contains("A background task"), "no report");
+    let status = c.request("status", json!({})).await;
+    assert!(
+        !status["payload"]["liveSessions"]
+            .to_string()
+            .contains(&child)
+    );
+}

@@ -51,6 +51,9 @@ pub(crate) fn run(
         };
         let mut follow = Follow::Run(run_id);
         let mut outcome: Option<CliResult> = None;
+        // Runs of the session whose end was shown, and the one still to see once idle.
+        let mut ended_runs: Vec<String> = Vec::new();
+        let mut awaiting: Option<String> = None;
         loop {
             let event = tokio::select! {
                 e = gw.event() => e?,
@@ -61,7 +64,13 @@ pub(crate) fn run(
                 }
             };
             let ticked = event["event"] == "tick";
-            let ended = handle(&mut gw, &event, &follow, session, json_mode).await?;
+            let ended = handle(&mut gw, &event, &follow, session, json_mode, &mut ended_runs).await?;
+            if let Some(last) = &awaiting {
+                if ended_runs.contains(last) {
+                    return outcome.unwrap_or(Ok(()));
+                }
+                continue;
+            }
             if let (Some(end), Follow::Run(_)) = (ended.as_ref(), &follow) {
                 if end.is_err() {
                     return ended.unwrap_or(Ok(()));
@@ -71,9 +80,16 @@ pub(crate) fn run(
             } else if ended.is_none() && !(ticked && matches!(follow, Follow::Session)) {
                 continue;
             }
-            // The turn is over: done once its sub-agents and their reports are.
-            if idle(&mut gw, session).await? {
-                return outcome.unwrap_or(Ok(()));
+            // The turn is over: done once its sub-agents and their reports are, and their
+            // last events (which may trail the answer) have been shown.
+            if let Some(last) = idle(&mut gw, session).await? {
+                for event in gw.take_buffered() {
+                    handle(&mut gw, &event, &follow, session, json_mode, &mut ended_runs).await?;
+                }
+                match last {
+                    Some(last) if !ended_runs.contains(&last) => awaiting = Some(last),
+                    _ => return outcome.unwrap_or(Ok(())),
+                }
             }
         }
     })
@@ -81,29 +97,28 @@ pub(crate) fn run(
 
 /// Which events are shown.
 enum Follow {
-    /// The command's own run.
+    /// The command's own run (and, with `--json`, the sub-agents' runs).
     Run(String),
-    /// Every run of the session (the sub-agents' reports) and, with `--json`, the
-    /// sub-agents' own.
+    /// Every run of the session (the sub-agents' reports; with `--json`, the sub-agents'
+    /// runs too).
     Session,
 }
 
 impl Follow {
     fn shows(&self, run: &str, key: &str, session: &SessionKey, json_mode: bool) -> bool {
+        let child =
+            json_mode && key.starts_with(&format!("agent:{}:subagent:", session.agent_id()));
         match self {
-            Self::Run(id) => run == id,
-            Self::Session => {
-                key == session.as_str()
-                    || json_mode
-                        && key.starts_with(&format!("agent:{}:subagent:", session.agent_id()))
-            }
+            Self::Run(id) => run == id || child,
+            Self::Session => key == session.as_str() || child,
         }
     }
 }
 
-/// Whether the session runs nothing any more (`sessions.wait`, which answers as soon as it is
-/// idle, or after a second: events that arrive meanwhile are shown afterwards).
-async fn idle(gw: &mut Remote, session: &SessionKey) -> anyhow::Result<bool> {
+/// `Some(last run id)` when the session runs nothing any more (`sessions.wait`, which answers
+/// as soon as it is idle, or after a second: events that arrive meanwhile are shown
+/// afterwards); `None` while it still works.
+async fn idle(gw: &mut Remote, session: &SessionKey) -> anyhow::Result<Option<Option<String>>> {
     let answer = gw
         .call(
             method::SESSIONS_WAIT,
@@ -111,7 +126,11 @@ async fn idle(gw: &mut Remote, session: &SessionKey) -> anyhow::Result<bool> {
         )
         .await?;
     // An older gateway without the method: nothing to wait for.
-    Ok(answer.map_or(true, |p| p["idle"] != false))
+    Ok(match answer {
+        Ok(p) if p["idle"] == false => None,
+        Ok(p) => Some(p["lastRunId"].as_str().map(str::to_string)),
+        Err(_) => Some(None),
+    })
 }
 
 /// Shows one event; `Some(status)` when the run is over.
@@ -121,6 +140,7 @@ async fn handle(
     follow: &Follow,
     session: &SessionKey,
     json_mode: bool,
+    ended_runs: &mut Vec<String>,
 ) -> anyhow::Result<Option<CliResult>> {
     let tagged = |key: &str, event: &AgentEvent| {
         if json_mode {
@@ -165,6 +185,9 @@ async fn handle(
             let key = chat.session_key.as_str();
             let run_id = chat.run_id.as_str();
             let own = key == session.as_str();
+            if own && !matches!(chat.state, ChatState::Delta { .. }) {
+                ended_runs.push(run_id.to_string());
+            }
             match chat.state {
                 ChatState::Delta { text } => tagged(key, &AgentEvent::Text(text)),
                 // A sub-agent's end is not the command's.

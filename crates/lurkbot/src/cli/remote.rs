@@ -165,6 +165,11 @@ impl Remote {
     }
 
     /// The next event.
+    /// The events that arrived while a call waited for its answer, oldest first.
+    pub(crate) fn take_buffered(&mut self) -> Vec<Value> {
+        self.events.drain(..).collect()
+    }
+
     pub(crate) async fn event(&mut self) -> anyhow::Result<Value> {
         if let Some(e) = self.events.pop_front() {
             return Ok(e);
