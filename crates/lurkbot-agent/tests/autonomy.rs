@@ -529,6 +529,32 @@ async fn sessions_send_and_message() {
             .iter()
             .any(|(_, t)| t == "Note for the web UI")
     );
+
+    // A group session reaches no other session, and IRC needs the gateway's connection.
+    let group = "agent:main:group:irc:#lurk";
+    s.fake.route(
+        &format!("session={group}"),
+        vec![
+            Step::calls(&[
+                (
+                    "g1",
+                    "sessions_send",
+                    json!({"sessionKey": bob, "message": "leak?"}),
+                ),
+                ("g2", "message", json!({"channel": "irc", "text": "hi"})),
+            ]),
+            Step::text("ok"),
+        ],
+    );
+    let handle = runtime
+        .start(TurnRequest::new(SessionKey::parse(group).unwrap(), "go"))
+        .await
+        .unwrap();
+    handle.done.await.unwrap();
+    let results = s.fake.requests().last().unwrap().body.to_string();
+    assert!(results.contains("a group session cannot send"), "{results}");
+    assert!(results.contains("start `lurkbot gateway`"), "{results}");
+    assert_eq!(texts(&s, bob).len(), 2, "nothing reached bob");
 }
 
 #[tokio::test]
