@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use lurkbot_agent::cron::{
     CronJob, CronStore, Delivery, Payload, RunError, RunMode, RunStatus, Schedule, SessionTarget,
-    StoreError, WakeMode, run_job,
+    StoreError, WakeMode, run_job, run_job_reporting,
 };
 use lurkbot_agent::heartbeat::{HeartbeatStatus, run_heartbeat};
 use lurkbot_agent::{
@@ -270,8 +270,14 @@ async fn failures_back_off_are_logged_and_a_running_job_is_not_run_twice() {
 
     // While one run holds the job's lock, another is refused and nothing is logged.
     let held = store.lock_job(&id).unwrap();
-    let busy = run_job(&*runtime, &store, &id, RunMode::Force, &clock).await;
+    let reported = std::sync::atomic::AtomicBool::new(false);
+    let hook = || reported.store(true, std::sync::atomic::Ordering::SeqCst);
+    let busy = run_job_reporting(&*runtime, &store, &id, RunMode::Force, &clock, &hook).await;
     assert!(matches!(busy, Err(RunError::Store(StoreError::Busy(_)))));
+    assert!(
+        !reported.load(std::sync::atomic::Ordering::SeqCst),
+        "no `started` for a run that did not start"
+    );
     drop(held);
     assert_eq!(store.runs(&id).unwrap().len(), 1);
     // One scheduler per home.

@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lurkbot_agent::cron::{CronStore, RunError, RunMode, RunReport, run_job};
+use lurkbot_agent::cron::{CronStore, RunError, RunMode, RunReport, run_job_reporting};
 use lurkbot_agent::heartbeat::{HeartbeatEvent, run_heartbeat};
 use lurkbot_core::now_ms;
 use serde_json::to_value;
@@ -98,8 +98,8 @@ async fn cron_loop(state: &AppState, store: &CronStore) {
     }
 }
 
-/// Runs job `id`, reporting `started` and `finished` on the hub. A job already running (here
-/// or in another process) is left alone.
+/// Runs job `id`, reporting `started` (once it holds the job's lock) and `finished` on the
+/// hub. A job already running (here or in another process) is left alone, without events.
 pub(crate) async fn run_and_report(
     state: &AppState,
     store: &CronStore,
@@ -108,8 +108,8 @@ pub(crate) async fn run_and_report(
 ) -> Option<RunReport> {
     let runtime = runtime(state);
     let clock = now_ms;
-    emit(state, id, "started", None);
-    match run_job(&*runtime, store, id, mode, &clock).await {
+    let started = || emit(state, id, "started", None);
+    match run_job_reporting(&*runtime, store, id, mode, &clock, &started).await {
         Ok(report) => {
             emit(state, id, "finished", Some(&report));
             Some(report)

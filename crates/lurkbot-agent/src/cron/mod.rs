@@ -10,6 +10,8 @@ mod store;
 
 pub use edit::{job_from_json, patch_job};
 pub use job::{CronJob, Delivery, JobError, JobState, Payload, RunStatus, SessionTarget, WakeMode};
-pub use run::{DEFAULT_TIMEOUT_SECONDS, RunError, RunMode, RunReport, rfc3339, run_job};
+pub use run::{
+    DEFAULT_TIMEOUT_SECONDS, RunError, RunMode, RunReport, rfc3339, run_job, run_job_reporting,
+};
 pub use schedule::{Schedule, ScheduleError, parse_at, parse_period};
 pub use store::{CronStore, JobLock, MAX_CONSECUTIVE_ERRORS, RunRecord, StoreError};

@@ -61,6 +61,22 @@ pub async fn run_job(
     mode: RunMode,
     now: &(dyn Fn() -> u64 + Send + Sync),
 ) -> Result<RunReport, RunError> {
+    run_job_reporting(runtime, store, id, mode, now, &|| {}).await
+}
+
+/// [`run_job`], calling `started` once the run has its lock and is due (the gateway's
+/// `cron` `started` event).
+///
+/// # Errors
+/// As [`run_job`].
+pub async fn run_job_reporting(
+    runtime: &dyn Runtime,
+    store: &CronStore,
+    id: &str,
+    mode: RunMode,
+    now: &(dyn Fn() -> u64 + Send + Sync),
+    started_hook: &(dyn Fn() + Send + Sync),
+) -> Result<RunReport, RunError> {
     let _lock = store.lock_job(id)?;
     let job = store
         .jobs()?
@@ -82,6 +98,7 @@ pub async fn run_job(
             });
         }
     }
+    started_hook();
     let session = job.session_key();
     let clock = std::time::Instant::now();
     let result = execute(runtime, store, &job).await;
