@@ -34,5 +34,23 @@ if ! "$venv/bin/python" -c 'import radicale, vobject, openai' 2>/dev/null; then
 fi
 export LURKBOT_TEST_VENV="$venv"
 
+# The field's skill folders, fetched from their packages (never committed): OpenClaw's npm
+# package and Hermes Agent's sdist on PyPI. Only their skill folders are kept. Tests find them
+# through LURKBOT_SKILL_CORPORA.
+corpora="${LURKBOT_SKILL_CORPORA:-$HOME/.cache/lurkbot-test/corpora}"
+if [ ! -f "$corpora/.complete" ]; then
+  echo "fetching the skill corpora into $corpora (openclaw@2026.9.6, hermes-agent==0.19.0)"
+  rm -rf "$corpora" && mkdir -p "$corpora/openclaw" "$corpora/hermes"
+  (cd "$corpora" && npm pack -q openclaw@2026.9.6 >/dev/null 2>&1 \
+    && tar xzf openclaw-2026.9.6.tgz -C openclaw --strip-components=1 package/skills package/custodian-skills \
+    && rm openclaw-2026.9.6.tgz)
+  "$venv/bin/pip" download -q --no-deps --no-binary :all: hermes-agent==0.19.0 -d "$corpora"
+  tar xzf "$corpora"/hermes_agent-0.19.0.tar.gz -C "$corpora/hermes" --strip-components=1 \
+    hermes_agent-0.19.0/skills hermes_agent-0.19.0/optional-skills
+  rm "$corpora"/hermes_agent-0.19.0.tar.gz
+  touch "$corpora/.complete"
+fi
+export LURKBOT_SKILL_CORPORA="$corpora"
+
 # --no-fail-fast: one failing test binary must not hide the others.
 exec cargo test --workspace --locked --no-fail-fast "$@"

@@ -13,7 +13,7 @@ mod prompt;
 mod runner;
 mod runtime;
 pub mod setup;
-mod skills;
+pub mod skills;
 mod subagent;
 mod tools;
 mod transcript;

@@ -175,3 +175,42 @@ async fn apply_patch_changes_files_all_or_nothing() {
     assert!(!s.home.join("../outside.md").exists());
     assert_eq!(std::fs::read_to_string(ws.join("todo.md")).unwrap(), before);
 }
+
+#[tokio::test]
+async fn the_cron_tool_adds_lists_and_refuses_what_breaks_the_rules() {
+    let s = setup(vec![]).await;
+    let results = crate::common::call_each_in(
+        &s,
+        &lurkbot_core::SessionKey::main(),
+        "",
+        "cron",
+        &[
+            serde_json::json!({"action": "add", "job": {"name": "tea", "schedule": {"kind": "at", "at": "+20m"},
+                "payload": {"kind": "systemEvent", "text": "Tea!"}}}),
+            serde_json::json!({"action": "add", "job": {"name": "bad", "schedule": {"kind": "every", "everyMs": 60000},
+                "sessionTarget": "isolated", "payload": {"kind": "systemEvent", "text": "x"}}}),
+            serde_json::json!({"action": "add", "job": {"name": "past", "schedule": {"kind": "at", "atMs": 1000},
+                "payload": {"kind": "systemEvent", "text": "x"}}}),
+            serde_json::json!({"action": "list"}),
+            serde_json::json!({"action": "run", "jobId": "cron_x"}),
+        ],
+    )
+    .await;
+    assert!(
+        results[0].0.contains(r#""sessionTarget":"main""#),
+        "{:?}",
+        results[0]
+    );
+    assert!(results[1].0.contains("--session main"), "{:?}", results[1]);
+    assert!(results[2].0.contains("in the past"), "{:?}", results[2]);
+    let jobs = lurkbot_agent::cron::CronStore::open(&s.home)
+        .jobs()
+        .unwrap();
+    assert_eq!(jobs.len(), 1, "refused jobs are not stored");
+    let next = jobs[0].state.next_run_at_ms.unwrap();
+    let now = lurkbot_core::now_ms();
+    assert!(next > now + 19 * 60_000 && next <= now + 20 * 60_000);
+    assert!(results[3].0.contains("\"name\":\"tea\""));
+    // Without a session host, running a job says what it needs.
+    assert!(results[4].0.contains("needs a running session host"));
+}

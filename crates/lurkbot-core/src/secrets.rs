@@ -70,6 +70,11 @@ impl Secrets {
         vars
     }
 
+    /// A variable of the home's own `.env`.
+    pub fn home_variable(&self, name: &str) -> Option<&str> {
+        self.home_env.get(name).map(String::as_str)
+    }
+
     /// The variables of one skill, if it has a `.env` file.
     pub fn skill(&self, name: &str) -> Option<&BTreeMap<String, String>> {
         self.by_skill.get(name)

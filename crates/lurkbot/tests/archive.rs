@@ -61,7 +61,7 @@ fn zip_and_tar_through_the_binary() {
         "{}",
         out.stdout
     );
-    assert!(t.path("skills/archive-cli/SKILL.md").is_file());
+    assert!(t.path("skills/archive-zip/SKILL.md").is_file());
 }
 
 #[test]

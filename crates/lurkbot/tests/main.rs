@@ -24,4 +24,5 @@ mod irc;
 mod logs;
 mod rss;
 mod service;
+mod skills;
 mod structure;

@@ -74,7 +74,7 @@ impl Agent {
             session,
             entry,
             files: bootstrap(&self.home, kind, first_run),
-            skills: crate::skills::installed(&self.home),
+            skills: crate::skills::offered(&self.home, &self.config),
             redactor: lurkbot_term::Redactor::new(Secrets::load(&self.home).redaction_values()),
             model: self.failover.primary().to_string(),
             sessions,

@@ -22,6 +22,7 @@ pub(crate) mod reload;
 pub(crate) mod remote;
 pub(crate) mod service;
 pub(crate) mod sessions;
+pub(crate) mod skills;
 
 use std::path::PathBuf;
 
@@ -64,6 +65,9 @@ pub(crate) enum Sub {
     /// List, read, reset or delete the agent's sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsArgs),
+    /// The skills the agent may use: list, info.
+    #[command(subcommand)]
+    Skills(skills::SkillsArgs),
     /// Scheduled jobs: add, list, rm, enable, disable, run, runs.
     #[command(subcommand)]
     Cron(cron::CronArgs),

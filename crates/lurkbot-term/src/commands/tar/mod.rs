@@ -115,7 +115,7 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
         "tar extract --in workspace/backup.tar.gz --dest workspace/restore --confirm",
         "tar create --src workspace/project --out workspace/project.tar.gz --confirm",
     ],
-    skill: "archive-cli",
+    skill: "archive-tar",
     credentials: &[],
     needs_gateway: false,
 };

@@ -110,7 +110,7 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
         "zip extract --in workspace/docs.zip --dest workspace/docs --confirm",
         "zip create --src workspace/report --out workspace/report.zip --confirm",
     ],
-    skill: "archive-cli",
+    skill: "archive-zip",
     credentials: &[],
     needs_gateway: false,
 };
