@@ -118,6 +118,29 @@ fn bundled_skills_precedence_and_refusals() {
     std::fs::write(t.path(".env"), format!("{env}\nNEEDS_TOKEN_KEY=abc\n")).unwrap();
     assert_eq!(by_name(&list(&t), "needs-token")["available"], true);
 
+    // A SKILL.md that links to a file outside the home is not read (its text would reach the
+    // prompt): the skill is invalid, whatever the file says.
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("SKILL.md");
+    std::fs::write(
+        &secret,
+        "---\nname: linked\ndescription: text from outside the home\n---\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(t.path("skills/linked")).unwrap();
+    std::os::unix::fs::symlink(&secret, t.path("skills/linked/SKILL.md")).unwrap();
+    let skills = list(&t);
+    let linked = by_name(&skills, "linked");
+    assert_eq!(linked["available"], false);
+    assert_eq!(linked["description"], "", "{linked}");
+    assert!(
+        linked["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not readable here"),
+        "{linked}"
+    );
+
     let info = t.run(&["skills", "info", "mac-only", "--json"]);
     assert_eq!(info.status, 0);
     assert_eq!(info.json()["requires"]["os"][0], "darwin");
