@@ -1,0 +1,198 @@
+//! `memory/index.sqlite`: the chunks of `workspace/MEMORY.md` and `workspace/memory/*.md` with
+//! an FTS5 table over their text. Indexing is incremental by content hash — an unchanged file
+//! costs one read and a hash, a changed one has its chunks replaced, a deleted one loses them —
+//! and runs in one transaction, so a crash leaves the previous index. `rebuild` starts from
+//! nothing and gives the same chunks.
+
+use std::path::{Path, PathBuf};
+
+use lurkbot_core::{Home, layout};
+use rusqlite::{Connection, params};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::chunk::chunks;
+use crate::error::MemoryError;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+  id INTEGER PRIMARY KEY,
+  path TEXT NOT NULL,
+  start_line INTEGER NOT NULL,
+  end_line INTEGER NOT NULL,
+  hash TEXT NOT NULL,
+  text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(text, chunk_id UNINDEXED, tokenize = 'unicode61');
+";
+
+/// What an index run did (`lurkbot memory index --json`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct IndexReport {
+    /// Memory files found.
+    pub files: usize,
+    /// Chunks in the index afterwards.
+    pub chunks: usize,
+    /// Files indexed for the first time.
+    pub added: usize,
+    /// Files whose content changed.
+    pub updated: usize,
+    /// Files gone from disk, removed from the index.
+    pub removed: usize,
+    /// The embedder (`none`: keyword search only).
+    pub embedder: String,
+}
+
+/// The index of one home.
+pub struct MemoryIndex {
+    conn: Connection,
+    workspace: PathBuf,
+}
+
+impl MemoryIndex {
+    /// Opens (creating) `memory/index.sqlite` of `home`.
+    ///
+    /// # Errors
+    /// The folder or the database failing.
+    pub fn open(home: &Home) -> Result<Self, MemoryError> {
+        let dir = home.join(layout::MEMORY);
+        lurkbot_core::create_private_dir(&dir)?;
+        let conn = Connection::open(dir.join("index.sqlite"))?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(Self {
+            conn,
+            workspace: home.join(layout::WORKSPACE),
+        })
+    }
+
+    /// The memory files, workspace-relative: `MEMORY.md`, then `memory/*.md` by name.
+    fn files(&self) -> Vec<String> {
+        let mut files = Vec::new();
+        if self.workspace.join("MEMORY.md").is_file() {
+            files.push("MEMORY.md".to_string());
+        }
+        let mut daily: Vec<String> = std::fs::read_dir(self.workspace.join("memory"))
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.ends_with(".md"))
+                    .map(|name| format!("memory/{name}"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        daily.sort();
+        files.extend(daily);
+        files
+    }
+
+    /// Brings the index up to date with the files (from nothing with `rebuild`).
+    ///
+    /// # Errors
+    /// The database failing; a file that cannot be read is skipped.
+    pub fn index(&mut self, rebuild: bool) -> Result<IndexReport, MemoryError> {
+        let files = self.files();
+        let workspace = self.workspace.clone();
+        let tx = self.conn.transaction()?;
+        if rebuild {
+            tx.execute_batch("DELETE FROM chunks; DELETE FROM chunks_fts; DELETE FROM files;")?;
+        }
+        let mut report = IndexReport {
+            files: files.len(),
+            embedder: "none".into(),
+            ..IndexReport::default()
+        };
+        let known: Vec<(String, String)> = {
+            let mut stmt = tx.prepare("SELECT path, hash FROM files")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        for (path, _) in known.iter().filter(|(p, _)| !files.contains(p)) {
+            remove_file(&tx, path)?;
+            report.removed += 1;
+        }
+        for path in &files {
+            let Some(text) = read(&workspace, path) else {
+                continue;
+            };
+            let hash = hex(&Sha256::digest(text.as_bytes()));
+            match known.iter().find(|(p, _)| p == path) {
+                Some((_, old)) if *old == hash => continue,
+                Some(_) => report.updated += 1,
+                None => report.added += 1,
+            }
+            remove_file(&tx, path)?;
+            for chunk in chunks(&text) {
+                let chunk_hash = hex(&Sha256::digest(chunk.text.as_bytes()));
+                tx.execute(
+                    "INSERT INTO chunks (path, start_line, end_line, hash, text) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![path, chunk.start_line as i64, chunk.end_line as i64, chunk_hash, chunk.text],
+                )?;
+                let id = tx.last_insert_rowid();
+                tx.execute(
+                    "INSERT INTO chunks_fts (text, chunk_id) VALUES (?1, ?2)",
+                    params![chunk.text, id],
+                )?;
+            }
+            tx.execute(
+                "INSERT INTO files (path, hash) VALUES (?1, ?2)",
+                params![path, hash],
+            )?;
+        }
+        report.chunks =
+            tx.query_row("SELECT count(*) FROM chunks", [], |r| r.get::<_, i64>(0))? as usize;
+        tx.commit()?;
+        Ok(report)
+    }
+
+    /// Every chunk as `(path, start, end, text)`, in file and line order (for tests and
+    /// `--rebuild` comparisons).
+    ///
+    /// # Errors
+    /// The database failing.
+    pub fn all_chunks(&self) -> Result<Vec<(String, usize, usize, String)>, MemoryError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT path, start_line, end_line, text FROM chunks ORDER BY path, start_line, end_line")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)? as usize,
+                r.get::<_, i64>(2)? as usize,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub(crate) fn connection(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+fn remove_file(tx: &rusqlite::Transaction<'_>, path: &str) -> Result<(), MemoryError> {
+    tx.execute(
+        "DELETE FROM chunks_fts WHERE chunk_id IN (SELECT id FROM chunks WHERE path = ?1)",
+        params![path],
+    )?;
+    tx.execute("DELETE FROM chunks WHERE path = ?1", params![path])?;
+    tx.execute("DELETE FROM files WHERE path = ?1", params![path])?;
+    Ok(())
+}
+
+/// A memory file's text, when it is a readable file inside the home (a link out is skipped).
+fn read(workspace: &Path, rel: &str) -> Option<String> {
+    let path = workspace.join(rel);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
