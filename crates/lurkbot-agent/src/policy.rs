@@ -75,6 +75,9 @@ pub(crate) const GROUP_DENY: &[&str] = &[
     "apply_patch",
     "sessions_spawn",
     "cron",
+    // The owner's memory (MEMORY.md, memory/*.md) never reaches a group (ARCHITECTURE.md §4.6).
+    "memory_search",
+    "memory_get",
 ];
 
 /// One allow/deny layer.

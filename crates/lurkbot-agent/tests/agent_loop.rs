@@ -200,7 +200,9 @@ async fn the_policy_decides_what_is_offered_and_what_runs() {
             "write",
             "apply_patch",
             "session_status",
-            "agents_list"
+            "agents_list",
+            "memory_search",
+            "memory_get"
         ]
     );
     let group = SessionKey::parse("agent:main:group:irc:#lurk").unwrap();

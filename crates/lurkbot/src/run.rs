@@ -17,6 +17,7 @@ pub(crate) fn run(cli: Cli) -> CliResult {
         Sub::Doctor(args) => crate::cli::doctor::run(&home_path, &args),
         Sub::Gateway(args) => crate::cli::gateway::run(&home_path, &args),
         Sub::Sessions(args) => crate::cli::sessions::run(&home_path, &args),
+        Sub::Memory(args) => crate::cli::memory::run(&home_path, &args),
         Sub::Skills(args) => crate::cli::skills::run(&home_path, &args),
         Sub::Cron(args) => crate::cli::cron::run(&home_path, args),
         Sub::Heartbeat(args) => crate::cli::heartbeat::run(&home_path, &args),

@@ -22,6 +22,7 @@ mod gateway;
 mod init;
 mod irc;
 mod logs;
+mod memory;
 mod rss;
 mod service;
 mod skills;

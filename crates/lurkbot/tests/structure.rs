@@ -169,6 +169,7 @@ fn crate_dependencies_point_one_way() {
         "lurkbot-core",
         "lurkbot-term",
         "lurkbot-llm",
+        "lurkbot-memory",
         "lurkbot-agent",
         "lurkbot-gateway",
         "lurkbot",

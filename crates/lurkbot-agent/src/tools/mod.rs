@@ -5,6 +5,7 @@ mod cron;
 mod exec;
 mod fs;
 mod html;
+mod memory;
 mod message;
 mod patch;
 mod send;
@@ -25,6 +26,7 @@ use crate::transcript::{SessionEntry, Sessions};
 pub(crate) use cron::CronTool;
 pub(crate) use exec::TerminalExecTool;
 pub(crate) use fs::{EditTool, ReadTool, WriteTool};
+pub(crate) use memory::{MemoryGetTool, MemorySearchTool};
 pub(crate) use message::MessageTool;
 pub(crate) use patch::ApplyPatchTool;
 pub(crate) use send::{AgentsListTool, SessionsSendTool};
@@ -126,6 +128,8 @@ impl ToolBox {
                 Box::new(AgentsListTool),
                 Box::new(CronTool),
                 Box::new(MessageTool),
+                Box::new(MemorySearchTool),
+                Box::new(MemoryGetTool),
             ],
         }
     }

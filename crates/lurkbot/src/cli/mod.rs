@@ -18,6 +18,7 @@ pub(crate) mod init;
 pub(crate) mod line_reader;
 pub(crate) mod logs;
 pub(crate) mod markdown;
+pub(crate) mod memory;
 pub(crate) mod reload;
 pub(crate) mod remote;
 pub(crate) mod service;
@@ -65,6 +66,9 @@ pub(crate) enum Sub {
     /// List, read, reset or delete the agent's sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsArgs),
+    /// Long-term memory: index, search.
+    #[command(subcommand)]
+    Memory(memory::MemoryArgs),
     /// The skills the agent may use: list, info.
     #[command(subcommand)]
     Skills(skills::SkillsArgs),
