@@ -33,7 +33,8 @@ pub(crate) fn list(state: &AppState) -> Result<Value, MethodError> {
     Ok(json!({"jobs": jobs}))
 }
 
-/// `cron.status`: the jobs' count, the next run and the last heartbeat.
+/// `cron.status`: the jobs' count, the next run, the last heartbeat and whether this gateway
+/// runs the timers (`scheduler`: `starting`, `running`, `standby`).
 pub(crate) fn status(state: &AppState) -> Result<Value, MethodError> {
     let jobs = CronStore::open(&state.home).jobs().map_err(store_error)?;
     let next = jobs
@@ -46,6 +47,7 @@ pub(crate) fn status(state: &AppState) -> Result<Value, MethodError> {
         "enabled": jobs.iter().filter(|j| j.enabled).count(),
         "nextRunAtMs": next,
         "heartbeat": state.autonomy.last_heartbeat(),
+        "scheduler": state.autonomy.scheduler_state(),
     }))
 }
 

@@ -1,6 +1,7 @@
 //! The gateway's timers (ARCHITECTURE.md §7): the cron scheduler and the heartbeat. Only the
 //! gateway holding `cron/scheduler.lock` runs them, so two gateways on one home never run a job
-//! twice (the other retries the lock every 30 s and takes over when the first stops). Due jobs
+//! twice (the other is on standby, retries the lock every 30 s and takes over when the first
+//! stops). Due jobs
 //! run concurrently, each under its own run lock; jobs missed while the gateway was down are
 //! due at start and run once (the next run is computed from "now"). The scheduler sleeps until
 //! the earliest next run, at most 10 s (so jobs added by the CLI are seen), or until a `cron.*`
@@ -31,9 +32,26 @@ pub struct Autonomy {
     pub(crate) wake: Notify,
     /// The last heartbeat's event.
     pub(crate) last_heartbeat: Mutex<Option<HeartbeatEvent>>,
+    /// Whether this gateway runs the timers: `starting`, `running`, or `standby` (another
+    /// gateway on the home holds the lock).
+    state: Mutex<&'static str>,
 }
 
 impl Autonomy {
+    /// `starting`, `running` or `standby` (`cron.status` shows it).
+    pub fn scheduler_state(&self) -> &'static str {
+        match self.state.lock().map(|s| *s) {
+            Ok("") | Err(_) => "starting",
+            Ok(state) => state,
+        }
+    }
+
+    fn set_state(&self, state: &'static str) {
+        if let Ok(mut s) = self.state.lock() {
+            *s = state;
+        }
+    }
+
     /// The last heartbeat, if one ran.
     pub fn last_heartbeat(&self) -> Option<HeartbeatEvent> {
         self.last_heartbeat.lock().ok().and_then(|h| h.clone())
@@ -48,46 +66,68 @@ pub(crate) fn runtime(state: &AppState) -> Arc<HostRuntime> {
     ))
 }
 
-/// Runs the timers until the gateway stops (the caller aborts the task).
-pub(crate) async fn run(state: AppState) {
+/// Starts the timers: the scheduler's lock is tried before this returns (so `cron.status` says
+/// at once whether this gateway runs them); the task runs until the gateway stops (the caller
+/// aborts it).
+pub(crate) fn start(state: AppState) -> tokio::task::JoinHandle<()> {
     let store = CronStore::open(&state.home);
-    let _lock = loop {
-        match store.lock_scheduler() {
-            Ok(Some(lock)) => break lock,
-            Ok(None) => {
-                tracing::info!(
-                    "another gateway runs this home's cron jobs and heartbeat; retrying every 30 s"
-                );
-            }
-            Err(e) => tracing::warn!(error = %e, "the scheduler lock failed"),
+    let first = try_lock(&state, &store);
+    tokio::spawn(async move {
+        let _lock = match first {
+            Some(lock) => lock,
+            None => loop {
+                tokio::time::sleep(LOCK_RETRY).await;
+                if let Some(lock) = try_lock(&state, &store) {
+                    break lock;
+                }
+            },
+        };
+        tokio::join!(cron_loop(&state, &store), heartbeat_loop(&state));
+    })
+}
+
+/// One attempt at the scheduler's lock, recorded in the state.
+fn try_lock(state: &AppState, store: &CronStore) -> Option<lurkbot_agent::cron::JobLock> {
+    match store.lock_scheduler() {
+        Ok(Some(lock)) => {
+            state.autonomy.set_state("running");
+            Some(lock)
         }
-        tokio::time::sleep(LOCK_RETRY).await;
-    };
-    tokio::join!(cron_loop(&state, &store), heartbeat_loop(&state));
+        Ok(None) => {
+            state.autonomy.set_state("standby");
+            tracing::info!(
+                "another gateway runs this home's cron jobs and heartbeat; retrying every 30 s"
+            );
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the scheduler lock failed; retrying every 30 s");
+            None
+        }
+    }
 }
 
 async fn cron_loop(state: &AppState, store: &CronStore) {
     loop {
         let now = now_ms();
-        let due = store.due(now).unwrap_or_else(|e| {
+        // One read of jobs.json per look: the due jobs and the next run.
+        let jobs = store.jobs().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "cron jobs not readable");
             Vec::new()
         });
-        for job in due {
+        let enabled = jobs.iter().filter(|j| j.enabled);
+        for job in enabled
+            .clone()
+            .filter(|j| j.state.next_run_at_ms.is_some_and(|t| t <= now))
+        {
             let state = state.clone();
             let store = store.clone();
+            let id = job.id.clone();
             tokio::spawn(async move {
-                run_and_report(&state, &store, &job.id, RunMode::Due).await;
+                run_and_report(&state, &store, &id, RunMode::Due).await;
             });
         }
-        let next = store
-            .jobs()
-            .ok()
-            .into_iter()
-            .flatten()
-            .filter(|j| j.enabled)
-            .filter_map(|j| j.state.next_run_at_ms)
-            .min();
+        let next = enabled.filter_map(|j| j.state.next_run_at_ms).min();
         let sleep = next.map_or(MAX_SLEEP, |t| {
             Duration::from_millis(t.saturating_sub(now_ms()).max(50)).min(MAX_SLEEP)
         });

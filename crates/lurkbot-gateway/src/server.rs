@@ -94,7 +94,7 @@ pub async fn serve(
     check_safe(&state, local)?;
     state.set_bound(local);
     let forwarder = tokio::spawn(state.host.clone().forward_irc());
-    let timers = tokio::spawn(crate::scheduler::run(state.clone()));
+    let timers = crate::scheduler::start(state.clone());
     let app = router(state.clone());
     let served = crate::accept::accept_loop(listener, app, state, stop).await;
     forwarder.abort();

@@ -2,12 +2,14 @@
 //! seen by a WebSocket client as a `chat` event and by a real IRC client (ngircd), missed runs
 //! run once at start, and one scheduler per home.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lurkbot_agent::cron::CronStore;
+use lurkbot_gateway::protocol::Event;
 use lurkbot_llm::fake::Step;
 use lurkbot_test_support::irc_server::{IrcOptions, IrcPeer, IrcServer};
 use serde_json::{Value, json};
+use tokio::sync::broadcast;
 
 use crate::common::{Client, Gateway, TOKEN};
 
@@ -100,6 +102,20 @@ async fn cron_methods_events_and_an_announce_to_webchat() {
         )
         .await;
     assert_eq!(updated["payload"]["job"]["enabled"], false, "{updated}");
+    // Refused without a change: a patch that breaks the rules, an unknown run mode.
+    let broken = c
+        .request(
+            "cron.update",
+            json!({"jobId": id, "patch": {"sessionTarget": "main"}}),
+        )
+        .await;
+    assert_eq!(broken["error"]["code"], "INVALID_REQUEST", "{broken}");
+    let kept = c.request("cron.list", json!({})).await;
+    assert_eq!(kept["payload"]["jobs"][0]["sessionTarget"], "isolated");
+    let mode = c
+        .request("cron.run", json!({"jobId": id, "mode": "soon"}))
+        .await;
+    assert_eq!(mode["error"]["code"], "INVALID_REQUEST", "{mode}");
     let unknown = c.request("cron.run", json!({"jobId": "cron_nope"})).await;
     assert_eq!(unknown["error"]["code"], "NOT_FOUND");
     let removed = c.request("cron.remove", json!({"jobId": id})).await;
@@ -138,6 +154,15 @@ async fn missed_runs_run_once_and_one_gateway_per_home_runs_them() {
     // A second gateway on the same home does not get the scheduler.
     let mut second = first.on_same_home().await;
     let (mut c2, _) = Client::connect(&second, TOKEN).await;
+    let status = |c: &Value| c["payload"]["scheduler"].clone();
+    assert_eq!(
+        status(&c.request("cron.status", json!({})).await),
+        "running"
+    );
+    assert_eq!(
+        status(&c2.request("cron.status", json!({})).await),
+        "standby"
+    );
     miss(&first, &id);
     // Waking the second one's scheduler runs nothing; the first runs the job once.
     let woke = c2
@@ -174,11 +199,19 @@ async fn missed_runs_run_once_and_one_gateway_per_home_runs_them() {
     first.stop().await;
     miss(&first, &id);
     let mut third = first.on_same_home().await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while runs(&first, &id) < 2 {
-        assert!(Instant::now() < deadline, "the missed run ran at start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut events = third.early_events.take().unwrap();
+    let finished = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match events.recv().await {
+                Ok(Event::Cron(c)) if c.action == "finished" => break c,
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+    })
+    .await
+    .expect("the missed run ran at start");
+    assert_eq!(finished.status.as_deref(), Some("ok"), "{finished:?}");
     let job = CronStore::open(&first.home).jobs().unwrap().remove(0);
     assert!(job.state.next_run_at_ms.unwrap() > lurkbot_core::now_ms());
     assert_eq!(runs(&first, &id), 2, "once, not three times");

@@ -22,6 +22,9 @@ pub struct Gateway {
     pub fake: FakeProvider,
     pub addr: std::net::SocketAddr,
     pub state: AppState,
+    /// The hub's events from before the first connection (only for [`Gateway::on_same_home`]:
+    /// a listener counts as a client for approvals).
+    pub early_events: Option<tokio::sync::broadcast::Receiver<lurkbot_gateway::protocol::Event>>,
     stop: Option<oneshot::Sender<()>>,
     pub task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -60,10 +63,11 @@ impl Gateway {
             format!("OPENAI_BASE_URL={}/v1\n", fake.url),
         )
         .unwrap();
-        Self::serve(Some(dir), home, fake, &text, token, hooks).await
+        Self::serve(Some(dir), home, fake, &text, token, hooks, false).await
     }
 
-    /// A second gateway on this one's home (its own port and state; the same files).
+    /// A second gateway on this one's home (its own port and state; the same files), its
+    /// events watched from the start ([`Gateway::early_events`]).
     pub async fn on_same_home(&self) -> Self {
         let text = std::fs::read_to_string(self.home.join("config.toml")).unwrap();
         let fake = FakeProvider::start(vec![]).await;
@@ -74,6 +78,7 @@ impl Gateway {
             &text,
             Some(TOKEN),
             Some(HOOKS_TOKEN),
+            true,
         )
         .await
     }
@@ -85,6 +90,7 @@ impl Gateway {
         text: &str,
         token: Option<&str>,
         hooks: Option<&str>,
+        watch: bool,
     ) -> Self {
         let config = Config::parse(std::path::Path::new("config.toml"), text).unwrap();
         let state = AppState::new(
@@ -96,6 +102,7 @@ impl Gateway {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
+        let early_events = watch.then(|| state.hub.subscribe());
         let serving = state.clone();
         let task = tokio::spawn(async move {
             lurkbot_gateway::serve(listener, serving, async {
@@ -110,6 +117,7 @@ impl Gateway {
             fake,
             addr,
             state,
+            early_events,
             stop: Some(stop),
             task: Some(task),
         }
