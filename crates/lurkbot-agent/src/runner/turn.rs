@@ -70,12 +70,14 @@ impl Agent {
             (mode, _) => mode,
         };
         let (host, os) = host_and_os();
+        // Read once for both: the skills' variables and the values to redact.
+        let secrets = Secrets::load(&self.home);
         Ok(Turn {
             session,
             entry,
             files: bootstrap(&self.home, kind, first_run),
-            skills: crate::skills::offered(&self.home, &self.config),
-            redactor: lurkbot_term::Redactor::new(Secrets::load(&self.home).redaction_values()),
+            skills: crate::skills::offered(&self.home, &self.config, &secrets),
+            redactor: lurkbot_term::Redactor::new(secrets.redaction_values()),
             model: self.failover.primary().to_string(),
             sessions,
             policy,

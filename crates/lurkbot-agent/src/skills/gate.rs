@@ -6,16 +6,18 @@
 
 use std::path::PathBuf;
 
-use lurkbot_core::{Config, Home, Secrets};
+use lurkbot_core::{Config, Secrets};
 use serde_json::Value;
 
 use super::manifest::Requirements;
 
-/// What the checks look at, read once.
-pub(super) struct Check {
+/// What the checks look at, read once; the config's JSON form only when a skill asks for a
+/// setting.
+pub(super) struct Check<'a> {
     path: Vec<PathBuf>,
-    secrets: Secrets,
-    config: Value,
+    secrets: &'a Secrets,
+    config: &'a Config,
+    config_value: std::sync::OnceLock<Value>,
 }
 
 /// This system's names in OpenClaw's (`process.platform`) and Hermes Agent's spelling.
@@ -28,14 +30,15 @@ fn os_names() -> &'static [&'static str] {
     }
 }
 
-impl Check {
-    pub(super) fn new(home: &Home, config: &Config) -> Self {
+impl<'a> Check<'a> {
+    pub(super) fn new(config: &'a Config, secrets: &'a Secrets) -> Self {
         Self {
             path: std::env::var_os("PATH")
                 .map(|p| std::env::split_paths(&p).collect())
                 .unwrap_or_default(),
-            secrets: Secrets::load(home),
-            config: serde_json::to_value(config).unwrap_or(Value::Null),
+            secrets,
+            config,
+            config_value: std::sync::OnceLock::new(),
         }
     }
 
@@ -124,7 +127,10 @@ impl Check {
     }
 
     fn setting_on(&self, key: &str) -> bool {
-        let value = key.split('.').try_fold(&self.config, |v, part| v.get(part));
+        let config = self
+            .config_value
+            .get_or_init(|| serde_json::to_value(self.config).unwrap_or(Value::Null));
+        let value = key.split('.').try_fold(config, |v, part| v.get(part));
         match value {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
@@ -139,6 +145,7 @@ impl Check {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lurkbot_core::Home;
 
     #[test]
     fn requirements_are_checked_in_order() {
@@ -150,7 +157,8 @@ mod tests {
             "[network]\nallow_private = true\n",
         )
         .expect("config");
-        let check = Check::new(&home, &config);
+        let secrets = Secrets::load(&home);
+        let check = Check::new(&config, &secrets);
         let need = |f: fn(&mut Requirements)| {
             let mut r = Requirements::default();
             f(&mut r);

@@ -11,7 +11,7 @@ mod manifest;
 
 use std::path::Path;
 
-use lurkbot_core::{Config, Home, layout};
+use lurkbot_core::{Config, Home, Secrets, layout};
 use serde::Serialize;
 
 pub use manifest::{Manifest, Requirements};
@@ -43,8 +43,7 @@ pub struct Skill {
     pub path: String,
     /// Whether the model is offered it.
     pub available: bool,
-    /// Why not.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Why not (`null` when available).
     pub reason: Option<String>,
     /// What it needs (for `skills info`).
     #[serde(skip)]
@@ -62,7 +61,7 @@ const ROOTS: &[(&str, SkillSource)] = &[
 /// such when the home's copy is the one `init` installed, and listed as not installed when it
 /// is missing.
 pub fn discover(home: &Home, config: &Config) -> Vec<Skill> {
-    let mut skills = found(home, config);
+    let mut skills = found(home, config, &Secrets::load(home));
     let bundled = lurkbot_term::bundled_skills(&lurkbot_term::default_registry());
     for (path, content) in bundled.iter().filter(|(p, _)| p.ends_with("/SKILL.md")) {
         let name = path
@@ -92,8 +91,8 @@ pub fn discover(home: &Home, config: &Config) -> Vec<Skill> {
 }
 
 /// The available skills, for the system prompt.
-pub(crate) fn offered(home: &Home, config: &Config) -> Vec<SkillEntry> {
-    found(home, config)
+pub(crate) fn offered(home: &Home, config: &Config, secrets: &Secrets) -> Vec<SkillEntry> {
+    found(home, config, secrets)
         .into_iter()
         .filter(|s| s.available)
         .map(|s| SkillEntry {
@@ -105,9 +104,9 @@ pub(crate) fn offered(home: &Home, config: &Config) -> Vec<SkillEntry> {
 }
 
 /// The skills on disk, first of a name winning.
-fn found(home: &Home, config: &Config) -> Vec<Skill> {
+fn found(home: &Home, config: &Config, secrets: &Secrets) -> Vec<Skill> {
     let mut skills: Vec<Skill> = Vec::new();
-    let check = gate::Check::new(home, config);
+    let check = gate::Check::new(config, secrets);
     for (root, source) in ROOTS {
         for (folder, rel) in skill_folders(&home.join(root), root) {
             let skill = load(home, &check, &folder, &rel, *source);
@@ -158,7 +157,13 @@ fn children(dir: &Path) -> Vec<(String, std::path::PathBuf)> {
         .collect()
 }
 
-fn load(home: &Home, check: &gate::Check, folder: &str, rel: &str, source: SkillSource) -> Skill {
+fn load(
+    home: &Home,
+    check: &gate::Check<'_>,
+    folder: &str,
+    rel: &str,
+    source: SkillSource,
+) -> Skill {
     let invalid = |reason: String| Skill {
         name: folder.to_string(),
         description: String::new(),
