@@ -276,15 +276,20 @@ impl EventQueue {
     }
 
     fn load(home: &Home) -> Self {
-        std::fs::read_to_string(Self::path(home))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default()
+        read_private_json(&Self::path(home))
     }
 
     fn save(&self, home: &Home) -> Result<(), lurkbot_core::CoreError> {
         write_private_json(&Self::path(home), self)
     }
+}
+
+/// A small state file, or the empty state when it is missing or unreadable.
+fn read_private_json<T: serde::de::DeserializeOwned + Default>(path: &std::path::Path) -> T {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
 }
 
 fn write_private_json(
@@ -316,10 +321,7 @@ impl AlertMemory {
     }
 
     fn load(home: &Home) -> Self {
-        std::fs::read_to_string(Self::path(home))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default()
+        read_private_json(&Self::path(home))
     }
 
     fn seen(&self, text: &str, now_ms: u64) -> bool {

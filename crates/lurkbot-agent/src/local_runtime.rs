@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use lurkbot_core::{Config, Home, SessionKey};
-use lurkbot_llm::Message;
 use lurkbot_term::TerminalExec;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
@@ -18,7 +17,6 @@ use crate::approvals::{Approvals, Approver};
 use crate::runner::{Agent, AgentEvent, record_cancelled};
 use crate::runtime::{BoxFuture, Outbound, Runtime, TurnHandle, TurnRequest};
 use crate::subagent::Subagents;
-use crate::transcript::{Entry, Sessions};
 
 /// What the runtime reports of every turn it runs: the session and the agent's event.
 pub type EventSink = Arc<dyn Fn(&SessionKey, &AgentEvent) + Send + Sync>;
@@ -235,16 +233,5 @@ impl Runtime for LocalRuntime {
 /// # Errors
 /// The store failing.
 pub fn append_to_main(home: &Home, text: &str) -> Result<(), String> {
-    let main = SessionKey::main();
-    let sessions = Sessions::open(home, main.agent_id());
-    let entry = sessions.get_or_create(&main).map_err(|e| e.to_string())?;
-    sessions
-        .append(
-            &entry.session_id,
-            &[Entry::Message {
-                ts: lurkbot_core::now_ms(),
-                message: Message::assistant(text, Vec::new()),
-            }],
-        )
-        .map_err(|e| e.to_string())
+    crate::runner::append_assistant(home, &SessionKey::main(), text).map_err(|e| e.to_string())
 }

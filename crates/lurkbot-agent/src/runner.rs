@@ -403,14 +403,24 @@ impl Agent {
 /// # Errors
 /// Store failures.
 pub fn record_cancelled(home: &Home, session: &SessionKey) -> Result<(), AgentError> {
+    append_assistant(home, session, "[the user cancelled this turn]")
+}
+
+/// Appends an assistant message to `session`'s transcript outside a turn (a cancellation
+/// marker, a message delivered to the web UI's session).
+///
+/// # Errors
+/// Store failures.
+pub(crate) fn append_assistant(
+    home: &Home,
+    session: &SessionKey,
+    text: &str,
+) -> Result<(), AgentError> {
     let sessions = Sessions::open(home, session.agent_id());
     let entry = sessions.get_or_create(session)?;
     sessions.append(
         &entry.session_id,
-        &[message_entry(Message::assistant(
-            "[the user cancelled this turn]",
-            Vec::new(),
-        ))],
+        &[message_entry(Message::assistant(text, Vec::new()))],
     )
 }
 

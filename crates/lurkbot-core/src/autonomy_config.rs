@@ -152,4 +152,30 @@ mod tests {
         assert_eq!(parse_period_ms("0s"), None);
         assert_eq!(parse_period_ms("5 m"), None);
     }
+
+    #[test]
+    fn config_check_names_each_bad_autonomy_setting() {
+        let text = "[heartbeat]\nevery = \"often\"\ntarget = \"fax\"\n\
+                    [heartbeat.active_hours]\nstart = \"08:00\"\ntz = \"Mars/Base\"\n\
+                    [agent.subagents]\nmax_depth = 9\nmax_children = 0\n";
+        let (_, problems) =
+            crate::Config::check(std::path::Path::new("c.toml"), text).expect("parses");
+        let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+        for key in [
+            "heartbeat.every",
+            "heartbeat.target",
+            "heartbeat.active_hours",
+            "heartbeat.active_hours.tz",
+            "agent.subagents.max_depth",
+            "agent.subagents.max_children",
+        ] {
+            assert!(keys.contains(&key), "{key} in {keys:?}");
+        }
+        let (_, none) = crate::Config::check(
+            std::path::Path::new("c.toml"),
+            "[heartbeat]\nevery = \"10m\"\n",
+        )
+        .expect("parses");
+        assert!(none.is_empty(), "{none:?}");
+    }
 }

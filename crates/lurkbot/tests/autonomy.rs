@@ -19,6 +19,15 @@ fn run(t: &Test, args: &[&str], fake: &FakeProvider) -> crate::util::Output {
     )
 }
 
+/// The text a `--json` run streamed for the sessions `pick` chooses, joined.
+fn text_of(events: &[Value], pick: &dyn Fn(&str) -> bool) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "text" && pick(e["sessionKey"].as_str().unwrap_or("")))
+        .filter_map(|e| e["text"].as_str())
+        .collect()
+}
+
 fn lines(stdout: &str) -> Vec<Value> {
     stdout
         .lines()
@@ -52,20 +61,13 @@ async fn agent_returns_after_its_sub_agents_report_back() {
     assert_eq!(fake.remaining(), 0);
     let events = lines(&out.stdout);
     // Text streams in pieces, each tagged with its session.
-    let text_of = |session: &dyn Fn(&str) -> bool| -> String {
-        events
-            .iter()
-            .filter(|e| e["type"] == "text" && session(e["sessionKey"].as_str().unwrap_or("")))
-            .filter_map(|e| e["text"].as_str())
-            .collect()
-    };
     assert_eq!(
-        text_of(&|k| k.starts_with("agent:main:subagent:")),
+        text_of(&events, &|k| k.starts_with("agent:main:subagent:")),
         "Feed A, 2009."
     );
     // The announce turn ran on the main session before the command returned.
     assert_eq!(
-        text_of(&|k| k == "agent:main:main"),
+        text_of(&events, &|k| k == "agent:main:main"),
         "Looking into it.The oldest feed is from 2009."
     );
     let history = t.run(&["sessions", "history", "agent:main:main"]);
@@ -280,19 +282,12 @@ async fn agent_through_the_gateway_also_waits_for_the_report() {
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(fake.remaining(), 0);
     let events = lines(&out.stdout);
-    let text = |pred: &dyn Fn(&str) -> bool| -> String {
-        events
-            .iter()
-            .filter(|e| e["type"] == "text" && pred(e["sessionKey"].as_str().unwrap_or("")))
-            .filter_map(|e| e["text"].as_str())
-            .collect()
-    };
     assert_eq!(
-        text(&|k| k == "agent:main:main"),
+        text_of(&events, &|k| k == "agent:main:main"),
         "On it.Your calendar is free today."
     );
     assert_eq!(
-        text(&|k| k.starts_with("agent:main:subagent:")),
+        text_of(&events, &|k| k.starts_with("agent:main:subagent:")),
         "No events today."
     );
     let _ = gw.stop();

@@ -70,6 +70,7 @@ async fn memory_tools_in_a_turn_and_never_in_a_group() {
                 json!({"path": "MEMORY.md", "from": 1, "lines": 5}),
             ),
             ("c3", "memory_get", json!({"path": "config.toml"})),
+            ("c4", "memory_get", json!({"path": "MEMORY.md", "from": 40})),
         ]),
         Step::text("Green tea."),
         Step::text("I cannot look that up here."),
@@ -86,6 +87,7 @@ async fn memory_tools_in_a_turn_and_never_in_a_group() {
     assert!(results.contains(r#"\"path\":\"MEMORY.md\""#), "{results}");
     assert!(results.contains("1: Alice prefers green tea."), "{results}");
     assert!(results.contains("is not a memory file"), "{results}");
+    assert!(results.contains("MEMORY.md has 1 lines"), "{results}");
 
     let out = t.run_env(
         &[
