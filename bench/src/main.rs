@@ -6,7 +6,8 @@
 //! `lurkbot-bench archive --bin target/release/lurkbot [--runs 3] [--mib 200]`,
 //! `lurkbot-bench rss --bin target/release/lurkbot --python VENV/bin/python [--runs 20]`,
 //! `lurkbot-bench agent --bin target/release/lurkbot [--runs 200]` (turns),
-//! `lurkbot-bench gateway --bin target/release/lurkbot [--runs 20] [--idle-secs 60]`.
+//! `lurkbot-bench gateway --bin target/release/lurkbot [--runs 20] [--idle-secs 60]`,
+//! `lurkbot-bench memory [--runs 200]` (queries).
 //!
 //! Startup peers (ZeptoClaw, ZeroClaw) cannot be fetched on this network, so their figures come
 //! from ARCHITECTURE.md §9 and are labelled as such; what is measured in the same run is a
@@ -16,6 +17,7 @@
 mod agent;
 mod archive;
 mod gateway;
+mod memory;
 mod rss;
 mod startup;
 
@@ -33,7 +35,7 @@ fn main() -> ExitCode {
     let mut iter = args.iter();
     while let Some(a) = iter.next() {
         match a.as_str() {
-            "startup" | "archive" | "rss" | "agent" | "gateway" => which = a.clone(),
+            "startup" | "archive" | "rss" | "agent" | "gateway" | "memory" => which = a.clone(),
             "--python" => python = iter.next().map(PathBuf::from).unwrap_or(python),
             "--bin" => bin = iter.next().map(PathBuf::from).unwrap_or(bin),
             "--runs" => runs = iter.next().and_then(|r| r.parse().ok()),
@@ -52,7 +54,7 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway] [--bin PATH] [--runs N] [--mib N] [--python PATH]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory] [--bin PATH] [--runs N] [--mib N] [--python PATH]"
                 );
                 return ExitCode::from(2);
             }
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
         "rss" => rss::rss(&bin, &python, runs.unwrap_or(20).max(3)),
         "agent" => agent::agent(&bin, runs.unwrap_or(200).max(10)),
         "gateway" => gateway::gateway(&bin, runs.unwrap_or(20).max(3), idle_secs, 1000),
+        "memory" => memory::memory(runs.unwrap_or(200).max(10)),
         _ => startup::startup(&bin, runs.unwrap_or(50).max(20)),
     };
     match outcome {

@@ -7,6 +7,7 @@ pub mod cron;
 mod error;
 pub mod heartbeat;
 mod local_runtime;
+pub mod mcp;
 mod policy;
 mod policy_config;
 mod prompt;

@@ -34,10 +34,17 @@ pub struct LocalRuntime {
     tracked: AtomicUsize,
     settled: Notify,
     subagents: Subagents,
+    mcp: Arc<crate::mcp::McpHub>,
     me: Weak<LocalRuntime>,
 }
 
 impl LocalRuntime {
+    /// The MCP servers of `[mcp.servers]` (start them before the first turn; they stop with
+    /// the process).
+    pub fn mcp(&self) -> &Arc<crate::mcp::McpHub> {
+        &self.mcp
+    }
+
     /// A runtime for `home`; `on_event` sees every turn's events.
     pub fn new(
         home: Home,
@@ -50,7 +57,9 @@ impl LocalRuntime {
             lurkbot_term::default_registry(),
         ));
         let approvals = Arc::new(Approvals::new(&home, config.approvals.clone()));
+        let mcp = crate::mcp::McpHub::new(&home, &config.mcp);
         Arc::new_cyclic(|me| Self {
+            mcp,
             home,
             config,
             approver,
@@ -94,6 +103,9 @@ impl LocalRuntime {
         let mut agent = Agent::new(self.home.clone(), self.config.clone(), failover)
             .with_approver(self.approver.clone())
             .with_shared(self.exec.clone(), self.approvals.clone());
+        if !self.mcp.is_empty() {
+            agent = agent.with_mcp(self.mcp.clone());
+        }
         if let Some(me) = self.me.upgrade() {
             agent = agent.with_runtime(me);
         }

@@ -65,7 +65,14 @@ pub(crate) const SUBAGENT_DENY: &[&str] = &[
 ];
 
 /// Never offered in sandbox mode.
-pub(crate) const SANDBOX_DENY: &[&str] = &["terminal_exec", "write", "edit", "apply_patch"];
+pub(crate) const SANDBOX_DENY: &[&str] = &[
+    "terminal_exec",
+    "write",
+    "edit",
+    "apply_patch",
+    // MCP servers run outside any sandbox.
+    "group:plugins",
+];
 
 /// Never offered in group chats.
 pub(crate) const GROUP_DENY: &[&str] = &[
@@ -78,7 +85,12 @@ pub(crate) const GROUP_DENY: &[&str] = &[
     // The owner's memory (MEMORY.md, memory/*.md) never reaches a group (ARCHITECTURE.md §4.6).
     "memory_search",
     "memory_get",
+    // MCP tools act with the owner's rights outside LurkBot's confinement.
+    "group:plugins",
 ];
+
+/// The group of MCP tools: every `<server>__<tool>` name (no built-in tool has `__`).
+pub(crate) const PLUGINS: &str = "group:plugins";
 
 /// One allow/deny layer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -115,6 +127,9 @@ pub(crate) fn matches(pattern: &str, tool: &str) -> bool {
     let tool = tool.to_ascii_lowercase();
     if pattern == "*" {
         return true;
+    }
+    if pattern == PLUGINS {
+        return tool.contains("__");
     }
     if let Some((_, members)) = GROUPS.iter().find(|(g, _)| *g == pattern) {
         return members.contains(&tool.as_str());
@@ -235,6 +250,34 @@ mod tests {
         let got = p.filter(ALL.iter().copied()).unwrap();
         assert!(got.contains(&"terminal_exec") && got.contains(&"apply_patch"));
         assert!(!got.contains(&"web_fetch"));
+    }
+
+    #[test]
+    fn plugins_are_a_group_and_never_reach_groups_or_the_sandbox() {
+        let tools = ["calc__add", "fs__read_file", "terminal_exec"];
+        let p = Policy {
+            layers: vec![layer(&[], &["group:plugins"])],
+            ..Policy::default()
+        };
+        assert_eq!(p.filter(tools).unwrap(), ["terminal_exec"]);
+        let p = Policy {
+            layers: vec![layer(&["group:plugins"], &["fs__*"])],
+            ..Policy::default()
+        };
+        assert_eq!(p.filter(tools).unwrap(), ["calc__add"]);
+        for p in [
+            Policy {
+                group: true,
+                ..Policy::default()
+            },
+            Policy {
+                sandbox: true,
+                ..Policy::default()
+            },
+        ] {
+            assert!(!p.allows("calc__add").unwrap(), "{p:?}");
+        }
+        assert!(Policy::default().allows("calc__add").unwrap());
     }
 
     #[test]

@@ -99,6 +99,8 @@ pub struct Agent {
     /// Who runs other sessions' turns and delivers messages (sub-agents, `sessions_send`,
     /// `message`, `cron`); without one those tools say what they need.
     runtime: Option<Arc<dyn Runtime>>,
+    /// MCP servers whose tools join the built-in ones.
+    mcp: Option<Arc<crate::mcp::McpHub>>,
     thinking: String,
     /// The last session's context, reused while its transcript is unchanged.
     cache: Option<Tracked>,
@@ -123,6 +125,7 @@ impl Agent {
             approvals,
             approver: Arc::new(NoHuman),
             runtime: None,
+            mcp: None,
             thinking: "off".into(),
             cache: None,
             learned_window: None,
@@ -164,6 +167,13 @@ impl Agent {
         self
     }
 
+    /// Offers the tools of the MCP servers in `hub` (as `<server>__<tool>`, `group:plugins`).
+    #[must_use]
+    pub fn with_mcp(mut self, hub: Arc<crate::mcp::McpHub>) -> Self {
+        self.mcp = Some(hub);
+        self
+    }
+
     /// Uses `exec` and `approvals` owned by the caller (the gateway's session host lends one
     /// of each to every session's agent, so an allow-always decision holds in all of them).
     #[must_use]
@@ -187,14 +197,22 @@ impl Agent {
     }
 
     fn offered_by(&self, policy: &Policy) -> Result<Vec<ToolSpec>, AgentError> {
-        let names = self.tools.names();
-        let allowed = policy
-            .filter(names.iter().map(String::as_str))
-            .map_err(AgentError::Config)?;
-        Ok(allowed
-            .into_iter()
+        let mut specs: Vec<ToolSpec> = self
+            .tools
+            .names()
+            .iter()
             .filter_map(|n| self.tools.get(n).map(|t| t.spec()))
-            .collect())
+            .collect();
+        if let Some(hub) = &self.mcp {
+            specs.extend(hub.specs());
+        }
+        let mut offered = Vec::with_capacity(specs.len());
+        for spec in specs {
+            if policy.allows(&spec.name).map_err(AgentError::Config)? {
+                offered.push(spec);
+            }
+        }
+        Ok(offered)
     }
 
     /// Runs one turn.
@@ -355,9 +373,10 @@ impl Agent {
         if !offered.iter().any(|t| t.name.eq_ignore_ascii_case(name)) {
             return ToolOutput::error(format!("tool '{name}' is not available in this session"));
         }
-        let Some(tool) = self.tools.get(name) else {
+        let tool = self.tools.get(name);
+        if tool.is_none() && self.mcp.is_none() {
             return ToolOutput::error(format!("tool '{name}' does not exist"));
-        };
+        }
         let args: Value = match serde_json::from_str(arguments) {
             Ok(v @ Value::Object(_)) => v,
             _ => {
@@ -393,7 +412,14 @@ impl Agent {
                 Decision::AllowOnce => {}
             }
         }
-        tool.run(ctx, &args).await
+        match (tool, &self.mcp) {
+            (Some(tool), _) => tool.run(ctx, &args).await,
+            (None, Some(hub)) => hub
+                .call(name, &args)
+                .await
+                .unwrap_or_else(|| ToolOutput::error(format!("tool '{name}' does not exist"))),
+            (None, None) => ToolOutput::error(format!("tool '{name}' does not exist")),
+        }
     }
 }
 

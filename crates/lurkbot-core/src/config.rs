@@ -32,6 +32,10 @@ pub struct Config {
     pub log: LogConfig,
     /// `[heartbeat]`: the periodic check of `workspace/HEARTBEAT.md`.
     pub heartbeat: crate::HeartbeatConfig,
+    /// `[memory]`: the embedder of long-term memory search.
+    pub memory: crate::MemoryConfig,
+    /// `[mcp]`: MCP servers whose tools the agent may call.
+    pub mcp: crate::McpConfig,
 }
 
 /// `[log]`: what the gateway logs and how much of it is kept.
@@ -66,6 +70,8 @@ pub const RESTART_KEYS: &[&str] = &[
     "gateway.max_connections",
     "log.max_file_bytes",
     "log.keep_files",
+    // The MCP servers are started with the gateway (any key below `mcp`).
+    "mcp",
 ];
 
 /// The level names a log filter may use.

@@ -91,6 +91,7 @@ impl Config {
             });
         }
         problems.extend(self.autonomy_problems());
+        problems.extend(self.plugin_problems());
         if let Err(message) = crate::LogConfig::check_filter(&self.log.level) {
             problems.push(ConfigProblem {
                 key: "log.level".into(),

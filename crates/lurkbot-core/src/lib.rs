@@ -19,6 +19,7 @@ mod ids;
 mod init;
 mod log_file;
 mod paths;
+mod plugin_config;
 mod printable;
 mod private_files;
 mod protection;
@@ -52,6 +53,7 @@ pub use log_file::{
     DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, GATEWAY_LOG, RotatingLog, TailWindow, tail,
 };
 pub use paths::{HomePath, PathError};
+pub use plugin_config::{EMBEDDERS, McpConfig, McpServerConfig, MemoryConfig};
 pub use printable::{REPLACEMENT, is_unprintable, printable};
 pub use private_files::{append_private_line, create_private_dir, open_private_append};
 pub use protection::{

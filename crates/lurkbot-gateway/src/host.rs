@@ -96,7 +96,7 @@ pub struct SessionHost {
     /// Every session's IRC connection (lent to the terminal's `irc` command).
     irc: Arc<IrcSessions>,
     /// Inbound IRC messages, for delivery to the agent (taken by the forwarder at start).
-    inbound: Mutex<Option<mpsc::UnboundedReceiver<(String, InboundMessage)>>>,
+    pub(crate) inbound: Mutex<Option<mpsc::UnboundedReceiver<(String, InboundMessage)>>>,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     runs: Mutex<Vec<(String, watch::Receiver<Option<RunEnd>>)>>,
     /// The running sub-agents.
@@ -104,6 +104,8 @@ pub struct SessionHost {
     /// Where the owner last talked (`webchat`, or `irc` and the channel or nick): the
     /// `last` delivery target.
     pub(crate) last_route: Mutex<(String, Option<String>)>,
+    /// The MCP servers (read when the gateway starts), lent to every session's agent.
+    pub(crate) mcp: Arc<lurkbot_agent::mcp::McpHub>,
     pub(crate) me: Weak<SessionHost>,
 }
 
@@ -130,7 +132,9 @@ impl SessionHost {
             TerminalExec::new(home.clone(), lurkbot_term::default_registry()).with_irc(irc.clone()),
         );
         let approvals = Arc::new(Approvals::new(&home, config.approvals.clone()));
+        let mcp = lurkbot_agent::mcp::McpHub::new(&home, &config.mcp);
         Arc::new_cyclic(|me| Self {
+            mcp,
             home,
             config: RwLock::new((0, Arc::new(config), approvals)),
             generation: AtomicU64::new(0),
@@ -223,6 +227,7 @@ impl SessionHost {
                 }
             };
             let mut agent = Agent::new(self.home.clone(), (*config).clone(), failover)
+                .with_mcp(self.mcp.clone())
                 .with_approver(self.approver.clone())
                 .with_shared(self.exec.clone(), approvals)
                 .with_runtime(Arc::new(crate::runtime::HostRuntime::new(
@@ -507,33 +512,6 @@ impl SessionHost {
         let slot = self.slots.lock().ok()?.get(key.as_str()).cloned()?;
         let running = slot.running.lock().ok()?;
         running.as_ref().map(|(run, _)| run.clone())
-    }
-
-    /// Delivers the inbound IRC messages of sessions that asked for it
-    /// (`IRC_AUTO_FORWARD_TO_AGENT=1`; the connection only hands those on): each as a turn
-    /// whose message is labelled untrusted third-party text. A busy session gets it when its
-    /// running turn ends (the messages wait in order). Runs until the gateway stops.
-    pub async fn forward_irc(self: Arc<Self>) {
-        let Some(mut inbound) = self.inbound.lock().ok().and_then(|mut i| i.take()) else {
-            return;
-        };
-        while let Some((session, message)) = inbound.recv().await {
-            let Ok(key) = SessionKey::parse(&session) else {
-                continue;
-            };
-            self.note_route("irc", Some(message.channel.clone()));
-            let text = crate::irc_forward::labelled(&message);
-            if let Err(e) = self
-                .start_when_free(key, text, TurnOptions::default(), false)
-                .await
-            {
-                tracing::warn!(
-                    session = session.as_str(),
-                    error = e.message.as_str(),
-                    "IRC message not handed to the agent: the session stayed busy"
-                );
-            }
-        }
     }
 }
 

@@ -10,6 +10,7 @@ mod host;
 mod http;
 mod hub;
 mod irc_forward;
+mod memory_watch;
 mod methods;
 mod openai;
 mod ops;

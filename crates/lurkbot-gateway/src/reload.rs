@@ -72,7 +72,7 @@ impl AppState {
         let changed = changed_keys(&before, &config);
         let restart: Vec<String> = changed
             .iter()
-            .filter(|k| RESTART_KEYS.contains(&k.as_str()))
+            .filter(|k| needs_restart(k))
             .cloned()
             .collect();
         if let Some(hook) = self.reload_hook() {
@@ -97,6 +97,16 @@ impl AppState {
 }
 
 /// The dotted keys whose values differ (compared leaf by leaf).
+/// Whether a changed key is read only at start: one of [`RESTART_KEYS`] or below one.
+fn needs_restart(key: &str) -> bool {
+    RESTART_KEYS.iter().any(|r| {
+        key == *r
+            || key
+                .strip_prefix(r)
+                .is_some_and(|rest| rest.starts_with('.'))
+    })
+}
+
 fn changed_keys(before: &Config, after: &Config) -> Vec<String> {
     let (Ok(a), Ok(b)) = (serde_json::to_value(before), serde_json::to_value(after)) else {
         return Vec::new();
@@ -143,5 +153,19 @@ mod tests {
         after.agents.insert("work".into(), Default::default());
         let changed = changed_keys(&Config::default(), &after);
         assert_eq!(changed, ["agent.model", "agents.work", "gateway.port"]);
+    }
+
+    #[test]
+    fn mcp_servers_and_start_only_keys_need_a_restart() {
+        let mut after = Config::default();
+        after
+            .mcp
+            .servers
+            .insert("calc".into(), lurkbot_core::McpServerConfig::default());
+        let changed = changed_keys(&Config::default(), &after);
+        assert_eq!(changed, ["mcp.servers.calc"]);
+        assert!(needs_restart(&changed[0]));
+        assert!(needs_restart("gateway.port"));
+        assert!(!needs_restart("agent.model") && !needs_restart("mcpx"));
     }
 }

@@ -95,9 +95,19 @@ pub async fn serve(
     state.set_bound(local);
     let forwarder = tokio::spawn(state.host.clone().forward_irc());
     let timers = crate::scheduler::start(state.clone());
+    let memory_watch = crate::memory_watch::start(state.clone());
+    // MCP servers start in the background: a turn offers the tools of those ready by then.
+    let mcp = state.host.mcp.clone();
+    let starting = tokio::spawn({
+        let mcp = mcp.clone();
+        async move { mcp.start().await }
+    });
     let app = router(state.clone());
     let served = crate::accept::accept_loop(listener, app, state, stop).await;
     forwarder.abort();
+    memory_watch.abort();
+    starting.abort();
+    mcp.shutdown().await;
     timers.abort();
     // The scheduler's lock is released before this returns (another gateway may take it).
     let _ = timers.await;

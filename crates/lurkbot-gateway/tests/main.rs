@@ -13,6 +13,7 @@ mod browser;
 mod hostile;
 mod http;
 mod irc;
+mod memory;
 mod openai_sdk;
 mod ops;
 mod protocol;

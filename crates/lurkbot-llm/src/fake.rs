@@ -198,8 +198,18 @@ async fn serve(
         r.push(Recorded {
             path: path.clone(),
             key,
-            body,
+            body: body.clone(),
         });
+    }
+    if path.ends_with("/embeddings") {
+        let answer = embeddings_answer(&body).to_string();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            answer.len()
+        );
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(answer.as_bytes()).await?;
+        return stream.flush().await;
     }
     let routed = routes.lock().ok().and_then(|mut routes| {
         routes
@@ -345,4 +355,50 @@ fn anthropic_events(text: &[String], calls: &[(String, String, String)], complet
         push(json!({"type": "message_stop"}));
     }
     out
+}
+
+/// Dimensions of the fake embeddings.
+pub const FAKE_EMBEDDING_DIMS: usize = 64;
+
+/// The fake `/embeddings` answer: each input's lower-cased words hashed into
+/// [`FAKE_EMBEDDING_DIMS`] buckets and normalised, so equal words give near vectors and the
+/// vectors are the same on every run (embeddings never take a step of the script).
+fn embeddings_answer(body: &Value) -> Value {
+    let inputs: Vec<String> = match &body["input"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().unwrap_or_default().to_string())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(index, text)| json!({"object": "embedding", "index": index, "embedding": fake_embedding(text)}))
+        .collect();
+    json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+}
+
+/// The fake embedding of one text: its lower-cased words hashed into [`FAKE_EMBEDDING_DIMS`]
+/// buckets, normalised.
+pub fn fake_embedding(text: &str) -> Vec<f32> {
+    let mut vector = vec![0f32; FAKE_EMBEDDING_DIMS];
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let hash = word
+            .to_lowercase()
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+        vector[(hash % FAKE_EMBEDDING_DIMS as u64) as usize] += 1.0;
+    }
+    let norm = vector.iter().map(|v| v * v).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        vector.iter_mut().for_each(|v| *v /= norm);
+    }
+    vector
 }

@@ -92,7 +92,7 @@ pub(crate) async fn post_stream(
     Ok(())
 }
 
-fn network(url: &str, e: &reqwest::Error) -> LlmError {
+pub(crate) fn network(url: &str, e: &reqwest::Error) -> LlmError {
     let mut cause: &dyn std::error::Error = e;
     while let Some(next) = cause.source() {
         cause = next;

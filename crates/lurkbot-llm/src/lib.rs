@@ -1,9 +1,10 @@
 //! LurkBot's model providers: the OpenAI Chat Completions wire format (OpenAI and every
 //! compatible server) and Anthropic Messages, both streaming with tool calls and usage; errors
 //! classified for rotation, retry and compaction; auth profiles with cooldown and model
-//! failover.
+//! failover; the embeddings endpoint memory search uses.
 
 mod anthropic;
+mod embeddings;
 mod error;
 mod failover;
 #[cfg(feature = "fake")]
@@ -14,6 +15,7 @@ mod provider;
 pub mod sse;
 mod types;
 
+pub use embeddings::EmbeddingsClient;
 pub use error::{ErrorKind, LlmError};
 pub use failover::{Answered, Failover, ProfileState, cooldown_ms};
 pub use provider::{AuthProfile, Endpoint, ModelRef, ProviderKind};

@@ -6,5 +6,6 @@
     clippy::expect_used
 )]
 
+mod embeddings;
 mod llama_server;
 mod providers;

@@ -9,4 +9,12 @@ pub enum MemoryError {
     /// A folder or file failed.
     #[error(transparent)]
     Io(#[from] lurkbot_core::CoreError),
+    /// The embedder failed or is not usable; keyword search still works.
+    #[error("memory embedder {id}: {message}")]
+    Embedder {
+        /// The embedder (`openai:<model>`, `local:<folder>`).
+        id: String,
+        /// What went wrong and what to do.
+        message: String,
+    },
 }

@@ -1,12 +1,26 @@
-//! Keyword search over the index: the query's words (any of them) matched by FTS5 and ranked by
-//! its BM25, turned into a score in (0, 1) (`r / (1 + r)` of the BM25 magnitude) so a minimum
-//! score means the same for every query. Vector ranking joins it with the embedders.
+//! Search over the index. Keyword: the query's words (any of them) matched by FTS5 and ranked
+//! by its BM25, scored `0.5 + 0.5 × r / (1 + r)` of the BM25 magnitude `r`: every match scores
+//! at least 0.5 (like OpenClaw, where any keyword match passes the minimum score — FTS5's IDF is
+//! near zero in a corpus of a few files, so BM25 alone would hide them) and better matches
+//! rank higher. Hybrid, with an embedder: the nearest chunks by cosine
+//! similarity and the keyword matches merged, each scored `0.7 × similarity + 0.3 × keyword`
+//! (a chunk missing from one list scores 0 there).
 
-use rusqlite::params;
+use std::collections::HashMap;
+
+use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
+use crate::embed::Embedder;
 use crate::error::MemoryError;
 use crate::index::MemoryIndex;
+
+/// Weight of the vector similarity in a hybrid score.
+pub const VECTOR_WEIGHT: f64 = 0.7;
+/// Weight of the keyword score in a hybrid score.
+pub const KEYWORD_WEIGHT: f64 = 0.3;
+/// Characters of a chunk shown when it matched by meaning only.
+const SNIPPET_CHARS: usize = 240;
 
 /// One result (`memory_search`, `lurkbot memory search --json`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -34,35 +48,138 @@ fn fts_query(text: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" OR "))
 }
 
+/// A candidate before ranking.
+#[derive(Default)]
+struct Candidate {
+    keyword: f64,
+    similarity: f64,
+    snippet: Option<String>,
+}
+
 impl MemoryIndex {
-    /// The best chunks for `query`, at most `max`, none below `min_score`.
+    /// The best chunks for `query`, at most `max`, none below `min_score`: hybrid when there is
+    /// an embedder (the query is embedded first), keyword only otherwise.
+    ///
+    /// # Errors
+    /// The database or the embedder failing.
+    pub async fn search(
+        &mut self,
+        query: &str,
+        embedder: Option<&dyn Embedder>,
+        max: usize,
+        min_score: f64,
+    ) -> Result<Vec<Hit>, MemoryError> {
+        let vector = match embedder {
+            Some(embedder) if !query.trim().is_empty() => {
+                let mut vectors = embedder.embed(&[query.to_string()]).await?;
+                vectors.pop().map(|v| (embedder.id().to_string(), v))
+            }
+            _ => None,
+        };
+        self.rank(
+            query,
+            vector.as_ref().map(|(m, v)| (m.as_str(), v.as_slice())),
+            max,
+            min_score,
+        )
+    }
+
+    /// [`MemoryIndex::search`] with the query's vector given: `(embedder id, vector)`.
     ///
     /// # Errors
     /// The database failing.
-    pub fn search(&self, query: &str, max: usize, min_score: f64) -> Result<Vec<Hit>, MemoryError> {
-        let Some(fts) = fts_query(query) else {
-            return Ok(Vec::new());
+    pub fn rank(
+        &self,
+        query: &str,
+        vector: Option<(&str, &[f32])>,
+        max: usize,
+        min_score: f64,
+    ) -> Result<Vec<Hit>, MemoryError> {
+        let max = max.max(1);
+        let pool = (max * 4).max(20);
+        let mut candidates: HashMap<i64, Candidate> = HashMap::new();
+        if let Some(fts) = fts_query(query) {
+            let mut stmt = self.connection().prepare_cached(
+                "SELECT chunk_id, bm25(chunks_fts), snippet(chunks_fts, 0, '', '', '…', 24)
+                 FROM chunks_fts WHERE chunks_fts MATCH ?1 ORDER BY bm25(chunks_fts) LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![fts, pool as i64], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, f64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?;
+            for row in rows {
+                let (id, rank, snippet) = row?;
+                let magnitude = rank.abs();
+                let entry = candidates.entry(id).or_default();
+                entry.keyword = 0.5 + 0.5 * magnitude / (1.0 + magnitude);
+                entry.snippet = Some(snippet);
+            }
+        }
+        let hybrid = match vector {
+            Some((model, vector)) => {
+                let nearest = self.nearest(model, vector, pool)?;
+                let any = !nearest.is_empty();
+                for (id, similarity) in nearest {
+                    candidates.entry(id).or_default().similarity = similarity;
+                }
+                any
+            }
+            None => false,
         };
-        let mut stmt = self.connection().prepare(
-            "SELECT c.path, c.start_line, c.end_line, bm25(chunks_fts),
-                    snippet(chunks_fts, 0, '', '', '…', 24)
-             FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.chunk_id
-             WHERE chunks_fts MATCH ?1 ORDER BY bm25(chunks_fts) LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![fts, max.max(1) as i64], |r| {
-            let rank: f64 = r.get(3)?;
-            let magnitude = rank.abs();
-            Ok(Hit {
-                path: r.get(0)?,
-                start_line: r.get::<_, i64>(1)? as usize,
-                end_line: r.get::<_, i64>(2)? as usize,
-                score: magnitude / (1.0 + magnitude),
-                snippet: r.get(4)?,
+        let mut scored: Vec<(i64, f64, Option<String>)> = candidates
+            .into_iter()
+            .map(|(id, c)| {
+                let score = if hybrid {
+                    VECTOR_WEIGHT * c.similarity + KEYWORD_WEIGHT * c.keyword
+                } else {
+                    c.keyword
+                };
+                (id, score, c.snippet)
             })
-        })?;
-        let hits: Vec<Hit> = rows.collect::<Result<_, _>>()?;
-        Ok(hits.into_iter().filter(|h| h.score >= min_score).collect())
+            .filter(|(_, score, _)| *score >= min_score && *score > 0.0)
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.truncate(max);
+        let mut stmt = self
+            .connection()
+            .prepare_cached("SELECT path, start_line, end_line, text FROM chunks WHERE id = ?1")?;
+        let mut hits = Vec::with_capacity(scored.len());
+        for (id, score, snippet) in scored {
+            let Some((path, start, end, text)) = stmt
+                .query_row(params![id], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                    ))
+                })
+                .optional()?
+            else {
+                continue;
+            };
+            hits.push(Hit {
+                path,
+                start_line: start as usize,
+                end_line: end as usize,
+                score,
+                snippet: snippet.unwrap_or_else(|| opening(&text)),
+            });
+        }
+        Ok(hits)
     }
+}
+
+/// The first characters of a chunk, ended with `…` when cut.
+fn opening(text: &str) -> String {
+    let mut out: String = text.trim().chars().take(SNIPPET_CHARS).collect();
+    if text.trim().chars().count() > SNIPPET_CHARS {
+        out.push('…');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -76,5 +193,12 @@ mod tests {
             Some("\"deploy-key\" OR \"x\" OR \"OR\" OR \"y\"")
         );
         assert_eq!(fts_query(" ;; "), None);
+    }
+
+    #[test]
+    fn a_long_chunk_opens_with_an_ellipsis() {
+        assert_eq!(opening("  short  "), "short");
+        let long = "x".repeat(SNIPPET_CHARS + 5);
+        assert_eq!(opening(&long).chars().count(), SNIPPET_CHARS + 1);
     }
 }

@@ -16,8 +16,8 @@ fn long_note(topic: &str, lines: usize) -> String {
         .collect()
 }
 
-#[test]
-fn incremental_runs_touch_only_what_changed() {
+#[tokio::test]
+async fn incremental_runs_touch_only_what_changed() {
     let (_dir, home) = home();
     std::fs::write(
         home.join("workspace/MEMORY.md"),
@@ -31,7 +31,7 @@ fn incremental_runs_touch_only_what_changed() {
     .unwrap();
     std::fs::write(home.join("workspace/memory/notes.txt"), "not memory").unwrap();
     let mut index = MemoryIndex::open(&home).unwrap();
-    let first = index.index(false).unwrap();
+    let first = index.index(false, None).await.unwrap();
     assert_eq!(
         (first.files, first.added, first.updated, first.removed),
         (2, 2, 0, 0)
@@ -40,7 +40,7 @@ fn incremental_runs_touch_only_what_changed() {
     assert_eq!(first.embedder, "none");
 
     // Nothing changed: nothing is redone.
-    let again = index.index(false).unwrap();
+    let again = index.index(false, None).await.unwrap();
     assert_eq!((again.added, again.updated, again.removed), (0, 0, 0));
     assert_eq!(again.chunks, first.chunks);
 
@@ -51,38 +51,46 @@ fn incremental_runs_touch_only_what_changed() {
     )
     .unwrap();
     std::fs::remove_file(home.join("workspace/memory/2026-11-20.md")).unwrap();
-    let changed = index.index(false).unwrap();
+    let changed = index.index(false, None).await.unwrap();
     assert_eq!((changed.files, changed.updated, changed.removed), (1, 1, 1));
     assert_eq!(changed.chunks, 1);
-    let hits = index.search("ZX-9000", 5, 0.0).unwrap();
+    let hits = index.search("ZX-9000", None, 5, 0.0).await.unwrap();
     assert_eq!(hits.len(), 1);
     assert!(
-        index.search("ZX-4471", 5, 0.0).unwrap().is_empty(),
+        index
+            .search("ZX-4471", None, 5, 0.0)
+            .await
+            .unwrap()
+            .is_empty(),
         "old text is gone"
     );
     assert!(
-        index.search("garden", 5, 0.0).unwrap().is_empty(),
+        index
+            .search("garden", None, 5, 0.0)
+            .await
+            .unwrap()
+            .is_empty(),
         "deleted file is gone"
     );
 }
 
-#[test]
-fn a_rebuild_gives_the_same_chunks() {
+#[tokio::test]
+async fn a_rebuild_gives_the_same_chunks() {
     let (_dir, home) = home();
     std::fs::write(home.join("workspace/MEMORY.md"), long_note("House", 80)).unwrap();
     std::fs::write(home.join("workspace/memory/a.md"), long_note("Car", 30)).unwrap();
     let mut index = MemoryIndex::open(&home).unwrap();
-    index.index(false).unwrap();
+    index.index(false, None).await.unwrap();
     std::fs::write(home.join("workspace/memory/a.md"), long_note("Bike", 60)).unwrap();
-    index.index(false).unwrap();
+    index.index(false, None).await.unwrap();
     let incremental = index.all_chunks().unwrap();
-    let report = index.index(true).unwrap();
+    let report = index.index(true, None).await.unwrap();
     assert_eq!(report.added, 2);
     assert_eq!(index.all_chunks().unwrap(), incremental);
 }
 
-#[test]
-fn search_ranks_by_bm25_with_line_ranges() {
+#[tokio::test]
+async fn search_ranks_by_bm25_with_line_ranges() {
     let (_dir, home) = home();
     let mut text = long_note("Filler", 60);
     text.push_str("The router admin password hint is in the blue folder.\n");
@@ -94,18 +102,68 @@ fn search_ranks_by_bm25_with_line_ranges() {
     )
     .unwrap();
     let mut index = MemoryIndex::open(&home).unwrap();
-    index.index(false).unwrap();
+    index.index(false, None).await.unwrap();
 
-    let hits = index.search("blue folder", 3, 0.0).unwrap();
+    let hits = index.search("blue folder", None, 3, 0.0).await.unwrap();
     let top = &hits[0];
     assert_eq!(top.path, "memory/2026-11-21.md");
     assert!(top.start_line <= 61 && 61 <= top.end_line, "{top:?}");
     assert!(top.snippet.contains("blue folder"), "{top:?}");
     assert!(top.score > 0.0 && top.score < 1.0);
-    let exact = index.search("RT-AX58U", 3, 0.0).unwrap();
+    let exact = index.search("RT-AX58U", None, 3, 0.0).await.unwrap();
     assert_eq!(exact[0].path, "MEMORY.md");
     assert_eq!((exact[0].start_line, exact[0].end_line), (1, 1));
     // A minimum score above every hit leaves none; a query with no words finds nothing.
-    assert!(index.search("blue folder", 3, 0.999).unwrap().is_empty());
-    assert!(index.search("()*\"", 3, 0.0).unwrap().is_empty());
+    assert!(
+        index
+            .search("blue folder", None, 3, 0.999)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        index
+            .search("()*\"", None, 3, 0.0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_settled_file_is_skipped_by_its_stat_and_a_fresh_one_is_always_read() {
+    let (_dir, home) = home();
+    let path = home.join("workspace/MEMORY.md");
+    let set_time = |time: std::time::SystemTime| {
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(time)
+            .unwrap();
+    };
+    let mut index = MemoryIndex::open(&home).unwrap();
+
+    // Fresh (modified just now): a same-size rewrite in the same clock tick is still seen.
+    let now = std::time::SystemTime::now();
+    std::fs::write(&path, "code AAAA\n").unwrap();
+    set_time(now);
+    index.index(false, None).await.unwrap();
+    std::fs::write(&path, "code BBBB\n").unwrap();
+    set_time(now);
+    let report = index.index(false, None).await.unwrap();
+    assert_eq!(report.updated, 1, "a fresh file is read whatever its stat");
+
+    // Settled (an hour old): the same size and time stand for the text; nothing is read.
+    let old = now - std::time::Duration::from_secs(3600);
+    set_time(old);
+    index.index(false, None).await.unwrap();
+    std::fs::write(&path, "code CCCC\n").unwrap();
+    set_time(old);
+    let report = index.index(false, None).await.unwrap();
+    assert_eq!(report.updated, 0, "skipped by its stat");
+    assert!(index.search("CCCC", None, 1, 0.0).await.unwrap().is_empty());
+    // A rebuild reads everything.
+    index.index(true, None).await.unwrap();
+    assert_eq!(index.search("CCCC", None, 1, 0.0).await.unwrap().len(), 1);
 }

@@ -6,4 +6,7 @@
     clippy::expect_used
 )]
 
+mod hybrid;
 mod indexing;
+#[cfg(feature = "local")]
+mod retrieval;

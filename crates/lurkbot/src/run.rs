@@ -19,6 +19,7 @@ pub(crate) fn run(cli: Cli) -> CliResult {
         Sub::Sessions(args) => crate::cli::sessions::run(&home_path, &args),
         Sub::Memory(args) => crate::cli::memory::run(&home_path, &args),
         Sub::Skills(args) => crate::cli::skills::run(&home_path, &args),
+        Sub::Mcp(args) => crate::cli::mcp::run(&home_path, &args),
         Sub::Cron(args) => crate::cli::cron::run(&home_path, args),
         Sub::Heartbeat(args) => crate::cli::heartbeat::run(&home_path, &args),
         Sub::Logs(args) => crate::cli::logs::run(&home_path, &args),

@@ -22,6 +22,7 @@ mod gateway;
 mod init;
 mod irc;
 mod logs;
+mod mcp;
 mod memory;
 mod rss;
 mod service;

@@ -111,3 +111,106 @@ async fn memory_tools_in_a_turn_and_never_in_a_group() {
         "no MEMORY.md in a group's prompt"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openai_embedder_makes_search_hybrid_and_its_failure_keyword_only() {
+    let t = Test::init();
+    let fake = FakeProvider::start(Vec::new()).await;
+    std::fs::write(
+        t.path("workspace/MEMORY.md"),
+        "The boat is moored at pier nine.\nThe bike lock code is 4412.\n",
+    )
+    .unwrap();
+    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    let with = |url: &str| {
+        format!(
+            "{config}\n[memory]\nembedder = \"openai\"\nmodel = \"embed-small\"\nbase_url = \"{url}\"\n"
+        )
+    };
+    std::fs::write(t.path("config.toml"), with(&format!("{}/v1", fake.url))).unwrap();
+    let env = [("MEMORY_EMBEDDINGS_API_KEY", "sk-mem-test")];
+    let out = t.run_env(&["memory", "index", "--json"], &env);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let report = out.json();
+    assert_eq!(report["embedder"], "openai:embed-small");
+    assert_eq!(report["embedded"], 1);
+    let out = t.run_env(&["memory", "search", "boat pier", "--json"], &env);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(out.json()[0]["path"], "MEMORY.md");
+    let requests = fake.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the chunk once, then the query; the chunk was cached"
+    );
+    assert_eq!(requests[1].body["input"], json!(["boat pier"]));
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.key.as_deref() == Some("sk-mem-test"))
+    );
+    assert!(!out.stdout.contains("sk-mem-test") && !out.stderr.contains("sk-mem-test"));
+
+    // The embeddings server gone: the search still answers, by keyword, and says why.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    std::fs::write(
+        t.path("config.toml"),
+        with(&format!("http://127.0.0.1:{port}/v1")),
+    )
+    .unwrap();
+    let out = t.run_env(&["memory", "search", "bike lock", "--json"], &env);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(out.json()[0]["path"], "MEMORY.md");
+    assert!(out.stderr.contains("keyword search only"), "{}", out.stderr);
+    // A new note cannot be embedded: `memory index` says so (exit 1), its keyword index is kept.
+    std::fs::create_dir_all(t.path("workspace/memory")).unwrap();
+    std::fs::write(
+        t.path("workspace/memory/kayak.md"),
+        "The kayak paddle is in the loft.\n",
+    )
+    .unwrap();
+    let out = t.run_env(&["memory", "index"], &env);
+    assert_eq!(out.status, 1, "{}", out.stdout);
+    assert!(
+        out.stderr.contains(&format!("127.0.0.1:{port}")),
+        "{}",
+        out.stderr
+    );
+}
+
+#[cfg(feature = "local-embeddings")]
+#[test]
+fn the_local_embedder_finds_by_meaning_from_the_cli() {
+    let model = std::env::var("LURKBOT_EMBEDDING_MODEL").expect(
+        "LURKBOT_EMBEDDING_MODEL is not set: scripts/test.sh fetches all-MiniLM-L6-v2 and sets it",
+    );
+    let t = Test::init();
+    std::fs::create_dir_all(t.path("workspace/memory")).unwrap();
+    std::fs::write(
+        t.path("workspace/memory/car.md"),
+        "My automobile is a 2019 Subaru Outback; it goes to the garage every spring for servicing.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        t.path("workspace/memory/cake.md"),
+        "Lemon cake: three eggs, sugar, the zest of two lemons.\n",
+    )
+    .unwrap();
+    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    std::fs::write(
+        t.path("config.toml"),
+        format!("{config}\n[memory]\nembedder = \"local\"\nlocal_model_dir = \"{model}\"\n"),
+    )
+    .unwrap();
+    let out = t.run(&["memory", "search", "vehicle maintenance", "--json"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let hits = out.json();
+    assert_eq!(hits[0]["path"], "memory/car.md", "{hits}");
+    assert_eq!(
+        hits.as_array().unwrap().len(),
+        1,
+        "the cake is below the minimum score"
+    );
+}

@@ -1,15 +1,13 @@
 //! `memory_search` and `memory_get`: the agent's long-term memory (`workspace/MEMORY.md`,
 //! `workspace/memory/*.md`). A search first brings the index up to date (unchanged files cost a
-//! hash), then ranks chunks by keyword (BM25). Never offered to group sessions.
+//! hash), then ranks chunks: hybrid (0.7 vector + 0.3 BM25) with an embedder, keyword
+//! otherwise or when the embedder fails. Never offered to group sessions.
 
 use lurkbot_llm::ToolSpec;
-use lurkbot_memory::MemoryIndex;
 use serde_json::{Value, json};
 
 use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
 
-/// Results when the call does not say.
-const DEFAULT_RESULTS: u64 = 6;
 /// Lines `memory_get` returns when the call does not say.
 const DEFAULT_LINES: u64 = 60;
 
@@ -20,7 +18,7 @@ impl Tool for MemorySearchTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "memory_search".into(),
-            description: "Search long-term memory (MEMORY.md, memory/*.md) by keywords; returns paths with line ranges to open with memory_get.".into(),
+            description: "Search long-term memory (MEMORY.md, memory/*.md) by meaning and keywords; returns paths with line ranges to open with memory_get.".into(),
             parameters: json!({"type": "object", "properties": {
                 "query": {"type": "string"},
                 "maxResults": {"type": "integer", "minimum": 1, "maximum": 50},
@@ -35,18 +33,25 @@ impl Tool for MemorySearchTool {
                 Ok(q) => q,
                 Err(e) => return e,
             };
+            let memory = &ctx.config.memory;
             let max = args
                 .get("maxResults")
                 .and_then(Value::as_u64)
-                .unwrap_or(DEFAULT_RESULTS)
-                .clamp(1, 50) as usize;
-            let min = args.get("minScore").and_then(Value::as_f64).unwrap_or(0.0);
-            let hits = MemoryIndex::open(ctx.home).and_then(|mut index| {
-                index.index(false)?;
-                index.search(query, max, min)
-            });
-            match hits {
-                Ok(hits) => ToolOutput::ok(json!(hits).to_string()),
+                .map_or(memory.max_results, |n| n as usize)
+                .clamp(1, 50);
+            let min = args
+                .get("minScore")
+                .and_then(Value::as_f64)
+                .unwrap_or(memory.min_score)
+                .clamp(0.0, 1.0);
+            let vars = crate::setup::variables(ctx.home);
+            match lurkbot_memory::recall(ctx.home, memory, &vars, query, max, min).await {
+                Ok(recall) => {
+                    if let Some(why) = &recall.degraded {
+                        tracing::warn!("memory_search fell back to keyword search: {why}");
+                    }
+                    ToolOutput::ok(json!(recall.hits).to_string())
+                }
                 Err(e) => ToolOutput::error(e.to_string()),
             }
         })

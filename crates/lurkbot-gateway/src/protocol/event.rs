@@ -43,6 +43,10 @@ pub enum Event {
     /// A cron job was added, changed, removed, started or finished.
     #[serde(rename = "cron")]
     Cron(CronEvent),
+    /// The memory index was brought up to date after its files changed (the payload
+    /// `lurkbot memory index --json` prints).
+    #[serde(rename = "memory.indexed")]
+    MemoryIndexed(lurkbot_memory::IndexReport),
 }
 
 impl Event {
@@ -58,6 +62,7 @@ impl Event {
         "irc.status",
         "heartbeat",
         "cron",
+        "memory.indexed",
     ];
 
     /// The wire name.
@@ -73,6 +78,7 @@ impl Event {
             Self::IrcStatus(_) => "irc.status",
             Self::Heartbeat(_) => "heartbeat",
             Self::Cron(_) => "cron",
+            Self::MemoryIndexed(_) => "memory.indexed",
         }
     }
 }

@@ -103,6 +103,9 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> CliResult {
     };
     let outcome = runtime.block_on(async {
         let turn = async {
+            // MCP servers start together, each within its startup timeout; one that fails is
+            // reported by its tools' errors and never stops the turn.
+            local.mcp().start().await;
             let handle = local.start(request).await?;
             let result = handle.done.await;
             // The sub-agents it spawned and their announce turns end before the command does.

@@ -18,6 +18,7 @@ pub(crate) mod init;
 pub(crate) mod line_reader;
 pub(crate) mod logs;
 pub(crate) mod markdown;
+pub(crate) mod mcp;
 pub(crate) mod memory;
 pub(crate) mod reload;
 pub(crate) mod remote;
@@ -72,6 +73,9 @@ pub(crate) enum Sub {
     /// The skills the agent may use: list, info.
     #[command(subcommand)]
     Skills(skills::SkillsArgs),
+    /// MCP: the configured servers and their tools (list), or LurkBot as a server (serve).
+    #[command(subcommand)]
+    Mcp(mcp::McpArgs),
     /// Scheduled jobs: add, list, rm, enable, disable, run, runs.
     #[command(subcommand)]
     Cron(cron::CronArgs),

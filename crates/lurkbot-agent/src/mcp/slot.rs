@@ -1,0 +1,314 @@
+//! One configured MCP server: how to reach it, its connection when there is one, and what is
+//! known of it (state, tools, the last error). A server that fails — to start, mid-call, or by
+//! not answering in time — is dropped (a child process is killed) and marked `failed`; the next
+//! call starts it again, at once after a first failure, then after a back-off (1 s, doubling to
+//! 60 s) while it keeps failing. A call during the back-off fails at once, so a broken server
+//! never holds a turn.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lurkbot_core::McpServerConfig;
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::service::{Peer, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+
+/// Longest back-off between restarts.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Bytes of a server's stderr kept for error messages.
+const STDERR_TAIL: usize = 1_024;
+
+/// What is known of a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// Not started yet.
+    Idle,
+    /// Starting.
+    Starting,
+    /// Connected; its tools are known.
+    Ready,
+    /// Failed; the error says why.
+    Failed,
+    /// `enabled = false`.
+    Disabled,
+}
+
+impl State {
+    /// The name `lurkbot mcp list` shows.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Starting => "starting",
+            Self::Ready => "ready",
+            Self::Failed => "failed",
+            Self::Disabled => "disabled",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Status {
+    pub(crate) state: State,
+    pub(crate) error: Option<String>,
+    /// The tools last listed (kept while failed, so the model can still call — and so restart
+    /// — the server).
+    pub(crate) tools: Vec<Tool>,
+    failures: u32,
+    retry_at: Option<Instant>,
+}
+
+pub(crate) struct Slot {
+    pub(crate) name: String,
+    pub(crate) config: McpServerConfig,
+    /// The child's environment, or why it cannot be made.
+    env: Result<Vec<(String, String)>, String>,
+    cwd: PathBuf,
+    /// The connection; the lock also makes (re)starts one at a time.
+    conn: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
+    pub(crate) status: Mutex<Status>,
+    stderr: Arc<Mutex<VecDeque<u8>>>,
+}
+
+impl Slot {
+    pub(crate) fn new(
+        name: String,
+        config: McpServerConfig,
+        env: Result<Vec<(String, String)>, String>,
+        cwd: PathBuf,
+    ) -> Self {
+        let state = if config.enabled {
+            State::Idle
+        } else {
+            State::Disabled
+        };
+        Self {
+            name,
+            config,
+            env,
+            cwd,
+            conn: tokio::sync::Mutex::new(None),
+            status: Mutex::new(Status {
+                state,
+                error: None,
+                tools: Vec::new(),
+                failures: 0,
+                retry_at: None,
+            }),
+            stderr: Arc::default(),
+        }
+    }
+
+    /// Whether a failed server that never listed tools may be started again now.
+    pub(crate) fn due_for_retry(&self) -> bool {
+        let status = self.status();
+        status.state == State::Failed
+            && status.tools.is_empty()
+            && status.retry_at.is_none_or(|at| at <= Instant::now())
+    }
+
+    pub(crate) fn status(&self) -> Status {
+        self.status.lock().map(|s| s.clone()).unwrap_or(Status {
+            state: State::Failed,
+            error: Some("state unavailable".into()),
+            tools: Vec::new(),
+            failures: 0,
+            retry_at: None,
+        })
+    }
+
+    fn set(&self, change: impl FnOnce(&mut Status)) {
+        if let Ok(mut status) = self.status.lock() {
+            change(&mut status);
+        }
+    }
+
+    /// Marks the server failed (its connection is dropped by the caller): the next call may
+    /// start it at once after one failure, then after 1 s, 2 s, 4 s … up to 60 s.
+    fn fail(&self, error: String) {
+        tracing::warn!(server = self.name.as_str(), "MCP server failed: {error}");
+        self.set(|s| {
+            s.failures = s.failures.saturating_add(1);
+            let backoff = match s.failures {
+                0 | 1 => Duration::ZERO,
+                n => Duration::from_secs(1u64 << (n - 2).min(6)).min(MAX_BACKOFF),
+            };
+            s.retry_at = Some(Instant::now() + backoff);
+            s.state = State::Failed;
+            s.error = Some(error);
+        });
+    }
+
+    fn stderr_tail(&self) -> String {
+        let tail = self
+            .stderr
+            .lock()
+            .map(|mut b| {
+                String::from_utf8_lossy(b.make_contiguous())
+                    .trim()
+                    .to_string()
+            })
+            .unwrap_or_default();
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!("; its stderr ends: {tail}")
+        }
+    }
+
+    /// The peer to call, starting the server when it is not running and its back-off is over.
+    ///
+    /// # Errors
+    /// Why there is none (disabled, in back-off, failed to start).
+    pub(crate) async fn peer(&self) -> Result<Peer<RoleClient>, String> {
+        let mut conn = self.conn.lock().await;
+        if let Some(service) = conn.as_ref() {
+            if !service.is_closed() {
+                return Ok(service.peer().clone());
+            }
+            *conn = None;
+            self.fail(format!(
+                "the server closed the connection{}",
+                self.stderr_tail()
+            ));
+        }
+        let status = self.status();
+        if status.state == State::Disabled {
+            return Err(format!(
+                "MCP server '{}' is disabled (enabled = false)",
+                self.name
+            ));
+        }
+        if let Some(at) = status.retry_at
+            && at > Instant::now()
+        {
+            return Err(format!(
+                "MCP server '{}' failed ({}); LurkBot starts it again in {} s",
+                self.name,
+                status.error.unwrap_or_default(),
+                at.saturating_duration_since(Instant::now())
+                    .as_secs()
+                    .max(1)
+            ));
+        }
+        self.set(|s| s.state = State::Starting);
+        let startup = Duration::from_secs(self.config.startup_timeout_seconds.max(1));
+        let started = match tokio::time::timeout(startup, self.connect()).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "did not start and list its tools within {} s{}",
+                startup.as_secs(),
+                self.stderr_tail()
+            )),
+        };
+        match started {
+            Ok((service, tools)) => {
+                let peer = service.peer().clone();
+                *conn = Some(service);
+                self.set(|s| {
+                    s.state = State::Ready;
+                    s.error = None;
+                    s.tools = tools;
+                    s.failures = 0;
+                    s.retry_at = None;
+                });
+                Ok(peer)
+            }
+            Err(error) => {
+                self.fail(error.clone());
+                Err(format!("MCP server '{}' {error}", self.name))
+            }
+        }
+    }
+
+    async fn connect(&self) -> Result<(RunningService<RoleClient, ()>, Vec<Tool>), String> {
+        let service = match (&self.config.url, self.config.command.split_first()) {
+            (Some(url), _) => {
+                lurkbot_term::install_crypto_provider();
+                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                ().serve(transport)
+                    .await
+                    .map_err(|e| format!("cannot connect to {url}: {e}"))?
+            }
+            (None, Some((program, args))) => {
+                let env = self.env.clone()?;
+                let mut command = tokio::process::Command::new(program);
+                command
+                    .args(args)
+                    .env_clear()
+                    .envs(env)
+                    .current_dir(&self.cwd);
+                let (transport, stderr) = TokioChildProcess::builder(command)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot start '{program}': {e}"))?;
+                if let Some(mut stderr) = stderr {
+                    let tail = self.stderr.clone();
+                    tokio::spawn(async move {
+                        let mut buf = [0u8; 512];
+                        while let Ok(n) = stderr.read(&mut buf).await {
+                            if n == 0 {
+                                break;
+                            }
+                            if let Ok(mut tail) = tail.lock() {
+                                tail.extend(&buf[..n]);
+                                let excess = tail.len().saturating_sub(STDERR_TAIL);
+                                tail.drain(..excess);
+                            }
+                        }
+                    });
+                }
+                ().serve(transport).await.map_err(|e| {
+                    format!(
+                        "'{program}' did not complete the MCP handshake: {e}{}",
+                        self.stderr_tail()
+                    )
+                })?
+            }
+            (None, None) => return Err("has neither command nor url".into()),
+        };
+        let tools = service
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("did not list its tools: {e}"))?;
+        Ok((service, tools))
+    }
+
+    /// Calls `tool` with `args` within the server's timeout.
+    ///
+    /// # Errors
+    /// The message for the model: the server failed, crashed or did not answer in time.
+    pub(crate) async fn call(&self, tool: &str, args: &Value) -> Result<CallToolResult, String> {
+        let peer = self.peer().await?;
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        if let Value::Object(map) = args {
+            params = params.with_arguments(map.clone());
+        }
+        let limit = Duration::from_secs(self.config.timeout_seconds.max(1));
+        let outcome = tokio::time::timeout(limit, peer.call_tool(params)).await;
+        let error = match outcome {
+            Ok(Ok(result)) => return Ok(result),
+            Ok(Err(e)) => format!("failed during the call: {e}{}", self.stderr_tail()),
+            Err(_) => format!("did not answer within {} s", limit.as_secs()),
+        };
+        // Drop the connection (a child process is killed); the next call starts it again.
+        self.conn.lock().await.take();
+        self.fail(error.clone());
+        Err(format!(
+            "MCP server '{}' {error}; LurkBot restarts it on a later call",
+            self.name
+        ))
+    }
+
+    /// Closes the connection (a child process is asked to stop, then killed).
+    pub(crate) async fn shutdown(&self) {
+        if let Some(service) = self.conn.lock().await.take() {
+            let _ = service.cancel().await;
+        }
+    }
+}
