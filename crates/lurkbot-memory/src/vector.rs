@@ -76,6 +76,13 @@ impl MemoryIndex {
             .is_some())
     }
 
+    fn chunk_count(&self) -> Result<usize, MemoryError> {
+        Ok(self
+            .connection()
+            .query_row("SELECT count(*) FROM chunks", [], |r| r.get::<_, i64>(0))?
+            as usize)
+    }
+
     /// Chunks that have a vector.
     ///
     /// # Errors
@@ -134,6 +141,10 @@ impl MemoryIndex {
         let model = embedder.id().to_string();
         if self.vector_model()?.as_deref() != Some(model.as_str()) {
             self.drop_vectors()?;
+        } else if self.vectors()? == self.chunk_count()? {
+            // Every chunk has its vector (deletions remove theirs): nothing to do — the check
+            // each search makes stays two counts.
+            return Ok(0);
         }
         let present: HashSet<i64> = if self.has_vector_table()? {
             let mut stmt = self.connection().prepare("SELECT rowid FROM chunks_vec")?;
@@ -142,23 +153,20 @@ impl MemoryIndex {
         } else {
             HashSet::new()
         };
-        let missing: Vec<(i64, String, String)> = {
+        let missing: Vec<(i64, String)> = {
             let mut stmt = self
                 .connection()
-                .prepare("SELECT id, hash, text FROM chunks ORDER BY id")?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-            rows.filter(|row| {
-                row.as_ref()
-                    .map_or(true, |(id, _, _)| !present.contains(id))
-            })
-            .collect::<Result<_, _>>()?
+                .prepare("SELECT id, hash FROM chunks ORDER BY id")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.filter(|row| row.as_ref().map_or(true, |(id, _)| !present.contains(id)))
+                .collect::<Result<_, _>>()?
         };
         let mut cached: HashMap<String, Vec<f32>> = HashMap::new();
         {
             let mut stmt = self
                 .connection()
                 .prepare_cached("SELECT vector FROM embeddings WHERE model = ?1 AND hash = ?2")?;
-            for (_, hash, _) in &missing {
+            for (_, hash) in &missing {
                 if let Some(blob) = stmt
                     .query_row(params![model, hash], |r| r.get::<_, Vec<u8>>(0))
                     .optional()?
@@ -168,9 +176,16 @@ impl MemoryIndex {
             }
         }
         let mut to_embed: Vec<(String, String)> = Vec::new();
-        for (_, hash, text) in &missing {
-            if !cached.contains_key(hash) && !to_embed.iter().any(|(h, _)| h == hash) {
-                to_embed.push((hash.clone(), text.clone()));
+        {
+            let mut text_of = self
+                .connection()
+                .prepare_cached("SELECT text FROM chunks WHERE id = ?1")?;
+            let mut queued: HashSet<String> = HashSet::new();
+            for (id, hash) in &missing {
+                if !cached.contains_key(hash) && queued.insert(hash.clone()) {
+                    let text: String = text_of.query_row(params![id], |r| r.get(0))?;
+                    to_embed.push((hash.clone(), text));
+                }
             }
         }
         for batch in to_embed.chunks(BATCH) {
@@ -189,7 +204,7 @@ impl MemoryIndex {
         let tx = self.connection_mut().transaction()?;
         if let Some(dims) = missing
             .first()
-            .and_then(|(_, hash, _)| cached.get(hash))
+            .and_then(|(_, hash)| cached.get(hash))
             .map(Vec::len)
         {
             tx.execute_batch(&format!(
@@ -197,7 +212,7 @@ impl MemoryIndex {
             ))?;
             let mut insert =
                 tx.prepare_cached("INSERT INTO chunks_vec (rowid, embedding) VALUES (?1, ?2)")?;
-            for (id, hash, _) in &missing {
+            for (id, hash) in &missing {
                 if let Some(vector) = cached.get(hash) {
                     insert.execute(params![id, to_blob(vector)])?;
                 }
