@@ -61,6 +61,15 @@ pub enum AgentError {
     /// message names the setting and the fix.
     #[error("{0}")]
     Config(String),
+    /// A model call would pass a spending cap; it was not made.
+    #[error("{0}")]
+    BudgetExceeded(Box<crate::usage::BudgetExceeded>),
+}
+
+impl From<Box<crate::usage::BudgetExceeded>> for AgentError {
+    fn from(e: Box<crate::usage::BudgetExceeded>) -> Self {
+        Self::BudgetExceeded(e)
+    }
 }
 
 impl AgentError {

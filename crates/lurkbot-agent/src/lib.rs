@@ -19,6 +19,7 @@ mod subagent;
 mod tools;
 mod transcript;
 mod untrusted;
+pub mod usage;
 
 pub use approvals::{
     APPROVALS_FILE, ApprovalRequest, Approvals, Approver, Decision, DecisionFuture, NoHuman,

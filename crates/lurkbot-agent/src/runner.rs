@@ -318,11 +318,7 @@ impl Agent {
     /// Whether the next request is over `context_window - reserve_tokens` by estimate.
     fn over_budget(&self, system: &str, messages: &[Message], tools: &[ToolSpec]) -> bool {
         let limit = self.context_window().saturating_sub(self.reserve_tokens());
-        let tool_tokens: u64 = tools
-            .iter()
-            .map(|t| estimate_tokens(&t.description) + estimate_tokens(&t.parameters.to_string()))
-            .sum();
-        estimate_tokens(system) + tool_tokens + messages_tokens(messages) > limit
+        request_tokens(system, messages, tools) > limit
     }
 
     /// Summarises the older part of the session; `false` when there is nothing to summarise.
@@ -421,6 +417,15 @@ impl Agent {
             (None, None) => ToolOutput::error(format!("tool '{name}' does not exist")),
         }
     }
+}
+
+/// The estimated input tokens of a request (characters / 4, as ARCHITECTURE.md §5 counts).
+pub(crate) fn request_tokens(system: &str, messages: &[Message], tools: &[ToolSpec]) -> u64 {
+    let tool_tokens: u64 = tools
+        .iter()
+        .map(|t| estimate_tokens(&t.description) + estimate_tokens(&t.parameters.to_string()))
+        .sum();
+    estimate_tokens(system) + tool_tokens + messages_tokens(messages)
 }
 
 /// Records in `session`'s transcript that its running turn was cancelled (see

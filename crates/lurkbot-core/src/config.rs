@@ -36,6 +36,10 @@ pub struct Config {
     pub memory: crate::MemoryConfig,
     /// `[mcp]`: MCP servers whose tools the agent may call.
     pub mcp: crate::McpConfig,
+    /// `[budgets]`: caps on model spending, checked before every call.
+    pub budgets: crate::BudgetsConfig,
+    /// `[models."<provider>/<model>"]`: prices, for the cost of usage records.
+    pub models: BTreeMap<String, crate::ModelPrice>,
 }
 
 /// `[log]`: what the gateway logs and how much of it is kept.
@@ -175,6 +179,8 @@ pub struct AgentOverride {
     pub tools: ToolLayerConfig,
     /// Sandbox mode for this agent (overrides `tools.sandbox`).
     pub sandbox: Option<SandboxMode>,
+    /// `[agents.<id>.budgets]`: this agent's own caps (the global ones still apply).
+    pub budgets: crate::BudgetsConfig,
 }
 
 /// One layer of the tool policy as configured.

@@ -92,6 +92,7 @@ impl Config {
         }
         problems.extend(self.autonomy_problems());
         problems.extend(self.plugin_problems());
+        problems.extend(self.budget_problems());
         if let Err(message) = crate::LogConfig::check_filter(&self.log.level) {
             problems.push(ConfigProblem {
                 key: "log.level".into(),

@@ -6,6 +6,7 @@
 
 mod atomic;
 mod autonomy_config;
+mod budget_config;
 mod clock;
 mod config;
 mod config_check;
@@ -34,6 +35,7 @@ pub use atomic::{write_atomic, write_atomic_streamed, write_atomic_with_mode, wr
 pub use autonomy_config::{
     ActiveHours, HeartbeatConfig, SubagentsConfig, parse_period_ms, within_window,
 };
+pub use budget_config::{BudgetsConfig, ModelPrice};
 pub use clock::now_ms;
 pub use config::{
     AgentOverride, ApprovalsConfig, CalendarPermission, Config, ConfigError, GatewayAuth,

@@ -123,10 +123,17 @@ impl Gather {
     ) -> Result<bool, LlmError> {
         match data["type"].as_str().unwrap_or_default() {
             "message_start" => {
-                self.response.usage.input_tokens = data
-                    .pointer("/message/usage/input_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or_default();
+                // Anthropic counts cache reads and writes apart from `input_tokens`; LurkBot's
+                // input is all of them, of which the reads are "cached".
+                let field = |name: &str| {
+                    data.pointer(&format!("/message/usage/{name}"))
+                        .and_then(Value::as_u64)
+                        .unwrap_or_default()
+                };
+                let cached = field("cache_read_input_tokens");
+                self.response.usage.input_tokens =
+                    field("input_tokens") + cached + field("cache_creation_input_tokens");
+                self.response.usage.cached_input_tokens = cached;
             }
             "content_block_start" => {
                 let block = &data["content_block"];

@@ -120,6 +120,10 @@ impl Gather {
             self.response.usage = Usage {
                 input_tokens: usage["prompt_tokens"].as_u64().unwrap_or_default(),
                 output_tokens: usage["completion_tokens"].as_u64().unwrap_or_default(),
+                cached_input_tokens: usage
+                    .pointer("/prompt_tokens_details/cached_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or_default(),
             };
         }
         let Some(choice) = chunk.pointer("/choices/0") else {

@@ -116,6 +116,13 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Generated tokens.
     pub output_tokens: u64,
+    /// Prompt tokens served from the provider's cache (part of `input_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Something that arrived while streaming.

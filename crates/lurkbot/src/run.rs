@@ -22,6 +22,7 @@ pub(crate) fn run(cli: Cli) -> CliResult {
         Sub::Mcp(args) => crate::cli::mcp::run(&home_path, &args),
         Sub::Cron(args) => crate::cli::cron::run(&home_path, args),
         Sub::Heartbeat(args) => crate::cli::heartbeat::run(&home_path, &args),
+        Sub::Usage(args) => crate::cli::usage::run(&home_path, &args),
         Sub::Logs(args) => crate::cli::logs::run(&home_path, &args),
         Sub::Dashboard(args) => crate::cli::dashboard::run(&home_path, &args),
         Sub::Completions(args) => crate::cli::completions::completions(&args),

@@ -28,3 +28,4 @@ mod rss;
 mod service;
 mod skills;
 mod structure;
+mod usage;

@@ -9,6 +9,7 @@ use lurkbot_llm::{
 };
 
 use super::{Agent, AgentEvent, TurnOutcome, host_and_os, message_entry, today};
+use crate::compaction::estimate_tokens;
 use crate::error::AgentError;
 use crate::policy::Policy;
 use crate::prompt::{PromptInput, SessionKind, SkillEntry, bootstrap, build};
@@ -128,6 +129,18 @@ impl Agent {
                     continue;
                 }
             }
+            let estimate = super::request_tokens(&system, &context.messages, &turn.offered);
+            // The caps first: a call that would pass one is never sent.
+            let zone = crate::usage::zone(&self.config);
+            crate::usage::check(
+                &self.config,
+                &crate::usage::Ledger::of(&self.home),
+                &zone,
+                lurkbot_core::now_ms(),
+                turn.session.agent_id(),
+                &turn.model,
+                estimate,
+            )?;
             let request = ChatRequest {
                 model: String::new(),
                 system,
@@ -145,7 +158,34 @@ impl Agent {
                 })
                 .await;
             match result {
-                Ok(answered) => break answered,
+                Ok(answered) => {
+                    let response = &answered.response;
+                    let record = crate::usage::UsageRecord::new(
+                        &self.config,
+                        turn.session.agent_id(),
+                        turn.session.as_str(),
+                        &answered.model.to_string(),
+                        response.usage,
+                        || {
+                            let calls: String = response
+                                .tool_calls
+                                .iter()
+                                .map(|c| c.arguments.as_str())
+                                .collect();
+                            (
+                                estimate,
+                                estimate_tokens(&response.text) + estimate_tokens(&calls),
+                            )
+                        },
+                    );
+                    if let Err(e) = crate::usage::append(&self.home, &zone, &record) {
+                        tracing::warn!(
+                            session = turn.session.as_str(),
+                            "usage record not written: {e}"
+                        );
+                    }
+                    break answered;
+                }
                 Err(e) if e.kind == ErrorKind::ContextOverflow && !compacted => {
                     // A server that names its real window (llama-server's `-c 4096`) is
                     // believed from now on, instead of the configured 128,000.

@@ -366,6 +366,7 @@ mod tests {
                 usage: Usage {
                     input_tokens: 3,
                     output_tokens: 4,
+                    ..Usage::default()
                 },
             })),
             json!({"event": "chat", "payload": {"runId": "run_1", "sessionKey": "agent:main:main", "state": "final", "text": "Done", "model": "openai/m", "usage": {"input_tokens": 3, "output_tokens": 4}}}),

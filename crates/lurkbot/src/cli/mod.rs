@@ -25,6 +25,7 @@ pub(crate) mod remote;
 pub(crate) mod service;
 pub(crate) mod sessions;
 pub(crate) mod skills;
+pub(crate) mod usage;
 
 use std::path::PathBuf;
 
@@ -82,6 +83,8 @@ pub(crate) enum Sub {
     /// Run one heartbeat now (workspace/HEARTBEAT.md).
     #[command(subcommand)]
     Heartbeat(heartbeat::HeartbeatArgs),
+    /// What model calls used: tokens and cost by day, agent, model or session.
+    Usage(usage::UsageArgs),
     /// The gateway's log: the last lines, -f to follow, --since, --json.
     Logs(logs::LogsArgs),
     /// The web UI's address with the gateway token (shown on a terminal; --open opens it).
