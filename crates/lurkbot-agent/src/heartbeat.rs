@@ -112,10 +112,19 @@ pub async fn run_heartbeat(
     let prompt = prompt(settings.prompt.as_deref(), &content, &events.events);
     let session = heartbeat_session();
     let started = Instant::now();
-    let result = match runtime
-        .start(TurnRequest::new(session.clone(), prompt))
-        .await
-    {
+    let mut request = TurnRequest::new(session.clone(), prompt);
+    request.budget = settings.budget_tokens.map(|limit| {
+        let zone = crate::usage::zone(config);
+        let who = format!("session:{}", session.as_str());
+        let (today, _) = crate::usage::Ledger::of(home).totals(&zone, now_ms, Some(&who));
+        crate::usage::RunBudget {
+            cap: "heartbeat.budget_tokens".into(),
+            limit,
+            used: today.tokens,
+            daily: true,
+        }
+    });
+    let result = match runtime.start(request).await {
         Ok(handle) => finish_within(runtime, &session, handle, TURN_TIMEOUT).await,
         Err(e) => Err(e),
     };

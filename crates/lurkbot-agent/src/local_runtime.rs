@@ -112,6 +112,7 @@ impl LocalRuntime {
         if let Some(level) = request.thinking.as_deref() {
             agent.set_thinking(level).map_err(|e| e.to_string())?;
         }
+        agent.set_run_budget(request.budget.clone());
         Ok(agent)
     }
 }

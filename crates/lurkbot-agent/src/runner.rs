@@ -101,6 +101,8 @@ pub struct Agent {
     runtime: Option<Arc<dyn Runtime>>,
     /// MCP servers whose tools join the built-in ones.
     mcp: Option<Arc<crate::mcp::McpHub>>,
+    /// A cap on the next turns' tokens (a cron job's, a sub-agent's, the heartbeat's day).
+    run_budget: Option<crate::usage::RunBudget>,
     thinking: String,
     /// The last session's context, reused while its transcript is unchanged.
     cache: Option<Tracked>,
@@ -126,6 +128,7 @@ impl Agent {
             approver: Arc::new(NoHuman),
             runtime: None,
             mcp: None,
+            run_budget: None,
             thinking: "off".into(),
             cache: None,
             learned_window: None,
@@ -165,6 +168,11 @@ impl Agent {
     pub fn with_runtime(mut self, runtime: Arc<dyn Runtime>) -> Self {
         self.runtime = Some(runtime);
         self
+    }
+
+    /// Caps the tokens of the turns that follow (`None`: only `[budgets]` apply).
+    pub fn set_run_budget(&mut self, budget: Option<crate::usage::RunBudget>) {
+        self.run_budget = budget;
     }
 
     /// Offers the tools of the MCP servers in `hub` (as `<server>__<tool>`, `group:plugins`).

@@ -29,6 +29,8 @@ pub struct TurnRequest {
     /// A one-off turn (a sub-agent's, a cron run's, a heartbeat's): the session's resources in
     /// a long-lived host are released when it ends (its transcript stays).
     pub one_off: bool,
+    /// A cap on this run's tokens (a cron job's, a sub-agent's, the heartbeat's day).
+    pub budget: Option<crate::usage::RunBudget>,
 }
 
 impl TurnRequest {
@@ -40,6 +42,7 @@ impl TurnRequest {
             model: None,
             thinking: None,
             one_off: false,
+            budget: None,
         }
     }
 

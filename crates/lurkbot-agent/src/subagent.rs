@@ -37,6 +37,8 @@ pub struct SpawnArgs {
     pub thinking: Option<String>,
     /// Longest the child may run.
     pub run_timeout: Duration,
+    /// Most tokens the child's run may use.
+    pub budget_tokens: Option<u64>,
     /// What becomes of the child's session.
     pub cleanup: Cleanup,
 }
@@ -161,6 +163,13 @@ pub async fn spawn(
         model: args.model.clone(),
         thinking: args.thinking.clone(),
         one_off: true,
+        budget: args.budget_tokens.map(|limit| crate::usage::RunBudget {
+            cap: "sessions_spawn runBudgetTokens (default agent.subagents.run_budget_tokens)"
+                .into(),
+            limit,
+            used: 0,
+            daily: false,
+        }),
     };
     let handle = match runtime.start(request).await {
         Ok(h) => h,

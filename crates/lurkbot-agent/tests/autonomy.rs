@@ -93,6 +93,7 @@ fn turn(message: &str) -> Payload {
         model: None,
         thinking: None,
         timeout_seconds: None,
+        budget_tokens: None,
     }
 }
 
@@ -453,6 +454,7 @@ async fn sub_agent_limits_timeouts_and_cleanup() {
         model: None,
         thinking: None,
         run_timeout: Duration::from_secs(timeout),
+        budget_tokens: None,
         cleanup: Cleanup::Delete,
     };
     let limits = &config.agent.subagents;

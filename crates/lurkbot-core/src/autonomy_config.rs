@@ -19,6 +19,8 @@ pub struct HeartbeatConfig {
     pub target: String,
     /// The prompt instead of the built-in one (HEARTBEAT.md's text follows it).
     pub prompt: Option<String>,
+    /// Most tokens the heartbeat's turns may use in a day (unset: no cap beyond `[budgets]`).
+    pub budget_tokens: Option<u64>,
 }
 
 impl Default for HeartbeatConfig {
@@ -29,6 +31,7 @@ impl Default for HeartbeatConfig {
             active_hours: ActiveHours::default(),
             target: "last".into(),
             prompt: None,
+            budget_tokens: None,
         }
     }
 }
@@ -95,6 +98,9 @@ pub struct SubagentsConfig {
     pub max_children: usize,
     /// Default `runTimeoutSeconds` of a spawn (3,600).
     pub run_timeout_seconds: u64,
+    /// Default `runBudgetTokens` of a spawn: most tokens one sub-agent run may use (unset: no
+    /// cap beyond `[budgets]`).
+    pub run_budget_tokens: Option<u64>,
 }
 
 impl Default for SubagentsConfig {
@@ -103,6 +109,7 @@ impl Default for SubagentsConfig {
             max_depth: 1,
             max_children: 5,
             run_timeout_seconds: 3600,
+            run_budget_tokens: None,
         }
     }
 }

@@ -77,6 +77,8 @@ pub struct TurnOptions {
     pub model: Option<String>,
     /// A thinking level.
     pub thinking: Option<String>,
+    /// A cap on the run's tokens.
+    pub budget: Option<lurkbot_agent::usage::RunBudget>,
 }
 
 /// Runs older than this many finished runs are forgotten by `agent.wait`.
@@ -234,6 +236,7 @@ impl SessionHost {
                     self.me.clone(),
                     self.subagents.clone(),
                 )));
+            agent.set_run_budget(options.budget.clone());
             if let Some(level) = options.thinking.as_deref()
                 && let Err(e) = agent.set_thinking(level)
             {

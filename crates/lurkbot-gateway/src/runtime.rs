@@ -239,6 +239,7 @@ impl Runtime for HostRuntime {
             let options = TurnOptions {
                 model: request.model.clone(),
                 thinking: request.thinking.clone(),
+                budget: request.budget.clone(),
             };
             let (run_id, task) = host
                 .start_when_free(

@@ -94,3 +94,125 @@ async fn turns_write_costed_records_and_a_daily_cap_stops_the_next_call() {
     let out = t.run(&["usage", "--since", "yesterday"]);
     assert_eq!(out.status, 2, "{}", out.stderr);
 }
+
+fn with_model(fake: &FakeProvider) -> Vec<(&'static str, String)> {
+    vec![
+        ("LURKBOT_MODEL", "openai/fake-model".to_string()),
+        ("OPENAI_BASE_URL", format!("{}/v1", fake.url)),
+    ]
+}
+
+fn env_of<'a>(pairs: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    pairs.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cron_job_over_its_budget_records_budget_exceeded_and_keeps_its_schedule() {
+    let t = Test::init();
+    let fake = FakeProvider::start(vec![Step::text("never sent")]).await;
+    let pairs = with_model(&fake);
+    let env = env_of(&pairs);
+    let out = t.run(&[
+        "cron",
+        "add",
+        "--name",
+        "digest",
+        "--every",
+        "1h",
+        "--message",
+        "Summarise the feeds",
+        "--budget-tokens",
+        "10",
+        "--json",
+    ]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let job = out.json();
+    assert_eq!(job["payload"]["budgetTokens"], 10);
+    let id = job["id"].as_str().unwrap().to_string();
+    let out = t.run_env(&["cron", "run", &id, "--force"], &env);
+    assert_ne!(out.status, 0);
+    assert!(out.stderr.contains("BudgetExceeded"), "{}", out.stderr);
+    assert!(fake.requests().is_empty(), "nothing was sent");
+    let runs = t.run(&["cron", "runs", &id, "--json"]).json();
+    assert_eq!(runs[0]["status"], "error");
+    assert!(
+        runs[0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("BudgetExceeded"),
+        "{runs}"
+    );
+    let listed = t.run(&["cron", "list", "--json"]).json();
+    let job = &listed[0];
+    assert_eq!(job["enabled"], true);
+    assert_eq!(job["state"]["consecutiveErrors"], 0, "{job}");
+    let next = job["state"]["nextRunAtMs"].as_u64().unwrap();
+    let last = job["state"]["lastRunAtMs"].as_u64().unwrap();
+    assert!(
+        next >= last + 3_500_000,
+        "the hourly schedule, not a retry: {job}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_heartbeat_stops_at_its_daily_budget() {
+    let t = Test::init();
+    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    std::fs::write(
+        t.path("config.toml"),
+        config
+            .replacen("[heartbeat]\n", "[heartbeat]\nbudget_tokens = 5000\n", 1)
+            .replacen("[agent]\n", "[agent]\ntimezone = \"UTC\"\n", 1),
+    )
+    .unwrap();
+    std::fs::write(t.path("workspace/HEARTBEAT.md"), "- Check the disk.\n").unwrap();
+    // The heartbeat already used 4,500 tokens today; its prompt alone is more than 500.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    std::fs::create_dir_all(t.path("usage")).unwrap();
+    let record = serde_json::json!({"ts": now, "agent": "main", "sessionKey": "cron:heartbeat",
+        "model": "openai/fake-model", "inputTokens": 4400, "outputTokens": 100});
+    std::fs::write(
+        t.path(&format!("usage/{}.jsonl", chrono_month(now))),
+        format!("{record}\n"),
+    )
+    .unwrap();
+    let fake = FakeProvider::start(vec![Step::text("HEARTBEAT_OK")]).await;
+    let pairs = with_model(&fake);
+    let out = t.run_env(&["heartbeat", "run", "--json"], &env_of(&pairs));
+    assert_eq!(out.status, 1, "{}", out.stdout);
+    let event = out.json();
+    assert_eq!(event["status"], "failed");
+    assert!(
+        event["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("heartbeat.budget_tokens is 5000 tokens and 4500 tokens today"),
+        "{event}"
+    );
+    assert!(fake.requests().is_empty());
+    // Yesterday's use does not count: the same record a day earlier lets it run.
+    let yesterday = serde_json::json!({"ts": now - 86_400_000, "agent": "main",
+        "sessionKey": "cron:heartbeat", "model": "openai/fake-model", "inputTokens": 4400,
+        "outputTokens": 100});
+    std::fs::remove_dir_all(t.path("usage")).unwrap();
+    std::fs::create_dir_all(t.path("usage")).unwrap();
+    let month = chrono_month(now - 86_400_000);
+    std::fs::write(
+        t.path(&format!("usage/{month}.jsonl")),
+        format!("{yesterday}\n"),
+    )
+    .unwrap();
+    let out = t.run_env(&["heartbeat", "run", "--json"], &env_of(&pairs));
+    assert_eq!(out.json()["status"], "ok-token", "{}", out.stdout);
+}
+
+/// `YYYY-MM` of `ms` in UTC (the test sets `agent.timezone = "UTC"`).
+fn chrono_month(ms: u64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms as i64)
+        .unwrap()
+        .format("%Y-%m")
+        .to_string()
+}

@@ -51,6 +51,9 @@ pub enum Payload {
         /// Longest the turn may take.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_seconds: Option<u64>,
+        /// Most tokens one run may use (a run over it ends with `BudgetExceeded`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget_tokens: Option<u64>,
     },
 }
 
@@ -237,6 +240,7 @@ mod tests {
             model: None,
             thinking: None,
             timeout_seconds: None,
+            budget_tokens: None,
         };
         assert!(job(SessionTarget::Main, event.clone()).validate().is_ok());
         assert!(
@@ -259,6 +263,7 @@ mod tests {
                 model: None,
                 thinking: None,
                 timeout_seconds: Some(60),
+                budget_tokens: None,
             },
         );
         assert_eq!(isolated.session_key(), "cron:cron_1");

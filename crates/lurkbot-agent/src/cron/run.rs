@@ -171,6 +171,7 @@ async fn execute(
             model,
             thinking,
             timeout_seconds,
+            budget_tokens,
         } => {
             let session = SessionKey::parse(&job.session_key()).map_err(|e| e.to_string())?;
             let handle = runtime
@@ -180,6 +181,12 @@ async fn execute(
                     model: model.clone(),
                     thinking: thinking.clone(),
                     one_off: true,
+                    budget: budget_tokens.map(|limit| crate::usage::RunBudget {
+                        cap: format!("the budgetTokens of cron job {}", job.id),
+                        limit,
+                        used: 0,
+                        daily: false,
+                    }),
                 })
                 .await?;
             let timeout = Duration::from_secs(timeout_seconds.unwrap_or(DEFAULT_TIMEOUT_SECONDS));

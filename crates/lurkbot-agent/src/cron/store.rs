@@ -311,6 +311,17 @@ impl CronStore {
                     .flatten()
                     .or(Some(now_ms.saturating_add(FIRST_RETRY_MS)));
             }
+            RunStatus::Error
+                if run
+                    .error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with(crate::usage::BUDGET_EXCEEDED)) =>
+            {
+                // A cap reached is not the job's fault: it keeps its schedule, and the failures
+                // in a row that disable a job do not count it.
+                job.state.last_error.clone_from(&run.error);
+                job.state.next_run_at_ms = job.schedule.next_after(now_ms).ok().flatten();
+            }
             RunStatus::Error => {
                 job.state.consecutive_errors += 1;
                 let errors = job.state.consecutive_errors;
@@ -384,6 +395,7 @@ mod tests {
                 model: None,
                 thinking: None,
                 timeout_seconds: None,
+                budget_tokens: None,
             },
             delete_after_run: false,
             delivery: Delivery::None,

@@ -132,15 +132,20 @@ impl Agent {
             let estimate = super::request_tokens(&system, &context.messages, &turn.offered);
             // The caps first: a call that would pass one is never sent.
             let zone = crate::usage::zone(&self.config);
+            let now = lurkbot_core::now_ms();
             crate::usage::check(
                 &self.config,
                 &crate::usage::Ledger::of(&self.home),
                 &zone,
-                lurkbot_core::now_ms(),
+                now,
                 turn.session.agent_id(),
                 &turn.model,
                 estimate,
             )?;
+            if let Some(budget) = &self.run_budget {
+                let run = turn.usage.input_tokens + turn.usage.output_tokens;
+                crate::usage::check_run(budget, run, estimate, &zone, now)?;
+            }
             let request = ChatRequest {
                 model: String::new(),
                 system,

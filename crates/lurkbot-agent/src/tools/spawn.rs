@@ -23,6 +23,7 @@ impl Tool for SessionsSpawnTool {
                 "model": {"type": "string", "description": "provider/model"},
                 "thinking": {"type": "string"},
                 "runTimeoutSeconds": {"type": "integer", "minimum": 1},
+                "runBudgetTokens": {"type": "integer", "minimum": 1},
                 "cleanup": {"type": "string", "enum": ["keep", "delete"]}},
                 "required": ["task"]}),
         }
@@ -58,6 +59,10 @@ impl Tool for SessionsSpawnTool {
                 model: text("model"),
                 thinking: text("thinking"),
                 run_timeout: Duration::from_secs(timeout),
+                budget_tokens: args
+                    .get("runBudgetTokens")
+                    .and_then(Value::as_u64)
+                    .or(limits.run_budget_tokens),
                 cleanup,
             };
             match spawn(runtime, ctx.home, limits, ctx.session, request).await {

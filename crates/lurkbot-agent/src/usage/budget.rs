@@ -119,6 +119,55 @@ pub fn check(
     Ok(())
 }
 
+/// A cap on one run (a cron job's `budgetTokens`, a sub-agent's `runBudgetTokens`) or on one
+/// session's day (`heartbeat.budget_tokens`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunBudget {
+    /// The setting, as the error names it.
+    pub cap: String,
+    /// Tokens allowed.
+    pub limit: u64,
+    /// Tokens already used towards it before this run (today's, for a daily cap).
+    pub used: u64,
+    /// A daily cap (resets at midnight) rather than one run's.
+    pub daily: bool,
+}
+
+/// Checks `budget` for a call estimated at `tokens` when the run has used `run_tokens`.
+///
+/// # Errors
+/// [`BudgetExceeded`] when the call would pass it.
+pub fn check_run(
+    budget: &RunBudget,
+    run_tokens: u64,
+    tokens: u64,
+    zone: &Zone,
+    now_ms: u64,
+) -> Result<(), Box<BudgetExceeded>> {
+    let used = budget.used + run_tokens;
+    if used + tokens <= budget.limit {
+        return Ok(());
+    }
+    let (period, resets) = if budget.daily {
+        let next = local_date(zone, now_ms).succ_opt();
+        (
+            "today",
+            next.map(|d| format!("{d} 00:00")).unwrap_or_default(),
+        )
+    } else {
+        ("in this run", "the next run".to_string())
+    };
+    Err(Box::new(BudgetExceeded {
+        cap: budget.cap.clone(),
+        limit: format!("{} tokens", budget.limit),
+        used: format!("{used} tokens"),
+        period,
+        needed: format!("{tokens} tokens"),
+        resets,
+        zone: zone.name.clone(),
+    }))
+}
+
 fn next_month(day: NaiveDate) -> Option<NaiveDate> {
     let (year, month) = if day.month() == 12 {
         (day.year() + 1, 1)

@@ -67,7 +67,8 @@ impl Ledger {
         }
     }
 
-    /// (today's, this month's) totals at `now_ms` in `zone`, for `agent` or (`None`) all.
+    /// (today's, this month's) totals at `now_ms` in `zone`, for `agent` (or `session:<key>`
+    /// for one session) or (`None`) all.
     pub fn totals(&self, zone: &Zone, now_ms: u64, agent: Option<&str>) -> (Totals, Totals) {
         let today = local_date(zone, now_ms);
         let file = month_file(&self.home, today);
@@ -84,7 +85,8 @@ impl Ledger {
         state.offset += fresh.consumed;
         for record in fresh.records {
             let day = local_date(zone, record.ts);
-            for who in [String::new(), record.agent.clone()] {
+            let session = format!("session:{}", record.session_key);
+            for who in [String::new(), record.agent.clone(), session] {
                 state
                     .days
                     .entry((day, who.clone()))

@@ -13,7 +13,10 @@ use lurkbot_core::{Config, Home, Zone};
 use lurkbot_llm::Usage;
 use serde::{Deserialize, Serialize};
 
-pub use budget::{BudgetExceeded, check};
+pub use budget::{BudgetExceeded, RunBudget, check, check_run};
+
+/// How a refused call's error begins (cron tells it from other failures by this).
+pub const BUDGET_EXCEEDED: &str = "BudgetExceeded";
 pub use ledger::Ledger;
 
 /// The folder of the usage files.

@@ -111,6 +111,10 @@ pub(crate) struct AddArgs {
     /// A thinking level for the turn.
     #[arg(long)]
     thinking: Option<String>,
+    /// Most tokens one run may use (with --message); a run over it ends with BudgetExceeded
+    /// and the job keeps its schedule.
+    #[arg(long, value_name = "N")]
+    budget_tokens: Option<u64>,
     /// Print the stored job as JSON.
     #[arg(long)]
     json: bool,
@@ -227,6 +231,7 @@ fn new_job(add: AddArgs, config: &Config, now: u64) -> Result<CronJob, CliError>
             model: add.model.clone(),
             thinking: add.thinking.clone(),
             timeout_seconds: None,
+            budget_tokens: add.budget_tokens,
         },
     };
     let session_target = match add.session.as_deref() {
