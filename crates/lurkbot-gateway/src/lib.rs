@@ -21,6 +21,7 @@ mod scheduler;
 mod server;
 mod state;
 mod ui;
+mod usage_methods;
 mod ws;
 
 pub use accept::{HEADER_TIMEOUT, IDLE_TIMEOUT};

@@ -162,6 +162,11 @@ pub(crate) const METHODS: &[Method] = &[
         scope: Scope::Read,
         handler: |s, p| Box::pin(async { crate::cron_methods::runs(s, p) }),
     },
+    Method {
+        name: method::USAGE_SUMMARY,
+        scope: Scope::Read,
+        handler: |s, p| Box::pin(async { crate::usage_methods::summary(s, p) }),
+    },
 ];
 
 /// The names of [`METHODS`], in order.

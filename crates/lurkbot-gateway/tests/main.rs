@@ -17,3 +17,4 @@ mod memory;
 mod openai_sdk;
 mod ops;
 mod protocol;
+mod usage;

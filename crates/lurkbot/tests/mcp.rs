@@ -336,3 +336,26 @@ fn the_sdk_client_drives_lurkbot_mcp_serve_under_policy_approvals_and_audit() {
     assert_eq!(seen["tools"], json!(["terminal_exec"]));
     assert_eq!(seen["results"][0]["isError"], true);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_tools_wait_for_approvals_like_every_tool() {
+    let t = Test::init();
+    set_in_section(&t, "approvals", "tools = [\"calc__add\"]");
+    append_config(&t, &stdio_server("calc", "calc_server.py", ""));
+    let fake = FakeProvider::start(vec![
+        Step::calls(&[("c1", "calc__add", json!({"a": 1, "b": 2}))]),
+        Step::text("It was not allowed."),
+    ])
+    .await;
+    let base = format!("{}/v1", fake.url);
+    let env = [
+        ("LURKBOT_MODEL", "openai/fake-model"),
+        ("OPENAI_BASE_URL", base.as_str()),
+    ];
+    // No terminal to ask on: the call is denied, never run.
+    let out = t.run_env(&["agent", "-m", "Add."], &env);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let result = &tool_results(&fake, 1)[0];
+    assert!(result.contains("denied"), "{result}");
+    assert!(!result.contains('3'), "{result}");
+}

@@ -216,3 +216,36 @@ fn chrono_month(ms: u64) -> String {
         .format("%Y-%m")
         .to_string()
 }
+
+/// ARCHITECTURE.md §9's prompt cost: the first request of a "hello" turn with the default tools
+/// is at most 3,000 tokens, counted as characters / 4 of the system prompt, the messages and
+/// the tools' names, descriptions and schemas (OpenClaw sends 18,355; Hermes 13,900–16,000).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hello_turn_costs_at_most_3000_prompt_tokens() {
+    let t = Test::init();
+    let fake = FakeProvider::start(vec![Step::text("Hello!")]).await;
+    let pairs = with_model(&fake);
+    let out = t.run_env(&["agent", "-m", "hello"], &env_of(&pairs));
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let body = &fake.requests()[0].body;
+    let mut chars = 0;
+    for message in body["messages"].as_array().unwrap() {
+        chars += message["content"]
+            .as_str()
+            .unwrap_or_default()
+            .chars()
+            .count();
+    }
+    for tool in body["tools"].as_array().unwrap() {
+        let function = &tool["function"];
+        chars += function["name"].as_str().unwrap().chars().count();
+        chars += function["description"].as_str().unwrap().chars().count();
+        chars += function["parameters"].to_string().chars().count();
+    }
+    let tokens = chars.div_ceil(4);
+    eprintln!("hello turn: {tokens} prompt tokens");
+    assert!(
+        tokens <= 3_000,
+        "the hello prompt is {tokens} tokens, over the 3,000 budget"
+    );
+}

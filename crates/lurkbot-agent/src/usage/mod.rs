@@ -6,6 +6,7 @@
 
 mod budget;
 mod ledger;
+mod summary;
 
 use std::path::PathBuf;
 
@@ -17,7 +18,8 @@ pub use budget::{BudgetExceeded, RunBudget, check, check_run};
 
 /// How a refused call's error begins (cron tells it from other failures by this).
 pub const BUDGET_EXCEEDED: &str = "BudgetExceeded";
-pub use ledger::Ledger;
+pub use ledger::{Ledger, Totals};
+pub use summary::{By, Fill, Row, Summary, parse_since, summarize};
 
 /// The folder of the usage files.
 pub const USAGE_DIR: &str = "usage";
@@ -98,11 +100,6 @@ pub fn zone(config: &Config) -> Zone {
 /// Today in `zone`.
 pub fn today(zone: &Zone) -> chrono::NaiveDate {
     local_date(zone, lurkbot_core::now_ms())
-}
-
-/// The local day of `ms` in `zone`.
-pub fn day_of(zone: &Zone, ms: u64) -> chrono::NaiveDate {
-    local_date(zone, ms)
 }
 
 /// The local date of `ms` in `zone`.

@@ -77,6 +77,8 @@ pub mod method {
     pub const CRON_RUN: &str = "cron.run";
     /// A job's run log.
     pub const CRON_RUNS: &str = "cron.runs";
+    /// The usage records summed, and the budgets' fill.
+    pub const USAGE_SUMMARY: &str = "usage.summary";
 }
 
 /// The body of `GET /health` and of the `health` method.
