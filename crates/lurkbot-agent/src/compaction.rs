@@ -51,6 +51,12 @@ pub(crate) fn messages_tokens(messages: &[Message]) -> u64 {
     messages.iter().map(message_tokens).sum()
 }
 
+/// Estimated tokens of a session's context as the next request would carry it (its summary
+/// and its messages), characters / 4.
+pub fn context_tokens(context: &crate::Context) -> u64 {
+    context.summary.as_deref().map_or(0, estimate_tokens) + messages_tokens(&context.messages)
+}
+
 /// The share of the window to keep verbatim.
 pub(crate) fn adaptive_chunk_ratio(messages: &[Message], context_window: u64) -> f64 {
     if messages.is_empty() || context_window == 0 {

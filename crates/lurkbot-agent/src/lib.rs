@@ -24,7 +24,7 @@ pub mod usage;
 pub use approvals::{
     APPROVALS_FILE, ApprovalRequest, Approvals, Approver, Decision, DecisionFuture, NoHuman,
 };
-pub use compaction::{MERGE_SUMMARIES_INSTRUCTIONS, SUMMARIZER_SYSTEM};
+pub use compaction::{MERGE_SUMMARIES_INSTRUCTIONS, SUMMARIZER_SYSTEM, context_tokens};
 pub use error::AgentError;
 pub use local_runtime::{EventSink, LocalRuntime, append_to_main};
 pub use policy::Policy;

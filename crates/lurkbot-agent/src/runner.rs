@@ -300,7 +300,7 @@ impl Agent {
     }
 
     /// The context window in force: the configured one, or the smaller one a server named.
-    fn context_window(&self) -> u64 {
+    pub fn context_window(&self) -> u64 {
         let configured = self.config.agent.context_window;
         self.learned_window
             .map_or(configured, |w| w.min(configured))

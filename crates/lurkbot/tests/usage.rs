@@ -248,4 +248,25 @@ async fn a_hello_turn_costs_at_most_3000_prompt_tokens() {
         tokens <= 3_000,
         "the hello prompt is {tokens} tokens, over the 3,000 budget"
     );
+
+    // `sessions show` gives the session's tokens so far and its share of the context window.
+    let shown = t.run(&["sessions", "show", "agent:main:main", "--json"]);
+    assert_eq!(shown.status, 0, "{}", shown.stderr);
+    let shown = shown.json();
+    assert_eq!(shown["turns"], 1);
+    assert_eq!(shown["inputTokens"], 100);
+    let context = shown["contextTokens"].as_f64().unwrap();
+    let window = shown["contextWindow"].as_f64().unwrap();
+    assert!(
+        context > 0.0 && context < 100.0,
+        "hello and Hello!: {shown}"
+    );
+    assert!((shown["contextShare"].as_f64().unwrap() - context / window).abs() < 1e-12);
+    let missing = t.run(&["sessions", "show", "agent:main:dm:cli:nobody"]);
+    assert_eq!(missing.status, 1);
+    assert!(
+        missing.stderr.contains("sessions list"),
+        "{}",
+        missing.stderr
+    );
 }

@@ -98,14 +98,18 @@ async fn chat(
                 },
                 "status" => {
                     let entry = sessions.get_or_create(&session)?;
+                    let context =
+                        lurkbot_agent::context_tokens(&sessions.context(&entry.session_id)?);
+                    let window = agent.context_window().max(1);
                     crate::run::print_stdout(&format!(
-                        "session: {}\nid: {}\nmodel: {}\nturns: {}\ntokens: {} in, {} out\nthinking: {}\n",
+                        "session: {}\nid: {}\nmodel: {}\nturns: {}\ntokens: {} in, {} out\ncontext: about {context} of {window} tokens ({:.1} %)\nthinking: {}\n",
                         session.as_str(),
                         entry.session_id,
                         entry.model.as_deref().unwrap_or(&model),
                         entry.turns,
                         entry.usage.input_tokens,
                         entry.usage.output_tokens,
+                        context as f64 * 100.0 / window as f64,
                         agent.thinking()
                     ))?;
                 }

@@ -29,6 +29,17 @@ pub(crate) enum SessionsArgs {
         #[arg(long)]
         json: bool,
     },
+    /// One session: model, turns, tokens so far, and how much of the context window its
+    /// context fills.
+    Show {
+        /// Session key.
+        #[arg(default_value = "agent:main:main")]
+        key: String,
+        /// `{key, sessionId, model, turns, inputTokens, outputTokens, contextTokens,
+        /// contextWindow, contextShare}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Start a fresh session for the key (the old transcript stays on disk).
     Reset {
         /// Session key.
@@ -98,6 +109,48 @@ pub(crate) fn run(home_path: &Path, args: &SessionsArgs) -> CliResult {
                 }
             }
             crate::run::print_stdout(&out)?;
+            Ok(())
+        }
+        SessionsArgs::Show { key, json } => {
+            let key = SessionKey::parse(key)?;
+            let sessions = Sessions::open(&home, key.agent_id());
+            let Some(entry) = sessions.list()?.remove(key.as_str()) else {
+                return Err(CliError::failed(
+                    "sessions",
+                    format!("no session '{key}' ('lurkbot sessions list' shows them)"),
+                ));
+            };
+            let config = lurkbot_core::Config::load(&home.join(lurkbot_core::layout::CONFIG))?;
+            let context = lurkbot_agent::context_tokens(&sessions.context(&entry.session_id)?);
+            let window = config.agent.context_window;
+            let share = context as f64 / window.max(1) as f64;
+            let shown = serde_json::json!({
+                "key": entry.key,
+                "sessionId": entry.session_id,
+                "model": entry.model,
+                "turns": entry.turns,
+                "inputTokens": entry.usage.input_tokens,
+                "outputTokens": entry.usage.output_tokens,
+                "contextTokens": context,
+                "contextWindow": window,
+                "contextShare": share,
+            });
+            if *json {
+                crate::run::print_stdout(&format!("{shown}\n"))?;
+            } else {
+                crate::run::print_stdout(&format!(
+                    "session: {}\nid: {}\nmodel: {}\nturns: {}\ntokens: {} in, {} out\ncontext: about {} of {} tokens ({:.1} %)\n",
+                    entry.key,
+                    entry.session_id,
+                    entry.model.as_deref().unwrap_or("-"),
+                    entry.turns,
+                    entry.usage.input_tokens,
+                    entry.usage.output_tokens,
+                    context,
+                    window,
+                    share * 100.0
+                ))?;
+            }
             Ok(())
         }
         SessionsArgs::Reset { key } => {
