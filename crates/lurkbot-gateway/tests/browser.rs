@@ -486,3 +486,66 @@ async fn the_cron_panel_lists_runs_and_toggles_jobs_in_chromium() {
     .await;
     b.clone().close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_usage_panel_draws_two_days_of_bars_and_the_budget_fill_in_chromium() {
+    let gw = Gateway::start("[budgets]\ndaily_tokens = 10000\n", vec![]).await;
+    let config = lurkbot_core::Config::default();
+    let zone = lurkbot_agent::usage::zone(&config);
+    let now = lurkbot_core::now_ms();
+    let record = |ts: u64, model: &str, tokens: u64| lurkbot_agent::usage::UsageRecord {
+        ts,
+        agent: "main".into(),
+        session_key: "agent:main:main".into(),
+        model: model.into(),
+        input_tokens: tokens,
+        output_tokens: 0,
+        cached_input_tokens: None,
+        cost_usd: None,
+        estimated: false,
+    };
+    for r in [
+        record(now - 86_400_000, "openai/a", 3000),
+        record(now, "openai/a", 1500),
+        record(now, "anthropic/b", 2500),
+    ] {
+        lurkbot_agent::usage::append(&gw.home, &zone, &r).unwrap();
+    }
+    let ui = Ui::signed_in(&gw).await;
+    let b = &ui.browser;
+    click(b, "#usage-toggle").await;
+    until(
+        b,
+        "two days of bars",
+        "document.querySelectorAll('#usage-chart g.day').length === 2",
+    )
+    .await;
+    let stacked = b
+        .execute(
+            "return [...document.querySelectorAll('#usage-chart g.day')].map((g) => g.querySelectorAll('rect').length);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(stacked, json!([1, 2]), "yesterday one model, today two");
+    let legend = b
+        .execute(
+            "return document.getElementById('usage-legend').textContent;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let legend = legend.as_str().unwrap();
+    assert!(
+        legend.contains("openai/a") && legend.contains("anthropic/b"),
+        "{legend}"
+    );
+    let budget = until(
+        b,
+        "the daily budget's fill",
+        "document.querySelector('#usage-budgets [data-cap=\"budgets.daily_tokens\"]')?.textContent",
+    )
+    .await;
+    assert_eq!(budget, json!("budgets.daily_tokens: 4000 of 10000"));
+    b.clone().close().await.unwrap();
+}

@@ -19,7 +19,7 @@ pub use budget::{BudgetExceeded, RunBudget, check, check_run};
 /// How a refused call's error begins (cron tells it from other failures by this).
 pub const BUDGET_EXCEEDED: &str = "BudgetExceeded";
 pub use ledger::{Ledger, Totals};
-pub use summary::{By, Fill, Row, Summary, parse_since, summarize};
+pub use summary::{By, Cell, Fill, Row, Summary, parse_since, summarize};
 
 /// The folder of the usage files.
 pub const USAGE_DIR: &str = "usage";

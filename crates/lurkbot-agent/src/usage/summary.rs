@@ -111,6 +111,18 @@ pub struct Summary {
     pub total: Row,
     /// The caps set, with today's and this month's use.
     pub budgets: Vec<Fill>,
+    /// Tokens and dollars per local day and model (the web UI's stacked bars).
+    pub days: BTreeMap<String, BTreeMap<String, Cell>>,
+}
+
+/// One day's use of one model.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cell {
+    /// Input plus output tokens.
+    pub tokens: u64,
+    /// The costed calls' dollars.
+    pub cost_usd: f64,
 }
 
 /// `7d` (seven days including today) or `2026-11-01`.
@@ -129,7 +141,15 @@ pub fn summarize(home: &Home, config: &Config, since: NaiveDate, by: By, now_ms:
         key: "total".into(),
         ..Row::default()
     };
+    let mut days: BTreeMap<String, BTreeMap<String, Cell>> = BTreeMap::new();
     for record in read_since(home, &zone, since) {
+        let cell = days
+            .entry(local_date(&zone, record.ts).to_string())
+            .or_default()
+            .entry(record.model.clone())
+            .or_default();
+        cell.tokens += record.tokens();
+        cell.cost_usd += record.cost_usd.unwrap_or_default();
         let key = match by {
             By::Day => local_date(&zone, record.ts).to_string(),
             By::Agent => record.agent.clone(),
@@ -188,6 +208,7 @@ pub fn summarize(home: &Home, config: &Config, since: NaiveDate, by: By, now_ms:
         rows: rows.into_values().collect(),
         total,
         budgets,
+        days,
     }
 }
 
