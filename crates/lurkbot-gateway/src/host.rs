@@ -310,6 +310,14 @@ impl SessionHost {
                         message: e.message.clone(),
                     },
                 ));
+                if e.message.starts_with(lurkbot_agent::usage::BUDGET_EXCEEDED) {
+                    self.hub
+                        .emit(Event::BudgetExceeded(protocol::BudgetExceeded {
+                            run_id: run_id.to_string(),
+                            session_key: session.to_string(),
+                            message: e.message.clone(),
+                        }));
+                }
             }
         }
     }

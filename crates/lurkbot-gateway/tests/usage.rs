@@ -39,3 +39,26 @@ async fn a_turn_is_summed_by_usage_summary() {
             .contains("day, agent, model or session")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_over_a_budget_is_not_sent_and_the_gateway_says_so() {
+    let gw = Gateway::start("[budgets]\ndaily_tokens = 10\n", vec![Step::text("never")]).await;
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    let sent = c.request("chat.send", json!({"message": "hello"})).await;
+    assert_eq!(sent["ok"], true, "{sent}");
+    let event = c.event(|e| e["event"] == "budget.exceeded").await;
+    let message = event["payload"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("BudgetExceeded: budgets.daily_tokens is 10 tokens"),
+        "{message}"
+    );
+    assert_eq!(event["payload"]["sessionKey"], "agent:main:main");
+    let error = c
+        .event(|e| e["event"] == "chat" && e["payload"]["state"] == "error")
+        .await;
+    assert_eq!(error["payload"]["message"], message);
+    assert!(
+        gw.fake.requests().is_empty(),
+        "nothing was sent to the model"
+    );
+}

@@ -47,6 +47,21 @@ pub enum Event {
     /// `lurkbot memory index --json` prints).
     #[serde(rename = "memory.indexed")]
     MemoryIndexed(lurkbot_memory::IndexReport),
+    /// A model call was not made: it would have passed a budget (the run ended with it).
+    #[serde(rename = "budget.exceeded")]
+    BudgetExceeded(BudgetExceeded),
+}
+
+/// `budget.exceeded`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetExceeded {
+    /// The run that stopped.
+    pub run_id: String,
+    /// Its session.
+    pub session_key: String,
+    /// `BudgetExceeded: <cap> is …` — the cap, its limit, what was used, when it resets.
+    pub message: String,
 }
 
 impl Event {
@@ -63,6 +78,7 @@ impl Event {
         "heartbeat",
         "cron",
         "memory.indexed",
+        "budget.exceeded",
     ];
 
     /// The wire name.
@@ -79,6 +95,7 @@ impl Event {
             Self::Heartbeat(_) => "heartbeat",
             Self::Cron(_) => "cron",
             Self::MemoryIndexed(_) => "memory.indexed",
+            Self::BudgetExceeded(_) => "budget.exceeded",
         }
     }
 }

@@ -8,9 +8,9 @@ mod scope;
 mod version;
 
 pub use event::{
-    AgentEvent, AgentStream, ApprovalRequested, Challenge, ChatEvent, ChatState, Compaction,
-    CronEvent, Event, EventFrame, HeartbeatEvent, IrcStatus, Lagged, Lifecycle, LifecyclePhase,
-    Shutdown, Tick, ToolPhase,
+    AgentEvent, AgentStream, ApprovalRequested, BudgetExceeded, Challenge, ChatEvent, ChatState,
+    Compaction, CronEvent, Event, EventFrame, HeartbeatEvent, IrcStatus, Lagged, Lifecycle,
+    LifecyclePhase, Shutdown, Tick, ToolPhase,
 };
 pub use scope::{Grants, Scope};
 pub use version::ProtocolVersion;
