@@ -76,7 +76,16 @@ pub(crate) fn startup(bin: &Path, runs: usize) -> Result<(), String> {
         3.0,
         None,
     );
+    let prompt = hello_prompt_tokens()?;
+    row(
+        "hello-turn prompt (chars/4)",
+        prompt as f64,
+        "tok",
+        lurkbot_agent::PROMPT_BUDGET_TOKENS as f64,
+        Some(("OpenClaw", 18_355.0)),
+    );
     println!();
+    println!("hello-turn prompt: Hermes Agent's published figure is 13,900–16,000 tokens");
     println!(
         "over spawn floor: --version {:.2} ms, exec help {:.2} ms",
         ms(version) - ms(floor),
@@ -90,6 +99,24 @@ pub(crate) fn startup(bin: &Path, runs: usize) -> Result<(), String> {
         "peer figures are quoted from ARCHITECTURE.md §9 (peers cannot be fetched here), not measured in this run"
     );
     Ok(())
+}
+
+/// The first request of a "hello" turn on a fresh home with the default tools, estimated as
+/// `lurkbot doctor` does (no model is called).
+fn hello_prompt_tokens() -> Result<u64, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let home = lurkbot_core::Home::open(dir.path()).map_err(|e| e.to_string())?;
+    // As `lurkbot init` makes it: the bundled skills are offered in the prompt.
+    let skills = lurkbot_term::bundled_skills(&lurkbot_term::default_registry());
+    lurkbot_core::init_home(&home, &skills).map_err(|e| e.to_string())?;
+    let model: lurkbot_llm::ModelRef = "openai/gpt-4o-mini".parse().map_err(|e| format!("{e}"))?;
+    let failover = lurkbot_llm::Failover::new(vec![model], &|_: &str| None, None)
+        .map_err(|e| e.to_string())?;
+    let config = lurkbot_core::Config::load(&home.join(lurkbot_core::layout::CONFIG))
+        .map_err(|e| e.to_string())?;
+    lurkbot_agent::Agent::new(home, config, failover)
+        .hello_request_tokens()
+        .map_err(|e| e.to_string())
 }
 
 fn row(name: &str, value: f64, unit: &str, budget: f64, peer: Option<(&str, f64)>) {

@@ -33,6 +33,7 @@ pub use prompt::{
     BOOTSTRAP_FILES, PromptInput, SessionKind, SkillEntry, TOTAL_MAX_CHARS, bootstrap,
     build as build_system_prompt,
 };
+pub use runner::prompt_cost::PROMPT_BUDGET_TOKENS;
 pub use runner::{Agent, AgentEvent, MAX_STEPS, THINKING_LEVELS, TurnOutcome, record_cancelled};
 pub use runtime::{BoxFuture, CHANNELS, Outbound, Runtime, TurnHandle, TurnRequest, finish_within};
 pub use subagent::{

@@ -20,6 +20,7 @@ use crate::runtime::Runtime;
 use crate::tools::{ToolBox, ToolCtx, ToolOutput};
 use crate::transcript::{Entry, Sessions, Tracked};
 
+pub(crate) mod prompt_cost;
 mod turn;
 
 /// Thinking levels `/think` accepts.

@@ -25,6 +25,11 @@ async fn checks_and_fixes() {
         out.stdout
     );
     assert!(!out.stdout.contains("FAIL"));
+    assert!(
+        out.stdout.contains("ok   prompt") && out.stdout.contains("tokens (budget 3000)"),
+        "{}",
+        out.stdout
+    );
 
     // Problems: open permissions, a public bind without a token, a bad origin, a dead model.
     std::fs::set_permissions(

@@ -249,6 +249,25 @@ async fn a_hello_turn_costs_at_most_3000_prompt_tokens() {
         "the hello prompt is {tokens} tokens, over the 3,000 budget"
     );
 
+    // `lurkbot doctor` estimates the same request without sending it, from the tool specs
+    // before the wire format wraps them: within a few dozen tokens.
+    let out = t.run_env(&["doctor", "--json"], &env_of(&pairs));
+    let prompt = out
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|c| c["check"] == "prompt")
+        .expect("a prompt check");
+    let detail = prompt["detail"].as_str().unwrap();
+    let estimated: usize = detail
+        .split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .unwrap();
+    assert!(
+        estimated.abs_diff(tokens) <= 60,
+        "doctor says {estimated}, the request was {tokens}: {detail}"
+    );
+
     // `sessions show` gives the session's tokens so far and its share of the context window.
     let shown = t.run(&["sessions", "show", "agent:main:main", "--json"]);
     assert_eq!(shown.status, 0, "{}", shown.stderr);

@@ -111,6 +111,7 @@ pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> CliResult {
         }
     };
     checks.push(model(&home, &config));
+    checks.extend(prompt_cost(&home, &config));
     checks.extend(gateway(&home, &config));
     checks.extend(irc(&home));
     report(&checks, args.json)
@@ -247,6 +248,34 @@ fn model(home: &Home, config: &Config) -> Check {
             "check the base URL and the network",
         ),
     }
+}
+
+/// ARCHITECTURE.md §9's prompt cost, when a model is configured (the tools offered depend on
+/// its provider): the first request of a "hello" turn, estimated without sending it.
+fn prompt_cost(home: &Home, config: &Config) -> Option<Check> {
+    let failover = lurkbot_agent::setup::failover(home, config, None).ok()?;
+    let agent = lurkbot_agent::Agent::new(home.clone(), config.clone(), failover);
+    let budget = lurkbot_agent::PROMPT_BUDGET_TOKENS;
+    Some(match agent.hello_request_tokens() {
+        Ok(tokens) if tokens <= budget => ok(
+            "prompt",
+            format!("a hello turn's first request is about {tokens} tokens (budget {budget})"),
+        ),
+        Ok(tokens) => bad(
+            "prompt",
+            Status::Warn,
+            format!(
+                "a hello turn's first request is about {tokens} tokens, over the {budget} budget"
+            ),
+            "offer fewer tools (tools.profile, tools.deny) or shorten the workspace's bootstrap files",
+        ),
+        Err(e) => bad(
+            "prompt",
+            Status::Fail,
+            e.to_string(),
+            "fix the tool policy in config.toml",
+        ),
+    })
 }
 
 fn gateway(home: &Home, config: &Config) -> Vec<Check> {
