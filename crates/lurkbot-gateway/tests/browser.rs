@@ -507,7 +507,10 @@ async fn the_usage_panel_draws_two_days_of_bars_and_the_budget_fill_in_chromium(
     for r in [
         record(now - 86_400_000, "openai/a", 3000),
         record(now, "openai/a", 1500),
-        record(now, "anthropic/b", 2500),
+        lurkbot_agent::usage::UsageRecord {
+            cost_usd: Some(0.125),
+            ..record(now, "anthropic/b", 2500)
+        },
     ] {
         lurkbot_agent::usage::append(&gw.home, &zone, &r).unwrap();
     }
@@ -528,6 +531,14 @@ async fn the_usage_panel_draws_two_days_of_bars_and_the_budget_fill_in_chromium(
         .await
         .unwrap();
     assert_eq!(stacked, json!([1, 2]), "yesterday one model, today two");
+    let costs = b
+        .execute(
+            "return [...document.querySelectorAll('#usage-chart g.day text.cost')].map((t) => t.textContent);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(costs, json!(["$0.13"]), "today's cost only");
     let legend = b
         .execute(
             "return document.getElementById('usage-legend').textContent;",

@@ -210,3 +210,19 @@ impl Gather {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_reads_and_writes_count_as_input_and_reads_as_cached() {
+        let mut gather = Gather::default();
+        let start = serde_json::json!({"type": "message_start", "message": {"usage": {
+            "input_tokens": 20, "cache_read_input_tokens": 900, "cache_creation_input_tokens": 80,
+            "output_tokens": 1}}});
+        let _ = gather.event(&start, &mut |_| {});
+        assert_eq!(gather.response.usage.input_tokens, 1_000);
+        assert_eq!(gather.response.usage.cached_input_tokens, 900);
+    }
+}

@@ -194,3 +194,19 @@ impl Gather {
         self.response
     }
 }
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+
+    #[test]
+    fn cached_prompt_tokens_are_read_from_the_details() {
+        let mut gather = Gather::default();
+        let chunk = serde_json::json!({"choices": [], "usage": {"prompt_tokens": 1200,
+            "completion_tokens": 30, "prompt_tokens_details": {"cached_tokens": 1024}}});
+        let _ = gather.chunk(&chunk, &mut |_| {});
+        assert_eq!(gather.response.usage.input_tokens, 1_200);
+        assert_eq!(gather.response.usage.cached_input_tokens, 1_024);
+        assert_eq!(gather.response.usage.output_tokens, 30);
+    }
+}
