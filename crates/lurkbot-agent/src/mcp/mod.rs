@@ -104,6 +104,7 @@ impl McpHub {
     /// The servers of `config` (none started yet).
     pub fn new(home: &Home, config: &McpConfig) -> Arc<Self> {
         let secrets = Secrets::load(home);
+        let redactor = lurkbot_term::Redactor::new(secrets.redaction_values());
         let slots = config
             .servers
             .iter()
@@ -113,6 +114,7 @@ impl McpHub {
                     server.clone(),
                     environment(name, &server.env, &secrets),
                     home.join(layout::WORKSPACE),
+                    redactor.clone(),
                 ))
             })
             .collect();

@@ -73,6 +73,8 @@ pub(crate) struct Slot {
     conn: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
     pub(crate) status: Mutex<Status>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
+    /// Secret values, masked in what the server printed before it reaches an error or a log.
+    redactor: lurkbot_term::Redactor,
 }
 
 impl Slot {
@@ -81,6 +83,7 @@ impl Slot {
         config: McpServerConfig,
         env: Result<Vec<(String, String)>, String>,
         cwd: PathBuf,
+        redactor: lurkbot_term::Redactor,
     ) -> Self {
         let state = if config.enabled {
             State::Idle
@@ -101,6 +104,7 @@ impl Slot {
                 retry_at: None,
             }),
             stderr: Arc::default(),
+            redactor,
         }
     }
 
@@ -157,7 +161,7 @@ impl Slot {
         if tail.is_empty() {
             String::new()
         } else {
-            format!("; its stderr ends: {tail}")
+            format!("; its stderr ends: {}", self.redactor.text(&tail))
         }
     }
 
@@ -310,5 +314,27 @@ impl Slot {
         if let Some(service) = self.conn.lock().await.take() {
             let _ = service.cancel().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_servers_stderr_is_shown_with_secret_values_masked() {
+        let slot = Slot::new(
+            "calc".into(),
+            McpServerConfig::default(),
+            Ok(Vec::new()),
+            PathBuf::from("/"),
+            lurkbot_term::Redactor::new(vec!["tok-7d1e93".to_string()]),
+        );
+        if let Ok(mut tail) = slot.stderr.lock() {
+            tail.extend(b"auth failed for tok-7d1e93\n");
+        }
+        let shown = slot.stderr_tail();
+        assert!(shown.contains("auth failed for"), "{shown}");
+        assert!(!shown.contains("tok-7d1e93"), "{shown}");
     }
 }

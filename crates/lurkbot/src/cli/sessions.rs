@@ -52,6 +52,19 @@ pub(crate) enum SessionsArgs {
     },
 }
 
+/// The store and entry of an existing session; an unknown key is an error naming `sessions list`.
+fn existing(home: &Home, key: &str) -> Result<(Sessions, lurkbot_agent::SessionEntry), CliError> {
+    let key = SessionKey::parse(key)?;
+    let sessions = Sessions::open(home, key.agent_id());
+    let Some(entry) = sessions.list()?.remove(key.as_str()) else {
+        return Err(CliError::failed(
+            "sessions",
+            format!("no session '{key}' ('lurkbot sessions list' shows them)"),
+        ));
+    };
+    Ok((sessions, entry))
+}
+
 pub(crate) fn run(home_path: &Path, args: &SessionsArgs) -> CliResult {
     let home = Home::open(home_path)?;
     match args {
@@ -74,14 +87,7 @@ pub(crate) fn run(home_path: &Path, args: &SessionsArgs) -> CliResult {
             Ok(())
         }
         SessionsArgs::History { key, json } => {
-            let key = SessionKey::parse(key)?;
-            let sessions = Sessions::open(&home, key.agent_id());
-            let Some(entry) = sessions.list()?.remove(key.as_str()) else {
-                return Err(CliError::failed(
-                    "sessions",
-                    format!("no session '{key}' ('lurkbot sessions list' shows them)"),
-                ));
-            };
+            let (sessions, entry) = existing(&home, key)?;
             let mut out = String::new();
             for e in sessions.history(&entry.session_id)? {
                 if *json {
@@ -112,14 +118,7 @@ pub(crate) fn run(home_path: &Path, args: &SessionsArgs) -> CliResult {
             Ok(())
         }
         SessionsArgs::Show { key, json } => {
-            let key = SessionKey::parse(key)?;
-            let sessions = Sessions::open(&home, key.agent_id());
-            let Some(entry) = sessions.list()?.remove(key.as_str()) else {
-                return Err(CliError::failed(
-                    "sessions",
-                    format!("no session '{key}' ('lurkbot sessions list' shows them)"),
-                ));
-            };
+            let (sessions, entry) = existing(&home, key)?;
             let config = lurkbot_core::Config::load(&home.join(lurkbot_core::layout::CONFIG))?;
             let context = lurkbot_agent::context_tokens(&sessions.context(&entry.session_id)?);
             let window = config.agent.context_window;
