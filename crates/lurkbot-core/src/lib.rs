@@ -43,7 +43,7 @@ pub use config::{
     WebFetchConfig,
 };
 pub use config_check::ConfigProblem;
-pub use config_doc::{ConfigDoc, ConfigDocError, is_secret_key};
+pub use config_doc::{ConfigDoc, ConfigDocError, is_secret_key, mask_secret_values};
 pub use config_schema::{config_reference, config_schema};
 pub use error::CoreError;
 pub use home::{Home, layout};

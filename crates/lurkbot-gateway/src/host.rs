@@ -1,7 +1,6 @@
-//! The session host: long-lived per-session resources, created lazily and released when the
-//! session is reset or deleted or the gateway stops. Today that is the session's agent (its
-//! model clients, auth-profile state and context cache) and its running turn; IRC connections
-//! join it with the `irc` command.
+//! The session host: long-lived per-session resources (the agent with its model clients,
+//! auth-profile state and context cache; the running turn; IRC connections), created lazily
+//! and released when the session is reset or deleted or the gateway stops.
 //!
 //! One turn runs per session at a time; another request for a busy session is refused with
 //! `UNAVAILABLE`. Turns report as events: `agent` (`lifecycle` start/end/error, `tool`
@@ -17,7 +16,6 @@ use lurkbot_agent::Approvals;
 use lurkbot_agent::{Agent, AgentEvent, Subagents, TurnOutcome};
 use lurkbot_core::{Config, Home, SessionKey};
 use lurkbot_term::{InboundMessage, IrcEvent, IrcSessions, TerminalExec};
-use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinHandle};
 
@@ -26,33 +24,7 @@ use crate::protocol::{
     self, AgentStream, ChatEvent, ChatState, Compaction, ErrorCode, Event, Lifecycle,
     LifecyclePhase, MethodError, ToolPhase,
 };
-
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RunEnd {
-    /// The final reply.
-    Done {
-        /// Reply text.
-        text: String,
-        /// Model that answered.
-        model: String,
-    },
-    /// The turn failed.
-    Failed(String),
-    /// `chat.abort` or shutdown stopped it.
-    Aborted,
-}
-
-impl RunEnd {
-    /// The wire form.
-    pub fn to_json(&self) -> Value {
-        match self {
-            Self::Done { text, model } => json!({"status": "ok", "text": text, "model": model}),
-            Self::Failed(message) => json!({"status": "error", "message": message}),
-            Self::Aborted => json!({"status": "aborted"}),
-        }
-    }
-}
+pub use crate::run::{RunEnd, TurnOptions};
 
 #[derive(Default)]
 pub(crate) struct Slot {
@@ -68,17 +40,6 @@ pub(crate) struct Slot {
     pub(crate) settled: tokio::sync::Notify,
     /// The session's latest run.
     pub(crate) last_run: Mutex<Option<String>>,
-}
-
-/// A turn's own model and thinking level (a sub-agent's or a cron job's), when it has them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TurnOptions {
-    /// `provider/model` instead of the configured model.
-    pub model: Option<String>,
-    /// A thinking level.
-    pub thinking: Option<String>,
-    /// A cap on the run's tokens.
-    pub budget: Option<lurkbot_agent::usage::RunBudget>,
 }
 
 /// Runs older than this many finished runs are forgotten by `agent.wait`.
@@ -364,7 +325,60 @@ impl SessionHost {
         message: String,
         options: TurnOptions,
         ephemeral: bool,
+        on_event: Box<dyn FnMut(&AgentEvent) + Send>,
+    ) -> Result<(String, JoinHandle<Result<TurnOutcome, MethodError>>), MethodError> {
+        let run_id = format!("run_{}", lurkbot_core::random_hex(8));
+        self.spawn_run(key, message, options, ephemeral, on_event, run_id)
+    }
+
+    /// [`SessionHost::start`] under the client's run id (OpenClaw's `idempotencyKey`); the same
+    /// id twice is the same run (no second turn starts).
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for an id that is not 1–128 of `A-Za-z0-9._:-`; `UNAVAILABLE` when the
+    /// session already runs another turn.
+    pub fn start_as(
+        self: &Arc<Self>,
+        key: SessionKey,
+        message: String,
+        run_id: &str,
+    ) -> Result<String, MethodError> {
+        let valid = (1..=128).contains(&run_id.len())
+            && run_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c));
+        if !valid {
+            return Err(MethodError::invalid(
+                "idempotencyKey must be 1-128 letters, digits or ._:- characters",
+            ));
+        }
+        let known = self
+            .runs
+            .lock()
+            .map(|runs| runs.iter().any(|(id, _)| id == run_id))
+            .unwrap_or(false);
+        if known {
+            return Ok(run_id.to_string());
+        }
+        self.spawn_run(
+            key,
+            message,
+            TurnOptions::default(),
+            false,
+            Box::new(|_| {}),
+            run_id.to_string(),
+        )
+        .map(|(id, _)| id)
+    }
+
+    fn spawn_run(
+        self: &Arc<Self>,
+        key: SessionKey,
+        message: String,
+        options: TurnOptions,
+        ephemeral: bool,
         mut on_event: Box<dyn FnMut(&AgentEvent) + Send>,
+        run_id: String,
     ) -> Result<(String, JoinHandle<Result<TurnOutcome, MethodError>>), MethodError> {
         let slot = self.slot(&key);
         let mut running = slot
@@ -380,7 +394,6 @@ impl SessionHost {
                 ),
             ));
         }
-        let run_id = format!("run_{}", lurkbot_core::random_hex(8));
         let (tx, rx) = watch::channel(None);
         if let Ok(mut runs) = self.runs.lock() {
             runs.push((run_id.clone(), rx));

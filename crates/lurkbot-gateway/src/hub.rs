@@ -51,7 +51,7 @@ impl Hub {
 #[derive(Debug, Default)]
 pub struct ClientApprover {
     hub: Hub,
-    pending: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
+    pending: Mutex<HashMap<String, (ApprovalRequested, oneshot::Sender<Decision>)>>,
 }
 
 impl ClientApprover {
@@ -70,7 +70,18 @@ impl ClientApprover {
             .lock()
             .ok()
             .and_then(|mut p| p.remove(approval_id));
-        sender.is_some_and(|s| s.send(decision).is_ok())
+        sender.is_some_and(|(_, s)| s.send(decision).is_ok())
+    }
+
+    /// The approvals waiting now, oldest first by id.
+    pub fn pending_list(&self) -> Vec<ApprovalRequested> {
+        let mut list: Vec<ApprovalRequested> = self
+            .pending
+            .lock()
+            .map(|p| p.values().map(|(request, _)| request.clone()).collect())
+            .unwrap_or_default();
+        list.sort_by(|a, b| a.approval_id.cmp(&b.approval_id));
+        list
     }
 
     /// Approvals waiting now.
@@ -87,10 +98,7 @@ impl Approver for ClientApprover {
             }
             let approval_id = format!("appr_{}", lurkbot_core::random_hex(8));
             let (tx, rx) = oneshot::channel();
-            if let Ok(mut pending) = self.pending.lock() {
-                pending.insert(approval_id.clone(), tx);
-            }
-            self.hub.emit(Event::ApprovalRequested(ApprovalRequested {
+            let requested = ApprovalRequested {
                 approval_id: approval_id.clone(),
                 session_key: request.session.clone(),
                 call_id: request.id.clone(),
@@ -99,7 +107,11 @@ impl Approver for ClientApprover {
                 reason: request.reason.clone(),
                 key: request.key.clone(),
                 timeout_ms: u64::try_from(APPROVAL_TIMEOUT.as_millis()).unwrap_or(u64::MAX),
-            }));
+            };
+            if let Ok(mut pending) = self.pending.lock() {
+                pending.insert(approval_id.clone(), (requested.clone(), tx));
+            }
+            self.hub.emit(Event::ApprovalRequested(requested));
             let decision = tokio::time::timeout(APPROVAL_TIMEOUT, rx)
                 .await
                 .ok()

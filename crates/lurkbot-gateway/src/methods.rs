@@ -201,7 +201,7 @@ pub(crate) async fn call(
     }
 }
 
-fn status(state: &AppState) -> Value {
+pub(crate) fn status(state: &AppState) -> Value {
     let config = state.config();
     let model = lurkbot_agent::setup::models(None, &config)
         .ok()

@@ -30,7 +30,7 @@ pub enum StartError {
 /// The routes.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route("/", get(crate::ui::index))
+        .route("/", get(crate::ws::root))
         .route(
             "/health",
             get(|| async { axum::Json(crate::protocol::health()) }),

@@ -39,6 +39,8 @@ pub struct AppState {
     pub limiter: Arc<FailureLimiter>,
     /// The cron scheduler's and heartbeat's shared state.
     pub autonomy: Arc<crate::scheduler::Autonomy>,
+    /// When the state was made (ms since the epoch): the gateway's start, for uptime.
+    pub started_ms: u64,
     reload_hook: Option<ReloadHook>,
     live_connections: Arc<AtomicUsize>,
     shutdown: Arc<watch::Sender<bool>>,
@@ -68,6 +70,7 @@ impl AppState {
             exec,
             limiter: Arc::new(FailureLimiter::default()),
             autonomy: Arc::default(),
+            started_ms: lurkbot_core::now_ms(),
             reload_hook: None,
             live_connections: Arc::new(AtomicUsize::new(0)),
             shutdown: Arc::new(watch::channel(false).0),

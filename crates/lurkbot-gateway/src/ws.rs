@@ -1,11 +1,14 @@
-//! `/ws`: the WebSocket protocol. The server speaks first (`connect.challenge {nonce, ts}`); the
-//! client's first request must be `connect` with a protocol range containing 1 and the token;
+//! `/ws` (and `/`): the WebSocket protocol. The server speaks first (`connect.challenge {nonce,
+//! ts}`); the client's first request must be `connect` with a protocol range containing 1
+//! (LurkBot's) or 3–4 (OpenClaw's, see [`crate::openclaw`]) and the token;
 //! anything else, or a wrong token, gets an error response and the connection is closed. After
 //! `hello-ok`, requests run concurrently (each answered by id), events arrive numbered by a
 //! per-connection `seq`, and a `tick` is sent every 15 s. Frames over the payload cap are
 //! refused with `INVALID_REQUEST` and the connection is closed.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
@@ -34,8 +37,11 @@ enum Out {
     Frame(Value),
     /// An event (numbered when sent).
     Event(Event),
-    /// From now on, shape frames for this version (sent once, after `hello-ok`).
-    Speak(ProtocolVersion),
+    /// An event already in OpenClaw's shape (numbered when sent).
+    Shaped(&'static str, Value),
+    /// From now on, shape events for OpenClaw's dialect (sent once, after its `hello-ok`);
+    /// the flag is the connection's `sessions.subscribe`.
+    SpeakOpenClaw(Arc<AtomicBool>),
     /// Close with a code and reason.
     Close(u16, String),
 }
@@ -62,6 +68,29 @@ pub(crate) async fn upgrade(
         .on_upgrade(move |socket| connection(socket, state, addr.ip()))
 }
 
+/// `GET /`: the WebSocket when the request is an upgrade (OpenClaw's clients connect to the
+/// URL as given, so `ws://host:port` means `/`), the web UI otherwise.
+pub(crate) async fn root(
+    state: State<AppState>,
+    addr: ConnectInfo<SocketAddr>,
+    request: axum::extract::Request,
+) -> Response {
+    use axum::extract::FromRequestParts;
+    let wants_socket = request
+        .headers()
+        .get(axum::http::header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    if !wants_socket {
+        return crate::ui::index().await.into_response();
+    }
+    let (mut parts, _) = request.into_parts();
+    match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
+        Ok(ws) => upgrade(state, addr, ws).await,
+        Err(rejection) => rejection.into_response(),
+    }
+}
+
 async fn connection(socket: WebSocket, state: AppState, ip: IpAddr) {
     let _counted = state.connection_guard();
     let (sink, mut stream) = socket.split();
@@ -72,22 +101,32 @@ async fn connection(socket: WebSocket, state: AppState, ip: IpAddr) {
         nonce,
         ts: lurkbot_core::now_ms(),
     })));
-    if let Some(grants) = handshake(&state, &mut stream, &out, ip).await {
-        serve(&state, &grants, &mut stream, &out).await;
+    if let Some(conn) = handshake(&state, &mut stream, &out, ip).await {
+        serve(&state, &conn, &mut stream, &out).await;
         tracing::info!(peer = %ip, "WebSocket client left");
     }
     drop(out);
     let _ = writer.await;
 }
 
-/// Reads and answers the `connect` request; the scopes granted, or `None` when the connection
-/// must close.
+/// One connection after its handshake.
+struct Conn {
+    /// Its scopes.
+    grants: Grants,
+    /// The version it speaks.
+    version: ProtocolVersion,
+    /// Its `sessions.subscribe` (OpenClaw's dialect).
+    subscribed: Arc<AtomicBool>,
+}
+
+/// Reads and answers the `connect` request; the connection's scopes and version, or `None`
+/// when it must close.
 async fn handshake(
     state: &AppState,
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
     out: &mpsc::UnboundedSender<Out>,
     ip: IpAddr,
-) -> Option<Grants> {
+) -> Option<Conn> {
     let refuse = |id: Option<&str>, error: MethodError| {
         let _ = out.send(Out::Frame(protocol::err(id, &error)));
         let _ = out.send(Out::Close(close_code::POLICY, error.message));
@@ -142,9 +181,10 @@ async fn handshake(
         );
     };
     if let Some(expected) = state.token.as_deref() {
-        let given = p
-            .pointer("/auth/token")
-            .and_then(Value::as_str)
+        // OpenClaw's clients may carry the shared secret as `auth.password`.
+        let given = ["/auth/token", "/auth/password"]
+            .iter()
+            .find_map(|at| p.pointer(at).and_then(Value::as_str))
             .unwrap_or("");
         if !token_matches(expected, given) {
             // Only a wrong token counts towards the limit; a missing one locks nobody out.
@@ -154,13 +194,23 @@ async fn handshake(
                 tracing::warn!(peer = %ip, "auth failure: WebSocket connect with a wrong token");
                 state.limiter.fail(ip);
             }
-            return refuse(
-                Some(id),
+            const WHERE: &str =
+                "it is gateway.token in LurkBot's config.toml or LURKBOT_GATEWAY_TOKEN";
+            let error = if version.is_openclaw() {
+                // OpenClaw's wording, which its clients recognise.
+                let what = if given.is_empty() {
+                    "missing"
+                } else {
+                    "mismatch"
+                };
+                MethodError::invalid(format!("unauthorized: gateway token {what} ({WHERE})"))
+            } else {
                 MethodError::new(
                     ErrorCode::Unauthorized,
-                    "wrong or missing token (auth.token); it is gateway.token in config.toml or LURKBOT_GATEWAY_TOKEN",
-                ),
-            );
+                    format!("wrong or missing token (auth.token); {WHERE}"),
+                )
+            };
+            return refuse(Some(id), error);
         }
     }
     let conn_id = format!("conn_{}", lurkbot_core::random_hex(6));
@@ -172,17 +222,29 @@ async fn handshake(
         "WebSocket client connected"
     );
     let grants = Grants::from_connect(p.get("scopes"));
-    let mut hello = version.hello(&conn_id, &crate::methods::names());
-    hello["scopes"] = grants.names().into();
-    let _ = out.send(Out::Frame(protocol::ok(id, hello)));
-    let _ = out.send(Out::Speak(version));
-    Some(grants)
+    let subscribed = Arc::new(AtomicBool::new(false));
+    if version.is_openclaw() {
+        let hello = crate::openclaw::hello(state, version, &conn_id, &grants);
+        let _ = out.send(Out::Frame(protocol::ok(id, hello)));
+        let _ = out.send(Out::SpeakOpenClaw(subscribed.clone()));
+        // OpenClaw's gateway pushes its health right after hello-ok.
+        let _ = out.send(Out::Shaped("health", crate::openclaw::health(state)));
+    } else {
+        let mut hello = version.hello(&conn_id, &crate::methods::names());
+        hello["scopes"] = grants.names().into();
+        let _ = out.send(Out::Frame(protocol::ok(id, hello)));
+    }
+    Some(Conn {
+        grants,
+        version,
+        subscribed,
+    })
 }
 
 /// Requests, events, ticks and shutdown until the client leaves.
 async fn serve(
     state: &AppState,
-    grants: &Grants,
+    conn: &Conn,
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
     out: &mpsc::UnboundedSender<Out>,
 ) {
@@ -200,7 +262,7 @@ async fn serve(
                         let _ = out.send(Out::Close(close_code::SIZE, "frame too large".into()));
                         return;
                     }
-                    request(state, grants, text.as_str(), out);
+                    request(state, conn, text.as_str(), out);
                 }
                 Some(Ok(Message::Binary(_))) => {
                     let e = MethodError::invalid("binary frames are not part of the protocol");
@@ -230,7 +292,7 @@ async fn serve(
 }
 
 /// Answers one request in its own task.
-fn request(state: &AppState, grants: &Grants, text: &str, out: &mpsc::UnboundedSender<Out>) {
+fn request(state: &AppState, conn: &Conn, text: &str, out: &mpsc::UnboundedSender<Out>) {
     let request = match protocol::parse_request(text) {
         Ok(r) => r,
         Err((id, e)) => {
@@ -239,11 +301,27 @@ fn request(state: &AppState, grants: &Grants, text: &str, out: &mpsc::UnboundedS
         }
     };
     let state = state.clone();
-    let grants = grants.clone();
+    let grants = conn.grants.clone();
+    let openclaw = conn.version.is_openclaw().then(|| {
+        let interim_out = out.clone();
+        let id = request.id.clone();
+        crate::openclaw::Conn {
+            grants: grants.clone(),
+            subscribed: conn.subscribed.clone(),
+            interim: Arc::new(move |payload| {
+                let _ = interim_out.send(Out::Frame(protocol::ok(&id, payload)));
+            }),
+        }
+    });
     let out = out.clone();
     tokio::spawn(async move {
         let started = std::time::Instant::now();
-        let answer = crate::methods::call(&state, &grants, &request.method, &request.params).await;
+        let answer = match &openclaw {
+            Some(conn) => {
+                crate::openclaw::call(&state, conn, &request.method, &request.params).await
+            }
+            None => crate::methods::call(&state, &grants, &request.method, &request.params).await,
+        };
         let ms = started.elapsed().as_millis() as u64;
         let frame = match answer {
             Ok(payload) => {
@@ -264,18 +342,42 @@ async fn write_loop(
     mut rx: mpsc::UnboundedReceiver<Out>,
 ) {
     let mut seq = 0u64;
-    // The challenge precedes negotiation; every version shapes it the same.
-    let mut version = ProtocolVersion::V1;
+    // LurkBot's shapes until a connection speaks OpenClaw's (the challenge is the same in both).
+    let mut shaper: Option<crate::openclaw::Shaper> = None;
+    let frame = |seq: &mut u64, event: &str, payload: Value| {
+        *seq += 1;
+        Message::Text(
+            serde_json::json!({"type": "event", "event": event, "payload": payload, "seq": *seq})
+                .to_string()
+                .into(),
+        )
+    };
     while let Some(item) = rx.recv().await {
         let message = match item {
             Out::Frame(v) => Message::Text(v.to_string().into()),
-            Out::Event(event) => {
-                seq += 1;
-                let frame = version.event_frame(&EventFrame { event, seq });
-                Message::Text(frame.to_string().into())
-            }
-            Out::Speak(chosen) => {
-                version = chosen;
+            Out::Event(event) => match shaper.as_mut() {
+                None => {
+                    seq += 1;
+                    let frame = ProtocolVersion::V1.event_frame(&EventFrame { event, seq });
+                    Message::Text(frame.to_string().into())
+                }
+                Some(shaper) => {
+                    let mut failed = false;
+                    for (name, payload) in shaper.shape(event) {
+                        if sink.send(frame(&mut seq, name, payload)).await.is_err() {
+                            failed = true;
+                            break;
+                        }
+                    }
+                    if failed {
+                        break;
+                    }
+                    continue;
+                }
+            },
+            Out::Shaped(name, payload) => frame(&mut seq, name, payload),
+            Out::SpeakOpenClaw(subscribed) => {
+                shaper = Some(crate::openclaw::Shaper::new(subscribed));
                 continue;
             }
             Out::Close(code, reason) => {

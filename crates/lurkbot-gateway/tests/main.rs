@@ -15,6 +15,7 @@ mod http;
 mod irc;
 mod memory;
 mod openai_sdk;
+mod openclaw;
 mod ops;
 mod protocol;
 mod usage;

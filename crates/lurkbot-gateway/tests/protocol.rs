@@ -83,7 +83,9 @@ async fn a_bad_first_frame_or_wrong_token_closes_the_connection() {
         json!({"type": "req", "id": "1", "method": "health", "params": {}}),
         json!({"hello": "there"}),
         json!({"type": "req", "id": "2", "method": "connect",
-            "params": {"minProtocol": 2, "maxProtocol": 3, "auth": {"token": TOKEN}}}),
+            "params": {"minProtocol": 5, "maxProtocol": 9, "auth": {"token": TOKEN}}}),
+        json!({"type": "req", "id": "3", "method": "connect",
+            "params": {"minProtocol": 2, "maxProtocol": 2, "auth": {"token": TOKEN}}}),
     ] {
         let mut c = Client::open(&gw).await;
         c.recv().await.unwrap();
@@ -463,7 +465,7 @@ async fn a_connection_gets_only_the_scopes_it_asked_for() {
     }
     // No scopes listed: everything, as before.
     let (mut all, hello) = Client::connect(&gw, TOKEN).await;
-    assert_eq!(hello["scopes"].as_array().unwrap().len(), 4);
+    assert_eq!(hello["scopes"].as_array().unwrap().len(), 5);
     let exec = all
         .request("terminal.exec", json!({"command": "help"}))
         .await;

@@ -100,6 +100,8 @@ pub enum ErrorCode {
     NotFound,
     /// The server cannot do it now (no model, shutting down, busy).
     Unavailable,
+    /// The connection lacks the scope (OpenClaw's dialect; LurkBot's says `UNAUTHORIZED`).
+    Forbidden,
 }
 
 impl ErrorCode {
@@ -110,6 +112,7 @@ impl ErrorCode {
             Self::Unauthorized => "UNAUTHORIZED",
             Self::NotFound => "NOT_FOUND",
             Self::Unavailable => "UNAVAILABLE",
+            Self::Forbidden => "FORBIDDEN",
         }
     }
 }

@@ -14,11 +14,19 @@ pub enum Scope {
     Admin,
     /// Answering approval requests.
     Approvals,
+    /// Reading and answering the agent's questions (OpenClaw's; LurkBot's list is empty).
+    Questions,
 }
 
 impl Scope {
     /// Every scope.
-    pub const ALL: &[Self] = &[Self::Read, Self::Write, Self::Admin, Self::Approvals];
+    pub const ALL: &[Self] = &[
+        Self::Read,
+        Self::Write,
+        Self::Admin,
+        Self::Approvals,
+        Self::Questions,
+    ];
 
     /// The wire name.
     pub fn as_str(self) -> &'static str {
@@ -27,6 +35,7 @@ impl Scope {
             Self::Write => "operator.write",
             Self::Admin => "operator.admin",
             Self::Approvals => "operator.approvals",
+            Self::Questions => "operator.questions",
         }
     }
 

@@ -151,7 +151,7 @@ type Ws =
 pub struct Client {
     pub ws: Ws,
     pub events: Vec<Value>,
-    next: u64,
+    pub next: u64,
 }
 
 impl Client {

@@ -49,7 +49,7 @@ pub(crate) fn run(home_path: &Path, json_mode: bool) -> CliResult {
         let value = if is_secret_key(&key) && !value.is_null() {
             Value::String("********".into())
         } else {
-            masked(value)
+            lurkbot_core::mask_secret_values(value)
         };
         rows.push(Row { key, value, source });
     }
@@ -92,33 +92,15 @@ fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
     }
 }
 
-/// `value` with every secret key inside it (an array of tables, say) masked.
-fn masked(value: Value) -> Value {
-    match value {
-        Value::Array(items) => Value::Array(items.into_iter().map(masked).collect()),
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| {
-                    let v = if is_secret_key(&k) && !v.is_null() {
-                        Value::String("********".into())
-                    } else {
-                        masked(v)
-                    };
-                    (k, v)
-                })
-                .collect(),
-        ),
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn secrets_nested_in_values_are_masked() {
-        let v = masked(json!([{"name": "a", "api_key": "sk-1", "env": {"TOKEN": "t"}}, 3]));
+        let v = lurkbot_core::mask_secret_values(
+            json!([{"name": "a", "api_key": "sk-1", "env": {"TOKEN": "t"}}, 3]),
+        );
         assert_eq!(
             v,
             json!([{"name": "a", "api_key": "********", "env": {"TOKEN": "********"}}, 3])

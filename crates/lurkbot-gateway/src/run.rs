@@ -1,0 +1,42 @@
+//! How a turn is asked for ([`TurnOptions`]) and how it ended ([`RunEnd`], what `agent.wait`
+//! answers).
+
+use serde_json::{Value, json};
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnd {
+    /// The final reply.
+    Done {
+        /// Reply text.
+        text: String,
+        /// Model that answered.
+        model: String,
+    },
+    /// The turn failed.
+    Failed(String),
+    /// `chat.abort` or shutdown stopped it.
+    Aborted,
+}
+
+impl RunEnd {
+    /// The wire form.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Self::Done { text, model } => json!({"status": "ok", "text": text, "model": model}),
+            Self::Failed(message) => json!({"status": "error", "message": message}),
+            Self::Aborted => json!({"status": "aborted"}),
+        }
+    }
+}
+
+/// A turn's own model and thinking level (a sub-agent's or a cron job's), when it has them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnOptions {
+    /// `provider/model` instead of the configured model.
+    pub model: Option<String>,
+    /// A thinking level.
+    pub thinking: Option<String>,
+    /// A cap on the run's tokens.
+    pub budget: Option<lurkbot_agent::usage::RunBudget>,
+}

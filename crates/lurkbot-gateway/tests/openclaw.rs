@@ -1,0 +1,470 @@
+//! OpenClaw's own clients against a LurkBot gateway (DESIGN §6): OpenClaw's CLI (pinned, from
+//! npm, run under Node 24) asks for protocol 4 on `ws://host:port` (path `/`), and its
+//! `gateway health|status|probe`, `gateway call`, `health`, `logs` and `agent` work; a wrong
+//! token is refused in OpenClaw's words; its TUI completes a turn inside tmux. Every frame the
+//! gateway sends on protocol 4 is validated against OpenClaw's published protocol.schema.json.
+
+use std::time::{Duration, Instant};
+
+use lurkbot_llm::fake::Step;
+use lurkbot_test_support::openclaw::OpenClaw;
+use lurkbot_test_support::venv::test_python;
+use serde_json::{Value, json};
+
+use crate::common::{Client, Gateway, TOKEN};
+
+/// What one CLI run printed.
+struct Run {
+    status: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", self.stdout, self.stderr))
+    }
+}
+
+/// Runs `openclaw ARGS…` against `gw` (URL and token from the environment, as a user would set
+/// them) off the runtime's threads.
+async fn openclaw(cli: &OpenClaw, gw: &Gateway, args: &[&str]) -> Run {
+    let mut command = cli.command(args);
+    command
+        .env("OPENCLAW_GATEWAY_URL", format!("ws://{}", gw.addr))
+        .env("OPENCLAW_GATEWAY_TOKEN", TOKEN);
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    Run {
+        status: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+async fn call(cli: &OpenClaw, gw: &Gateway, method: &str, params: Value) -> Run {
+    openclaw(
+        cli,
+        gw,
+        &[
+            "gateway",
+            "call",
+            method,
+            "--json",
+            "--params",
+            &params.to_string(),
+        ],
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openclaws_cli_reads_health_status_probe_logs_and_each_method() {
+    let gw = Gateway::start("", vec![]).await;
+    let cli = OpenClaw::new();
+
+    let health = openclaw(&cli, &gw, &["gateway", "health", "--json"]).await;
+    assert_eq!(health.status, 0, "{}", health.stderr);
+    assert_eq!(health.json()["ok"], true);
+    assert_eq!(health.json()["defaultAgentId"], "main");
+
+    // `gateway status` and `probe` look at the URL and token given, not the environment.
+    let url = format!("ws://{}", gw.addr);
+    let target = ["--url", url.as_str(), "--token", TOKEN, "--json"];
+    let status = openclaw(&cli, &gw, &[&["gateway", "status"][..], &target].concat()).await;
+    assert_eq!(status.status, 0, "{}", status.stderr);
+    assert_eq!(status.json()["rpc"]["ok"], true, "{}", status.stdout);
+
+    let probe = openclaw(&cli, &gw, &[&["gateway", "probe"][..], &target].concat()).await;
+    assert_eq!(probe.status, 0, "{}", probe.stderr);
+    let report = probe.json();
+    assert_eq!(
+        (report["ok"].clone(), report["degraded"].clone()),
+        (json!(true), json!(false)),
+        "{}",
+        probe.stdout
+    );
+
+    let summary = openclaw(&cli, &gw, &["health"]).await;
+    assert_eq!(summary.status, 0, "{}", summary.stderr);
+    assert!(
+        summary.stdout.contains("Agents: main (default)"),
+        "{}",
+        summary.stdout
+    );
+
+    // The in-process gateway does not set up the binary's log file: write a line in its format.
+    std::fs::create_dir_all(gw.home.join("logs")).unwrap();
+    std::fs::write(
+        gw.home.join("logs/gateway.log"),
+        "{\"timestamp\":\"2026-11-24T08:06:36.689433Z\",\"level\":\"INFO\",\"message\":\"gateway listening\",\"address\":\"127.0.0.1:1\"}\n",
+    )
+    .unwrap();
+    let logs = openclaw(&cli, &gw, &["logs", "--limit", "50"]).await;
+    assert_eq!(logs.status, 0, "{}", logs.stderr);
+    assert!(
+        logs.stdout.contains("gateway.log") && logs.stdout.contains("gateway listening"),
+        "{}",
+        logs.stdout
+    );
+
+    // Each implemented method through `gateway call`, with OpenClaw's payload shapes.
+    for (method, params, field) in [
+        ("health", json!({}), "agents"),
+        ("status", json!({}), "version"),
+        ("config.get", json!({}), "config"),
+        ("logs.tail", json!({"limit": 5}), "lines"),
+        ("sessions.list", json!({"limit": 10}), "sessions"),
+        ("agents.list", json!({}), "agents"),
+        ("models.list", json!({}), "models"),
+        ("commands.list", json!({}), "commands"),
+        ("skills.status", json!({}), "skills"),
+        ("exec.approval.list", json!({}), "approvals"),
+        ("question.list", json!({}), "questions"),
+        ("taskSuggestions.list", json!({}), "suggestions"),
+        ("cron.list", json!({}), "jobs"),
+        ("cron.status", json!({}), "jobs"),
+        ("usage.summary", json!({}), "total"),
+        ("terminal.exec", json!({"command": "help"}), "exit_code"),
+        ("sessions.subscribe", json!({"limit": 5}), "subscribed"),
+    ] {
+        let run = call(&cli, &gw, method, params).await;
+        assert_eq!(run.status, 0, "{method}: {}{}", run.stdout, run.stderr);
+        assert!(
+            run.json().get(field).is_some(),
+            "{method} lacks {field}: {}",
+            run.stdout
+        );
+    }
+    let presence = call(&cli, &gw, "system-presence", json!({})).await;
+    assert_eq!(presence.json()[0]["mode"], "gateway", "{}", presence.stdout);
+    // Secrets are masked in config.get.
+    let config = call(&cli, &gw, "config.get", json!({})).await;
+    assert!(!config.stdout.contains(TOKEN) || config.stdout.contains("********"));
+
+    // A method LurkBot does not implement: OpenClaw's error, which its clients recognise.
+    let unknown = call(&cli, &gw, "tts.status", json!({})).await;
+    assert_ne!(unknown.status, 0);
+    let text = format!("{}{}", unknown.stdout, unknown.stderr);
+    assert!(
+        text.contains("INVALID_REQUEST") && text.contains("unknown method: tts.status"),
+        "{text}"
+    );
+
+    // A wrong token is refused in OpenClaw's words, and nothing is answered.
+    let mut wrong = cli.command(&[
+        "gateway",
+        "health",
+        "--url",
+        &format!("ws://{}", gw.addr),
+        "--token",
+        "not-the-token-0123456789",
+    ]);
+    let output = tokio::task::spawn_blocking(move || wrong.output().unwrap())
+        .await
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("unauthorized: gateway token mismatch"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openclaws_agent_command_prints_the_reply_of_a_tool_turn() {
+    let gw = Gateway::start(
+        "",
+        vec![
+            Step::calls(&[(
+                "call_1",
+                "terminal_exec",
+                json!({"command": "echo saw-result"}),
+            )]),
+            Step::text("DONE: saw-result"),
+        ],
+    )
+    .await;
+    let cli = OpenClaw::new();
+    let run = openclaw(
+        &cli,
+        &gw,
+        &[
+            "agent",
+            "--message",
+            "Run echo and tell me",
+            "--session-key",
+            "agent:main:main",
+        ],
+    )
+    .await;
+    assert_eq!(run.status, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("DONE: saw-result"), "{}", run.stdout);
+    // The tool ran for real: its result went back to the model.
+    let requests = gw.fake.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1].body.to_string().contains("saw-result"),
+        "{}",
+        requests[1].body
+    );
+
+    // The session is there for OpenClaw's session and chat readers.
+    let history = call(
+        &cli,
+        &gw,
+        "chat.history",
+        json!({"sessionKey": "agent:main:main"}),
+    )
+    .await;
+    let messages = history.json()["messages"].clone();
+    let roles: Vec<&str> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "toolResult", "assistant"]);
+    assert_eq!(messages[1]["content"][0]["type"], "toolCall");
+    let describe = call(
+        &cli,
+        &gw,
+        "sessions.describe",
+        json!({"key": "agent:main:main"}),
+    )
+    .await;
+    assert_eq!(
+        describe.json()["session"]["isMain"],
+        true,
+        "{}",
+        describe.stdout
+    );
+    assert!(describe.json()["session"]["totalTokens"].as_u64().is_some());
+}
+
+/// Every frame of a connection on protocol 4: the handshake, methods, a streamed tool turn
+/// with `sessions.subscribe` on, and refusals, written for the validator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_frame_sent_on_protocol_4_validates_against_openclaws_schema() {
+    let gw = Gateway::start(
+        "",
+        vec![
+            Step::calls(&[("call_1", "terminal_exec", json!({"command": "help"}))]),
+            Step::text("All done."),
+        ],
+    )
+    .await;
+    let cli = OpenClaw::new();
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/", gw.addr))
+        .await
+        .unwrap();
+    let mut c = Client {
+        ws,
+        events: Vec::new(),
+        next: 0,
+    };
+    let mut frames: Vec<Value> = Vec::new();
+    let mut record = |method: Option<&str>, frame: &Value| {
+        frames.push(json!({"method": method, "frame": frame}));
+    };
+    let challenge = c.recv().await.unwrap();
+    record(None, &challenge);
+    c.send(
+        &json!({"type": "req", "id": "c1", "method": "connect", "params": {
+        "minProtocol": 4, "maxProtocol": 4, "role": "operator",
+        "client": {"id": "cli", "version": "2026.9.6", "platform": "linux", "mode": "cli"},
+        "scopes": ["operator.admin"], "auth": {"token": TOKEN},
+        "device": {"id": "d1", "publicKey": "k", "signature": "s", "signedAt": 1, "nonce": "n"}}}),
+    )
+    .await;
+    let hello = c.recv().await.unwrap();
+    record(Some("connect"), &hello);
+    assert_eq!(hello["payload"]["protocol"], 4, "{hello}");
+    assert_eq!(
+        hello["payload"]["auth"]["scopes"],
+        json!(["operator.admin"])
+    );
+    let pushed = c.recv().await.unwrap();
+    assert_eq!(pushed["event"], "health");
+    record(None, &pushed);
+
+    let methods = [
+        ("health", json!({})),
+        ("status", json!({})),
+        ("system-presence", json!({})),
+        ("config.get", json!({})),
+        ("logs.tail", json!({"limit": 5})),
+        ("sessions.subscribe", json!({})),
+        ("agents.list", json!({})),
+        ("models.list", json!({})),
+        ("commands.list", json!({})),
+        ("question.list", json!({})),
+        ("taskSuggestions.list", json!({})),
+        ("plugin.approval.list", json!({})),
+        ("no.such.method", json!({})),
+        (
+            "chat.send",
+            json!({"sessionKey": "agent:main:main", "message": "go",
+            "idempotencyKey": "run-from-the-client-1"}),
+        ),
+    ];
+    for (method, params) in methods {
+        let res = c.request(method, params).await;
+        for event in c.events.drain(..) {
+            frames.push(json!({"method": null, "frame": event}));
+        }
+        frames.push(json!({"method": method, "frame": res}));
+    }
+    // The turn streams under the client's own run id; read until its final chat event.
+    let fin = c
+        .event(|e| e["event"] == "chat" && e["payload"]["state"] == "final")
+        .await;
+    assert_eq!(fin["payload"]["runId"], "run-from-the-client-1");
+    assert_eq!(fin["payload"]["message"]["content"][0]["text"], "All done.");
+    for event in c.events.drain(..) {
+        frames.push(json!({"method": null, "frame": event}));
+    }
+    frames.push(json!({"method": null, "frame": fin}));
+    for (method, params) in [
+        ("sessions.list", json!({})),
+        ("sessions.describe", json!({"key": "agent:main:main"})),
+        ("chat.history", json!({"sessionKey": "agent:main:main"})),
+        (
+            "agent.wait",
+            json!({"runId": "run-from-the-client-1", "timeoutMs": 5000}),
+        ),
+        ("sessions.delete", json!({"key": "agent:main:main"})),
+    ] {
+        let res = c.request(method, params).await;
+        assert_eq!(res["ok"], true, "{method}: {res}");
+        for event in c.events.drain(..) {
+            frames.push(json!({"method": null, "frame": event}));
+        }
+        frames.push(json!({"method": method, "frame": res}));
+    }
+    let names: Vec<String> = frames
+        .iter()
+        .filter_map(|f| f["frame"]["event"].as_str().map(str::to_string))
+        .collect();
+    for needed in ["agent", "chat", "session.message", "sessions.changed"] {
+        assert!(names.iter().any(|n| n == needed), "no {needed}: {names:?}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("frames.jsonl");
+    let lines: Vec<String> = frames.iter().map(Value::to_string).collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/openclaw/validate.py");
+    let output = std::process::Command::new(test_python())
+        .arg(script)
+        .arg(cli.schema())
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let checked: Value = serde_json::from_str(report.trim()).unwrap();
+    for definition in [
+        "GatewayFrame",
+        "HelloOk",
+        "AgentEvent",
+        "ChatEvent",
+        "health",
+        "LogsTailResult",
+        "AgentsListResult",
+        "SessionRow",
+        "PresenceEntry",
+        "SessionsDeleteResult",
+    ] {
+        assert!(
+            checked["checked"][definition].as_u64().unwrap_or(0) > 0,
+            "{definition} never checked: {report}"
+        );
+    }
+    assert_eq!(
+        checked["checked"]["GatewayFrame"].as_u64().unwrap() as usize,
+        frames.len()
+    );
+}
+
+/// Reads the tmux pane until `needle` shows, for at most `limit`.
+fn wait_for_pane(session: &str, needle: &str, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        let out = std::process::Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", session])
+            .output()
+            .unwrap();
+        let pane = String::from_utf8_lossy(&out.stdout).into_owned();
+        if pane.contains(needle) || Instant::now() > deadline {
+            return pane;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openclaws_tui_completes_a_turn_inside_tmux() {
+    let gw = Gateway::start("", vec![Step::text("Hello from LurkBot's gateway")]).await;
+    let cli = OpenClaw::new();
+    let session = format!("lurkbot-tui-{}", std::process::id());
+    let command = cli.command(&[
+        "tui",
+        "--url",
+        &format!("ws://{}", gw.addr),
+        "--token",
+        TOKEN,
+    ]);
+    // tmux runs the command through its own shell; pass the environment and argv explicitly.
+    let env: Vec<String> = command
+        .get_envs()
+        .filter_map(|(k, v)| Some(format!("{}={}", k.to_str()?, v?.to_str()?)))
+        .collect();
+    let mut argv = vec!["env".to_string()];
+    argv.extend(env);
+    argv.push(command.get_program().to_string_lossy().into_owned());
+    argv.extend(command.get_args().map(|a| a.to_string_lossy().into_owned()));
+    let started = std::process::Command::new("tmux")
+        .args(["new-session", "-d", "-s", &session, "-x", "160", "-y", "50"])
+        .args(&argv)
+        .status()
+        .unwrap();
+    assert!(started.success());
+    let name = session.clone();
+    let pane = tokio::task::spawn_blocking(move || {
+        let ready = wait_for_pane(&name, "connected", Duration::from_secs(60));
+        std::process::Command::new("tmux")
+            .args(["send-keys", "-t", &name, "say hello", "Enter"])
+            .status()
+            .unwrap();
+        let pane = wait_for_pane(&name, "Hello from LurkBot", Duration::from_secs(60));
+        (ready, pane)
+    })
+    .await
+    .unwrap();
+    let _ = std::process::Command::new("tmux")
+        .args(["kill-session", "-t", &session])
+        .status();
+    assert!(
+        pane.1.contains("Hello from LurkBot's gateway"),
+        "ready pane:\n{}\nafter the turn:\n{}",
+        pane.0,
+        pane.1
+    );
+    assert_eq!(gw.fake.requests().len(), 1);
+    assert!(
+        gw.fake.requests()[0].body.to_string().contains("say hello"),
+        "the TUI's message reached the model"
+    );
+}
