@@ -6,6 +6,7 @@ mod compaction;
 pub mod cron;
 mod error;
 pub mod heartbeat;
+pub mod import;
 mod local_runtime;
 pub mod mcp;
 mod policy;

@@ -72,6 +72,14 @@ fn set_private_dir(dir: &std::path::Path) -> Result<(), CoreError> {
         .map_err(|e| CoreError::io("restrict", dir, e))
 }
 
+/// Whether `bytes` is workspace bootstrap file `name` exactly as `init` wrote it (an importer
+/// may replace such a file: the user never changed it).
+pub fn is_untouched_bootstrap(name: &str, bytes: &[u8]) -> bool {
+    templates::BOOTSTRAP
+        .iter()
+        .any(|(n, content)| *n == name && content.as_bytes() == bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

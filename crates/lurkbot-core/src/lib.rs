@@ -50,7 +50,7 @@ pub use home::{Home, layout};
 pub use host_port::split_host_port;
 pub use html_entities::decode_html_entities;
 pub use ids::{new_run_id, new_session_id, random_hex};
-pub use init::{InitReport, init_home};
+pub use init::{InitReport, init_home, is_untouched_bootstrap};
 pub use log_file::{
     DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, GATEWAY_LOG, RotatingLog, TailWindow, tail,
 };

@@ -347,7 +347,7 @@ async fn write_loop(
     let frame = |seq: &mut u64, event: &str, payload: Value| {
         *seq += 1;
         Message::Text(
-            serde_json::json!({"type": "event", "event": event, "payload": payload, "seq": *seq})
+            protocol::shaped_event(event, payload, *seq)
                 .to_string()
                 .into(),
         )

@@ -1,4 +1,4 @@
-//! OpenClaw's own clients against a LurkBot gateway (DESIGN §6): OpenClaw's CLI (pinned, from
+//! OpenClaw's own clients against a LurkBot gateway (ARCHITECTURE.md §6): OpenClaw's CLI (pinned, from
 //! npm, run under Node 24) asks for protocol 4 on `ws://host:port` (path `/`), and its
 //! `gateway health|status|probe`, `gateway call`, `health`, `logs` and `agent` work; a wrong
 //! token is refused in OpenClaw's words; its TUI completes a turn inside tmux. Every frame the

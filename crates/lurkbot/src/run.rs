@@ -23,6 +23,7 @@ pub(crate) fn run(cli: Cli) -> CliResult {
         Sub::Cron(args) => crate::cli::cron::run(&home_path, args),
         Sub::Heartbeat(args) => crate::cli::heartbeat::run(&home_path, &args),
         Sub::Usage(args) => crate::cli::usage::run(&home_path, &args),
+        Sub::Import(args) => crate::cli::import::run(&home_path, &args),
         Sub::Logs(args) => crate::cli::logs::run(&home_path, &args),
         Sub::Dashboard(args) => crate::cli::dashboard::run(&home_path, &args),
         Sub::Completions(args) => crate::cli::completions::completions(&args),

@@ -19,6 +19,7 @@ mod dashboard;
 mod doctor;
 mod exec;
 mod gateway;
+mod import;
 mod init;
 mod irc;
 mod logs;

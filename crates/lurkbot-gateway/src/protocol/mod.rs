@@ -245,6 +245,11 @@ pub fn parse_request(text: &str) -> Result<Request, (Option<String>, MethodError
     Ok(request)
 }
 
+/// An event frame whose payload is already shaped (OpenClaw's dialect, `crate::openclaw`).
+pub fn shaped_event(event: &str, payload: Value, seq: u64) -> Value {
+    json!({"type": "event", "event": event, "payload": payload, "seq": seq})
+}
+
 /// A successful response.
 pub fn ok(id: &str, payload: Value) -> Value {
     json!({"type": "res", "id": id, "ok": true, "payload": payload})

@@ -14,6 +14,7 @@ pub(crate) mod doctor;
 pub(crate) mod exec;
 pub(crate) mod gateway;
 pub(crate) mod heartbeat;
+pub(crate) mod import;
 pub(crate) mod init;
 pub(crate) mod line_reader;
 pub(crate) mod logs;
@@ -85,6 +86,9 @@ pub(crate) enum Sub {
     Heartbeat(heartbeat::HeartbeatArgs),
     /// What model calls used: tokens and cost by day, agent, model or session.
     Usage(usage::UsageArgs),
+    /// Move another platform's state into this home (openclaw).
+    #[command(subcommand)]
+    Import(import::ImportArgs),
     /// The gateway's log: the last lines, -f to follow, --since, --json.
     Logs(logs::LogsArgs),
     /// The web UI's address with the gateway token (shown on a terminal; --open opens it).

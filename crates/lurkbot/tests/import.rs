@@ -1,0 +1,228 @@
+//! `lurkbot import openclaw` from a state folder OpenClaw itself made: OpenClaw 2026.9.6's CLI
+//! onboards with a custom OpenAI-compatible provider (the scripted server), sets fallbacks, a
+//! heartbeat and a tool deny list, and adds a cron job through its own gateway (where its
+//! cron jobs live in SQLite). After the import, `lurkbot agent` answers through the imported
+//! model and base URL, the job is listed, and no key is in config.toml.
+
+use std::time::{Duration, Instant};
+
+use lurkbot_llm::fake::{FakeProvider, Step};
+use lurkbot_test_support::openclaw::OpenClaw;
+
+use crate::util::Test;
+
+const OC_TOKEN: &str = "tok-imported-0123456789abcd";
+
+fn run_openclaw(cli: &OpenClaw, args: &[&str]) -> String {
+    let out = cli.command(args).output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "openclaw {args:?}: {text}");
+    text
+}
+
+/// A port free now (OpenClaw's gateway is told to use it).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// OpenClaw's `cron add` talks to its gateway: run one on the state folder for the call.
+fn add_cron_job_with_openclaws_gateway(cli: &OpenClaw) {
+    let port = free_port().to_string();
+    let url = format!("ws://127.0.0.1:{port}");
+    let mut gateway = cli
+        .command(&["gateway", "run", "--port", &port])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let probe = cli
+            .command(&["gateway", "health", "--url", &url, "--token", OC_TOKEN])
+            .output()
+            .unwrap();
+        if probe.status.success() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "OpenClaw's gateway did not start in 90 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let added = cli
+        .command(&[
+            "cron",
+            "add",
+            "--name",
+            "Morning brief",
+            "--every",
+            "1h",
+            "--message",
+            "Summarise the news",
+            "--url",
+            &url,
+            "--token",
+            OC_TOKEN,
+        ])
+        .output()
+        .unwrap();
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_folder_made_by_openclaw_is_imported_and_used() {
+    let fake = FakeProvider::start(vec![Step::text("Hello from the imported model")]).await;
+    let base = format!("{}/v1", fake.url);
+    let cli = OpenClaw::new();
+    let state = cli.home.path().join(".openclaw");
+    let setup = tokio::task::spawn_blocking({
+        let base = base.clone();
+        move || {
+            let cli = cli;
+            run_openclaw(
+                &cli,
+                &[
+                    "onboard",
+                    "--non-interactive",
+                    "--accept-risk",
+                    "--mode",
+                    "local",
+                    "--auth-choice",
+                    "custom-api-key",
+                    "--custom-base-url",
+                    &base,
+                    "--custom-model-id",
+                    "fake-model",
+                    "--custom-provider-id",
+                    "fake",
+                    "--custom-api-key",
+                    "sk-imported-key-42",
+                    "--custom-compatibility",
+                    "openai",
+                    "--gateway-auth",
+                    "token",
+                    "--gateway-token",
+                    OC_TOKEN,
+                    "--skip-health",
+                    "--no-install-daemon",
+                    "--json",
+                ],
+            );
+            run_openclaw(
+                &cli,
+                &[
+                    "config",
+                    "set",
+                    "agents.defaults.model.fallbacks",
+                    "[\"fake/backup-model\"]",
+                    "--strict-json",
+                ],
+            );
+            run_openclaw(
+                &cli,
+                &["config", "set", "agents.defaults.heartbeat.every", "45m"],
+            );
+            run_openclaw(
+                &cli,
+                &[
+                    "config",
+                    "set",
+                    "tools.deny",
+                    "[\"exec\",\"browser\"]",
+                    "--strict-json",
+                ],
+            );
+            std::fs::write(
+                cli.home.path().join(".openclaw/workspace/USER.md"),
+                "# USER.md\n\nName: Ada. Prefers short answers.\n",
+            )
+            .unwrap();
+            add_cron_job_with_openclaws_gateway(&cli);
+            cli
+        }
+    })
+    .await
+    .unwrap();
+
+    let t = Test::init();
+    let dir = state.display().to_string();
+    let dry = t.run(&["import", "openclaw", &dir, "--dry-run"]);
+    assert_eq!(dry.status, 0, "{}", dry.stderr);
+    assert!(dry.stdout.contains("nothing written"), "{}", dry.stdout);
+    assert!(!dry.stdout.contains("sk-imported-key-42"), "{}", dry.stdout);
+    assert!(
+        !std::fs::read_to_string(t.path("config.toml"))
+            .unwrap()
+            .contains("fake-model"),
+        "a dry run writes nothing"
+    );
+
+    let out = t.run(&["import", "openclaw", &dir, "--json"]);
+    assert_eq!(out.status, 0, "{}\n{}", out.stdout, out.stderr);
+    let report = out.json();
+    assert!(!out.stdout.contains("sk-imported-key-42"), "{}", out.stdout);
+    let unmapped = report["unmapped"].to_string();
+    assert!(unmapped.contains("tools.deny: browser"), "{unmapped}");
+    assert!(unmapped.contains("managed by OpenClaw"), "{unmapped}");
+
+    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    assert!(config.contains("model = \"openai/fake-model\""), "{config}");
+    assert!(config.contains("\"openai/backup-model\""), "{config}");
+    assert!(config.contains("every = \"45m\""), "{config}");
+    assert!(
+        config.contains("\"terminal_exec\""),
+        "exec became terminal_exec: {config}"
+    );
+    assert!(
+        !config.contains("sk-imported-key-42"),
+        "no key in config.toml"
+    );
+    let env = std::fs::read_to_string(t.path(".env")).unwrap();
+    assert!(env.contains("OPENAI_API_KEY=sk-imported-key-42"), "{env}");
+    assert!(env.contains(&format!("OPENAI_BASE_URL={base}")), "{env}");
+    assert!(
+        std::fs::read_to_string(t.path("workspace/USER.md"))
+            .unwrap()
+            .contains("Name: Ada")
+    );
+
+    let jobs = t.run(&["cron", "list", "--json"]);
+    assert!(jobs.stdout.contains("Morning brief"), "{}", jobs.stdout);
+
+    // The imported model answers (its base URL and key came from .env).
+    let reply = t.run(&["agent", "-m", "hello"]);
+    assert_eq!(reply.status, 0, "{}", reply.stderr);
+    assert!(
+        reply.stdout.contains("Hello from the imported model"),
+        "{}",
+        reply.stdout
+    );
+    let request = &fake.requests()[0];
+    assert_eq!(request.body["model"], "fake-model");
+    assert_eq!(
+        request.key.as_deref(),
+        Some("sk-imported-key-42"),
+        "the imported key was sent"
+    );
+
+    // A second import keeps what is there.
+    let again = t.run(&["import", "openclaw", &dir]);
+    assert_eq!(again.status, 0, "{}", again.stderr);
+    assert!(again.stdout.contains("kept"), "{}", again.stdout);
+    drop(setup);
+}
