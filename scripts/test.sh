@@ -7,9 +7,11 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests call: classic archive tools for interoperability tests, openssl
 # for a real TLS server in the rss tests, tzdata for the time zones CalDAV events name,
 # chromium and its driver for the web UI tests, systemd for `systemd-analyze verify` of the
-# service unit, ngircd and atheme-services for a real IRC server with NickServ, npm for
-# OpenClaw's CLI and tmux to drive its TUI.
-packages=(zip unzip tar xz-utils bzip2 openssl python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services npm tmux)
+# service unit, ngircd and atheme-services for a real IRC server with NickServ, tmux to drive
+# OpenClaw's TUI, and npm (Debian's, only when no npm is on PATH: a NodeSource Node brings its
+# own and conflicts with Debian's) for OpenClaw's CLI and the skill corpora.
+packages=(zip unzip tar xz-utils bzip2 openssl python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services tmux)
+command -v npm >/dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

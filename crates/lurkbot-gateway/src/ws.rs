@@ -227,7 +227,9 @@ async fn handshake(
         let hello = crate::openclaw::hello(state, version, &conn_id, &grants);
         let _ = out.send(Out::Frame(protocol::ok(id, hello)));
         let _ = out.send(Out::SpeakOpenClaw(subscribed.clone()));
-        // OpenClaw's gateway pushes its health right after hello-ok.
+        // OpenClaw's gateway pushes its presence and health right after hello-ok.
+        let presence = serde_json::json!({"presence": crate::openclaw::presence(state)});
+        let _ = out.send(Out::Shaped("presence", presence));
         let _ = out.send(Out::Shaped("health", crate::openclaw::health(state)));
     } else {
         let mut hello = version.hello(&conn_id, &crate::methods::names());

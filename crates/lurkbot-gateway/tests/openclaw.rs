@@ -62,7 +62,11 @@ async fn call(cli: &OpenClaw, gw: &Gateway, method: &str, params: Value) -> Run 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openclaws_cli_reads_health_status_probe_logs_and_each_method() {
-    let gw = Gateway::start("", vec![]).await;
+    let gw = Gateway::start(
+        "[gateway]\ntoken = \"config-secret-0123456789abcdef\"\n",
+        vec![],
+    )
+    .await;
     let cli = OpenClaw::new();
 
     let health = openclaw(&cli, &gw, &["gateway", "health", "--json"]).await;
@@ -142,7 +146,12 @@ async fn openclaws_cli_reads_health_status_probe_logs_and_each_method() {
     assert_eq!(presence.json()[0]["mode"], "gateway", "{}", presence.stdout);
     // Secrets are masked in config.get.
     let config = call(&cli, &gw, "config.get", json!({})).await;
-    assert!(!config.stdout.contains(TOKEN) || config.stdout.contains("********"));
+    assert!(
+        !config.stdout.contains("config-secret-0123456789abcdef"),
+        "{}",
+        config.stdout
+    );
+    assert_eq!(config.json()["config"]["gateway"]["token"], "********");
 
     // A method LurkBot does not implement: OpenClaw's error, which its clients recognise.
     let unknown = call(&cli, &gw, "tts.status", json!({})).await;
@@ -290,9 +299,12 @@ async fn every_frame_sent_on_protocol_4_validates_against_openclaws_schema() {
         hello["payload"]["auth"]["scopes"],
         json!(["operator.admin"])
     );
-    let pushed = c.recv().await.unwrap();
-    assert_eq!(pushed["event"], "health");
-    record(None, &pushed);
+    // Presence and health are pushed after hello-ok, as OpenClaw's gateway does.
+    for expected in ["presence", "health"] {
+        let pushed = c.recv().await.unwrap();
+        assert_eq!(pushed["event"], expected, "{pushed}");
+        record(None, &pushed);
+    }
 
     let methods = [
         ("health", json!({})),
@@ -396,6 +408,107 @@ async fn every_frame_sent_on_protocol_4_validates_against_openclaws_schema() {
         checked["checked"]["GatewayFrame"].as_u64().unwrap() as usize,
         frames.len()
     );
+}
+
+/// A protocol-4 connection with `scopes`, past its hello and pushed events.
+async fn connect_v4(gw: &Gateway, scopes: &[&str]) -> Client {
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/", gw.addr))
+        .await
+        .unwrap();
+    let mut c = Client {
+        ws,
+        events: Vec::new(),
+        next: 0,
+    };
+    c.recv().await.unwrap();
+    let hello = c
+        .request(
+            "connect",
+            json!({"minProtocol": 3, "maxProtocol": 4, "role": "operator",
+                "client": {"id": "cli", "version": "2026.9.6", "platform": "linux", "mode": "cli"},
+                "scopes": scopes, "auth": {"token": TOKEN}}),
+        )
+        .await;
+    assert_eq!(hello["payload"]["protocol"], 4, "{hello}");
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scopes_are_enforced_and_approvals_use_openclaws_shapes_on_protocol_4() {
+    let create = "cal create-event --calendar-id 1 --title Dentist --start 2026-11-24T09:00:00Z --end 2026-11-24T09:30:00Z --confirm";
+    let gw = Gateway::start(
+        "[permissions]\ncalendar = \"read-write\"\n",
+        vec![
+            Step::call("c1", "terminal_exec", json!({"command": create})),
+            Step::text("Booked it."),
+        ],
+    )
+    .await;
+    // A read-only client reads but cannot start a turn or answer approvals.
+    let mut reader = connect_v4(&gw, &["operator.read"]).await;
+    assert_eq!(reader.request("sessions.list", json!({})).await["ok"], true);
+    for (method, params) in [
+        (
+            "chat.send",
+            json!({"sessionKey": "agent:main:main", "message": "hi"}),
+        ),
+        (
+            "exec.approval.resolve",
+            json!({"id": "x", "decision": "deny"}),
+        ),
+        ("sessions.delete", json!({"key": "agent:main:main"})),
+    ] {
+        let refused = reader.request(method, params).await;
+        assert_eq!(refused["error"]["code"], "FORBIDDEN", "{method}: {refused}");
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("missing scope: operator."),
+            "{refused}"
+        );
+    }
+    assert!(gw.fake.requests().is_empty(), "nothing reached the model");
+
+    let mut c = connect_v4(&gw, &["operator.write", "operator.approvals"]).await;
+    let sent = c
+        .request(
+            "chat.send",
+            json!({"sessionKey": "agent:main:main", "message": "book it", "idempotencyKey": "k-42"}),
+        )
+        .await;
+    assert_eq!(sent["payload"]["runId"], "k-42", "{sent}");
+    // The same key again is the same run, not a second turn.
+    let again = c
+        .request(
+            "chat.send",
+            json!({"sessionKey": "agent:main:main", "message": "book it", "idempotencyKey": "k-42"}),
+        )
+        .await;
+    assert_eq!(again["payload"]["runId"], "k-42", "{again}");
+    let asked = c.event(|e| e["event"] == "exec.approval.requested").await;
+    let request = &asked["payload"]["request"];
+    assert_eq!(request["command"], create, "{asked}");
+    assert_eq!(request["sessionKey"], "agent:main:main");
+    let id = asked["payload"]["id"].as_str().unwrap().to_string();
+    assert!(asked["payload"]["expiresAtMs"].as_u64() > asked["payload"]["createdAtMs"].as_u64());
+    let listed = c.request("exec.approval.list", json!({})).await;
+    assert_eq!(listed["payload"]["approvals"][0]["approvalId"], id.as_str());
+    let resolved = c
+        .request(
+            "exec.approval.resolve",
+            json!({"id": id, "decision": "allow-once"}),
+        )
+        .await;
+    assert_eq!(resolved["payload"]["ok"], true, "{resolved}");
+    let fin = c
+        .event(|e| e["event"] == "chat" && e["payload"]["state"] == "final")
+        .await;
+    assert_eq!(
+        fin["payload"]["message"]["content"][0]["text"],
+        "Booked it."
+    );
+    assert_eq!(gw.fake.requests().len(), 2, "one turn, not two");
 }
 
 /// Reads the tmux pane until `needle` shows, for at most `limit`.

@@ -115,6 +115,30 @@ pub(super) fn skills_status(state: &AppState) -> Value {
         "skills": skills})
 }
 
+/// `exec.approval.resolve {id, decision}` (OpenClaw names the approval `id`; LurkBot's
+/// `approvalId` is taken too) → `{ok, id, decision}`.
+pub(super) async fn approval_resolve(
+    state: &AppState,
+    conn: &super::Conn,
+    params: &Value,
+) -> Result<Value, MethodError> {
+    let id = params
+        .get("id")
+        .or_else(|| params.get("approvalId"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| MethodError::invalid("missing string parameter 'id'"))?;
+    let decision = params.get("decision").cloned().unwrap_or(Value::Null);
+    let lurkbot = json!({"approvalId": id, "decision": decision});
+    crate::methods::call(
+        state,
+        &conn.grants,
+        crate::protocol::method::EXEC_APPROVAL_RESOLVE,
+        &lurkbot,
+    )
+    .await?;
+    Ok(json!({"ok": true, "id": id, "decision": decision}))
+}
+
 /// `exec.approval.list`: the approvals waiting for an answer.
 pub(super) fn approvals_list(state: &AppState) -> Value {
     json!({"approvals": state.approver.pending_list()})

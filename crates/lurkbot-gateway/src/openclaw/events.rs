@@ -62,7 +62,7 @@ impl Shaper {
             Event::ConnectChallenge(c) => vec![("connect.challenge", json!(c))],
             Event::Tick(t) => vec![("tick", json!({"ts": t.ts}))],
             Event::Shutdown(s) => vec![("shutdown", json!({"reason": s.reason}))],
-            Event::ApprovalRequested(a) => vec![("exec.approval.requested", json!(a))],
+            Event::ApprovalRequested(a) => vec![("exec.approval.requested", approval(&a, now))],
             Event::Cron(c) => vec![("cron", json!(c))],
             Event::Heartbeat(h) => vec![("heartbeat", json!(h))],
             Event::Chat(chat) => self.chat(chat, now),
@@ -190,6 +190,21 @@ impl Shaper {
             json!({"runId": run_id, "seq": seq, "ts": now, "stream": stream, "data": data}),
         )]
     }
+}
+
+/// An approval as OpenClaw's clients track it: `{id, request, createdAtMs, expiresAtMs}`,
+/// answered with `exec.approval.resolve {id, decision}`.
+fn approval(a: &crate::protocol::ApprovalRequested, now: u64) -> Value {
+    json!({
+        "id": a.approval_id,
+        "request": {
+            "command": a.summary, "toolName": a.tool, "toolCallId": a.call_id,
+            "sessionKey": a.session_key, "agentId": agent_of(&a.session_key),
+            "warningText": a.reason,
+        },
+        "createdAtMs": now,
+        "expiresAtMs": now + a.timeout_ms,
+    })
 }
 
 /// A tool call as OpenClaw's `item` stream shows it.

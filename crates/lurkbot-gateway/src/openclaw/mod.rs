@@ -23,7 +23,7 @@ use std::sync::atomic::AtomicBool;
 use serde_json::Value;
 
 pub(crate) use events::Shaper;
-pub(crate) use hello::{health, hello};
+pub(crate) use hello::{health, hello, presence};
 
 use crate::protocol::{ErrorCode, Grants, MethodError, Scope, method};
 use crate::state::AppState;
@@ -79,7 +79,7 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: "system-presence",
         scope: Scope::Read,
-        handler: |s, _, _| Box::pin(async { Ok(hello::presence(s).into()) }),
+        handler: |s, _, _| Box::pin(async { Ok(presence(s).into()) }),
     },
     Method {
         name: "config.get",
@@ -172,7 +172,11 @@ pub(crate) const METHODS: &[Method] = &[
         scope: Scope::Approvals,
         handler: |s, _, _| Box::pin(async { Ok(catalog::approvals_list(s)) }),
     },
-    same!(method::EXEC_APPROVAL_RESOLVE, Scope::Approvals),
+    Method {
+        name: method::EXEC_APPROVAL_RESOLVE,
+        scope: Scope::Approvals,
+        handler: |s, c, p| Box::pin(catalog::approval_resolve(s, c, p)),
+    },
     Method {
         name: "question.list",
         scope: Scope::Questions,
