@@ -142,6 +142,59 @@ async fn openclaws_cli_reads_health_status_probe_logs_and_each_method() {
             run.stdout
         );
     }
+    // OpenClaw's own `cron add` and `cron list`, then the rest of cron.* through `gateway call`.
+    let added = openclaw(
+        &cli,
+        &gw,
+        &[
+            &[
+                "cron",
+                "add",
+                "--name",
+                "Morning brief",
+                "--every",
+                "1h",
+                "--message",
+                "Summarise the news",
+            ][..],
+            &target[..4],
+        ]
+        .concat(),
+    )
+    .await;
+    assert_eq!(added.status, 0, "{}{}", added.stdout, added.stderr);
+    let listed = openclaw(&cli, &gw, &[&["cron", "list"][..], &target[..4]].concat()).await;
+    assert!(listed.stdout.contains("Morning brief"), "{}", listed.stdout);
+    let jobs = call(&cli, &gw, "cron.list", json!({})).await.json();
+    let job_id = jobs["jobs"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(jobs["jobs"][0]["schedule"]["everyMs"], 3_600_000);
+    for (method, params, field, value) in [
+        ("cron.runs", json!({"jobId": job_id}), "runs", json!([])),
+        (
+            "cron.run",
+            json!({"jobId": job_id, "mode": "due"}),
+            "ran",
+            json!(false),
+        ),
+        (
+            "cron.update",
+            json!({"jobId": job_id, "patch": {"enabled": false}}),
+            "job",
+            Value::Null,
+        ),
+        (
+            "cron.remove",
+            json!({"jobId": job_id}),
+            "removed",
+            json!(job_id),
+        ),
+    ] {
+        let run = call(&cli, &gw, method, params).await;
+        assert_eq!(run.status, 0, "{method}: {}{}", run.stdout, run.stderr);
+        if !value.is_null() {
+            assert_eq!(run.json()[field], value, "{method}: {}", run.stdout);
+        }
+    }
     let presence = call(&cli, &gw, "system-presence", json!({})).await;
     assert_eq!(presence.json()[0]["mode"], "gateway", "{}", presence.stdout);
     // Secrets are masked in config.get.
@@ -210,6 +263,7 @@ async fn openclaws_agent_command_prints_the_reply_of_a_tool_turn() {
             "Run echo and tell me",
             "--session-key",
             "agent:main:main",
+            "--json",
         ],
     )
     .await;
@@ -255,6 +309,81 @@ async fn openclaws_agent_command_prints_the_reply_of_a_tool_turn() {
         describe.stdout
     );
     assert!(describe.json()["session"]["totalTokens"].as_u64().is_some());
+
+    // The rest of the turn and session methods through `gateway call`.
+    let run_id = run_id_of(&run.stdout);
+    let waited = call(
+        &cli,
+        &gw,
+        "agent.wait",
+        json!({"runId": run_id, "timeoutMs": 1000}),
+    )
+    .await;
+    assert_eq!(waited.json()["status"], "ok", "{}", waited.stdout);
+    let same = call(
+        &cli,
+        &gw,
+        "sessions.history",
+        json!({"sessionKey": "agent:main:main"}),
+    )
+    .await;
+    assert_eq!(same.json()["messages"], messages);
+    let abort = call(
+        &cli,
+        &gw,
+        "chat.abort",
+        json!({"sessionKey": "agent:main:main"}),
+    )
+    .await;
+    assert_eq!(
+        abort.json()["aborted"],
+        false,
+        "nothing runs: {}",
+        abort.stdout
+    );
+    let reset = call(
+        &cli,
+        &gw,
+        "sessions.reset",
+        json!({"key": "agent:main:main"}),
+    )
+    .await;
+    assert_eq!(reset.json()["ok"], true, "{}", reset.stdout);
+    let empty = call(
+        &cli,
+        &gw,
+        "chat.history",
+        json!({"sessionKey": "agent:main:main"}),
+    )
+    .await;
+    assert_eq!(empty.json()["messages"], json!([]), "{}", empty.stdout);
+    let deleted = call(
+        &cli,
+        &gw,
+        "sessions.delete",
+        json!({"key": "agent:main:main"}),
+    )
+    .await;
+    assert_eq!(deleted.json()["deleted"], true, "{}", deleted.stdout);
+    let gone = call(
+        &cli,
+        &gw,
+        "sessions.describe",
+        json!({"key": "agent:main:main"}),
+    )
+    .await;
+    assert_ne!(gone.status, 0, "{}", gone.stdout);
+}
+
+/// The run id in `openclaw agent --json`'s output.
+fn run_id_of(stdout: &str) -> String {
+    let start = stdout.find('{').unwrap_or(0);
+    let value: Value = serde_json::from_str(&stdout[start..])
+        .unwrap_or_else(|e| panic!("agent --json printed no JSON ({e}): {stdout}"));
+    value["runId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no runId: {stdout}"))
+        .to_string()
 }
 
 /// Every frame of a connection on protocol 4: the handshake, methods, a streamed tool turn
