@@ -14,9 +14,10 @@
 //! cut to 1,000 characters each) and the partial summaries are merged. A previous summary is
 //! carried into the new one.
 
-use lurkbot_llm::{ChatRequest, Failover, Message, Role};
+use lurkbot_llm::{ChatRequest, Failover, Message, Role, Usage};
 
 use crate::error::AgentError;
+use crate::usage::Meter;
 
 /// Share of the window kept verbatim by default.
 pub(crate) const BASE_CHUNK_RATIO: f64 = 0.4;
@@ -119,12 +120,16 @@ pub(crate) fn split_by_token_share(messages: &[Message], parts: usize) -> Vec<&[
     chunks
 }
 
-/// Summarises `old` (and the `previous` summary) with the model, in stages when large.
+/// Summarises `old` (and the `previous` summary) with the model, in stages when large. Each
+/// request is checked by `meter` before it is sent and recorded after; `run` is the turn's model
+/// and usage so far (the summary's tokens are added to it).
 ///
 /// # Errors
-/// `Model` when a summary request fails.
+/// `Model` when a summary request fails; `BudgetExceeded` when one would pass a cap.
 pub(crate) async fn summarize(
     failover: &mut Failover,
+    meter: &Meter<'_>,
+    run: (&str, &mut Usage),
     previous: Option<&str>,
     old: &[Message],
     context_window: u64,
@@ -134,10 +139,12 @@ pub(crate) async fn summarize(
     } else {
         1
     };
+    let (model, usage) = run;
     let mut partials = Vec::new();
     for (i, chunk) in split_by_token_share(old, parts).into_iter().enumerate() {
         let carried = if i == 0 { previous } else { None };
-        partials.push(ask(failover, chunk_prompt(carried, chunk)).await?);
+        let prompt = chunk_prompt(carried, chunk);
+        partials.push(ask(failover, meter, model, usage, prompt).await?);
     }
     if partials.len() == 1 {
         return Ok(partials.remove(0));
@@ -146,7 +153,7 @@ pub(crate) async fn summarize(
     for (i, summary) in partials.iter().enumerate() {
         prompt.push_str(&format!("\n--- Part {} ---\n{summary}\n", i + 1));
     }
-    ask(failover, prompt).await
+    ask(failover, meter, model, usage, prompt).await
 }
 
 fn chunk_prompt(previous: Option<&str>, messages: &[Message]) -> String {
@@ -178,7 +185,15 @@ fn chunk_prompt(previous: Option<&str>, messages: &[Message]) -> String {
     prompt
 }
 
-async fn ask(failover: &mut Failover, prompt: String) -> Result<String, AgentError> {
+async fn ask(
+    failover: &mut Failover,
+    meter: &Meter<'_>,
+    model: &str,
+    usage: &mut Usage,
+    prompt: String,
+) -> Result<String, AgentError> {
+    let estimate = estimate_tokens(SUMMARIZER_SYSTEM) + estimate_tokens(&prompt) + 2048;
+    meter.check(model, estimate, usage.input_tokens + usage.output_tokens)?;
     let request = ChatRequest {
         model: String::new(),
         system: SUMMARIZER_SYSTEM.to_string(),
@@ -188,7 +203,13 @@ async fn ask(failover: &mut Failover, prompt: String) -> Result<String, AgentErr
         reasoning: None,
     };
     let answered = failover.chat(&request, &mut |_| {}).await?;
-    Ok(answered.response.text)
+    let reply = answered.response;
+    meter.record(&answered.model.to_string(), reply.usage, || {
+        (estimate - 2048, estimate_tokens(&reply.text))
+    });
+    usage.input_tokens += reply.usage.input_tokens;
+    usage.output_tokens += reply.usage.output_tokens;
+    Ok(reply.text)
 }
 
 #[cfg(test)]

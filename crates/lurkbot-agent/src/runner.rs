@@ -331,28 +331,38 @@ impl Agent {
     }
 
     /// Summarises the older part of the session; `false` when there is nothing to summarise.
+    /// The summary calls are checked against the caps and recorded like the turn's own, and
+    /// count towards the turn's usage.
     async fn compact(
         &mut self,
-        sessions: &Sessions,
-        tracked: &mut Tracked,
+        turn: &mut turn::Turn<'_>,
         overflowed: bool,
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Result<bool, AgentError> {
         let window = self.context_window();
-        let raw = &tracked.raw;
+        let raw = &turn.tracked.raw;
         let Some(cut) = cut_point(&raw.messages, window, overflowed) else {
             return Ok(false);
         };
+        let meter = crate::usage::Meter {
+            config: &self.config,
+            home: &self.home,
+            agent: turn.session.agent_id(),
+            session: turn.session.as_str(),
+            run_budget: self.run_budget.as_ref(),
+        };
         let summary = summarize(
             &mut self.failover,
+            &meter,
+            (&turn.model, &mut turn.usage),
             raw.summary.as_deref(),
             &raw.messages[..cut],
             window,
         )
         .await?;
         let kept = raw.messages.len() - cut;
-        sessions.append_tracked(
-            tracked,
+        turn.sessions.append_tracked(
+            &mut turn.tracked,
             &[Entry::Compaction {
                 ts: lurkbot_core::now_ms(),
                 summary,

@@ -108,6 +108,12 @@ async fn the_estimate_triggers_staged_summaries() {
     let users = user_texts(next);
     assert_eq!(users, std::slice::from_ref(&second));
     assert_eq!(compactions(&s), [("MERGED SUMMARY".to_string(), 1)]);
+    // Every call is recorded, the summary calls included.
+    let config = lurkbot_core::Config::default();
+    let zone = lurkbot_agent::usage::zone(&config);
+    let since = lurkbot_agent::usage::today(&zone) - chrono::Days::new(1);
+    let records = lurkbot_agent::usage::read_since(&s.home, &zone, since);
+    assert_eq!(records.len(), 5, "{records:?}");
 
     // The next turn builds on the compacted context without compacting again.
     a.turn(&key, "thanks", &mut |_| {}).await.unwrap();
@@ -144,6 +150,30 @@ async fn a_context_overflow_error_compacts_and_retries() {
     assert!(system(&requests[3].body).contains("SHORT SUMMARY"));
     assert_eq!(user_texts(&requests[3].body), ["and now?"]);
     assert_eq!(compactions(&s), [("SHORT SUMMARY".to_string(), 1)]);
+}
+
+#[tokio::test]
+async fn a_summary_call_that_would_pass_a_cap_is_not_sent() {
+    let first = format!("FIRST {}", "alpha ".repeat(2000));
+    let second = format!("SECOND {}", "beta ".repeat(2400));
+    let s = setup(vec![Step::text("r1"), Step::text("never sent")]).await;
+    let window = "[agent]\ncontext_window = 8000\nreserve_tokens = 2000\n";
+    let mut a = agent(&s, "openai/m", window);
+    let key = SessionKey::main();
+    a.turn(&key, &first, &mut |_| {}).await.unwrap();
+    // A day's cap with room for less than one summary call (each asks for up to 2,048).
+    let zone = lurkbot_agent::usage::zone(&lurkbot_core::Config::default());
+    let since = lurkbot_agent::usage::today(&zone) - chrono::Days::new(1);
+    let used: u64 = lurkbot_agent::usage::read_since(&s.home, &zone, since)
+        .iter()
+        .map(|r| r.tokens())
+        .sum();
+    let capped = format!("{window}[budgets]\ndaily_tokens = {}\n", used + 1000);
+    let mut a = agent(&s, "openai/m", &capped);
+    let error = a.turn(&key, &second, &mut |_| {}).await.unwrap_err();
+    assert!(error.to_string().contains("BudgetExceeded"), "{error}");
+    assert_eq!(s.fake.requests().len(), 1, "the summary call was not sent");
+    assert!(compactions(&s).is_empty());
 }
 
 #[tokio::test]

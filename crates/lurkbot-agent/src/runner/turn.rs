@@ -33,9 +33,9 @@ pub(super) struct Turn<'a> {
     skills: Vec<SkillEntry>,
     host: String,
     os: String,
-    usage: Usage,
+    pub(super) usage: Usage,
     /// The model that answered last (the primary until one answers).
-    model: String,
+    pub(super) model: String,
     /// Secret values (home and skill `.env` files), read once: no tool can write a `.env`
     /// file, so they cannot change within the turn.
     redactor: lurkbot_term::Redactor,
@@ -122,30 +122,22 @@ impl Agent {
                 &turn.files,
             );
             if !compacted && self.over_budget(&system, &context.messages, &turn.offered) {
-                compacted = self
-                    .compact(&turn.sessions, &mut turn.tracked, false, on_event)
-                    .await?;
+                compacted = self.compact(turn, false, on_event).await?;
                 if compacted {
                     continue;
                 }
             }
             let estimate = super::request_tokens(&system, &context.messages, &turn.offered);
             // The caps first: a call that would pass one is never sent.
-            let zone = crate::usage::zone(&self.config);
-            let now = lurkbot_core::now_ms();
-            crate::usage::check(
-                &self.config,
-                &crate::usage::Ledger::of(&self.home),
-                &zone,
-                now,
-                turn.session.agent_id(),
-                &turn.model,
-                estimate,
-            )?;
-            if let Some(budget) = &self.run_budget {
-                let run = turn.usage.input_tokens + turn.usage.output_tokens;
-                crate::usage::check_run(budget, run, estimate, &zone, now)?;
-            }
+            let meter = crate::usage::Meter {
+                config: &self.config,
+                home: &self.home,
+                agent: turn.session.agent_id(),
+                session: turn.session.as_str(),
+                run_budget: self.run_budget.as_ref(),
+            };
+            let run_used = turn.usage.input_tokens + turn.usage.output_tokens;
+            meter.check(&turn.model, estimate, run_used)?;
             let request = ChatRequest {
                 model: String::new(),
                 system,
@@ -165,30 +157,17 @@ impl Agent {
             match result {
                 Ok(answered) => {
                     let response = &answered.response;
-                    let record = crate::usage::UsageRecord::new(
-                        &self.config,
-                        turn.session.agent_id(),
-                        turn.session.as_str(),
-                        &answered.model.to_string(),
-                        response.usage,
-                        || {
-                            let calls: String = response
-                                .tool_calls
-                                .iter()
-                                .map(|c| c.arguments.as_str())
-                                .collect();
-                            (
-                                estimate,
-                                estimate_tokens(&response.text) + estimate_tokens(&calls),
-                            )
-                        },
-                    );
-                    if let Err(e) = crate::usage::append(&self.home, &zone, &record) {
-                        tracing::warn!(
-                            session = turn.session.as_str(),
-                            "usage record not written: {e}"
-                        );
-                    }
+                    meter.record(&answered.model.to_string(), response.usage, || {
+                        let calls: String = response
+                            .tool_calls
+                            .iter()
+                            .map(|c| c.arguments.as_str())
+                            .collect();
+                        (
+                            estimate,
+                            estimate_tokens(&response.text) + estimate_tokens(&calls),
+                        )
+                    });
                     break answered;
                 }
                 Err(e) if e.kind == ErrorKind::ContextOverflow && !compacted => {
@@ -198,9 +177,7 @@ impl Agent {
                         self.learned_window =
                             Some(self.learned_window.map_or(window, |w| w.min(window)));
                     }
-                    compacted = self
-                        .compact(&turn.sessions, &mut turn.tracked, true, on_event)
-                        .await?;
+                    compacted = self.compact(turn, true, on_event).await?;
                     if !compacted {
                         return Err(e.into());
                     }

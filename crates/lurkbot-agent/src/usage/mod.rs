@@ -6,6 +6,7 @@
 
 mod budget;
 mod ledger;
+mod meter;
 mod summary;
 
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ pub use budget::{BudgetExceeded, RunBudget, check, check_run};
 /// How a refused call's error begins (cron tells it from other failures by this).
 pub const BUDGET_EXCEEDED: &str = "BudgetExceeded";
 pub use ledger::{Ledger, Totals};
+pub(crate) use meter::Meter;
 pub use summary::{By, Cell, Fill, Row, Summary, parse_since, summarize};
 
 /// The folder of the usage files.

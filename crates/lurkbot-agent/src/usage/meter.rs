@@ -1,0 +1,69 @@
+//! One model call's accounting, shared by a turn's calls and compaction's summary calls (every
+//! call counts, ARCHITECTURE.md §7c): the caps are checked before the call is sent, and its
+//! record is written when it answers.
+
+use lurkbot_core::{Config, Home};
+use lurkbot_llm::Usage;
+
+use super::{Ledger, RunBudget, UsageRecord, append, check, check_run, zone};
+use crate::error::AgentError;
+
+/// Who is calling, for the caps and the records.
+pub(crate) struct Meter<'a> {
+    /// The settings (caps, prices, time zone).
+    pub(crate) config: &'a Config,
+    /// The home (the ledger and the records).
+    pub(crate) home: &'a Home,
+    /// The agent.
+    pub(crate) agent: &'a str,
+    /// The session key.
+    pub(crate) session: &'a str,
+    /// The run's own cap, if any.
+    pub(crate) run_budget: Option<&'a RunBudget>,
+}
+
+impl Meter<'_> {
+    /// Refuses a call of about `estimate` tokens to `model` that would pass a cap; `run_used`
+    /// is what the run used so far.
+    ///
+    /// # Errors
+    /// `BudgetExceeded` naming the cap.
+    pub(crate) fn check(
+        &self,
+        model: &str,
+        estimate: u64,
+        run_used: u64,
+    ) -> Result<(), AgentError> {
+        let zone = zone(self.config);
+        let now = lurkbot_core::now_ms();
+        check(
+            self.config,
+            &Ledger::of(self.home),
+            &zone,
+            now,
+            self.agent,
+            model,
+            estimate,
+        )?;
+        if let Some(budget) = self.run_budget {
+            check_run(budget, run_used, estimate, &zone, now)?;
+        }
+        Ok(())
+    }
+
+    /// Records an answered call (`estimate` gives input and output when the provider reported
+    /// no usage).
+    pub(crate) fn record(&self, model: &str, usage: Usage, estimate: impl FnOnce() -> (u64, u64)) {
+        let record = UsageRecord::new(
+            self.config,
+            self.agent,
+            self.session,
+            model,
+            usage,
+            estimate,
+        );
+        if let Err(e) = append(self.home, &zone(self.config), &record) {
+            tracing::warn!(session = self.session, "usage record not written: {e}");
+        }
+    }
+}
