@@ -40,6 +40,12 @@ pub struct Config {
     pub budgets: crate::BudgetsConfig,
     /// `[models."<provider>/<model>"]`: prices, for the cost of usage records.
     pub models: BTreeMap<String, crate::ModelPrice>,
+    /// `[channels.<name>]`: messaging platforms the gateway connects to.
+    pub channels: BTreeMap<String, crate::ChannelConfig>,
+    /// `[[bindings]]`: which agent answers which channel, sender or group.
+    pub bindings: Vec<crate::Binding>,
+    /// `[session]`: how channel conversations map to sessions.
+    pub session: crate::SessionConfig,
 }
 
 /// `[log]`: what the gateway logs and how much of it is kept.

@@ -93,6 +93,7 @@ impl Config {
         problems.extend(self.autonomy_problems());
         problems.extend(self.plugin_problems());
         problems.extend(self.budget_problems());
+        problems.extend(crate::channel_problems(self));
         if let Err(message) = crate::LogConfig::check_filter(&self.log.level) {
             problems.push(ConfigProblem {
                 key: "log.level".into(),

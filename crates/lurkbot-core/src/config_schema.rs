@@ -73,6 +73,24 @@ fn section(out: &mut String, key: &str, prop: &Value, defs: &Value) {
         );
         return;
     }
+    if let Some(items) = target
+        .get("items")
+        .filter(|_| target.get("type") == Some(&"array".into()))
+    {
+        // An array of tables: `[[key]]`, each entry with these keys.
+        out.push_str(&format!(
+            "\n## `[[{key}]]`\n\n{description} `{key}` is a list of tables, each with:\n"
+        ));
+        let entry = resolve(items, defs);
+        rows_of(
+            out,
+            &format!("{key}[]"),
+            entry,
+            defs,
+            &mut vec![ref_name(items)],
+        );
+        return;
+    }
     out.push_str(&format!("\n## `[{key}]`\n\n{description}\n"));
     rows_of(out, key, target, defs, &mut vec![ref_name(prop)]);
 }

@@ -30,6 +30,8 @@ pub mod layout {
     pub const AUTH: &str = "auth";
     /// Memory index.
     pub const MEMORY: &str = "memory";
+    /// Channel state: pairings and each platform's resume point.
+    pub const CHANNELS: &str = "channels";
     /// The running gateway's address (`gateway.json`), for the CLI to find it.
     pub const RUN: &str = "run";
     /// The gateway's log files (`gateway.log` and its rotated copies).

@@ -7,6 +7,7 @@
 mod atomic;
 mod autonomy_config;
 mod budget_config;
+mod channels_config;
 mod clock;
 mod config;
 mod config_check;
@@ -36,6 +37,9 @@ pub use autonomy_config::{
     ActiveHours, HeartbeatConfig, SubagentsConfig, parse_period_ms, within_window,
 };
 pub use budget_config::{BudgetsConfig, ModelPrice};
+pub use channels_config::{
+    Binding, CHANNEL_NAMES, ChannelConfig, DM_POLICIES, SessionConfig, channel_problems,
+};
 pub use clock::now_ms;
 pub use config::{
     AgentOverride, ApprovalsConfig, CalendarPermission, Config, ConfigError, GatewayAuth,

@@ -6,7 +6,7 @@
 //! - *State* — written only by the code that owns it: `exec-approvals.json`, `auth/**`,
 //!   `sessions/**`, `cron/**`, `memory/**`, `artifacts/terminal_exec/**`,
 //!   `workspace/cal/calendar.db*`, `workspace/rss/*.json` and `cache/**`, `workspace/irc/**`,
-//!   and every temporary file of the atomic writers, extractions and archive creation.
+//!   `channels/**` (pairings, who may write to the agent), and every temporary file of the atomic writers, extractions and archive creation.
 //!
 //! [`Home::protection`] is the one function every reader and writer calls. It follows every
 //! symbolic link, and treats a hard link to a protected file as that file (device + inode).
@@ -108,6 +108,9 @@ pub fn classify_relative(relative: &str) -> Protection {
         ["auth", ..] => State("auth state is written only by the agent runtime"),
         ["sessions", ..] => State("session transcripts are written only by the agent runtime"),
         ["cron", ..] => State("cron jobs are changed only with 'lurkbot cron' or the cron tool"),
+        ["channels", ..] => {
+            State("channel pairings are changed only with 'lurkbot pairing' or by the gateway")
+        }
         ["memory", ..] => State("the memory index is written only by 'lurkbot memory'"),
         ["logs", ..] => State("the gateway's logs are written only by the gateway"),
         ["history", ..] => State("chat history is written only by lurkbot chat"),
@@ -332,6 +335,8 @@ mod tests {
             "sessions/main/x.jsonl",
             "sessions",
             "cron/jobs.json",
+            "channels/pairing.json",
+            "channels/telegram/state.json",
             "memory/index.sqlite",
             "logs/gateway.log",
             "logs/gateway.log.1",

@@ -54,21 +54,20 @@ pub struct SessionHost {
     generation: AtomicU64,
     pub(crate) hub: Hub,
     approver: Arc<ClientApprover>,
-    /// The one terminal, lent to every session's agent.
     exec: Arc<TerminalExec>,
-    /// Every session's IRC connection (lent to the terminal's `irc` command).
     irc: Arc<IrcSessions>,
     /// Inbound IRC messages, for delivery to the agent (taken by the forwarder at start).
     pub(crate) inbound: Mutex<Option<mpsc::UnboundedReceiver<(String, InboundMessage)>>>,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
     runs: Mutex<Vec<(String, watch::Receiver<Option<RunEnd>>)>>,
-    /// The running sub-agents.
     pub(crate) subagents: Subagents,
     /// Where the owner last talked (`webchat`, or `irc` and the channel or nick): the
     /// `last` delivery target.
     pub(crate) last_route: Mutex<(String, Option<String>)>,
     /// The MCP servers (read when the gateway starts), lent to every session's agent.
     pub(crate) mcp: Arc<lurkbot_agent::mcp::McpHub>,
+    /// The messaging channels the gateway runs (started with it).
+    pub(crate) channels: Arc<crate::channels::ChannelSet>,
     pub(crate) me: Weak<SessionHost>,
 }
 
@@ -110,6 +109,7 @@ impl SessionHost {
             runs: Mutex::new(Vec::new()),
             subagents: Subagents::default(),
             last_route: Mutex::new(("webchat".into(), None)),
+            channels: Arc::default(),
             me: me.clone(),
         })
     }
@@ -126,7 +126,7 @@ impl SessionHost {
         }
     }
 
-    fn current(&self) -> (u64, Arc<Config>, Arc<Approvals>) {
+    pub(crate) fn current(&self) -> (u64, Arc<Config>, Arc<Approvals>) {
         match self.config.read() {
             Ok(c) => c.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),

@@ -163,6 +163,11 @@ pub(crate) const METHODS: &[Method] = &[
         handler: |s, p| Box::pin(async { crate::cron_methods::runs(s, p) }),
     },
     Method {
+        name: method::CHANNELS_STATUS,
+        scope: Scope::Read,
+        handler: |s, _| Box::pin(async { Ok(crate::channels::status(s)) }),
+    },
+    Method {
         name: method::USAGE_SUMMARY,
         scope: Scope::Read,
         handler: |s, p| Box::pin(async { crate::usage_methods::summary(s, p) }),

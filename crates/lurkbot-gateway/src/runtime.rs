@@ -198,8 +198,30 @@ impl SessionHost {
                     ))
                 }
             }
+            name if self.channels.has(name) => {
+                let last = self.last_route.lock().map(|l| l.clone()).ok();
+                let chat = to
+                    .clone()
+                    .or_else(|| last.filter(|(c, _)| c == name).and_then(|(_, chat)| chat));
+                let Some(chat) = chat else {
+                    return Err(format!(
+                        "no {name} chat to send to: name one with `to`, or wait until your human writes from {name}"
+                    ));
+                };
+                // The model's own messages go only to people allowed to talk to the agent.
+                if !message.owner
+                    && !crate::channels::may_message(&self.home, &self.current().1, name, &chat)
+                {
+                    return Err(format!(
+                        "{name} chat {chat} has not talked to the agent (not in allow_from, not paired); the model may message only those"
+                    ));
+                }
+                self.channels
+                    .deliver(name, &chat, &message.text, None)
+                    .await
+            }
             other => Err(format!(
-                "unknown channel '{other}'; use one of: {}",
+                "unknown channel '{other}' (or it is not running); use one of: {}",
                 lurkbot_agent::CHANNELS.join(", ")
             )),
         }

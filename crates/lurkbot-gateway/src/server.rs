@@ -96,6 +96,7 @@ pub async fn serve(
     let forwarder = tokio::spawn(state.host.clone().forward_irc());
     let timers = crate::scheduler::start(state.clone());
     let memory_watch = crate::memory_watch::start(state.clone());
+    let channels = crate::channels::start(&state);
     // MCP servers start in the background: a turn offers the tools of those ready by then.
     let mcp = state.host.mcp.clone();
     let starting = tokio::spawn({
@@ -106,6 +107,7 @@ pub async fn serve(
     let served = crate::accept::accept_loop(listener, app, state, stop).await;
     forwarder.abort();
     memory_watch.abort();
+    channels.iter().for_each(tokio::task::JoinHandle::abort);
     starting.abort();
     mcp.shutdown().await;
     timers.abort();

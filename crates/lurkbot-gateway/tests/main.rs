@@ -10,12 +10,14 @@ mod common;
 
 mod autonomy;
 mod browser;
+mod channels;
 mod hostile;
 mod http;
 mod irc;
 mod memory;
 mod openai_sdk;
 mod openclaw;
+mod openclaw_wire;
 mod ops;
 mod protocol;
 mod usage;

@@ -24,6 +24,8 @@ pub(crate) fn run(cli: Cli) -> CliResult {
         Sub::Heartbeat(args) => crate::cli::heartbeat::run(&home_path, &args),
         Sub::Usage(args) => crate::cli::usage::run(&home_path, &args),
         Sub::Import(args) => crate::cli::import::run(&home_path, &args),
+        Sub::Channels(args) => crate::cli::channels::run(&home_path, &args),
+        Sub::Pairing(args) => crate::cli::pairing::run(&home_path, &args),
         Sub::Logs(args) => crate::cli::logs::run(&home_path, &args),
         Sub::Dashboard(args) => crate::cli::dashboard::run(&home_path, &args),
         Sub::Completions(args) => crate::cli::completions::completions(&args),

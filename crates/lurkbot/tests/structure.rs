@@ -171,6 +171,7 @@ fn crate_dependencies_point_one_way() {
         "lurkbot-llm",
         "lurkbot-memory",
         "lurkbot-agent",
+        "lurkbot-channels",
         "lurkbot-gateway",
         "lurkbot",
     ];

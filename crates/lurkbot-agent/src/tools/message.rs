@@ -14,7 +14,7 @@ impl Tool for MessageTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "message".into(),
-            description: "Send a message to the owner on a channel: webchat (the web UI), irc (to: #channel or nick, through this session's IRC connection) or last (where the owner last talked).".into(),
+            description: "Send a message on a channel: webchat (the web UI), irc (to: #channel or nick), telegram (to: a chat id of someone allowed) or last (where the owner last talked).".into(),
             parameters: json!({"type": "object", "properties": {
                 "channel": {"type": "string", "enum": CHANNELS},
                 "to": {"type": "string"},

@@ -79,6 +79,8 @@ pub mod method {
     pub const CRON_RUNS: &str = "cron.runs";
     /// The usage records summed, and the budgets' fill.
     pub const USAGE_SUMMARY: &str = "usage.summary";
+    /// The channels' state and the pending pairings.
+    pub const CHANNELS_STATUS: &str = "channels.status";
 }
 
 /// The body of `GET /health` and of the `health` method.

@@ -45,12 +45,28 @@ impl Gateway {
         Self::start_raw(&text, steps, token, hooks).await
     }
 
+    /// Starts with `config` after the model section and `env` (lines) added to the `.env`.
+    pub async fn start_with_env(config: &str, steps: Vec<Step>, env: &str) -> Self {
+        let text = format!("[agent]\nmodel = \"openai/fake\"\n{config}");
+        Self::start_full(&text, steps, Some(TOKEN), Some(HOOKS_TOKEN), env).await
+    }
+
     /// Starts with exactly `text` as config.toml (no model section added).
     pub async fn start_raw(
         text: &str,
         steps: Vec<Step>,
         token: Option<&str>,
         hooks: Option<&str>,
+    ) -> Self {
+        Self::start_full(text, steps, token, hooks, "").await
+    }
+
+    async fn start_full(
+        text: &str,
+        steps: Vec<Step>,
+        token: Option<&str>,
+        hooks: Option<&str>,
+        env: &str,
     ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::open(&dir.path().join("home")).unwrap();
@@ -60,7 +76,7 @@ impl Gateway {
         std::fs::write(home.join("config.toml"), &text).unwrap();
         std::fs::write(
             home.join(".env"),
-            format!("OPENAI_BASE_URL={}/v1\n", fake.url),
+            format!("OPENAI_BASE_URL={}/v1\n{env}", fake.url),
         )
         .unwrap();
         Self::serve(Some(dir), home, fake, &text, token, hooks, false).await

@@ -3,6 +3,7 @@
 
 pub(crate) mod agent;
 pub(crate) mod agent_remote;
+pub(crate) mod channels;
 pub(crate) mod chat;
 pub(crate) mod completions;
 pub(crate) mod config;
@@ -21,6 +22,7 @@ pub(crate) mod logs;
 pub(crate) mod markdown;
 pub(crate) mod mcp;
 pub(crate) mod memory;
+pub(crate) mod pairing;
 pub(crate) mod reload;
 pub(crate) mod remote;
 pub(crate) mod service;
@@ -86,6 +88,12 @@ pub(crate) enum Sub {
     Heartbeat(heartbeat::HeartbeatArgs),
     /// What model calls used: tokens and cost by day, agent, model or session.
     Usage(usage::UsageArgs),
+    /// Messaging channels: the configured ones (list) and what they do (status).
+    #[command(subcommand)]
+    Channels(channels::ChannelsArgs),
+    /// Strangers who asked to talk to the agent on a channel: list, approve, deny.
+    #[command(subcommand)]
+    Pairing(pairing::PairingArgs),
     /// Move another platform's state into this home (openclaw).
     #[command(subcommand)]
     Import(import::ImportArgs),

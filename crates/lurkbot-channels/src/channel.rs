@@ -1,0 +1,90 @@
+//! The one trait every platform implements, and the message and error types they share.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// A boxed future (the trait stays object-safe without a macro crate).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One message someone sent to the bot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Inbound {
+    /// The platform (`telegram`).
+    pub channel: &'static str,
+    /// Where to answer: the chat, room or channel id.
+    pub chat: String,
+    /// Who wrote it: the platform's user id.
+    pub sender: String,
+    /// Their display or user name, for the owner's eyes.
+    pub sender_name: String,
+    /// The text (attachments are named in it, never fetched).
+    pub text: String,
+    /// A group chat rather than a direct message.
+    pub group: bool,
+    /// Whether the bot was mentioned (or replied to) in a group.
+    pub mentioned: bool,
+    /// The platform's message id (answers reply to it).
+    pub message_id: String,
+    /// A thread or topic inside the group, if any.
+    pub thread: Option<String>,
+}
+
+/// Why a platform call failed, classified for the retry policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChannelError {
+    /// Rate-limited: try again after this long (the platform's `retry_after`).
+    #[error("rate-limited; retry after {secs} s: {1}", secs = .0.as_secs())]
+    RetryAfter(Duration, String),
+    /// A server error or a network failure: worth retrying with back-off.
+    #[error("{0}")]
+    Transient(String),
+    /// Refused for good (blocked by the user, unknown chat, bad token): not retried.
+    #[error("{0}")]
+    Permanent(String),
+}
+
+/// A channel's state, as `lurkbot channels status` and the gateway's `status` show it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelStatus {
+    /// `starting`, `connected`, `retrying` or `failed`.
+    pub state: String,
+    /// The last error, if any.
+    pub last_error: Option<String>,
+    /// Messages received since the gateway started.
+    pub received: u64,
+    /// Messages sent since the gateway started.
+    pub sent: u64,
+}
+
+/// A messaging platform.
+pub trait Channel: Send + Sync {
+    /// Its name in config.toml and in session keys (`telegram`).
+    fn name(&self) -> &'static str;
+
+    /// The longest message the platform accepts, in characters.
+    fn max_chars(&self) -> usize;
+
+    /// `markdown` in the platform's own formatting (escaped as it requires).
+    fn format(&self, markdown: &str) -> String;
+
+    /// The next messages (waits for some, as long polling or a socket does); an empty list is
+    /// fine. A platform that resumes remembers where it is, so a restart re-reads nothing.
+    fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>>;
+
+    /// Sends one message already within [`Channel::max_chars`] and formatted, as a reply to
+    /// `reply_to` when given.
+    fn send<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>>;
+
+    /// Shows "typing…" in `chat` (best effort).
+    fn typing<'a>(&'a self, chat: &'a str) -> BoxFuture<'a, ()>;
+}

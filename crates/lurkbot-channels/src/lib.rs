@@ -1,0 +1,18 @@
+//! Messaging channels (ARCHITECTURE.md §6.1): the owner reaches the agent from the messengers
+//! they already use. One [`Channel`] trait (inbound messages, sending within the platform's
+//! limits, typing, status), one module per platform, and what every platform shares: who may
+//! write ([`access`], with one-time pairing codes in [`pairing`]), which agent and session
+//! answer ([`routing`]), and delivery in chunks with the platform's retry policy
+//! ([`delivery`]). The gateway runs the configured channels; credentials come from the home's
+//! `.env`.
+
+pub mod access;
+mod channel;
+pub mod chunk;
+pub mod delivery;
+mod http;
+pub mod pairing;
+pub mod routing;
+pub mod telegram;
+
+pub use channel::{BoxFuture, Channel, ChannelError, ChannelStatus, Inbound};

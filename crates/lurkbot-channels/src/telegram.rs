@@ -1,0 +1,320 @@
+//! Telegram, over the Bot API (`[channels.telegram]`, `TELEGRAM_BOT_TOKEN` in the home's
+//! `.env`): long polling with `getUpdates`, its offset kept in `channels/telegram/state.json`
+//! and saved as soon as a batch arrives (a restart never hands a message over twice);
+//! `sendMessage` in MarkdownV2, 4,096 characters a message, the first replying to the message
+//! answered; `sendChatAction` for typing. Groups answer when the bot is @-mentioned or replied
+//! to. Attachments are named in the text, never fetched.
+
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::http::{classify, client, network};
+use crate::{BoxFuture, Channel, ChannelError, Inbound};
+
+/// The public Bot API.
+pub const DEFAULT_BASE_URL: &str = "https://api.telegram.org";
+/// The longest message Telegram takes.
+pub const MAX_CHARS: usize = 4096;
+/// How long one `getUpdates` waits for messages.
+const POLL_SECONDS: u64 = 25;
+
+/// A Telegram bot.
+pub struct Telegram {
+    http: reqwest::Client,
+    /// `<base>/bot<token>`: never logged.
+    api: String,
+    state: PathBuf,
+    offset: Mutex<i64>,
+    /// The bot's own id and username (from `getMe`).
+    me: OnceLock<(i64, String)>,
+}
+
+impl Telegram {
+    /// A bot with `token` on `base_url` (default [`DEFAULT_BASE_URL`]), keeping its offset in
+    /// `state_dir`.
+    ///
+    /// # Errors
+    /// The HTTP client cannot be built.
+    pub fn new(
+        base_url: Option<&str>,
+        token: &str,
+        state_dir: PathBuf,
+    ) -> Result<Self, ChannelError> {
+        let base = base_url.unwrap_or(DEFAULT_BASE_URL).trim_end_matches('/');
+        let state = state_dir.join("state.json");
+        let offset = std::fs::read(&state)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v["offset"].as_i64())
+            .unwrap_or(0);
+        Ok(Self {
+            http: client(Duration::from_secs(POLL_SECONDS + 15))?,
+            api: format!("{base}/bot{token}"),
+            state,
+            offset: Mutex::new(offset),
+            me: OnceLock::new(),
+        })
+    }
+
+    /// Calls `method` with `body`; the `result`.
+    async fn call(&self, method: &str, body: Value) -> Result<Value, ChannelError> {
+        let response = self
+            .http
+            .post(format!("{}/{method}", self.api))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| network(method, e))?;
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await.map_err(|e| network(method, e))?;
+        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if answer["ok"] == true {
+            return Ok(answer["result"].clone());
+        }
+        let description = answer["description"].as_str().unwrap_or("no description");
+        let retry_after = answer
+            .pointer("/parameters/retry_after")
+            .and_then(Value::as_u64);
+        Err(classify(
+            status,
+            &format!("{method}: {description}"),
+            retry_after,
+        ))
+    }
+
+    /// The bot's id and username, asked once.
+    async fn me(&self) -> Result<(i64, String), ChannelError> {
+        if let Some(me) = self.me.get() {
+            return Ok(me.clone());
+        }
+        let me = self.call("getMe", json!({})).await?;
+        let id = me["id"].as_i64().unwrap_or(0);
+        let name = me["username"].as_str().unwrap_or_default().to_string();
+        Ok(self.me.get_or_init(|| (id, name)).clone())
+    }
+
+    fn save_offset(&self, offset: i64) {
+        if let Some(dir) = self.state.parent()
+            && let Err(e) = lurkbot_core::create_private_dir(dir)
+        {
+            tracing::warn!(error = %e, "telegram offset not saved");
+            return;
+        }
+        let bytes = json!({"offset": offset}).to_string();
+        if let Err(e) = lurkbot_core::write_atomic_with_mode(&self.state, bytes.as_bytes(), 0o600) {
+            tracing::warn!(error = %e, "telegram offset not saved");
+        }
+    }
+
+    /// One update as an [`Inbound`], if it is a message.
+    fn inbound(update: &Value, me: &(i64, String)) -> Option<Inbound> {
+        let message = update.get("message")?;
+        let chat = message.get("chat")?;
+        let from = message.get("from")?;
+        if from["is_bot"] == true {
+            return None;
+        }
+        let mut text = message["text"]
+            .as_str()
+            .or(message["caption"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        for kind in ["photo", "document", "voice", "audio", "video", "sticker"] {
+            if let Some(item) = message.get(kind) {
+                let name = item["file_name"].as_str().unwrap_or_default();
+                text.push_str(&format!("\n[attachment: {kind} {name}] (not opened)"));
+            }
+        }
+        let group = chat["type"] != "private";
+        let handle = format!("@{}", me.1);
+        let mentioned = !me.1.is_empty() && text.contains(&handle)
+            || message
+                .pointer("/reply_to_message/from/id")
+                .and_then(Value::as_i64)
+                == Some(me.0);
+        let sender_name = from["username"]
+            .as_str()
+            .or(from["first_name"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        Some(Inbound {
+            channel: "telegram",
+            chat: chat["id"].as_i64()?.to_string(),
+            sender: from["id"].as_i64()?.to_string(),
+            sender_name,
+            text: text.trim().to_string(),
+            group,
+            mentioned,
+            message_id: message["message_id"].as_i64()?.to_string(),
+            thread: message["message_thread_id"].as_i64().map(|t| t.to_string()),
+        })
+    }
+}
+
+impl Channel for Telegram {
+    fn name(&self) -> &'static str {
+        "telegram"
+    }
+
+    fn max_chars(&self) -> usize {
+        MAX_CHARS
+    }
+
+    fn format(&self, markdown: &str) -> String {
+        markdown_v2(markdown)
+    }
+
+    fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
+        Box::pin(async move {
+            let me = self.me().await?;
+            let offset = self.offset.lock().map(|o| *o).unwrap_or(0);
+            let updates = self
+                .call(
+                    "getUpdates",
+                    json!({"offset": offset, "timeout": POLL_SECONDS,
+                        "allowed_updates": ["message"]}),
+                )
+                .await?;
+            let updates = updates.as_array().cloned().unwrap_or_default();
+            let Some(last) = updates.iter().filter_map(|u| u["update_id"].as_i64()).max() else {
+                return Ok(Vec::new());
+            };
+            if let Ok(mut o) = self.offset.lock() {
+                *o = last + 1;
+            }
+            self.save_offset(last + 1);
+            Ok(updates
+                .iter()
+                .filter_map(|u| Self::inbound(u, &me))
+                .collect())
+        })
+    }
+
+    fn send<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let mut body = json!({"chat_id": chat, "text": text, "parse_mode": "MarkdownV2"});
+            if let Some(id) = reply_to.and_then(|r| r.parse::<i64>().ok()) {
+                body["reply_parameters"] =
+                    json!({"message_id": id, "allow_sending_without_reply": true});
+            }
+            self.call("sendMessage", body).await.map(|_| ())
+        })
+    }
+
+    fn typing<'a>(&'a self, chat: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let _ = self
+                .call(
+                    "sendChatAction",
+                    json!({"chat_id": chat, "action": "typing"}),
+                )
+                .await;
+        })
+    }
+}
+
+/// Markdown as Telegram's MarkdownV2: code spans and fenced blocks kept (only `` ` `` and `\`
+/// escaped inside), `**bold**` as `*bold*`, every other special character escaped, so the
+/// text shows as written and a message is never refused for its formatting.
+pub fn markdown_v2(markdown: &str) -> String {
+    const SPECIAL: &str = "_*[]()~`>#+-=|{}.!\\";
+    let escape = |text: &str, out: &mut String| {
+        for c in text.chars() {
+            if SPECIAL.contains(c) {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+    };
+    let code = |text: &str, out: &mut String| {
+        for c in text.chars() {
+            if c == '`' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+    };
+    let mut out = String::with_capacity(markdown.len() + 16);
+    let mut rest = markdown;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("```")
+            && let Some(end) = after.find("```")
+        {
+            out.push_str("```");
+            code(&after[..end], &mut out);
+            out.push_str("```");
+            rest = &after[end + 3..];
+        } else if let Some(after) = rest.strip_prefix('`')
+            && let Some(end) = after.find('`')
+        {
+            out.push('`');
+            code(&after[..end], &mut out);
+            out.push('`');
+            rest = &after[end + 1..];
+        } else if let Some(after) = rest.strip_prefix("**")
+            && let Some(end) = after.find("**")
+            && end > 0
+        {
+            out.push('*');
+            escape(&after[..end], &mut out);
+            out.push('*');
+            rest = &after[end + 2..];
+        } else {
+            let next = rest[1..].find(['`', '*']).map_or(rest.len(), |i| i + 1);
+            escape(&rest[..next], &mut out);
+            rest = &rest[next..];
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_v2_escapes_all_but_code_and_bold() {
+        assert_eq!(markdown_v2("Done. 1+1=2!"), "Done\\. 1\\+1\\=2\\!");
+        assert_eq!(markdown_v2("**bold** move_it"), "*bold* move\\_it");
+        assert_eq!(markdown_v2("run `a_b.sh` now."), "run `a_b.sh` now\\.");
+        assert_eq!(markdown_v2("```\nx = `1`\n```"), "```\nx = \\`1\\`\n```");
+        assert_eq!(markdown_v2("a * b ` c"), "a \\* b \\` c");
+    }
+
+    #[test]
+    fn updates_become_inbound_messages() {
+        let me = (99, "lurk_bot".to_string());
+        let dm = json!({"update_id": 1, "message": {"message_id": 5, "text": "hi",
+            "from": {"id": 42, "is_bot": false, "username": "ada"},
+            "chat": {"id": 42, "type": "private"}}});
+        let m = Telegram::inbound(&dm, &me).unwrap();
+        assert_eq!(
+            (m.chat.as_str(), m.sender.as_str(), m.group),
+            ("42", "42", false)
+        );
+        let group = json!({"update_id": 2, "message": {"message_id": 6, "caption": "look @lurk_bot",
+            "document": {"file_name": "a.pdf"}, "message_thread_id": 3,
+            "from": {"id": 42, "is_bot": false, "first_name": "Ada"},
+            "chat": {"id": -100, "type": "supergroup"}}});
+        let m = Telegram::inbound(&group, &me).unwrap();
+        assert!(m.group && m.mentioned);
+        assert!(
+            m.text.contains("[attachment: document a.pdf] (not opened)"),
+            "{}",
+            m.text
+        );
+        assert_eq!(m.thread.as_deref(), Some("3"));
+        let bot = json!({"update_id": 3, "message": {"message_id": 7, "text": "x",
+            "from": {"id": 7, "is_bot": true}, "chat": {"id": 7, "type": "private"}}});
+        assert!(Telegram::inbound(&bot, &me).is_none());
+    }
+}

@@ -1,0 +1,132 @@
+//! `[channels.<name>]`, `[[bindings]]` and `[session]`: which messaging platforms the gateway
+//! connects to, who may talk to the agent there, which agent answers, and how direct messages
+//! map to sessions (ARCHITECTURE.md §6.1). Credentials are never here: they come from the
+//! home's `.env` (`TELEGRAM_BOT_TOKEN`, …).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The platforms a `[channels.<name>]` table may name.
+pub const CHANNEL_NAMES: &[&str] = &["telegram"];
+
+/// The `dm_policy` values.
+pub const DM_POLICIES: &[&str] = &["pairing", "allowlist", "open", "disabled"];
+
+/// `[channels.<name>]`: one platform.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(default)]
+pub struct ChannelConfig {
+    /// Whether the gateway connects (default true once the table exists).
+    pub enabled: bool,
+    /// The platform's API (default its public one; a test server or a self-hosted one).
+    pub base_url: Option<String>,
+    /// Who may write directly: `pairing` (default: a stranger gets a one-time code and nothing
+    /// else until `lurkbot pairing approve`), `allowlist` (only `allow_from`), `open` (anyone),
+    /// `disabled` (no direct messages).
+    pub dm_policy: String,
+    /// Senders always allowed (platform user ids or usernames).
+    pub allow_from: Vec<String>,
+    /// Whether a group message must mention the bot to be answered (default true).
+    pub require_mention: bool,
+    /// Longest inbound message handed to the agent, in characters (default 4,000).
+    pub max_inbound_chars: usize,
+}
+
+impl Default for ChannelConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            base_url: None,
+            dm_policy: "pairing".into(),
+            allow_from: Vec::new(),
+            require_mention: true,
+            max_inbound_chars: 4000,
+        }
+    }
+}
+
+/// `[[bindings]]`: which agent answers a channel's messages (OpenClaw's bindings). The first
+/// rule whose every given field matches wins; no match means `main`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(default)]
+pub struct Binding {
+    /// The agent that answers.
+    pub agent: String,
+    /// The channel (`telegram`).
+    pub channel: Option<String>,
+    /// A sender (direct messages).
+    pub peer: Option<String>,
+    /// A group or room.
+    pub group: Option<String>,
+}
+
+/// `[session]`: how channel conversations map to sessions.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(default)]
+pub struct SessionConfig {
+    /// `per-peer` (default: each sender's direct messages are their own session,
+    /// `agent:<id>:dm:<channel>:<peer>`) or `main` (the owner's direct messages share
+    /// `agent:<id>:main` with the web UI and the CLI).
+    pub dm_scope: String,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            dm_scope: "per-peer".into(),
+        }
+    }
+}
+
+/// What is wrong with the channel settings, each with its key.
+pub fn channel_problems(config: &crate::Config) -> Vec<crate::ConfigProblem> {
+    let mut found: Vec<(String, String)> = Vec::new();
+    let mut problems = Problems(&mut found);
+    for (name, channel) in &config.channels {
+        if !CHANNEL_NAMES.contains(&name.as_str()) {
+            problems.push(
+                format!("channels.{name}"),
+                format!(
+                    "[channels.{name}]: not a channel LurkBot has (it has: {})",
+                    CHANNEL_NAMES.join(", ")
+                ),
+            );
+        }
+        if !DM_POLICIES.contains(&channel.dm_policy.as_str()) {
+            problems.push(
+                format!("channels.{name}.dm_policy"),
+                format!(
+                    "channels.{name}.dm_policy = \"{}\": use one of {}",
+                    channel.dm_policy,
+                    DM_POLICIES.join(", ")
+                ),
+            );
+        }
+    }
+    for (i, binding) in config.bindings.iter().enumerate() {
+        if binding.agent.trim().is_empty() {
+            problems.push("bindings".into(), format!("bindings[{i}]: agent is empty"));
+        }
+    }
+    if !["per-peer", "main"].contains(&config.session.dm_scope.as_str()) {
+        problems.push(
+            "session.dm_scope".into(),
+            format!(
+                "session.dm_scope = \"{}\": use per-peer or main",
+                config.session.dm_scope
+            ),
+        );
+    }
+    found
+        .into_iter()
+        .map(|(key, message)| crate::ConfigProblem { key, message })
+        .collect()
+}
+
+struct Problems<'a>(&'a mut Vec<(String, String)>);
+
+impl Problems<'_> {
+    fn push(&mut self, key: String, message: String) {
+        self.0.push((key, message));
+    }
+}

@@ -1,0 +1,328 @@
+//! The messaging channels the gateway runs (ARCHITECTURE.md §6.1): each configured
+//! `[channels.<name>]` with its credentials in the home's `.env` is started with the gateway,
+//! and its messages go through access ([`lurkbot_channels::access`]: pairing codes to
+//! strangers, nothing to the model), routing (the binding's agent, the §5 session key) and a
+//! turn whose reply is delivered back in the platform's chunks with its retry policy. The
+//! `message` tool, cron `announce` and the heartbeat deliver through [`ChannelSet::deliver`].
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lurkbot_channels::access::{Decision, code_message, decide, for_agent};
+use lurkbot_channels::delivery::{RetryPolicy, deliver};
+use lurkbot_channels::pairing::PairingStore;
+use lurkbot_channels::routing::{agent_for, session_for};
+use lurkbot_channels::{Channel, ChannelError, ChannelStatus, Inbound};
+use lurkbot_core::layout;
+use serde_json::{Value, json};
+
+use crate::host::TurnOptions;
+use crate::state::AppState;
+
+/// Longest pause between failed receives.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// One running channel.
+pub(crate) struct Live {
+    channel: Arc<dyn Channel>,
+    status: Mutex<ChannelStatus>,
+}
+
+impl Live {
+    fn update(&self, f: impl FnOnce(&mut ChannelStatus)) {
+        if let Ok(mut status) = self.status.lock() {
+            f(&mut status);
+        }
+    }
+}
+
+/// The running channels, by name.
+#[derive(Default)]
+pub(crate) struct ChannelSet {
+    running: Mutex<BTreeMap<&'static str, Arc<Live>>>,
+}
+
+impl ChannelSet {
+    fn get(&self, name: &str) -> Option<Arc<Live>> {
+        self.running.lock().ok()?.get(name).cloned()
+    }
+
+    /// Whether `name` runs.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// Each running channel's state.
+    pub(crate) fn statuses(&self) -> Vec<(String, ChannelStatus)> {
+        self.running
+            .lock()
+            .map(|running| {
+                running
+                    .iter()
+                    .filter_map(|(name, live)| {
+                        Some((name.to_string(), live.status.lock().ok()?.clone()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Sends `text` to `chat` on channel `name`; where it went.
+    ///
+    /// # Errors
+    /// The channel does not run, or the platform refused the message (after its retries).
+    pub(crate) async fn deliver(
+        &self,
+        name: &str,
+        chat: &str,
+        text: &str,
+        reply_to: Option<&str>,
+    ) -> Result<String, String> {
+        let live = self
+            .get(name)
+            .ok_or_else(|| format!("the {name} channel is not running (see [channels.{name}])"))?;
+        send(&live, chat, text, reply_to).await?;
+        Ok(format!("{name} {chat}"))
+    }
+}
+
+async fn send(live: &Live, chat: &str, text: &str, reply_to: Option<&str>) -> Result<(), String> {
+    match deliver(&*live.channel, chat, text, reply_to, RetryPolicy::default()).await {
+        Ok(n) => {
+            live.update(|s| s.sent += n as u64);
+            Ok(())
+        }
+        Err(e) => {
+            let message = format!("{} message to {chat} not sent: {e}", live.channel.name());
+            tracing::warn!(channel = live.channel.name(), chat, error = %e, "message not sent");
+            live.update(|s| s.last_error = Some(message.clone()));
+            Err(message)
+        }
+    }
+}
+
+/// Whether `chat` on channel `name` belongs to someone allowed to talk to the agent (in
+/// `allow_from` or paired): the only chats the model's own `message` calls may reach.
+pub(crate) fn may_message(
+    home: &lurkbot_core::Home,
+    config: &lurkbot_core::Config,
+    name: &str,
+    chat: &str,
+) -> bool {
+    let allowed = config
+        .channels
+        .get(name)
+        .is_some_and(|c| c.allow_from.iter().any(|a| a == chat) || c.dm_policy == "open");
+    allowed
+        || PairingStore::open(home)
+            .is_approved(name, chat)
+            .unwrap_or(false)
+}
+
+/// Makes the channel `name` from its settings and the home's variables.
+fn build(state: &AppState, name: &str) -> Result<Arc<dyn Channel>, String> {
+    let config = state.config();
+    let settings = config.channels.get(name).cloned().unwrap_or_default();
+    let vars = lurkbot_agent::setup::variables(&state.home);
+    match name {
+        "telegram" => {
+            let token = vars("TELEGRAM_BOT_TOKEN")
+                .ok_or("TELEGRAM_BOT_TOKEN is not set (put it in the home's .env)")?;
+            let dir = state.home.join(layout::CHANNELS).join("telegram");
+            lurkbot_channels::telegram::Telegram::new(settings.base_url.as_deref(), &token, dir)
+                .map(|t| Arc::new(t) as Arc<dyn Channel>)
+                .map_err(|e| e.to_string())
+        }
+        other => Err(format!("LurkBot has no '{other}' channel")),
+    }
+}
+
+/// Starts every enabled channel; the receive loops' handles (aborted when the gateway stops).
+pub(crate) fn start(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
+    let config = state.config();
+    let mut tasks = Vec::new();
+    for (name, settings) in &config.channels {
+        if !settings.enabled {
+            continue;
+        }
+        let Some(name) = lurkbot_core::CHANNEL_NAMES
+            .iter()
+            .copied()
+            .find(|n| n == name)
+        else {
+            continue;
+        };
+        let live = match build(state, name) {
+            Ok(channel) => Arc::new(Live {
+                channel,
+                status: Mutex::new(ChannelStatus {
+                    state: "starting".into(),
+                    ..ChannelStatus::default()
+                }),
+            }),
+            Err(e) => {
+                tracing::warn!(channel = name, error = e.as_str(), "channel not started");
+                continue;
+            }
+        };
+        if let Ok(mut running) = state.host.channels.running.lock() {
+            running.insert(name, live.clone());
+        }
+        tracing::info!(channel = name, "channel started");
+        tasks.push(tokio::spawn(receive_loop(state.clone(), live)));
+    }
+    tasks
+}
+
+/// Receives until the gateway stops; failures back off (a platform's `retry_after` is
+/// honoured) and are shown in the channel's status.
+async fn receive_loop(state: AppState, live: Arc<Live>) {
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        match live.channel.receive().await {
+            Ok(batch) => {
+                backoff = Duration::from_secs(1);
+                live.update(|s| {
+                    s.state = "connected".into();
+                    s.received += batch.len() as u64;
+                });
+                if !batch.is_empty() {
+                    // One task per batch: its messages are answered in order, and receiving
+                    // goes on meanwhile.
+                    let (state, live) = (state.clone(), live.clone());
+                    tokio::spawn(async move {
+                        for message in batch {
+                            handle(&state, &live, message).await;
+                        }
+                    });
+                }
+            }
+            Err(e) => {
+                let wait = match &e {
+                    ChannelError::RetryAfter(wait, _) => *wait,
+                    _ => backoff,
+                };
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                let permanent = matches!(e, ChannelError::Permanent(_));
+                tracing::warn!(channel = live.channel.name(), error = %e, "channel receive failed");
+                live.update(|s| {
+                    s.state = if permanent { "failed" } else { "retrying" }.into();
+                    s.last_error = Some(e.to_string());
+                });
+                tokio::time::sleep(if permanent { MAX_BACKOFF } else { wait }).await;
+            }
+        }
+    }
+}
+
+/// One inbound message: access, routing, the turn, the reply.
+async fn handle(state: &AppState, live: &Live, message: Inbound) {
+    let config = state.config();
+    let name = live.channel.name();
+    let Some(settings) = config.channels.get(name) else {
+        return;
+    };
+    let pairings = PairingStore::open(&state.home);
+    let decision = match decide(settings, &pairings, &message, lurkbot_core::now_ms()) {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!(channel = name, error = %e, "channel message not answered: pairing state");
+            return;
+        }
+    };
+    let owner = match decision {
+        Decision::Ignore(reason) => {
+            tracing::info!(
+                channel = name,
+                sender = message.sender.as_str(),
+                reason,
+                "channel message not answered"
+            );
+            return;
+        }
+        Decision::SendCode(code) => {
+            tracing::info!(
+                channel = name,
+                sender = message.sender.as_str(),
+                "pairing code sent; approve with lurkbot pairing approve"
+            );
+            let _ = send(
+                live,
+                &message.chat,
+                &code_message(&code),
+                Some(&message.message_id),
+            )
+            .await;
+            return;
+        }
+        Decision::Answer { owner } => owner,
+    };
+    let agent = agent_for(&config.bindings, &message);
+    let key = match session_for(&agent, &message, config.session.dm_scope == "main", owner) {
+        Ok(key) => key,
+        Err(e) => {
+            tracing::warn!(channel = name, error = %e, "channel message not answered: no session key");
+            return;
+        }
+    };
+    if owner && !message.group {
+        state.host.note_route(name, Some(message.chat.clone()));
+    }
+    live.channel.typing(&message.chat).await;
+    let text = for_agent(&message, owner, settings.max_inbound_chars);
+    let started = state
+        .host
+        .start_when_free(key.clone(), text, TurnOptions::default(), false)
+        .await;
+    let reply = match started {
+        Ok((_, task)) => match task.await {
+            Ok(Ok(outcome)) => outcome.text,
+            Ok(Err(e)) => format!("Sorry, that failed: {}", e.message),
+            Err(_) => return,
+        },
+        Err(e) => {
+            tracing::warn!(
+                channel = name,
+                session = key.as_str(),
+                error = e.message.as_str(),
+                "channel message not answered: session busy"
+            );
+            return;
+        }
+    };
+    if reply.trim().is_empty() {
+        return;
+    }
+    let _ = send(live, &message.chat, &reply, Some(&message.message_id)).await;
+}
+
+/// `channels.status`: each configured channel with its state and the pending pairings.
+pub(crate) fn status(state: &AppState) -> Value {
+    let config = state.config();
+    let running: BTreeMap<String, ChannelStatus> =
+        state.host.channels.statuses().into_iter().collect();
+    let pending = PairingStore::open(&state.home)
+        .pending(lurkbot_core::now_ms())
+        .unwrap_or_default();
+    let channels: Vec<Value> = config
+        .channels
+        .iter()
+        .map(|(name, settings)| {
+            let status = running.get(name).cloned().unwrap_or(ChannelStatus {
+                state: if settings.enabled {
+                    "not started"
+                } else {
+                    "disabled"
+                }
+                .into(),
+                ..ChannelStatus::default()
+            });
+            json!({"name": name, "enabled": settings.enabled, "dmPolicy": settings.dm_policy,
+                "state": status.state, "lastError": status.last_error,
+                "received": status.received, "sent": status.sent,
+                "pendingPairings": pending.iter().filter(|p| &p.channel == name).count()})
+        })
+        .collect();
+    json!({"channels": channels, "pendingPairings": pending})
+}

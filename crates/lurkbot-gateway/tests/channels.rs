@@ -1,0 +1,243 @@
+//! Telegram as a channel, against a Bot API server written from Telegram's documentation
+//! (`lurkbot_test_support::telegram_server`; Telegram has no local server): pairing (a stranger
+//! gets a code and the model is not called; approved, the next message is answered), the
+//! allowlist, routing to a second agent by binding, chunking at 4,096 characters, a 429 with
+//! `retry_after` then success, a permanent refusal not retried, the `message` tool, and a
+//! restart that re-reads nothing.
+
+use std::time::Duration;
+
+use lurkbot_channels::pairing::PairingStore;
+use lurkbot_llm::fake::Step;
+use lurkbot_test_support::telegram_server::TelegramServer;
+use serde_json::json;
+
+use crate::common::{Client, Gateway, TOKEN};
+
+const BOT_TOKEN: &str = "123456:test-bot-token";
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn gateway(server: &TelegramServer, extra: &str, steps: Vec<Step>) -> Gateway {
+    let config = format!(
+        "[channels.telegram]\nbase_url = \"{}\"\n{extra}",
+        server.url()
+    );
+    Gateway::start_with_env(&config, steps, &format!("TELEGRAM_BOT_TOKEN={BOT_TOKEN}\n")).await
+}
+
+/// Waits (off the runtime's threads) until the server saw `n` sent messages.
+async fn sent(
+    server: &std::sync::Arc<TelegramServer>,
+    n: usize,
+) -> Vec<lurkbot_test_support::telegram_server::Sent> {
+    let server = server.clone();
+    tokio::task::spawn_blocking(move || server.wait_sent(n, WAIT))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_gets_a_code_and_is_answered_once_approved() {
+    let server = std::sync::Arc::new(TelegramServer::start(BOT_TOKEN));
+    let gw = gateway(
+        &server,
+        "",
+        vec![Step::text("Hello **Ada**. Nice to meet you!")],
+    )
+    .await;
+    server.user_writes(555, 555, "ada", "private", "hello bot");
+    let first = sent(&server, 1).await;
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0].chat_id, "555");
+    let pending = PairingStore::open(&gw.home)
+        .pending(lurkbot_core::now_ms())
+        .unwrap();
+    assert_eq!(pending.len(), 1);
+    assert!(
+        first[0].text.contains(&pending[0].code),
+        "{}",
+        first[0].text
+    );
+    assert!(
+        gw.fake.requests().is_empty(),
+        "a stranger's message never reaches the model"
+    );
+
+    PairingStore::open(&gw.home)
+        .approve("telegram", &pending[0].code, lurkbot_core::now_ms())
+        .unwrap();
+    server.user_writes(555, 555, "ada", "private", "now may I?");
+    let all = sent(&server, 2).await;
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(all[1].text, "Hello *Ada*\\. Nice to meet you\\!");
+    assert!(all[1].reply_to.is_some(), "the reply answers the message");
+    let requests = gw.fake.requests();
+    assert_eq!(requests.len(), 1);
+    let asked = requests[0].body.to_string();
+    assert!(
+        asked.contains("now may I?") && asked.contains("untrusted telegram message"),
+        "{asked}"
+    );
+    assert!(
+        !asked.contains("hello bot"),
+        "the message sent before approval was dropped"
+    );
+    // The paired sender's own session.
+    let sessions = lurkbot_agent::Sessions::open(&gw.home, "main")
+        .list()
+        .unwrap();
+    assert!(
+        sessions.contains_key("agent:main:dm:telegram:555"),
+        "{:?}",
+        sessions.keys()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_allowlist_the_bindings_and_long_replies() {
+    let server = std::sync::Arc::new(TelegramServer::start(BOT_TOKEN));
+    let long = "word ".repeat(1200);
+    let gw = gateway(
+        &server,
+        "dm_policy = \"allowlist\"\nallow_from = [\"777\"]\n[agents.work]\n[[bindings]]\nagent = \"work\"\nchannel = \"telegram\"\npeer = \"777\"\n",
+        vec![Step::text(&long)],
+    )
+    .await;
+    server.user_writes(888, 888, "eve", "private", "let me in");
+    server.user_writes(777, 777, "owner", "private", "write me a lot");
+    let all = sent(&server, 2).await;
+    assert_eq!(
+        all.len(),
+        2,
+        "two pieces for the owner, nothing for the stranger: {all:?}"
+    );
+    assert!(all.iter().all(|s| s.chat_id == "777"));
+    assert!(all.iter().all(|s| s.text.chars().count() <= 4096));
+    let words: usize = all.iter().map(|s| s.text.split_whitespace().count()).sum();
+    assert_eq!(words, 1200, "no word lost or cut");
+    assert!(all[0].reply_to.is_some() && all[1].reply_to.is_none());
+    let requests = gw.fake.requests();
+    assert_eq!(requests.len(), 1, "the stranger never reached the model");
+    let messages = requests[0].body["messages"].as_array().unwrap().clone();
+    assert_eq!(
+        messages.last().unwrap()["content"],
+        "write me a lot",
+        "the owner's own text reaches the model as written"
+    );
+    let work = lurkbot_agent::Sessions::open(&gw.home, "work")
+        .list()
+        .unwrap();
+    assert!(
+        work.contains_key("agent:work:dm:telegram:777"),
+        "{:?}",
+        work.keys()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_waits_its_retry_after_and_a_block_is_not_retried() {
+    let server = std::sync::Arc::new(TelegramServer::start(BOT_TOKEN));
+    let gw = gateway(
+        &server,
+        "dm_policy = \"open\"\n",
+        vec![Step::text("first"), Step::text("second")],
+    )
+    .await;
+    server.rate_limit_next(1, 1);
+    server.user_writes(300, 300, "bob", "private", "one");
+    let all = sent(&server, 1).await;
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].text, "first");
+    assert_eq!(server.send_attempts(), 2, "refused once, then sent");
+
+    server.block(300);
+    server.user_writes(300, 300, "bob", "private", "two");
+    // The model answers; the platform refuses for good: one attempt, reported in the status.
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    let mut status = serde_json::Value::Null;
+    for _ in 0..200 {
+        status = c.request("channels.status", json!({})).await["payload"].clone();
+        if status["channels"][0]["lastError"].is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let error = status["channels"][0]["lastError"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        error.contains("403") && error.contains("blocked"),
+        "{status}"
+    );
+    assert_eq!(
+        server.send_attempts(),
+        3,
+        "a permanent refusal is not retried"
+    );
+    assert_eq!(status["channels"][0]["state"], "connected");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_message_tool_reaches_a_paired_chat_and_a_restart_rereads_nothing() {
+    let server = std::sync::Arc::new(TelegramServer::start(BOT_TOKEN));
+    let mut gw = gateway(
+        &server,
+        "allow_from = [\"42\"]\n",
+        vec![
+            Step::calls(&[
+                (
+                    "m0",
+                    "message",
+                    json!({"channel": "telegram", "to": "31337", "text": "spam"}),
+                ),
+                (
+                    "m1",
+                    "message",
+                    json!({"channel": "telegram", "to": "42", "text": "ping from the agent"}),
+                ),
+            ]),
+            Step::text("sent it"),
+        ],
+    )
+    .await;
+    server.user_writes(42, 42, "owner", "private", "tell me via the tool");
+    let all = sent(&server, 2).await;
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(all[0].text, "ping from the agent");
+    assert_eq!(all[1].text, "sent it");
+
+    // A chat nobody allowed is refused to the model's own messages.
+    let requests = gw.fake.requests();
+    assert_eq!(requests.len(), 2);
+    let results: Vec<String> = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        results[0].contains("has not talked to the agent"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].contains("delivered to telegram 42"),
+        "{results:?}"
+    );
+    assert!(server.sent().iter().all(|s| s.chat_id != "31337"));
+
+    gw.stop().await;
+    let requests_before = gw.fake.requests().len();
+    let again = gw.on_same_home().await;
+    // The new gateway resumes after the last update it handed over.
+    let deadline = std::time::Instant::now() + WAIT;
+    while server.offsets().len() < 3 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let offsets = server.offsets();
+    assert!(offsets.len() >= 3, "{offsets:?}");
+    assert!(offsets.iter().skip(1).all(|o| *o > 1000), "{offsets:?}");
+    assert_eq!(server.sent().len(), 2, "nothing answered twice");
+    assert_eq!(gw.fake.requests().len(), requests_before);
+    assert!(again.fake.requests().is_empty());
+}

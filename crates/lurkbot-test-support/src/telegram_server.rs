@@ -1,0 +1,315 @@
+//! A Telegram Bot API server on loopback, written from the Bot API documentation, for the
+//! channel tests (Telegram has no local server). It speaks the real wire format — `POST
+//! /bot<token>/<method>` with a JSON body, answers `{"ok":true,"result":…}` or
+//! `{"ok":false,"error_code","description","parameters":{"retry_after"}}` — and refuses what
+//! Telegram refuses: a wrong token (401), an unknown chat (400 "chat not found"), a text over
+//! 4,096 characters (400 "message is too long"), an empty text, MarkdownV2 with an unescaped
+//! reserved character (400 "can't parse entities"), a chat that blocked the bot (403). Tests
+//! queue user messages, script 429s and 5xx, and read what the bot sent.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The bot's id and username, as `getMe` answers.
+pub const BOT_ID: i64 = 99;
+/// The bot's username.
+pub const BOT_USERNAME: &str = "lurk_test_bot";
+
+/// A message the bot sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    /// The chat.
+    pub chat_id: String,
+    /// The text as sent (MarkdownV2).
+    pub text: String,
+    /// The message it replies to.
+    pub reply_to: Option<i64>,
+}
+
+#[derive(Default)]
+struct State {
+    updates: Vec<Value>,
+    next_update: i64,
+    next_message: i64,
+    known_chats: HashSet<String>,
+    blocked: HashSet<String>,
+    sent: Vec<Sent>,
+    send_attempts: usize,
+    /// Answers for the next sends: (status, description, retry_after).
+    scripted: Vec<(u16, String, Option<u64>)>,
+    offsets: Vec<i64>,
+}
+
+/// The running server (stopped when dropped: its threads end with the test process).
+pub struct TelegramServer {
+    addr: SocketAddr,
+    state: Arc<(Mutex<State>, Condvar)>,
+}
+
+impl TelegramServer {
+    /// Serves the bot whose token is `token`.
+    pub fn start(token: &str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new((
+            Mutex::new(State {
+                next_update: 1000,
+                next_message: 1,
+                ..State::default()
+            }),
+            Condvar::new(),
+        ));
+        let shared = state.clone();
+        let prefix = format!("/bot{token}/");
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (shared, prefix) = (shared.clone(), prefix.clone());
+                std::thread::spawn(move || {
+                    let _ = serve(stream, &shared, &prefix);
+                });
+            }
+        });
+        Self { addr, state }
+    }
+
+    /// The base URL (`[channels.telegram] base_url`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A user writes `text` in chat `chat_id` (`private` or `supergroup`); the chat becomes
+    /// known. The update's id.
+    pub fn user_writes(
+        &self,
+        chat_id: i64,
+        from: i64,
+        username: &str,
+        kind: &str,
+        text: &str,
+    ) -> i64 {
+        let (lock, wake) = &*self.state;
+        let mut s = lock.lock().unwrap();
+        s.next_update += 1;
+        s.next_message += 1;
+        let update = json!({"update_id": s.next_update, "message": {
+            "message_id": s.next_message, "date": 1_795_500_000, "text": text,
+            "from": {"id": from, "is_bot": false, "first_name": username, "username": username},
+            "chat": {"id": chat_id, "type": kind}}});
+        s.known_chats.insert(chat_id.to_string());
+        s.updates.push(update);
+        let id = s.next_update;
+        wake.notify_all();
+        id
+    }
+
+    /// What the bot sent so far.
+    pub fn sent(&self) -> Vec<Sent> {
+        self.state.0.lock().unwrap().sent.clone()
+    }
+
+    /// Waits until the bot sent `n` messages (at most `limit`); what it sent.
+    pub fn wait_sent(&self, n: usize, limit: Duration) -> Vec<Sent> {
+        let (lock, wake) = &*self.state;
+        let deadline = Instant::now() + limit;
+        let mut s = lock.lock().unwrap();
+        while s.sent.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            s = wake.wait_timeout(s, left).unwrap().0;
+        }
+        s.sent.clone()
+    }
+
+    /// `sendMessage` calls so far, refused ones included.
+    pub fn send_attempts(&self) -> usize {
+        self.state.0.lock().unwrap().send_attempts
+    }
+
+    /// The `offset` of every `getUpdates` so far.
+    pub fn offsets(&self) -> Vec<i64> {
+        self.state.0.lock().unwrap().offsets.clone()
+    }
+
+    /// The next `n` sends answer 429 with `retry_after` seconds.
+    pub fn rate_limit_next(&self, n: usize, retry_after: u64) {
+        let mut s = self.state.0.lock().unwrap();
+        for _ in 0..n {
+            s.scripted.push((
+                429,
+                format!("Too Many Requests: retry after {retry_after}"),
+                Some(retry_after),
+            ));
+        }
+    }
+
+    /// The next send answers a 502.
+    pub fn fail_next(&self) {
+        let mut s = self.state.0.lock().unwrap();
+        s.scripted.push((502, "Bad Gateway".into(), None));
+    }
+
+    /// The user of `chat_id` blocks the bot.
+    pub fn block(&self, chat_id: i64) {
+        self.state
+            .0
+            .lock()
+            .unwrap()
+            .blocked
+            .insert(chat_id.to_string());
+    }
+}
+
+fn serve(stream: TcpStream, shared: &(Mutex<State>, Condvar), prefix: &str) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+    let mut length = 0usize;
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header)?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = header.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    let params: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
+    let (status, answer) = match path.strip_prefix(prefix) {
+        None => (
+            401,
+            json!({"ok": false, "error_code": 401, "description": "Unauthorized"}),
+        ),
+        Some(method) => answer(shared, method, &params),
+    };
+    let body = answer.to_string();
+    let mut stream = stream;
+    write!(
+        stream,
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    stream.flush()
+}
+
+fn error(status: u16, description: &str, retry_after: Option<u64>) -> (u16, Value) {
+    let mut v = json!({"ok": false, "error_code": status, "description": description});
+    if let Some(r) = retry_after {
+        v["parameters"] = json!({"retry_after": r});
+    }
+    (status, v)
+}
+
+fn answer(shared: &(Mutex<State>, Condvar), method: &str, p: &Value) -> (u16, Value) {
+    let (lock, wake) = shared;
+    match method {
+        "getMe" => (
+            200,
+            json!({"ok": true, "result": {"id": BOT_ID, "is_bot": true,
+            "first_name": "Lurk", "username": BOT_USERNAME}}),
+        ),
+        "getUpdates" => {
+            let offset = p["offset"].as_i64().unwrap_or(0);
+            let wait = Duration::from_secs(p["timeout"].as_u64().unwrap_or(0).min(30));
+            let deadline = Instant::now() + wait;
+            let mut s = lock.lock().unwrap();
+            s.offsets.push(offset);
+            // Confirmed updates (below the offset) are forgotten, as Telegram does.
+            s.updates
+                .retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
+            while s.updates.is_empty() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                s = wake.wait_timeout(s, left).unwrap().0;
+            }
+            (200, json!({"ok": true, "result": s.updates.clone()}))
+        }
+        "sendChatAction" => (200, json!({"ok": true, "result": true})),
+        "sendMessage" => {
+            let mut s = lock.lock().unwrap();
+            s.send_attempts += 1;
+            if !s.scripted.is_empty() {
+                let (status, description, retry) = s.scripted.remove(0);
+                return error(status, &description, retry);
+            }
+            let chat = match &p["chat_id"] {
+                Value::String(c) => c.clone(),
+                Value::Number(n) => n.to_string(),
+                _ => return error(400, "Bad Request: chat_id is empty", None),
+            };
+            let text = p["text"].as_str().unwrap_or_default();
+            if !s.known_chats.contains(&chat) {
+                return error(400, "Bad Request: chat not found", None);
+            }
+            if s.blocked.contains(&chat) {
+                return error(403, "Forbidden: bot was blocked by the user", None);
+            }
+            if text.trim().is_empty() {
+                return error(400, "Bad Request: message text is empty", None);
+            }
+            if text.chars().count() > 4096 {
+                return error(400, "Bad Request: message is too long", None);
+            }
+            if p["parse_mode"] == "MarkdownV2"
+                && let Some(c) = unescaped_reserved(text)
+            {
+                return error(
+                    400,
+                    &format!(
+                        "Bad Request: can't parse entities: Character '{c}' is reserved and must be escaped with the preceding '\\'"
+                    ),
+                    None,
+                );
+            }
+            s.sent.push(Sent {
+                chat_id: chat.clone(),
+                text: text.to_string(),
+                reply_to: p
+                    .pointer("/reply_parameters/message_id")
+                    .and_then(Value::as_i64),
+            });
+            s.next_message += 1;
+            let id = s.next_message;
+            wake.notify_all();
+            (
+                200,
+                json!({"ok": true, "result": {"message_id": id, "chat": {"id": chat}, "text": text}}),
+            )
+        }
+        _ => error(404, "Not Found", None),
+    }
+}
+
+/// The first reserved MarkdownV2 character left unescaped outside code (formatting marks
+/// `*` and `` ` `` excepted).
+fn unescaped_reserved(text: &str) -> Option<char> {
+    let mut chars = text.chars();
+    let mut in_code = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '`' => in_code = !in_code,
+            _ if in_code => {}
+            _ if "_[]()~>#+-=|{}.!".contains(c) => return Some(c),
+            _ => {}
+        }
+    }
+    None
+}

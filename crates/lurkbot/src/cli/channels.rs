@@ -1,0 +1,125 @@
+//! `lurkbot channels list [--json]` (the configured channels and whether their credentials
+//! are set — never their values) and `lurkbot channels status [--json]` (the running gateway's
+//! view: state, last error, messages in and out, pending pairings).
+
+use crate::error::{CliError, CliResult};
+use std::path::Path;
+
+use clap::Subcommand;
+use lurkbot_core::{Config, Home, RunningGateway, layout};
+use lurkbot_gateway::protocol::method;
+use serde_json::{Value, json};
+
+/// `lurkbot channels`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ChannelsArgs {
+    /// The configured channels.
+    List {
+        /// `[{name, enabled, dmPolicy, allowFrom, credentials}]`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What the running gateway's channels are doing.
+    Status {
+        /// The gateway's `channels.status` answer.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The variables a channel needs.
+fn credentials(name: &str) -> &'static [&'static str] {
+    match name {
+        "telegram" => &["TELEGRAM_BOT_TOKEN"],
+        _ => &[],
+    }
+}
+
+pub(crate) fn run(home_path: &Path, args: &ChannelsArgs) -> CliResult {
+    let home = Home::open(home_path)?;
+    let config = Config::load(&home.join(layout::CONFIG))?;
+    match args {
+        ChannelsArgs::List { json } => {
+            let vars = lurkbot_agent::setup::variables(&home);
+            let list: Vec<Value> = config
+                .channels
+                .iter()
+                .map(|(name, c)| {
+                    let missing: Vec<&str> = credentials(name)
+                        .iter()
+                        .copied()
+                        .filter(|v| vars(v).is_none())
+                        .collect();
+                    json!({"name": name, "enabled": c.enabled, "dmPolicy": c.dm_policy,
+                        "allowFrom": c.allow_from, "requireMention": c.require_mention,
+                        "credentials": if missing.is_empty() { "set".to_string() }
+                            else { format!("missing {}", missing.join(", ")) }})
+                })
+                .collect();
+            if *json {
+                crate::run::print_stdout(&format!("{}\n", serde_json::to_string_pretty(&list)?))?;
+                return Ok(());
+            }
+            let mut out = format!("{} channel(s)\n", list.len());
+            for c in &list {
+                out.push_str(&format!(
+                    "{:<10} {:<8} dm_policy={:<9} credentials {}\n",
+                    c["name"].as_str().unwrap_or_default(),
+                    if c["enabled"] == true {
+                        "enabled"
+                    } else {
+                        "disabled"
+                    },
+                    c["dmPolicy"].as_str().unwrap_or_default(),
+                    c["credentials"].as_str().unwrap_or_default()
+                ));
+            }
+            crate::run::print_stdout(&out)?;
+        }
+        ChannelsArgs::Status { json } => {
+            let Some(addr) = RunningGateway::find(&home).and_then(|g| g.loopback_addr()) else {
+                return Err(CliError::failed(
+                    "channels",
+                    "no gateway is running for this home (start it with lurkbot gateway)",
+                ));
+            };
+            let token = super::remote::gateway_token(&home);
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let status = runtime.block_on(async {
+                let mut gw =
+                    super::remote::Remote::connect(&format!("ws://{addr}/ws"), token.as_deref())
+                        .await
+                        .map_err(|e| CliError::failed("channels", format!("{e:#}")))?;
+                gw.call(method::CHANNELS_STATUS, json!({}))
+                    .await
+                    .map_err(|e| CliError::failed("channels", format!("{e:#}")))?
+                    .map_err(|(code, message)| {
+                        CliError::failed("channels", format!("{code}: {message}"))
+                    })
+            })?;
+            if *json {
+                crate::run::print_stdout(&format!("{}\n", serde_json::to_string_pretty(&status)?))?;
+                return Ok(());
+            }
+            let mut out = String::new();
+            for c in status["channels"].as_array().into_iter().flatten() {
+                out.push_str(&format!(
+                    "{:<10} {:<12} in {} out {} pending pairings {}{}\n",
+                    c["name"].as_str().unwrap_or_default(),
+                    c["state"].as_str().unwrap_or_default(),
+                    c["received"],
+                    c["sent"],
+                    c["pendingPairings"],
+                    c["lastError"]
+                        .as_str()
+                        .map(|e| format!("  last error: {e}"))
+                        .unwrap_or_default()
+                ));
+            }
+            crate::run::print_stdout(&out)?;
+        }
+    }
+    Ok(())
+}
