@@ -14,8 +14,8 @@ pub struct HeartbeatConfig {
     pub every: String,
     /// When it may run; outside the window it is skipped as `quiet-hours`.
     pub active_hours: ActiveHours,
-    /// Where an alert goes: `last` (default: where the owner last talked), `none`, `webchat`
-    /// or `irc`.
+    /// Where an alert goes: `last` (default: where the owner last talked), `none`, `webchat`,
+    /// `irc`, or a channel (`telegram`: the chat the owner last wrote from there).
     pub target: String,
     /// The prompt instead of the built-in one (HEARTBEAT.md's text follows it).
     pub prompt: Option<String>,

@@ -138,12 +138,16 @@ impl Config {
                 format!("heartbeat.active_hours.tz: {e}"),
             );
         }
-        if !["last", "none", "webchat", "irc"].contains(&heartbeat.target.as_str()) {
+        let target = heartbeat.target.as_str();
+        if !(["last", "none", "webchat", "irc"].contains(&target)
+            || crate::CHANNEL_NAMES.contains(&target))
+        {
             problem(
                 "heartbeat.target",
                 format!(
-                    "heartbeat.target '{}' is not a target: write last, none, webchat or irc",
-                    heartbeat.target
+                    "heartbeat.target '{}' is not a target: write last, none, webchat, irc or {}",
+                    heartbeat.target,
+                    crate::CHANNEL_NAMES.join(", ")
                 ),
             );
         }

@@ -241,3 +241,80 @@ async fn the_message_tool_reaches_a_paired_chat_and_a_restart_rereads_nothing() 
     assert_eq!(gw.fake.requests().len(), requests_before);
     assert!(again.fake.requests().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cron_announce_is_delivered_to_telegram() {
+    let server = std::sync::Arc::new(TelegramServer::start(BOT_TOKEN));
+    server.user_started(42);
+    let gw = gateway(
+        &server,
+        "allow_from = [\"42\"]\n",
+        vec![Step::text("Your morning brief.")],
+    )
+    .await;
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    let added = c
+        .request(
+            "cron.add",
+            json!({"name": "Brief", "schedule": {"kind": "every", "everyMs": 3_600_000},
+                "sessionTarget": "isolated", "payload": {"kind": "agentTurn", "message": "brief me"},
+                "delivery": {"mode": "announce", "channel": "telegram", "to": "42"}}),
+        )
+        .await;
+    assert_eq!(added["ok"], true, "{added}");
+    let id = added["payload"]["job"]["id"].as_str().unwrap().to_string();
+    let ran = c.request("cron.run", json!({"jobId": id})).await;
+    assert_eq!(ran["ok"], true, "{ran}");
+    let all = sent(&server, 1).await;
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(
+        (all[0].chat_id.as_str(), all[0].text.as_str()),
+        ("42", "Your morning brief\\.")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_are_answered_only_when_the_bot_is_mentioned() {
+    let server = std::sync::Arc::new(TelegramServer::start(BOT_TOKEN));
+    let gw = gateway(
+        &server,
+        "allow_from = [\"42\"]\n",
+        vec![Step::text("Here.")],
+    )
+    .await;
+    server.user_writes(
+        -100_200,
+        42,
+        "owner",
+        "supergroup",
+        "talking among ourselves",
+    );
+    server.user_writes(
+        -100_200,
+        42,
+        "owner",
+        "supergroup",
+        "@lurk_test_bot are you there?",
+    );
+    let all = sent(&server, 1).await;
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0].chat_id, "-100200");
+    let requests = gw.fake.requests();
+    assert_eq!(
+        requests.len(),
+        1,
+        "the unmentioned message never reached the model"
+    );
+    let system = requests[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        system.contains("session=agent:main:group:telegram:-100200"),
+        "a group session"
+    );
+    assert!(
+        !system.contains("## MEMORY.md"),
+        "group sessions never see MEMORY.md"
+    );
+}

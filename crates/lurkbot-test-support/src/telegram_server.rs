@@ -107,6 +107,17 @@ impl TelegramServer {
         id
     }
 
+    /// A user opened a chat with the bot (`/start`) without a message waiting: the bot may
+    /// write to it.
+    pub fn user_started(&self, chat_id: i64) {
+        self.state
+            .0
+            .lock()
+            .unwrap()
+            .known_chats
+            .insert(chat_id.to_string());
+    }
+
     /// What the bot sent so far.
     pub fn sent(&self) -> Vec<Sent> {
         self.state.0.lock().unwrap().sent.clone()

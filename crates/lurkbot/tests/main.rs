@@ -12,6 +12,7 @@ mod agent;
 mod archive;
 mod autonomy;
 mod cal;
+mod channels;
 mod chat;
 mod cli;
 mod config;
