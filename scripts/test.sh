@@ -77,6 +77,16 @@ PY
 fi
 export LURKBOT_EMBEDDING_MODEL="$model"
 
+# Synapse, a real Matrix homeserver for the Matrix channel's tests, in its own venv (its
+# dependencies are many and pinned tightly). Tests find it through LURKBOT_SYNAPSE_VENV.
+synapse="${LURKBOT_SYNAPSE_VENV:-$HOME/.cache/lurkbot-test/synapse}"
+if [ ! -x "$synapse/bin/register_new_matrix_user" ]; then
+  echo "creating $synapse (matrix-synapse)"
+  python3 -m venv "$synapse"
+  "$synapse/bin/pip" install -q 'matrix-synapse>=1.140,<2'
+fi
+export LURKBOT_SYNAPSE_VENV="$synapse"
+
 # OpenClaw's own CLI (pinned, with Node 24 from npm) and its protocol schema, for the
 # compatibility tests. Tests find them through LURKBOT_OPENCLAW_DIR.
 openclaw="${LURKBOT_OPENCLAW_DIR:-$HOME/.cache/lurkbot-test/openclaw}"

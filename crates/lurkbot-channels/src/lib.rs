@@ -11,6 +11,7 @@ mod channel;
 pub mod chunk;
 pub mod delivery;
 mod http;
+pub mod matrix;
 pub mod pairing;
 pub mod routing;
 pub mod telegram;

@@ -134,6 +134,37 @@ fn build(state: &AppState, name: &str) -> Result<Arc<dyn Channel>, String> {
                 .map(|t| Arc::new(t) as Arc<dyn Channel>)
                 .map_err(|e| e.to_string())
         }
+        "matrix" => {
+            use lurkbot_channels::matrix::{Credentials, Matrix};
+            let homeserver = settings
+                .base_url
+                .clone()
+                .or_else(|| vars("MATRIX_HOMESERVER"))
+                .ok_or("MATRIX_HOMESERVER is not set (put it in the home's .env, or base_url)")?;
+            let credentials = match (vars("MATRIX_ACCESS_TOKEN"), vars("MATRIX_USER"), vars("MATRIX_PASSWORD")) {
+                (Some(token), _, _) => Credentials::Token(token),
+                (None, Some(user), Some(password)) => Credentials::Password { user, password },
+                _ => return Err("set MATRIX_ACCESS_TOKEN, or MATRIX_USER and MATRIX_PASSWORD, in the home's .env".into()),
+            };
+            // Invitations: from whoever may talk to the bot, and direct ones under pairing or
+            // open (a stranger must be able to receive their code).
+            let invites_state = state.clone();
+            let invites = Box::new(move |inviter: &str, direct: bool| {
+                let config = invites_state.config();
+                let Some(c) = config.channels.get("matrix") else {
+                    return false;
+                };
+                c.allow_from.iter().any(|a| a == inviter)
+                    || PairingStore::open(&invites_state.home)
+                        .is_approved("matrix", inviter)
+                        .unwrap_or(false)
+                    || (direct && matches!(c.dm_policy.as_str(), "pairing" | "open"))
+            });
+            let dir = state.home.join(layout::CHANNELS).join("matrix");
+            Matrix::new(&homeserver, credentials, dir, invites)
+                .map(|m| Arc::new(m) as Arc<dyn Channel>)
+                .map_err(|e| e.to_string())
+        }
         other => Err(format!("LurkBot has no '{other}' channel")),
     }
 }

@@ -14,6 +14,7 @@ mod channels;
 mod hostile;
 mod http;
 mod irc;
+mod matrix;
 mod memory;
 mod openai_sdk;
 mod openclaw;

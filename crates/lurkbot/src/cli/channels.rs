@@ -31,6 +31,7 @@ pub(crate) enum ChannelsArgs {
 fn credentials(name: &str) -> &'static [&'static str] {
     match name {
         "telegram" => &["TELEGRAM_BOT_TOKEN"],
+        "matrix" => &["MATRIX_HOMESERVER"],
         _ => &[],
     }
 }

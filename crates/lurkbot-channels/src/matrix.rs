@@ -1,0 +1,408 @@
+//! Matrix, over the client-server API (`[channels.matrix]`; `MATRIX_HOMESERVER` and either
+//! `MATRIX_ACCESS_TOKEN` or `MATRIX_USER` + `MATRIX_PASSWORD` in the home's `.env`): `/sync`
+//! long polling with its `since` kept in `channels/matrix/state.json` (the first start skips
+//! the history, so old messages are never answered), `m.room.message` sends with a
+//! transaction id, typing notices. A room of two members is a direct message; any other is a
+//! group, answered when the bot is mentioned. Invites are joined when the inviter may talk to
+//! the bot, or — for a direct room under `pairing` or `open` — so a stranger can receive their
+//! pairing code. End-to-end encrypted rooms are not supported yet: their messages cannot be
+//! read and are skipped with a log line.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::http::{classify, client, network};
+use crate::{BoxFuture, Channel, ChannelError, Inbound};
+
+/// The longest message sent at once (Matrix caps an event at 65,536 bytes).
+pub const MAX_CHARS: usize = 16_000;
+/// How long one `/sync` waits for events, in milliseconds.
+const POLL_MS: u64 = 25_000;
+
+/// Decides whether to join a room the bot was invited to: `(inviter, direct)`.
+pub type InvitePolicy = Box<dyn Fn(&str, bool) -> bool + Send + Sync>;
+
+/// How the bot signs in.
+pub enum Credentials {
+    /// An access token.
+    Token(String),
+    /// A user and password (`m.login.password`).
+    Password {
+        /// `@bot:example.org` or `bot`.
+        user: String,
+        /// The password.
+        password: String,
+    },
+}
+
+/// A Matrix bot account.
+pub struct Matrix {
+    http: reqwest::Client,
+    base: String,
+    credentials: Credentials,
+    /// The access token and the bot's user id, once signed in.
+    session: tokio::sync::OnceCell<(String, String)>,
+    state: PathBuf,
+    since: Mutex<Option<String>>,
+    /// Joined member counts by room (two means a direct message).
+    members: Mutex<HashMap<String, u64>>,
+    invites: InvitePolicy,
+}
+
+impl Matrix {
+    /// A bot on `homeserver`, keeping its sync position in `state_dir`; `invites` decides which
+    /// invitations it accepts.
+    ///
+    /// # Errors
+    /// The HTTP client cannot be built.
+    pub fn new(
+        homeserver: &str,
+        credentials: Credentials,
+        state_dir: PathBuf,
+        invites: InvitePolicy,
+    ) -> Result<Self, ChannelError> {
+        let state = state_dir.join("state.json");
+        let since = std::fs::read(&state)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v["since"].as_str().map(str::to_string));
+        Ok(Self {
+            http: client(Duration::from_millis(POLL_MS + 15_000))?,
+            base: homeserver.trim_end_matches('/').to_string(),
+            credentials,
+            session: tokio::sync::OnceCell::new(),
+            state,
+            since: Mutex::new(since),
+            members: Mutex::new(HashMap::new()),
+            invites,
+        })
+    }
+
+    /// One request; the JSON answer.
+    async fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Result<Value, ChannelError> {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.to_string());
+        }
+        let response = request.send().await.map_err(|e| network("matrix", e))?;
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await.map_err(|e| network("matrix", e))?;
+        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if (200..300).contains(&status) {
+            return Ok(answer);
+        }
+        let description = format!(
+            "{} {}",
+            answer["errcode"].as_str().unwrap_or("M_UNKNOWN"),
+            answer["error"].as_str().unwrap_or_default()
+        );
+        let retry = answer["retry_after_ms"]
+            .as_u64()
+            .map(|ms| ms.div_ceil(1000));
+        Err(classify(status, &description, retry))
+    }
+
+    /// The access token and the bot's user id (signing in once).
+    async fn session(&self) -> Result<(String, String), ChannelError> {
+        self.session
+            .get_or_try_init(|| async {
+                let token = match &self.credentials {
+                    Credentials::Token(token) => token.clone(),
+                    Credentials::Password { user, password } => {
+                        let body = json!({"type": "m.login.password",
+                            "identifier": {"type": "m.id.user", "user": user},
+                            "password": password});
+                        let answer = self
+                            .request(
+                                reqwest::Method::POST,
+                                "/_matrix/client/v3/login",
+                                None,
+                                Some(body),
+                            )
+                            .await?;
+                        answer["access_token"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string()
+                    }
+                };
+                let me = self
+                    .request(
+                        reqwest::Method::GET,
+                        "/_matrix/client/v3/account/whoami",
+                        Some(&token),
+                        None,
+                    )
+                    .await?;
+                let user = me["user_id"].as_str().unwrap_or_default().to_string();
+                Ok((token, user))
+            })
+            .await
+            .cloned()
+    }
+
+    fn save_since(&self, since: &str) {
+        if let Some(dir) = self.state.parent()
+            && lurkbot_core::create_private_dir(dir).is_ok()
+        {
+            let bytes = json!({"since": since}).to_string();
+            if let Err(e) =
+                lurkbot_core::write_atomic_with_mode(&self.state, bytes.as_bytes(), 0o600)
+            {
+                tracing::warn!(error = %e, "matrix sync position not saved");
+            }
+        }
+    }
+
+    /// Joins the rooms whose invitation the policy accepts.
+    async fn invitations(&self, sync: &Value, token: &str) {
+        let Some(invites) = sync.pointer("/rooms/invite").and_then(Value::as_object) else {
+            return;
+        };
+        for (room, invite) in invites {
+            let events = invite
+                .pointer("/invite_state/events")
+                .and_then(Value::as_array);
+            let member = events
+                .into_iter()
+                .flatten()
+                .find(|e| e["type"] == "m.room.member" && e["content"]["membership"] == "invite");
+            let inviter = member
+                .and_then(|e| e["sender"].as_str())
+                .unwrap_or_default();
+            let direct = member.is_some_and(|e| e["content"]["is_direct"] == true);
+            if !(self.invites)(inviter, direct) {
+                tracing::info!(
+                    room = room.as_str(),
+                    inviter,
+                    "matrix invitation not accepted"
+                );
+                continue;
+            }
+            let path = format!("/_matrix/client/v3/rooms/{}/join", encode(room));
+            if let Err(e) = self
+                .request(reqwest::Method::POST, &path, Some(token), Some(json!({})))
+                .await
+            {
+                tracing::warn!(room = room.as_str(), error = %e, "matrix room not joined");
+            }
+        }
+    }
+
+    /// How many members `room` has now (asked once, and again after a membership change).
+    async fn member_count(&self, token: &str, room: &str) -> u64 {
+        if let Some(n) = self.members.lock().ok().and_then(|m| m.get(room).copied()) {
+            return n;
+        }
+        let path = format!("/_matrix/client/v3/rooms/{}/joined_members", encode(room));
+        let n = match self
+            .request(reqwest::Method::GET, &path, Some(token), None)
+            .await
+        {
+            Ok(answer) => answer["joined"].as_object().map_or(2, |j| j.len() as u64),
+            // Unknown: treated as a group, the stricter case (answered only when mentioned).
+            Err(_) => 3,
+        };
+        if let Ok(mut members) = self.members.lock() {
+            members.insert(room.to_string(), n);
+        }
+        n
+    }
+
+    /// The messages in a sync answer.
+    async fn messages(&self, sync: &Value, token: &str, me: &str) -> Vec<Inbound> {
+        let mut out = Vec::new();
+        let Some(rooms) = sync.pointer("/rooms/join").and_then(Value::as_object) else {
+            return out;
+        };
+        let localpart = me
+            .trim_start_matches('@')
+            .split(':')
+            .next()
+            .unwrap_or_default();
+        for (room, joined) in rooms {
+            let events: Vec<&Value> = ["/state/events", "/timeline/events"]
+                .iter()
+                .filter_map(|at| joined.pointer(at).and_then(Value::as_array))
+                .flatten()
+                .collect();
+            if events.iter().any(|e| e["type"] == "m.room.member")
+                && let Ok(mut members) = self.members.lock()
+            {
+                members.remove(room);
+            }
+            let timeline = joined.pointer("/timeline/events").and_then(Value::as_array);
+            for event in timeline.into_iter().flatten() {
+                let sender = event["sender"].as_str().unwrap_or_default();
+                if sender == me {
+                    continue;
+                }
+                if event["type"] == "m.room.encrypted" {
+                    tracing::info!(
+                        room = room.as_str(),
+                        "an encrypted matrix message was skipped: end-to-end encrypted rooms are not supported yet"
+                    );
+                    continue;
+                }
+                if event["type"] != "m.room.message" {
+                    continue;
+                }
+                let content = &event["content"];
+                let mut text = content["body"].as_str().unwrap_or_default().to_string();
+                let kind = content["msgtype"].as_str().unwrap_or("m.text");
+                if !matches!(kind, "m.text" | "m.notice" | "m.emote") {
+                    text = format!("[attachment: {kind} {text}] (not opened)");
+                }
+                let mentioned = content
+                    .pointer("/m.mentions/user_ids")
+                    .and_then(Value::as_array)
+                    .is_some_and(|ids| ids.iter().any(|i| i == me))
+                    || text.contains(me)
+                    || (!localpart.is_empty()
+                        && text.to_lowercase().contains(&localpart.to_lowercase()));
+                let group = self.member_count(token, room).await > 2;
+                out.push(Inbound {
+                    channel: "matrix",
+                    chat: room.clone(),
+                    sender: sender.to_string(),
+                    sender_name: sender.to_string(),
+                    text,
+                    group,
+                    mentioned,
+                    message_id: event["event_id"].as_str().unwrap_or_default().to_string(),
+                    thread: content
+                        .pointer("/m.relates_to/rel_type")
+                        .filter(|r| *r == "m.thread")
+                        .and_then(|_| content.pointer("/m.relates_to/event_id"))
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// A path segment, percent-encoded (room ids hold `!` and `:`).
+fn encode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+impl Channel for Matrix {
+    fn name(&self) -> &'static str {
+        "matrix"
+    }
+
+    fn max_chars(&self) -> usize {
+        MAX_CHARS
+    }
+
+    fn format(&self, markdown: &str) -> String {
+        // Clients render the body as text; Markdown reads well as it is.
+        markdown.to_string()
+    }
+
+    fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
+        Box::pin(async move {
+            let (token, me) = self.session().await?;
+            let since = self.since.lock().ok().and_then(|s| s.clone());
+            let path = match &since {
+                Some(since) => format!(
+                    "/_matrix/client/v3/sync?timeout={POLL_MS}&since={}",
+                    encode(since)
+                ),
+                // The first start: only the position, not the history.
+                None => "/_matrix/client/v3/sync?timeout=0".to_string(),
+            };
+            let sync = self
+                .request(reqwest::Method::GET, &path, Some(&token), None)
+                .await?;
+            let next = sync["next_batch"].as_str().unwrap_or_default().to_string();
+            if !next.is_empty() {
+                if let Ok(mut s) = self.since.lock() {
+                    *s = Some(next.clone());
+                }
+                self.save_since(&next);
+            }
+            self.invitations(&sync, &token).await;
+            if since.is_none() {
+                // The first start answers nothing old.
+                return Ok(Vec::new());
+            }
+            Ok(self.messages(&sync, &token, &me).await)
+        })
+    }
+
+    fn send<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let (token, _) = self.session().await?;
+            let txn = format!("lurkbot{}", lurkbot_core::random_hex(8));
+            let mut body = json!({"msgtype": "m.text", "body": text});
+            if let Some(event) = reply_to.filter(|r| !r.is_empty()) {
+                body["m.relates_to"] = json!({"m.in_reply_to": {"event_id": event}});
+            }
+            let path = format!(
+                "/_matrix/client/v3/rooms/{}/send/m.room.message/{txn}",
+                encode(chat)
+            );
+            self.request(reqwest::Method::PUT, &path, Some(&token), Some(body))
+                .await
+                .map(|_| ())
+        })
+    }
+
+    fn typing<'a>(&'a self, chat: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Ok((token, me)) = self.session().await else {
+                return;
+            };
+            let path = format!(
+                "/_matrix/client/v3/rooms/{}/typing/{}",
+                encode(chat),
+                encode(&me)
+            );
+            let body = json!({"typing": true, "timeout": 30_000});
+            let _ = self
+                .request(reqwest::Method::PUT, &path, Some(&token), Some(body))
+                .await;
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_ids_are_encoded_for_paths() {
+        assert_eq!(encode("!abc:example.org"), "%21abc%3Aexample.org");
+    }
+}

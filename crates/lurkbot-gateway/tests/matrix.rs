@@ -1,0 +1,296 @@
+//! Matrix as a channel against a real Synapse on loopback: the owner's direct room (the bot
+//! joins their invitation and answers), a group room answered only when the bot is mentioned,
+//! a second user paired through a one-time code (the model is not called before approval), and
+//! a restart that answers nothing twice.
+
+use std::time::{Duration, Instant};
+
+use lurkbot_channels::pairing::PairingStore;
+use lurkbot_llm::fake::Step;
+use lurkbot_test_support::synapse::Synapse;
+use serde_json::{Value, json};
+
+use crate::common::{Client, Gateway, TOKEN};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A Matrix user of the test, talking to Synapse directly.
+struct User {
+    http: reqwest::Client,
+    url: String,
+    token: String,
+    id: String,
+}
+
+impl User {
+    async fn login(synapse: &Synapse, name: &str, password: &str) -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::new();
+        let answer: Value = serde_json::from_slice(
+            &http
+                .post(format!("{}/_matrix/client/v3/login", synapse.url))
+                .body(json!({"type": "m.login.password", "identifier": {"type": "m.id.user", "user": name}, "password": password}).to_string())
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+        Self {
+            http,
+            url: synapse.url.clone(),
+            token: answer["access_token"].as_str().unwrap().to_string(),
+            id: answer["user_id"].as_str().unwrap().to_string(),
+        }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.body(body.to_string());
+        }
+        let bytes = request.send().await.unwrap().bytes().await.unwrap();
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+    }
+
+    async fn create_room(&self, invite: &[&str], direct: bool) -> String {
+        let room = self
+            .call(
+                reqwest::Method::POST,
+                "/_matrix/client/v3/createRoom",
+                Some(json!({"invite": invite, "is_direct": direct, "preset": "private_chat"})),
+            )
+            .await;
+        room["room_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{room}"))
+            .to_string()
+    }
+
+    async fn join(&self, room: &str) {
+        self.call(
+            reqwest::Method::POST,
+            &format!("/_matrix/client/v3/join/{}", enc(room)),
+            Some(json!({})),
+        )
+        .await;
+    }
+
+    async fn say(&self, room: &str, text: &str) {
+        let txn = lurkbot_core::random_hex(6);
+        self.call(
+            reqwest::Method::PUT,
+            &format!(
+                "/_matrix/client/v3/rooms/{}/send/m.room.message/{txn}",
+                enc(room)
+            ),
+            Some(json!({"msgtype": "m.text", "body": text})),
+        )
+        .await;
+    }
+
+    /// The bodies `from` sent in `room`, oldest first.
+    async fn bodies(&self, room: &str, from: &str) -> Vec<String> {
+        let page = self
+            .call(
+                reqwest::Method::GET,
+                &format!(
+                    "/_matrix/client/v3/rooms/{}/messages?dir=b&limit=100",
+                    enc(room)
+                ),
+                None,
+            )
+            .await;
+        let mut out: Vec<String> = page["chunk"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["type"] == "m.room.message" && e["sender"] == from)
+            .filter_map(|e| e["content"]["body"].as_str().map(str::to_string))
+            .collect();
+        out.reverse();
+        out
+    }
+
+    /// Waits until `from` sent `n` messages in `room`.
+    async fn wait_bodies(&self, room: &str, from: &str, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let bodies = self.bodies(room, from).await;
+            if bodies.len() >= n || Instant::now() > deadline {
+                return bodies;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until `who` joined `room`.
+    async fn wait_joined(&self, room: &str, who: &str) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let members = self
+                .call(
+                    reqwest::Method::GET,
+                    &format!("/_matrix/client/v3/rooms/{}/joined_members", enc(room)),
+                    None,
+                )
+                .await;
+            if members["joined"].get(who).is_some() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{who} did not join {room}: {members}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+fn enc(s: &str) -> String {
+    s.replace('!', "%21")
+        .replace(':', "%3A")
+        .replace('#', "%23")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matrix_rooms_mentions_pairing_and_a_restart_against_synapse() {
+    let synapse = tokio::task::spawn_blocking(|| {
+        let s = Synapse::start();
+        for (user, password) in [
+            ("bot", "bot-pass-1"),
+            ("owner", "owner-pass-1"),
+            ("stranger", "stranger-pass-1"),
+        ] {
+            s.register(user, password);
+        }
+        s
+    })
+    .await
+    .unwrap();
+    let bot = "@bot:localhost";
+    let mut gw = Gateway::start_with_env(
+        &format!(
+            "[channels.matrix]\nbase_url = \"{}\"\nallow_from = [\"@owner:localhost\"]\n",
+            synapse.url
+        ),
+        vec![
+            Step::text("Hi owner."),
+            Step::text("Group hello."),
+            Step::text("Welcome, stranger."),
+        ],
+        "MATRIX_USER=bot\nMATRIX_PASSWORD=bot-pass-1\n",
+    )
+    .await;
+    let owner = User::login(&synapse, "owner", "owner-pass-1").await;
+    let stranger = User::login(&synapse, "stranger", "stranger-pass-1").await;
+
+    // The owner's direct room: the bot accepts the invitation and answers.
+    let dm = owner.create_room(&[bot], true).await;
+    owner.wait_joined(&dm, bot).await;
+    owner.say(&dm, "hello bot").await;
+    assert_eq!(owner.wait_bodies(&dm, bot, 1).await, ["Hi owner."]);
+    let asked = gw.fake.requests()[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(asked["content"], "hello bot", "the owner's own text");
+
+    // A group room: only a mention is answered.
+    let group = owner.create_room(&[bot, &stranger.id], false).await;
+    stranger.join(&group).await;
+    owner.wait_joined(&group, bot).await;
+    owner.wait_joined(&group, &stranger.id).await;
+    owner.say(&group, "just us talking").await;
+    owner.say(&group, "bot: what do you think?").await;
+    assert_eq!(owner.wait_bodies(&group, bot, 1).await, ["Group hello."]);
+    assert_eq!(
+        gw.fake.requests().len(),
+        2,
+        "the unmentioned message never reached the model"
+    );
+    let system = gw.fake.requests()[1].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        system.contains(&format!("session=agent:main:group:matrix:{group}")),
+        "a group session"
+    );
+
+    // A stranger's direct room: a pairing code, nothing to the model; approved, answered.
+    let theirs = stranger.create_room(&[bot], true).await;
+    stranger.wait_joined(&theirs, bot).await;
+    stranger.say(&theirs, "hi, who are you?").await;
+    let code_message = stranger.wait_bodies(&theirs, bot, 1).await;
+    assert_eq!(code_message.len(), 1, "{code_message:?}");
+    let pending = PairingStore::open(&gw.home)
+        .pending(lurkbot_core::now_ms())
+        .unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].sender, stranger.id);
+    assert!(
+        code_message[0].contains(&pending[0].code),
+        "{code_message:?}"
+    );
+    assert_eq!(
+        gw.fake.requests().len(),
+        2,
+        "the stranger never reached the model"
+    );
+    PairingStore::open(&gw.home)
+        .approve("matrix", &pending[0].code, lurkbot_core::now_ms())
+        .unwrap();
+    stranger.say(&theirs, "may I now?").await;
+    let bodies = stranger.wait_bodies(&theirs, bot, 2).await;
+    assert_eq!(
+        bodies.last().map(String::as_str),
+        Some("Welcome, stranger."),
+        "{bodies:?}"
+    );
+    let asked = gw.fake.requests()[2].body.to_string();
+    assert!(
+        asked.contains("untrusted matrix message") && asked.contains("may I now?"),
+        "{asked}"
+    );
+
+    // A restart resumes where the last one stopped: nothing is answered twice. (The .env
+    // still names the first scripted server, which answers the new gateway too.)
+    gw.stop().await;
+    let before = gw.fake.requests().len();
+    gw.fake.push(vec![Step::text("Still here.")]);
+    let again = gw.on_same_home().await;
+    let (mut c, _) = Client::connect(&again, TOKEN).await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let status = c.request("channels.status", json!({})).await["payload"].clone();
+        if status["channels"][0]["state"] == "connected" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{status}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    owner.say(&dm, "still there?").await;
+    let bodies = owner.wait_bodies(&dm, bot, 2).await;
+    assert_eq!(bodies, ["Hi owner.", "Still here."]);
+    let requests = gw.fake.requests();
+    assert_eq!(
+        requests.len(),
+        before + 1,
+        "only the new message reached the model"
+    );
+    assert!(requests[before].body.to_string().contains("still there?"));
+    assert_eq!(
+        stranger.bodies(&theirs, bot).await.len(),
+        2,
+        "nothing answered twice"
+    );
+    drop(synapse);
+}
