@@ -10,6 +10,7 @@ pub mod access;
 mod channel;
 pub mod chunk;
 pub mod delivery;
+pub mod discord;
 mod http;
 pub mod matrix;
 pub mod pairing;

@@ -134,6 +134,13 @@ fn build(state: &AppState, name: &str) -> Result<Arc<dyn Channel>, String> {
                 .map(|t| Arc::new(t) as Arc<dyn Channel>)
                 .map_err(|e| e.to_string())
         }
+        "discord" => {
+            let token = vars("DISCORD_BOT_TOKEN")
+                .ok_or("DISCORD_BOT_TOKEN is not set (put it in the home's .env)")?;
+            lurkbot_channels::discord::Discord::new(settings.base_url.as_deref(), &token)
+                .map(|d| Arc::new(d) as Arc<dyn Channel>)
+                .map_err(|e| e.to_string())
+        }
         "matrix" => {
             use lurkbot_channels::matrix::{Credentials, Matrix};
             let homeserver = settings

@@ -11,6 +11,7 @@ mod common;
 mod autonomy;
 mod browser;
 mod channels;
+mod discord;
 mod hostile;
 mod http;
 mod irc;

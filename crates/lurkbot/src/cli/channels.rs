@@ -32,6 +32,7 @@ fn credentials(name: &str) -> &'static [&'static str] {
     match name {
         "telegram" => &["TELEGRAM_BOT_TOKEN"],
         "matrix" => &["MATRIX_HOMESERVER"],
+        "discord" => &["DISCORD_BOT_TOKEN"],
         _ => &[],
     }
 }

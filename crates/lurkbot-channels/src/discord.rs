@@ -1,0 +1,457 @@
+//! Discord (`[channels.discord]`, `DISCORD_BOT_TOKEN` in the home's `.env`): the Gateway
+//! WebSocket for messages — Hello, Identify (guild and direct messages with the message
+//! content intent), heartbeats with their acknowledgements (a missed one reconnects), Resume
+//! after a drop so nothing is lost or repeated, a fresh Identify after an invalid session —
+//! and the REST API for sending (2,000 characters a message, the first replying to the message
+//! answered, mentions never pinging anyone) and typing. Guild messages are answered when the
+//! bot is mentioned or replied to; direct messages follow `dm_policy`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::http::{classify, client, network};
+use crate::{BoxFuture, Channel, ChannelError, Inbound};
+
+/// The public API.
+pub const DEFAULT_BASE_URL: &str = "https://discord.com";
+/// The longest message Discord takes.
+pub const MAX_CHARS: usize = 2000;
+/// GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT.
+pub const INTENTS: u64 = (1 << 9) | (1 << 12) | (1 << 15);
+
+/// Where a dropped session resumes.
+#[derive(Default, Clone)]
+struct Resume {
+    session_id: String,
+    url: String,
+    seq: Option<u64>,
+}
+
+/// A Discord bot.
+pub struct Discord {
+    http: reqwest::Client,
+    api: String,
+    token: String,
+    inbox: tokio::sync::Mutex<Option<mpsc::Receiver<Result<Inbound, ChannelError>>>>,
+    /// The bot's own user id (from READY).
+    me: Arc<Mutex<String>>,
+}
+
+impl Discord {
+    /// A bot with `token` on `base_url` (default [`DEFAULT_BASE_URL`]).
+    ///
+    /// # Errors
+    /// The HTTP client cannot be built.
+    pub fn new(base_url: Option<&str>, token: &str) -> Result<Self, ChannelError> {
+        let base = base_url.unwrap_or(DEFAULT_BASE_URL).trim_end_matches('/');
+        Ok(Self {
+            http: client(Duration::from_secs(30))?,
+            api: format!("{base}/api/v10"),
+            token: token.to_string(),
+            inbox: tokio::sync::Mutex::new(None),
+            me: Arc::new(Mutex::new(String::new())),
+        })
+    }
+
+    async fn rest(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, ChannelError> {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.api))
+            .header(
+                reqwest::header::AUTHORIZATION,
+                format!("Bot {}", self.token),
+            );
+        if let Some(body) = body {
+            request = request
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.to_string());
+        }
+        let response = request.send().await.map_err(|e| network("discord", e))?;
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await.map_err(|e| network("discord", e))?;
+        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if (200..300).contains(&status) {
+            return Ok(answer);
+        }
+        let description = format!(
+            "{} {}",
+            answer["code"]
+                .as_u64()
+                .map(|c| c.to_string())
+                .unwrap_or_default(),
+            answer["message"].as_str().unwrap_or_default()
+        );
+        let retry = answer["retry_after"]
+            .as_f64()
+            .map(|s| s.ceil().max(1.0) as u64);
+        Err(classify(status, description.trim(), retry))
+    }
+}
+
+/// One message event as an [`Inbound`], unless it is the bot's own or another bot's.
+fn inbound(d: &Value, me: &str) -> Option<Inbound> {
+    let author = d.get("author")?;
+    if author["bot"] == true || author["id"] == me {
+        return None;
+    }
+    let mut text = d["content"].as_str().unwrap_or_default().to_string();
+    for file in d["attachments"].as_array().into_iter().flatten() {
+        let name = file["filename"].as_str().unwrap_or_default();
+        text.push_str(&format!("\n[attachment: {name}] (not opened)"));
+    }
+    let mentioned = d["mentions"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|u| u["id"] == me))
+        || d.pointer("/referenced_message/author/id")
+            .and_then(Value::as_str)
+            == Some(me);
+    // The mention itself is not part of what was said.
+    let text = text.replace(&format!("<@{me}>"), "").trim().to_string();
+    Some(Inbound {
+        channel: "discord",
+        chat: d["channel_id"].as_str()?.to_string(),
+        sender: author["id"].as_str()?.to_string(),
+        sender_name: author["username"].as_str().unwrap_or_default().to_string(),
+        text,
+        group: d.get("guild_id").is_some_and(|g| !g.is_null()),
+        mentioned,
+        message_id: d["id"].as_str().unwrap_or_default().to_string(),
+        thread: None,
+    })
+}
+
+/// A plain or TLS connection.
+trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+
+type Socket = tokio_tungstenite::WebSocketStream<Box<dyn Io>>;
+
+/// Opens the gateway socket (`wss://` through rustls with the platform's roots).
+async fn open(url: &str) -> Result<Socket, ChannelError> {
+    let url = format!("{}/?v=10&encoding=json", url.trim_end_matches('/'));
+    let transient = |e: String| ChannelError::Transient(format!("discord gateway: {e}"));
+    let rest = url
+        .strip_prefix("wss://")
+        .or_else(|| url.strip_prefix("ws://"))
+        .ok_or_else(|| {
+            ChannelError::Permanent(format!("discord gateway URL {url} is not ws(s)://"))
+        })?;
+    let host_port = rest.split('/').next().unwrap_or_default();
+    let tls = url.starts_with("wss://");
+    let (host, port) = match host_port.rsplit_once(':') {
+        Some((h, p)) => (h.to_string(), p.parse::<u16>().unwrap_or(443)),
+        None => (host_port.to_string(), if tls { 443 } else { 80 }),
+    };
+    let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
+        .await
+        .map_err(|e| transient(e.to_string()))?;
+    let stream: Box<dyn Io> = if tls {
+        use rustls_platform_verifier::ConfigVerifierExt;
+        let config =
+            rustls::ClientConfig::with_platform_verifier().map_err(|e| transient(e.to_string()))?;
+        let name = rustls::pki_types::ServerName::try_from(host.clone())
+            .map_err(|e| transient(e.to_string()))?;
+        let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .map_err(|e| transient(e.to_string()))?;
+        Box::new(tls)
+    } else {
+        Box::new(tcp)
+    };
+    let (socket, _) = tokio_tungstenite::client_async(url, stream)
+        .await
+        .map_err(|e| transient(e.to_string()))?;
+    Ok(socket)
+}
+
+/// Runs gateway sessions until the receiver is gone: reconnects (resuming when it can) after
+/// drops; stops on a permanent refusal (a bad token), reported to the receiver.
+async fn run_gateway(
+    api_base: String,
+    http: reqwest::Client,
+    token: String,
+    me: Arc<Mutex<String>>,
+    out: mpsc::Sender<Result<Inbound, ChannelError>>,
+) {
+    let mut resume: Option<Resume> = None;
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        let result = session(&api_base, &http, &token, &me, &out, &mut resume).await;
+        match result {
+            Err(ChannelError::Permanent(e)) => {
+                let _ = out.send(Err(ChannelError::Permanent(e))).await;
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "discord gateway session ended; reconnecting");
+                if out.is_closed() {
+                    return;
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(60));
+            }
+            Ok(()) => backoff = Duration::from_secs(1),
+        }
+        if out.is_closed() {
+            return;
+        }
+    }
+}
+
+/// One gateway session: `Ok` when the server asked to reconnect.
+async fn session(
+    api: &str,
+    http: &reqwest::Client,
+    token: &str,
+    me: &Arc<Mutex<String>>,
+    out: &mpsc::Sender<Result<Inbound, ChannelError>>,
+    resume: &mut Option<Resume>,
+) -> Result<(), ChannelError> {
+    let url = match resume.as_ref().filter(|r| !r.url.is_empty()) {
+        Some(r) => r.url.clone(),
+        None => {
+            let answer = http
+                .get(format!("{api}/gateway/bot"))
+                .header(reqwest::header::AUTHORIZATION, format!("Bot {token}"))
+                .send()
+                .await
+                .map_err(|e| network("discord", e))?;
+            let status = answer.status().as_u16();
+            let body: Value =
+                serde_json::from_slice(&answer.bytes().await.map_err(|e| network("discord", e))?)
+                    .unwrap_or(Value::Null);
+            if status != 200 {
+                return Err(classify(
+                    status,
+                    body["message"].as_str().unwrap_or("gateway/bot"),
+                    None,
+                ));
+            }
+            body["url"].as_str().unwrap_or_default().to_string()
+        }
+    };
+    let mut socket = open(&url).await?;
+    let hello = next_json(&mut socket).await?;
+    let interval =
+        Duration::from_millis(hello["d"]["heartbeat_interval"].as_u64().unwrap_or(41_250));
+    let seq = resume.as_ref().and_then(|r| r.seq);
+    let start = match resume.as_ref() {
+        Some(r) => {
+            json!({"op": 6, "d": {"token": token, "session_id": r.session_id, "seq": r.seq}})
+        }
+        None => json!({"op": 2, "d": {"token": token, "intents": INTENTS,
+            "properties": {"os": std::env::consts::OS, "browser": "lurkbot", "device": "lurkbot"}}}),
+    };
+    send_json(&mut socket, &start).await?;
+    let mut last_seq = seq;
+    let mut acked = true;
+    let mut beat = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    loop {
+        tokio::select! {
+            _ = beat.tick() => {
+                if !acked {
+                    return Err(ChannelError::Transient("discord gateway: a heartbeat was not acknowledged".into()));
+                }
+                acked = false;
+                send_json(&mut socket, &json!({"op": 1, "d": last_seq})).await?;
+            }
+            frame = next_json(&mut socket) => {
+                let frame = frame?;
+                if let Some(s) = frame["s"].as_u64() {
+                    last_seq = Some(s);
+                    if let Some(r) = resume.as_mut() {
+                        r.seq = Some(s);
+                    }
+                }
+                match frame["op"].as_u64() {
+                    Some(0) => match frame["t"].as_str() {
+                        Some("READY") => {
+                            let d = &frame["d"];
+                            if let Ok(mut m) = me.lock() {
+                                *m = d.pointer("/user/id").and_then(Value::as_str).unwrap_or_default().to_string();
+                            }
+                            *resume = Some(Resume {
+                                session_id: d["session_id"].as_str().unwrap_or_default().to_string(),
+                                url: d["resume_gateway_url"].as_str().unwrap_or_default().to_string(),
+                                seq: last_seq,
+                            });
+                        }
+                        Some("MESSAGE_CREATE") => {
+                            let id = me.lock().map(|m| m.clone()).unwrap_or_default();
+                            if let Some(message) = inbound(&frame["d"], &id)
+                                && out.send(Ok(message)).await.is_err()
+                            {
+                                return Ok(());
+                            }
+                        }
+                        _ => {}
+                    },
+                    Some(1) => send_json(&mut socket, &json!({"op": 1, "d": last_seq})).await?,
+                    Some(7) => return Ok(()),
+                    Some(9) => {
+                        if frame["d"] != true {
+                            *resume = None;
+                        }
+                        return Err(ChannelError::Transient("discord gateway: invalid session".into()));
+                    }
+                    Some(11) => acked = true,
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+async fn send_json(socket: &mut Socket, value: &Value) -> Result<(), ChannelError> {
+    socket
+        .send(Message::Text(value.to_string().into()))
+        .await
+        .map_err(|e| ChannelError::Transient(format!("discord gateway: {e}")))
+}
+
+/// The next JSON frame; a close with Discord's authentication code is permanent.
+async fn next_json(socket: &mut Socket) -> Result<Value, ChannelError> {
+    loop {
+        match socket.next().await {
+            Some(Ok(Message::Text(text))) => {
+                return serde_json::from_str(text.as_str())
+                    .map_err(|e| ChannelError::Transient(format!("discord gateway: {e}")));
+            }
+            Some(Ok(Message::Close(frame))) => {
+                let (code, reason) = frame
+                    .map(|f| (u16::from(f.code), f.reason.to_string()))
+                    .unwrap_or((1000, String::new()));
+                let text = format!("discord gateway closed {code} {reason}");
+                // 4004 authentication failed, 4013/4014 invalid or disallowed intents.
+                return Err(if matches!(code, 4004 | 4010 | 4011 | 4012 | 4013 | 4014) {
+                    ChannelError::Permanent(text)
+                } else {
+                    ChannelError::Transient(text)
+                });
+            }
+            Some(Ok(_)) => {}
+            Some(Err(e)) => return Err(ChannelError::Transient(format!("discord gateway: {e}"))),
+            None => {
+                return Err(ChannelError::Transient(
+                    "discord gateway: the connection ended".into(),
+                ));
+            }
+        }
+    }
+}
+
+impl Channel for Discord {
+    fn name(&self) -> &'static str {
+        "discord"
+    }
+
+    fn max_chars(&self) -> usize {
+        MAX_CHARS
+    }
+
+    fn format(&self, markdown: &str) -> String {
+        markdown.to_string()
+    }
+
+    fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
+        Box::pin(async move {
+            let mut inbox = self.inbox.lock().await;
+            if inbox.is_none() {
+                let (tx, rx) = mpsc::channel(256);
+                tokio::spawn(run_gateway(
+                    self.api.clone(),
+                    self.http.clone(),
+                    self.token.clone(),
+                    self.me.clone(),
+                    tx,
+                ));
+                *inbox = Some(rx);
+            }
+            let Some(rx) = inbox.as_mut() else {
+                return Ok(Vec::new());
+            };
+            match rx.recv().await {
+                Some(Ok(first)) => {
+                    let mut batch = vec![first];
+                    while let Ok(Ok(more)) = rx.try_recv() {
+                        batch.push(more);
+                    }
+                    Ok(batch)
+                }
+                Some(Err(e)) => {
+                    // A permanent refusal: the next receive starts anew (after the back-off).
+                    *inbox = None;
+                    Err(e)
+                }
+                None => {
+                    *inbox = None;
+                    Err(ChannelError::Transient("discord gateway task ended".into()))
+                }
+            }
+        })
+    }
+
+    fn send<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let mut body = json!({"content": text, "allowed_mentions": {"parse": []}});
+            if let Some(id) = reply_to.filter(|r| !r.is_empty()) {
+                body["message_reference"] = json!({"message_id": id, "fail_if_not_exists": false});
+            }
+            self.rest(
+                reqwest::Method::POST,
+                &format!("/channels/{chat}/messages"),
+                Some(body),
+            )
+            .await
+            .map(|_| ())
+        })
+    }
+
+    fn typing<'a>(&'a self, chat: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let _ = self
+                .rest(
+                    reqwest::Method::POST,
+                    &format!("/channels/{chat}/typing"),
+                    None,
+                )
+                .await;
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_events_become_inbound_messages() {
+        let guild = json!({"id": "m1", "channel_id": "c1", "guild_id": "g1", "content": "<@999> hi",
+            "author": {"id": "42", "username": "ada"}, "mentions": [{"id": "999"}],
+            "attachments": [{"filename": "a.png"}]});
+        let m = inbound(&guild, "999").unwrap();
+        assert!(m.group && m.mentioned);
+        assert_eq!(m.text, "hi\n[attachment: a.png] (not opened)");
+        let dm = json!({"id": "m2", "channel_id": "d1", "content": "yo", "author": {"id": "42", "username": "ada"}});
+        let m = inbound(&dm, "999").unwrap();
+        assert!(!m.group && !m.mentioned);
+        let own = json!({"id": "m3", "channel_id": "d1", "content": "x", "author": {"id": "999"}});
+        assert!(inbound(&own, "999").is_none());
+    }
+}
