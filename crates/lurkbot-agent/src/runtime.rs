@@ -79,7 +79,9 @@ pub struct Outbound {
 }
 
 /// Channels the `message` tool knows today; later channels register the same way.
-pub const CHANNELS: &[&str] = &["webchat", "irc", "telegram", "discord", "matrix", "last"];
+pub const CHANNELS: &[&str] = &[
+    "webchat", "irc", "telegram", "discord", "slack", "matrix", "last",
+];
 
 /// Runs turns on sessions and delivers messages.
 pub trait Runtime: Send + Sync {

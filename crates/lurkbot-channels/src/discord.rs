@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::http::{classify, client, network};
+use crate::ws::{Socket, open};
 use crate::{BoxFuture, Channel, ChannelError, Inbound};
 
 /// The public API.
@@ -130,51 +131,6 @@ fn inbound(d: &Value, me: &str) -> Option<Inbound> {
     })
 }
 
-/// A plain or TLS connection.
-trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
-impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
-
-type Socket = tokio_tungstenite::WebSocketStream<Box<dyn Io>>;
-
-/// Opens the gateway socket (`wss://` through rustls with the platform's roots).
-async fn open(url: &str) -> Result<Socket, ChannelError> {
-    let url = format!("{}/?v=10&encoding=json", url.trim_end_matches('/'));
-    let transient = |e: String| ChannelError::Transient(format!("discord gateway: {e}"));
-    let rest = url
-        .strip_prefix("wss://")
-        .or_else(|| url.strip_prefix("ws://"))
-        .ok_or_else(|| {
-            ChannelError::Permanent(format!("discord gateway URL {url} is not ws(s)://"))
-        })?;
-    let host_port = rest.split('/').next().unwrap_or_default();
-    let tls = url.starts_with("wss://");
-    let (host, port) = match host_port.rsplit_once(':') {
-        Some((h, p)) => (h.to_string(), p.parse::<u16>().unwrap_or(443)),
-        None => (host_port.to_string(), if tls { 443 } else { 80 }),
-    };
-    let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
-        .await
-        .map_err(|e| transient(e.to_string()))?;
-    let stream: Box<dyn Io> = if tls {
-        use rustls_platform_verifier::ConfigVerifierExt;
-        let config =
-            rustls::ClientConfig::with_platform_verifier().map_err(|e| transient(e.to_string()))?;
-        let name = rustls::pki_types::ServerName::try_from(host.clone())
-            .map_err(|e| transient(e.to_string()))?;
-        let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-            .connect(name, tcp)
-            .await
-            .map_err(|e| transient(e.to_string()))?;
-        Box::new(tls)
-    } else {
-        Box::new(tcp)
-    };
-    let (socket, _) = tokio_tungstenite::client_async(url, stream)
-        .await
-        .map_err(|e| transient(e.to_string()))?;
-    Ok(socket)
-}
-
 /// Runs gateway sessions until the receiver is gone: reconnects (resuming when it can) after
 /// drops; stops on a permanent refusal (a bad token), reported to the receiver.
 async fn run_gateway(
@@ -241,7 +197,11 @@ async fn session(
             body["url"].as_str().unwrap_or_default().to_string()
         }
     };
-    let mut socket = open(&url).await?;
+    let mut socket = open(
+        &format!("{}/?v=10&encoding=json", url.trim_end_matches('/')),
+        "discord gateway",
+    )
+    .await?;
     let hello = next_json(&mut socket).await?;
     let interval =
         Duration::from_millis(hello["d"]["heartbeat_interval"].as_u64().unwrap_or(41_250));

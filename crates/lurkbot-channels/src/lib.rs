@@ -15,6 +15,8 @@ mod http;
 pub mod matrix;
 pub mod pairing;
 pub mod routing;
+pub mod slack;
 pub mod telegram;
+mod ws;
 
 pub use channel::{BoxFuture, Channel, ChannelError, ChannelStatus, Inbound};

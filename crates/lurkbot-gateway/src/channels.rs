@@ -141,6 +141,14 @@ fn build(state: &AppState, name: &str) -> Result<Arc<dyn Channel>, String> {
                 .map(|d| Arc::new(d) as Arc<dyn Channel>)
                 .map_err(|e| e.to_string())
         }
+        "slack" => {
+            let bot = vars("SLACK_BOT_TOKEN")
+                .ok_or("SLACK_BOT_TOKEN is not set (put it in the home's .env)")?;
+            let app = vars("SLACK_APP_TOKEN").ok_or("SLACK_APP_TOKEN is not set (an app-level xapp- token with connections:write, in the home's .env)")?;
+            lurkbot_channels::slack::Slack::new(settings.base_url.as_deref(), &bot, &app)
+                .map(|s| Arc::new(s) as Arc<dyn Channel>)
+                .map_err(|e| e.to_string())
+        }
         "matrix" => {
             use lurkbot_channels::matrix::{Credentials, Matrix};
             let homeserver = settings

@@ -22,4 +22,5 @@ mod openclaw;
 mod openclaw_wire;
 mod ops;
 mod protocol;
+mod slack;
 mod usage;

@@ -33,6 +33,7 @@ fn credentials(name: &str) -> &'static [&'static str] {
         "telegram" => &["TELEGRAM_BOT_TOKEN"],
         "matrix" => &["MATRIX_HOMESERVER"],
         "discord" => &["DISCORD_BOT_TOKEN"],
+        "slack" => &["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"],
         _ => &[],
     }
 }

@@ -1,0 +1,347 @@
+//! Slack (`[channels.slack]`; `SLACK_BOT_TOKEN`, the `xoxb-` token, and `SLACK_APP_TOKEN`, the
+//! `xapp-` token with `connections:write`, in the home's `.env`): Socket Mode for events —
+//! `apps.connections.open` gives a WebSocket URL, every envelope is acknowledged with its
+//! `envelope_id` (an unacknowledged one is sent again by Slack), a `disconnect` asks for a
+//! fresh connection — and the Web API's `chat.postMessage` for replies, in mrkdwn, in the
+//! thread of the message answered (threads are topics). Channel messages are answered when the
+//! bot is mentioned; direct messages (`im`) follow `dm_policy`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::http::{classify, client, network};
+use crate::ws::{Socket, open};
+use crate::{BoxFuture, Channel, ChannelError, Inbound};
+
+/// The public Web API.
+pub const DEFAULT_BASE_URL: &str = "https://slack.com";
+/// The longest message sent at once (Slack truncates past 40,000; 4,000 reads well).
+pub const MAX_CHARS: usize = 4000;
+
+/// A Slack app in Socket Mode.
+pub struct Slack {
+    http: reqwest::Client,
+    api: String,
+    bot_token: String,
+    app_token: String,
+    inbox: tokio::sync::Mutex<Option<mpsc::Receiver<Result<Inbound, ChannelError>>>>,
+    me: Arc<Mutex<String>>,
+}
+
+impl Slack {
+    /// An app with its bot and app-level tokens on `base_url` (default [`DEFAULT_BASE_URL`]).
+    ///
+    /// # Errors
+    /// The HTTP client cannot be built.
+    pub fn new(
+        base_url: Option<&str>,
+        bot_token: &str,
+        app_token: &str,
+    ) -> Result<Self, ChannelError> {
+        let base = base_url.unwrap_or(DEFAULT_BASE_URL).trim_end_matches('/');
+        Ok(Self {
+            http: client(Duration::from_secs(30))?,
+            api: format!("{base}/api"),
+            bot_token: bot_token.into(),
+            app_token: app_token.into(),
+            inbox: tokio::sync::Mutex::new(None),
+            me: Arc::new(Mutex::new(String::new())),
+        })
+    }
+}
+
+/// Calls a Web API method with `token`; Slack answers 200 with `ok: false` for most refusals.
+async fn call(
+    http: &reqwest::Client,
+    api: &str,
+    token: &str,
+    method: &str,
+    body: Value,
+) -> Result<Value, ChannelError> {
+    let response = http
+        .post(format!("{api}/{method}"))
+        .bearer_auth(token)
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/json; charset=utf-8",
+        )
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| network("slack", e))?;
+    let status = response.status().as_u16();
+    let retry = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let bytes = response.bytes().await.map_err(|e| network("slack", e))?;
+    let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if status == 200 && answer["ok"] == true {
+        return Ok(answer);
+    }
+    let error = answer["error"].as_str().unwrap_or("unknown_error");
+    let text = format!("{method}: {error}");
+    Err(match (status, error) {
+        (429, _) | (_, "ratelimited") => classify(429, &text, retry),
+        (500..=599, _)
+        | (_, "internal_error" | "fatal_error" | "service_unavailable" | "request_timeout") => {
+            ChannelError::Transient(text)
+        }
+        _ => ChannelError::Permanent(text),
+    })
+}
+
+/// One Events API event as an [`Inbound`], unless it is a bot's or an edit.
+fn inbound(event: &Value, me: &str) -> Option<Inbound> {
+    let kind = event["type"].as_str()?;
+    if !matches!(kind, "message" | "app_mention")
+        || event.get("subtype").is_some()
+        || event.get("bot_id").is_some()
+    {
+        return None;
+    }
+    let user = event["user"].as_str()?;
+    if user == me {
+        return None;
+    }
+    let mention = format!("<@{me}>");
+    let raw = event["text"].as_str().unwrap_or_default();
+    let mut text = raw.replace(&mention, "").trim().to_string();
+    for file in event["files"].as_array().into_iter().flatten() {
+        let name = file["name"].as_str().unwrap_or_default();
+        text.push_str(&format!("\n[attachment: {name}] (not opened)"));
+    }
+    let direct = event["channel_type"] == "im";
+    Some(Inbound {
+        channel: "slack",
+        chat: event["channel"].as_str()?.to_string(),
+        sender: user.to_string(),
+        sender_name: user.to_string(),
+        text,
+        group: !direct,
+        mentioned: kind == "app_mention" || (!me.is_empty() && raw.contains(&mention)),
+        // Replies go in the thread of a channel message (its root); direct messages unthreaded.
+        message_id: if direct {
+            String::new()
+        } else {
+            event["thread_ts"]
+                .as_str()
+                .or(event["ts"].as_str())
+                .unwrap_or_default()
+                .to_string()
+        },
+        thread: event["thread_ts"].as_str().map(str::to_string),
+    })
+}
+
+/// Runs Socket Mode connections until the receiver is gone.
+async fn run_socket(
+    http: reqwest::Client,
+    api: String,
+    bot: String,
+    app: String,
+    me: Arc<Mutex<String>>,
+    out: mpsc::Sender<Result<Inbound, ChannelError>>,
+) {
+    let mut backoff = Duration::from_secs(1);
+    let mut seen: Vec<String> = Vec::new();
+    loop {
+        match connection(&http, &api, &bot, &app, &me, &out, &mut seen).await {
+            Err(ChannelError::Permanent(e)) => {
+                let _ = out.send(Err(ChannelError::Permanent(e))).await;
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "slack socket ended; reconnecting");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(60));
+            }
+            Ok(()) => backoff = Duration::from_secs(1),
+        }
+        if out.is_closed() {
+            return;
+        }
+    }
+}
+
+/// One socket: `Ok` when Slack asked for a fresh connection.
+async fn connection(
+    http: &reqwest::Client,
+    api: &str,
+    bot: &str,
+    app: &str,
+    me: &Arc<Mutex<String>>,
+    out: &mpsc::Sender<Result<Inbound, ChannelError>>,
+    seen: &mut Vec<String>,
+) -> Result<(), ChannelError> {
+    if me.lock().map(|m| m.is_empty()).unwrap_or(true) {
+        let auth = call(http, api, bot, "auth.test", json!({})).await?;
+        if let Ok(mut m) = me.lock() {
+            *m = auth["user_id"].as_str().unwrap_or_default().to_string();
+        }
+    }
+    let opened = call(http, api, app, "apps.connections.open", json!({})).await?;
+    let url = opened["url"].as_str().unwrap_or_default().to_string();
+    let mut socket: Socket = open(&url, "slack").await?;
+    loop {
+        let frame = match socket.next().await {
+            Some(Ok(Message::Text(text))) => {
+                serde_json::from_str::<Value>(text.as_str()).unwrap_or(Value::Null)
+            }
+            Some(Ok(Message::Ping(p))) => {
+                let _ = socket.send(Message::Pong(p)).await;
+                continue;
+            }
+            Some(Ok(Message::Close(_))) | None => {
+                return Err(ChannelError::Transient("slack socket closed".into()));
+            }
+            Some(Ok(_)) => continue,
+            Some(Err(e)) => return Err(ChannelError::Transient(format!("slack socket: {e}"))),
+        };
+        if let Some(envelope) = frame["envelope_id"].as_str() {
+            let ack = json!({"envelope_id": envelope}).to_string();
+            socket
+                .send(Message::Text(ack.into()))
+                .await
+                .map_err(|e| ChannelError::Transient(format!("slack socket: {e}")))?;
+            // A redelivered envelope (ours was late) is handled once.
+            if seen.iter().any(|s| s == envelope) {
+                continue;
+            }
+            seen.push(envelope.to_string());
+            if seen.len() > 512 {
+                seen.drain(..256);
+            }
+        }
+        match frame["type"].as_str() {
+            Some("disconnect") => return Ok(()),
+            Some("events_api") => {
+                let id = me.lock().map(|m| m.clone()).unwrap_or_default();
+                if let Some(message) = inbound(&frame["payload"]["event"], &id)
+                    && out.send(Ok(message)).await.is_err()
+                {
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Markdown as Slack's mrkdwn: `&`, `<`, `>` escaped, `**bold**` as `*bold*`, code kept.
+pub fn mrkdwn(markdown: &str) -> String {
+    markdown
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace("**", "*")
+}
+
+impl Channel for Slack {
+    fn name(&self) -> &'static str {
+        "slack"
+    }
+
+    fn max_chars(&self) -> usize {
+        MAX_CHARS
+    }
+
+    fn format(&self, markdown: &str) -> String {
+        mrkdwn(markdown)
+    }
+
+    fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
+        Box::pin(async move {
+            let mut inbox = self.inbox.lock().await;
+            if inbox.is_none() {
+                let (tx, rx) = mpsc::channel(256);
+                tokio::spawn(run_socket(
+                    self.http.clone(),
+                    self.api.clone(),
+                    self.bot_token.clone(),
+                    self.app_token.clone(),
+                    self.me.clone(),
+                    tx,
+                ));
+                *inbox = Some(rx);
+            }
+            let Some(rx) = inbox.as_mut() else {
+                return Ok(Vec::new());
+            };
+            match rx.recv().await {
+                Some(Ok(first)) => {
+                    let mut batch = vec![first];
+                    while let Ok(Ok(more)) = rx.try_recv() {
+                        batch.push(more);
+                    }
+                    Ok(batch)
+                }
+                Some(Err(e)) => {
+                    *inbox = None;
+                    Err(e)
+                }
+                None => {
+                    *inbox = None;
+                    Err(ChannelError::Transient("slack socket task ended".into()))
+                }
+            }
+        })
+    }
+
+    fn send<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let mut body = json!({"channel": chat, "text": text, "mrkdwn": true});
+            // Replies go to the thread of the message answered (`reply_to` is its thread or ts).
+            if let Some(ts) = reply_to.filter(|r| !r.is_empty()) {
+                body["thread_ts"] = json!(ts);
+            }
+            call(
+                &self.http,
+                &self.api,
+                &self.bot_token,
+                "chat.postMessage",
+                body,
+            )
+            .await
+            .map(|_| ())
+        })
+    }
+
+    fn typing<'a>(&'a self, _chat: &'a str) -> BoxFuture<'a, ()> {
+        // The Web API has no typing indicator for bots.
+        Box::pin(async {})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_become_inbound_messages_and_mrkdwn_is_escaped() {
+        let event = json!({"type": "app_mention", "channel": "C1", "user": "U42", "text": "<@UBOT> hi & bye",
+            "ts": "1.2", "thread_ts": "1.0", "channel_type": "channel"});
+        let m = inbound(&event, "UBOT").unwrap();
+        assert!(m.group && m.mentioned);
+        assert_eq!(
+            (m.text.as_str(), m.thread.as_deref()),
+            ("hi & bye", Some("1.0"))
+        );
+        let im = json!({"type": "message", "channel": "D1", "user": "U42", "text": "yo", "ts": "2.0", "channel_type": "im"});
+        assert!(!inbound(&im, "UBOT").unwrap().group);
+        let edited = json!({"type": "message", "subtype": "message_changed", "channel": "D1"});
+        assert!(inbound(&edited, "UBOT").is_none());
+        assert_eq!(mrkdwn("**a** <b> & c"), "*a* &lt;b&gt; &amp; c");
+    }
+}
