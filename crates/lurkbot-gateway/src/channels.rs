@@ -372,3 +372,36 @@ pub(crate) fn status(state: &AppState) -> Value {
         .collect();
     json!({"channels": channels, "pendingPairings": pending})
 }
+
+/// `channels.pairing.approve {channel, code}` and `channels.pairing.deny {channel, code}`.
+pub(crate) fn pairing(
+    state: &AppState,
+    params: &Value,
+    approve: bool,
+) -> Result<Value, crate::protocol::MethodError> {
+    use crate::protocol::{ErrorCode, MethodError};
+    let text = |name: &str| {
+        params
+            .get(name)
+            .and_then(Value::as_str)
+            .ok_or_else(|| MethodError::invalid(format!("missing string parameter '{name}'")))
+    };
+    let (channel, code) = (text("channel")?, text("code")?);
+    let store = PairingStore::open(&state.home);
+    let now = lurkbot_core::now_ms();
+    let done = if approve {
+        store.approve(channel, code, now)
+    } else {
+        store.deny(channel, code, now)
+    };
+    match done {
+        Ok(p) => Ok(
+            json!({"channel": p.channel, "sender": p.sender, "name": p.name,
+            "approved": approve}),
+        ),
+        Err(e @ lurkbot_channels::pairing::PairingError::NotFound { .. }) => {
+            Err(MethodError::new(ErrorCode::NotFound, e.to_string()))
+        }
+        Err(e) => Err(MethodError::new(ErrorCode::Unavailable, e.to_string())),
+    }
+}

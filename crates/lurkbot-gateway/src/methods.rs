@@ -168,6 +168,16 @@ pub(crate) const METHODS: &[Method] = &[
         handler: |s, _| Box::pin(async { Ok(crate::channels::status(s)) }),
     },
     Method {
+        name: method::CHANNELS_PAIRING_APPROVE,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::channels::pairing(s, p, true) }),
+    },
+    Method {
+        name: method::CHANNELS_PAIRING_DENY,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::channels::pairing(s, p, false) }),
+    },
+    Method {
         name: method::USAGE_SUMMARY,
         scope: Scope::Read,
         handler: |s, p| Box::pin(async { crate::usage_methods::summary(s, p) }),

@@ -560,3 +560,61 @@ async fn the_usage_panel_draws_two_days_of_bars_and_the_budget_fill_in_chromium(
     assert_eq!(budget, json!("budgets.daily_tokens: 4000 of 10000"));
     b.clone().close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_channels_panel_shows_states_and_approves_a_pairing_in_chromium() {
+    let server = lurkbot_test_support::telegram_server::TelegramServer::start("123:t");
+    let gw = Gateway::start_with_env(
+        &format!("[channels.telegram]\nbase_url = \"{}\"\n", server.url()),
+        vec![],
+        "TELEGRAM_BOT_TOKEN=123:t\n",
+    )
+    .await;
+    let store = lurkbot_channels::pairing::PairingStore::open(&gw.home);
+    let now = lurkbot_core::now_ms();
+    let lurkbot_channels::pairing::Requested::New(code) =
+        store.request("telegram", "555", "ada", now).unwrap()
+    else {
+        panic!("a new code");
+    };
+    let ui = Ui::signed_in(&gw).await;
+    let b = &ui.browser;
+    click(b, "#channels-toggle").await;
+    let state = until(
+        b,
+        "the telegram row",
+        "document.querySelector('#channel-rows tr[data-channel=\"telegram\"] td:nth-child(2)')?.textContent",
+    )
+    .await;
+    assert!(
+        state == json!("connected") || state == json!("starting"),
+        "{state}"
+    );
+    until(
+        b,
+        "the pairing card",
+        &format!("document.querySelector('#pairings .pairing[data-code=\"{code}\"]')"),
+    )
+    .await;
+    click(
+        b,
+        &format!("#pairings .pairing[data-code=\"{code}\"] button[data-action=\"Approve\"]"),
+    )
+    .await;
+    until(
+        b,
+        "nobody waiting",
+        "document.getElementById('pairings').textContent === 'Nobody is waiting.'",
+    )
+    .await;
+    assert!(store.is_approved("telegram", "555").unwrap());
+    // The other panels still switch.
+    click(b, "#usage-toggle").await;
+    until(
+        b,
+        "the usage panel",
+        "!document.getElementById('usage').hidden && document.getElementById('channels').hidden",
+    )
+    .await;
+    b.clone().close().await.unwrap();
+}

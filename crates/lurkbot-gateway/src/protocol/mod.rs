@@ -81,6 +81,10 @@ pub mod method {
     pub const USAGE_SUMMARY: &str = "usage.summary";
     /// The channels' state and the pending pairings.
     pub const CHANNELS_STATUS: &str = "channels.status";
+    /// Let a sender who asked for pairing talk to the agent (`{channel, code}`).
+    pub const CHANNELS_PAIRING_APPROVE: &str = "channels.pairing.approve";
+    /// Refuse a pairing request (`{channel, code}`).
+    pub const CHANNELS_PAIRING_DENY: &str = "channels.pairing.deny";
 }
 
 /// The body of `GET /health` and of the `health` method.
