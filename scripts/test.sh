@@ -7,10 +7,10 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests call: classic archive tools for interoperability tests, openssl
 # for a real TLS server in the rss tests, tzdata for the time zones CalDAV events name,
 # chromium and its driver for the web UI tests, systemd for `systemd-analyze verify` of the
-# service unit, ngircd and atheme-services for a real IRC server with NickServ, tmux to drive
-# OpenClaw's TUI, and npm (Debian's, only when no npm is on PATH: a NodeSource Node brings its
+# service unit, ngircd and atheme-services for a real IRC server with NickServ, dovecot-imapd
+# for a real IMAP server (the email channel), tmux to drive OpenClaw's TUI, and npm (Debian's, only when no npm is on PATH: a NodeSource Node brings its
 # own and conflicts with Debian's) for OpenClaw's CLI and the skill corpora.
-packages=(zip unzip tar xz-utils bzip2 openssl python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services tmux)
+packages=(zip unzip tar xz-utils bzip2 openssl python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services dovecot-imapd tmux)
 command -v npm >/dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
@@ -30,12 +30,13 @@ fi
 # iCalendar parser the cal tests check exports with), the official `openai` package (the
 # gateway's OpenAI-compatible API is tested with it) and the official MCP SDK `mcp` (the MCP
 # servers and client the MCP tests run), and jsonschema (frames sent on OpenClaw's protocol are
-# validated against its published schema). Tests find it through LURKBOT_TEST_VENV.
+# validated against its published schema) and aiosmtpd (the SMTP submission server of the
+# email channel's tests). Tests find it through LURKBOT_TEST_VENV.
 venv="${LURKBOT_TEST_VENV:-$HOME/.cache/lurkbot-test/venv}"
-if ! "$venv/bin/python" -c 'import radicale, vobject, openai, mcp, jsonschema' 2>/dev/null; then
-  echo "creating $venv (radicale, openai, mcp, jsonschema)"
+if ! "$venv/bin/python" -c 'import radicale, vobject, openai, mcp, jsonschema, aiosmtpd' 2>/dev/null; then
+  echo "creating $venv (radicale, openai, mcp, jsonschema, aiosmtpd)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q radicale openai 'mcp>=2.3,<3' jsonschema
+  "$venv/bin/pip" install -q radicale openai 'mcp>=2.3,<3' jsonschema aiosmtpd
 fi
 export LURKBOT_TEST_VENV="$venv"
 

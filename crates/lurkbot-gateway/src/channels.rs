@@ -149,6 +149,20 @@ fn build(state: &AppState, name: &str) -> Result<Arc<dyn Channel>, String> {
                 .map(|s| Arc::new(s) as Arc<dyn Channel>)
                 .map_err(|e| e.to_string())
         }
+        "email" => {
+            let need = |name: &str| {
+                vars(name).ok_or_else(|| format!("{name} is not set (put it in the home's .env)"))
+            };
+            let settings = lurkbot_channels::email::EmailSettings {
+                imap_url: need("EMAIL_IMAP_URL")?,
+                smtp_url: need("EMAIL_SMTP_URL")?,
+                user: need("EMAIL_USER")?,
+                password: need("EMAIL_PASSWORD")?,
+                from: need("EMAIL_FROM")?,
+            };
+            let dir = state.home.join(layout::CHANNELS).join("email");
+            Ok(Arc::new(lurkbot_channels::email::Email::new(settings, dir)) as Arc<dyn Channel>)
+        }
         "matrix" => {
             use lurkbot_channels::matrix::{Credentials, Matrix};
             let homeserver = settings

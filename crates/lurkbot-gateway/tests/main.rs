@@ -12,6 +12,7 @@ mod autonomy;
 mod browser;
 mod channels;
 mod discord;
+mod email;
 mod hostile;
 mod http;
 mod irc;

@@ -1,0 +1,413 @@
+//! Email (`[channels.email]`; `EMAIL_IMAP_URL`, `EMAIL_SMTP_URL`, `EMAIL_USER`,
+//! `EMAIL_PASSWORD` and `EMAIL_FROM` in the home's `.env`): new mail in INBOX over IMAP —
+//! IDLE waits for it, UIDs remember where reading stopped (`channels/email/state.json`; a first
+//! start skips what is already there, a new UIDVALIDITY starts over) — and replies by SMTP
+//! submission, threaded with `In-Reply-To` and `References` and `Re:` subjects. Plain text
+//! only; attachments are listed, never opened. Automatic mail (`Auto-Submitted`, bulk and list
+//! `Precedence`) and the bot's own mail are never answered, so two robots cannot loop.
+//! `imaps://` and `smtps://` speak TLS from the start, `smtp://…?tls=starttls` upgrades;
+//! plain `imap://`/`smtp://` are for loopback and test servers.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+use crate::net::{Io, connect, host_port};
+use crate::{BoxFuture, Channel, ChannelError, Inbound};
+
+/// The longest reply sent in one mail.
+pub const MAX_CHARS: usize = 50_000;
+/// How long one IDLE waits before looking again.
+const IDLE: Duration = Duration::from_secs(25);
+/// Most threads remembered for replies.
+const MAX_THREADS: usize = 1000;
+
+/// The account.
+#[derive(Clone)]
+pub struct EmailSettings {
+    /// `imaps://host[:993]` or `imap://host:port`.
+    pub imap_url: String,
+    /// `smtps://host[:465]`, `smtp://host:587?tls=starttls` or `smtp://host:port`.
+    pub smtp_url: String,
+    /// The login of both.
+    pub user: String,
+    /// Its password.
+    pub password: String,
+    /// The address replies come from.
+    pub from: String,
+}
+
+type Session = async_imap::Session<Box<dyn Io>>;
+
+/// What a reply needs to stay in its thread.
+#[derive(Clone, Default)]
+struct Thread {
+    subject: String,
+    references: String,
+}
+
+/// An email account read over IMAP and written over SMTP.
+pub struct Email {
+    settings: EmailSettings,
+    state: PathBuf,
+    /// (UIDVALIDITY, the last UID handed over).
+    seen: Mutex<Option<(u32, u32)>>,
+    threads: Mutex<HashMap<String, Thread>>,
+    session: tokio::sync::Mutex<Option<Session>>,
+}
+
+fn transient(what: &str, e: impl std::fmt::Display) -> ChannelError {
+    ChannelError::Transient(format!("{what}: {e}"))
+}
+
+impl Email {
+    /// An account, keeping its reading position in `state_dir`.
+    pub fn new(settings: EmailSettings, state_dir: PathBuf) -> Self {
+        let state = state_dir.join("state.json");
+        let seen = std::fs::read(&state)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| {
+                Some((
+                    v["uidValidity"].as_u64()? as u32,
+                    v["lastUid"].as_u64()? as u32,
+                ))
+            });
+        Self {
+            settings,
+            state,
+            seen: Mutex::new(seen),
+            threads: Mutex::new(HashMap::new()),
+            session: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    fn save(&self, validity: u32, last: u32) {
+        if let Ok(mut seen) = self.seen.lock() {
+            *seen = Some((validity, last));
+        }
+        if let Some(dir) = self.state.parent()
+            && lurkbot_core::create_private_dir(dir).is_ok()
+        {
+            let bytes = json!({"uidValidity": validity, "lastUid": last}).to_string();
+            if let Err(e) =
+                lurkbot_core::write_atomic_with_mode(&self.state, bytes.as_bytes(), 0o600)
+            {
+                tracing::warn!(error = %e, "email reading position not saved");
+            }
+        }
+    }
+
+    /// Signs in and selects INBOX; its UIDVALIDITY and UIDNEXT.
+    async fn open(&self) -> Result<(Session, u32, u32), ChannelError> {
+        let (scheme, host, port) = host_port(&self.settings.imap_url, 993)
+            .filter(|(s, _, _)| s == "imap" || s == "imaps")
+            .ok_or_else(|| {
+                ChannelError::Permanent(format!(
+                    "EMAIL_IMAP_URL {} is not imap(s)://host[:port]",
+                    self.settings.imap_url
+                ))
+            })?;
+        let stream = connect(&host, port, scheme == "imaps", "imap").await?;
+        let mut client = async_imap::Client::new(stream);
+        client
+            .read_response()
+            .await
+            .map_err(|e| transient("imap greeting", e))?
+            .ok_or_else(|| ChannelError::Transient("imap: no greeting".into()))?;
+        let mut session = client
+            .login(&self.settings.user, &self.settings.password)
+            .await
+            .map_err(|(e, _)| {
+                ChannelError::Permanent(format!("imap login as {}: {e}", self.settings.user))
+            })?;
+        let inbox = session
+            .select("INBOX")
+            .await
+            .map_err(|e| transient("imap select INBOX", e))?;
+        Ok((
+            session,
+            inbox.uid_validity.unwrap_or(0),
+            inbox.uid_next.unwrap_or(1),
+        ))
+    }
+
+    /// The mail after the last UID handed over, waiting (IDLE) when there is none.
+    async fn next_batch(&self, slot: &mut Option<Session>) -> Result<Vec<Inbound>, ChannelError> {
+        let mut session = match slot.take() {
+            Some(s) => s,
+            None => {
+                let (mut session, validity, next) = self.open().await?;
+                let known = self.seen.lock().ok().and_then(|s| *s);
+                match known {
+                    Some((v, _)) if v == validity => {}
+                    // First start (or a mailbox made anew): only mail from now on.
+                    _ => self.save(validity, next.saturating_sub(1)),
+                }
+                // Signed in: report it at once (the next call reads and waits).
+                session.noop().await.map_err(|e| transient("imap", e))?;
+                *slot = Some(session);
+                return Ok(Vec::new());
+            }
+        };
+        let (validity, last) = self.seen.lock().ok().and_then(|s| *s).unwrap_or((0, 0));
+        let mut uids: Vec<u32> = session
+            .uid_search(format!("UID {}:*", last + 1))
+            .await
+            .map_err(|e| transient("imap search", e))?
+            .into_iter()
+            .filter(|u| *u > last)
+            .collect();
+        uids.sort_unstable();
+        if uids.is_empty() {
+            let mut idle = session.idle();
+            idle.init().await.map_err(|e| transient("imap idle", e))?;
+            let (wait, _stop) = idle.wait_with_timeout(IDLE);
+            let _ = wait.await;
+            let session = idle.done().await.map_err(|e| transient("imap idle", e))?;
+            *slot = Some(session);
+            return Ok(Vec::new());
+        }
+        let set = uids
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut mails = Vec::new();
+        {
+            let mut fetched = session
+                .uid_fetch(&set, "(UID BODY.PEEK[])")
+                .await
+                .map_err(|e| transient("imap fetch", e))?;
+            while let Some(item) = fetched.next().await {
+                let item = item.map_err(|e| transient("imap fetch", e))?;
+                if let (Some(uid), Some(body)) = (item.uid, item.body()) {
+                    mails.push((uid, body.to_vec()));
+                }
+            }
+        }
+        mails.sort_by_key(|(uid, _)| *uid);
+        let mut out = Vec::new();
+        for (uid, raw) in mails {
+            if let Some(message) = self.parse(&raw) {
+                out.push(message);
+            }
+            self.save(validity, uid);
+        }
+        *slot = Some(session);
+        Ok(out)
+    }
+
+    /// One mail as an [`Inbound`], unless it is automatic or the bot's own.
+    fn parse(&self, raw: &[u8]) -> Option<Inbound> {
+        let mail = mailparse::parse_mail(raw).ok()?;
+        let header = |name: &str| {
+            mailparse::MailHeaderMap::get_first_value(mail.headers.as_slice(), name)
+                .unwrap_or_default()
+        };
+        let auto = header("Auto-Submitted");
+        let precedence = header("Precedence").to_ascii_lowercase();
+        if (!auto.is_empty() && auto != "no")
+            || matches!(precedence.as_str(), "bulk" | "list" | "junk")
+        {
+            tracing::info!("an automatic mail was not answered");
+            return None;
+        }
+        let from = mailparse::addrparse(&header("From")).ok()?;
+        let (address, name) = match from.iter().next()? {
+            mailparse::MailAddr::Single(s) => (
+                s.addr.to_ascii_lowercase(),
+                s.display_name.clone().unwrap_or_default(),
+            ),
+            mailparse::MailAddr::Group(g) => {
+                let s = g.addrs.first()?;
+                (
+                    s.addr.to_ascii_lowercase(),
+                    s.display_name.clone().unwrap_or_default(),
+                )
+            }
+        };
+        if address == self.settings.from.to_ascii_lowercase() {
+            return None;
+        }
+        let subject = header("Subject");
+        let message_id = header("Message-ID").trim().to_string();
+        let mut body = String::new();
+        let mut attachments = Vec::new();
+        collect(&mail, &mut body, &mut attachments);
+        let mut text = format!("Subject: {subject}\n\n{}", body.trim());
+        for a in attachments {
+            text.push_str(&format!("\n[attachment: {a}] (not opened)"));
+        }
+        let references = format!("{} {}", header("References"), message_id)
+            .trim()
+            .to_string();
+        if !message_id.is_empty()
+            && let Ok(mut threads) = self.threads.lock()
+        {
+            if threads.len() >= MAX_THREADS {
+                threads.clear();
+            }
+            threads.insert(
+                message_id.clone(),
+                Thread {
+                    subject,
+                    references,
+                },
+            );
+        }
+        Some(Inbound {
+            channel: "email",
+            chat: address.clone(),
+            sender: address,
+            sender_name: name,
+            text,
+            group: false,
+            mentioned: true,
+            message_id,
+            thread: None,
+        })
+    }
+
+    /// Sends one mail to `to` (a reply when `reply_to` names a mail received).
+    async fn submit(
+        &self,
+        to: &str,
+        text: &str,
+        reply_to: Option<&str>,
+    ) -> Result<(), ChannelError> {
+        use lettre::AsyncTransport;
+        let thread = reply_to
+            .and_then(|id| self.threads.lock().ok().and_then(|t| t.get(id).cloned()))
+            .unwrap_or_default();
+        let subject = match thread.subject.as_str() {
+            "" => "Message from your agent".to_string(),
+            s if s.to_ascii_lowercase().starts_with("re:") => s.to_string(),
+            s => format!("Re: {s}"),
+        };
+        let permanent = |e: String| ChannelError::Permanent(e);
+        let mut builder = lettre::Message::builder()
+            .from(
+                self.settings
+                    .from
+                    .parse()
+                    .map_err(|e| permanent(format!("EMAIL_FROM: {e}")))?,
+            )
+            .to(to
+                .parse()
+                .map_err(|e| permanent(format!("'{to}' is not an address: {e}")))?)
+            .subject(subject);
+        if let Some(id) = reply_to.filter(|r| !r.is_empty()) {
+            builder = builder
+                .in_reply_to(id.to_string())
+                .references(thread.references.clone());
+        }
+        let mail = builder
+            .header(lettre::message::header::ContentType::TEXT_PLAIN)
+            .body(text.to_string())
+            .map_err(|e| permanent(format!("mail not built: {e}")))?;
+        let transport = self.transport()?;
+        transport.send(mail).await.map(|_| ()).map_err(|e| {
+            if e.is_permanent() {
+                ChannelError::Permanent(format!("smtp: {e}"))
+            } else {
+                ChannelError::Transient(format!("smtp: {e}"))
+            }
+        })
+    }
+
+    fn transport(
+        &self,
+    ) -> Result<lettre::AsyncSmtpTransport<lettre::Tokio1Executor>, ChannelError> {
+        use lettre::transport::smtp::authentication::Credentials;
+        type Smtp = lettre::AsyncSmtpTransport<lettre::Tokio1Executor>;
+        let url = &self.settings.smtp_url;
+        let bad = || {
+            ChannelError::Permanent(format!("EMAIL_SMTP_URL {url} is not smtp(s)://host[:port]"))
+        };
+        let (scheme, host, port) = host_port(url, 465).ok_or_else(bad)?;
+        let starttls = url.contains("tls=starttls");
+        let builder = match scheme.as_str() {
+            "smtps" => Smtp::relay(&host)
+                .map_err(|e| ChannelError::Permanent(e.to_string()))?
+                .port(port),
+            "smtp" if starttls => Smtp::starttls_relay(&host)
+                .map_err(|e| ChannelError::Permanent(e.to_string()))?
+                .port(port),
+            "smtp" => Smtp::builder_dangerous(&host).port(port),
+            _ => return Err(bad()),
+        };
+        Ok(builder
+            .credentials(Credentials::new(
+                self.settings.user.clone(),
+                self.settings.password.clone(),
+            ))
+            .timeout(Some(Duration::from_secs(30)))
+            .build())
+    }
+}
+
+/// The text of the first text/plain part (else any text part), and attachment names.
+fn collect(part: &mailparse::ParsedMail<'_>, body: &mut String, attachments: &mut Vec<String>) {
+    let disposition = part.get_content_disposition();
+    if disposition.disposition == mailparse::DispositionType::Attachment {
+        let name = disposition
+            .params
+            .get("filename")
+            .cloned()
+            .unwrap_or_else(|| "unnamed".into());
+        attachments.push(name);
+        return;
+    }
+    if part.subparts.is_empty() {
+        if body.is_empty()
+            && part.ctype.mimetype.starts_with("text/")
+            && let Ok(text) = part.get_body()
+        {
+            body.push_str(&text);
+        }
+        return;
+    }
+    for sub in &part.subparts {
+        collect(sub, body, attachments);
+    }
+}
+
+impl Channel for Email {
+    fn name(&self) -> &'static str {
+        "email"
+    }
+
+    fn max_chars(&self) -> usize {
+        MAX_CHARS
+    }
+
+    fn format(&self, markdown: &str) -> String {
+        markdown.to_string()
+    }
+
+    fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
+        Box::pin(async move {
+            let mut slot = self.session.lock().await;
+            // A failed session is dropped; the next receive signs in again.
+            self.next_batch(&mut slot).await
+        })
+    }
+
+    fn send<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(self.submit(chat, text, reply_to))
+    }
+
+    fn typing<'a>(&'a self, _chat: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}

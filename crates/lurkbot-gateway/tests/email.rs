@@ -1,0 +1,206 @@
+//! Email as a channel against a real mail system on loopback (Dovecot for IMAP, an SMTP
+//! submission server delivering into it), driven by a real mail user (Python's smtplib and
+//! imaplib): mail already in the box at the first start is not answered; the owner's mail is
+//! answered with a threaded reply (`Re:` subject, `In-Reply-To`, `References`) read back over
+//! IMAP; a stranger gets a pairing code and the model is not called; automatic mail is never
+//! answered.
+
+use std::time::{Duration, Instant};
+
+use lurkbot_llm::fake::Step;
+use lurkbot_test_support::mail_server::MailServer;
+use lurkbot_test_support::venv::test_python;
+use serde_json::{Value, json};
+
+use crate::common::{Client, Gateway, TOKEN};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn script() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/email/mail.py")
+}
+
+async fn mail(args: Vec<String>) -> String {
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(test_python())
+            .arg(script())
+            .args(&args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+async fn send(
+    server: &MailServer,
+    from: &str,
+    password: &str,
+    subject: &str,
+    body: &str,
+    id: &str,
+    extra: &[&str],
+) {
+    let mut args = vec![
+        "send".to_string(),
+        server.smtp_port.to_string(),
+        from.into(),
+        password.into(),
+        "bot@localhost".into(),
+        subject.into(),
+        body.into(),
+        id.into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    mail(args).await;
+}
+
+async fn inbox(server: &MailServer, user: &str, password: &str, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let text = mail(vec![
+            "read".into(),
+            server.imap_port.to_string(),
+            user.into(),
+            password.into(),
+        ])
+        .await;
+        let list: Vec<Value> = serde_json::from_str(&text).unwrap();
+        if list.len() >= n || Instant::now() > deadline {
+            return list;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn email_in_and_a_threaded_reply_out_through_dovecot() {
+    let users = [
+        ("bot@localhost", "bot-pass"),
+        ("owner@localhost", "owner-pass"),
+        ("stranger@localhost", "stranger-pass"),
+    ];
+    let server = tokio::task::spawn_blocking(move || MailServer::start(&users))
+        .await
+        .unwrap();
+    // Already there before the first start: never answered.
+    send(
+        &server,
+        "owner@localhost",
+        "owner-pass",
+        "Old news",
+        "from last week",
+        "<old@localhost>",
+        &[],
+    )
+    .await;
+    let env = format!(
+        "EMAIL_IMAP_URL=imap://127.0.0.1:{}\nEMAIL_SMTP_URL=smtp://127.0.0.1:{}\nEMAIL_USER=bot@localhost\nEMAIL_PASSWORD=bot-pass\nEMAIL_FROM=bot@localhost\n",
+        server.imap_port, server.smtp_port
+    );
+    let gw = Gateway::start_with_env(
+        "[channels.email]\nallow_from = [\"owner@localhost\"]\n",
+        vec![Step::text("Noon works.")],
+        &env,
+    )
+    .await;
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let status =
+            c.request("channels.status", json!({})).await["payload"]["channels"][0].clone();
+        if status["state"] == "connected" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{status} (log: {})",
+            server.log().display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    send(
+        &server,
+        "owner@localhost",
+        "owner-pass",
+        "Lunch?",
+        "Shall we meet at noon?",
+        "<m1@localhost>",
+        &[],
+    )
+    .await;
+    let replies = inbox(&server, "owner@localhost", "owner-pass", 1).await;
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert_eq!(replies[0]["subject"], "Re: Lunch?");
+    assert_eq!(replies[0]["inReplyTo"], "<m1@localhost>");
+    assert!(
+        replies[0]["references"]
+            .as_str()
+            .unwrap()
+            .contains("<m1@localhost>")
+    );
+    assert_eq!(replies[0]["body"], "Noon works.");
+    let requests = gw.fake.requests();
+    assert_eq!(requests.len(), 1, "the old mail was not answered");
+    let asked = requests[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .clone();
+    assert!(
+        asked
+            .as_str()
+            .unwrap()
+            .contains("Subject: Lunch?\n\nShall we meet at noon?"),
+        "{asked}"
+    );
+
+    // Automatic mail: nothing at all (it is handled before the stranger's, in order). A stranger:
+    // a pairing code by mail, nothing to the model.
+    send(
+        &server,
+        "owner@localhost",
+        "owner-pass",
+        "Out of office",
+        "I am away",
+        "<auto@localhost>",
+        &["Auto-Submitted=auto-replied"],
+    )
+    .await;
+    send(
+        &server,
+        "stranger@localhost",
+        "stranger-pass",
+        "Hello",
+        "Who are you?",
+        "<s1@localhost>",
+        &[],
+    )
+    .await;
+    let codes = inbox(&server, "stranger@localhost", "stranger-pass", 1).await;
+    assert_eq!(codes.len(), 1);
+    assert!(
+        codes[0]["body"].as_str().unwrap().contains("pairing code"),
+        "{codes:?}"
+    );
+    let pending = lurkbot_channels::pairing::PairingStore::open(&gw.home)
+        .pending(lurkbot_core::now_ms())
+        .unwrap();
+    assert_eq!(pending[0].sender, "stranger@localhost");
+    assert_eq!(gw.fake.requests().len(), 1, "neither reached the model");
+    assert_eq!(
+        inbox(&server, "owner@localhost", "owner-pass", 1)
+            .await
+            .len(),
+        1,
+        "no reply to automatic mail"
+    );
+}

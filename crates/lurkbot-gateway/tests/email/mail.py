@@ -1,0 +1,48 @@
+"""A real mail user for the email channel's tests, on Python's own smtplib and imaplib.
+
+send SMTP_PORT USER PASSWORD TO SUBJECT BODY MESSAGE_ID [HEADER=VALUE ...]
+    submits one mail (AUTH as USER) to TO.
+read IMAP_PORT USER PASSWORD
+    prints the INBOX as JSON: [{from, subject, inReplyTo, references, body}].
+"""
+
+import email
+import email.message
+import imaplib
+import json
+import smtplib
+import sys
+
+
+def send(port, user, password, to, subject, body, message_id, *headers):
+    msg = email.message.EmailMessage()
+    msg["From"] = user
+    msg["To"] = to
+    msg["Subject"] = subject
+    msg["Message-ID"] = message_id
+    for header in headers:
+        name, value = header.split("=", 1)
+        msg[name] = value
+    msg.set_content(body)
+    with smtplib.SMTP("127.0.0.1", int(port)) as smtp:
+        smtp.login(user, password)
+        smtp.send_message(msg)
+
+
+def read(port, user, password):
+    box = imaplib.IMAP4("127.0.0.1", int(port))
+    box.login(user, password)
+    box.select("INBOX")
+    _, data = box.search(None, "ALL")
+    out = []
+    for num in data[0].split():
+        _, parts = box.fetch(num, "(RFC822)")
+        msg = email.message_from_bytes(parts[0][1])
+        body = msg.get_payload(decode=True) if not msg.is_multipart() else msg.get_payload(0).get_payload(decode=True)
+        out.append({"from": msg["From"], "subject": msg["Subject"], "inReplyTo": msg["In-Reply-To"],
+                    "references": msg["References"], "body": (body or b"").decode("utf-8", "replace").strip()})
+    box.logout()
+    print(json.dumps(out))
+
+
+{"send": send, "read": read}[sys.argv[1]](*sys.argv[2:])
