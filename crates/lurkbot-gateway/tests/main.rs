@@ -10,6 +10,7 @@ mod common;
 
 mod autonomy;
 mod browser;
+mod browser_panels;
 mod channels;
 mod discord;
 mod email;

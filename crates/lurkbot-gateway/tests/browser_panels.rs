@@ -1,0 +1,140 @@
+//! The web UI's Usage and Channels panels in a real headless Chromium (see `browser.rs` for the
+//! driver): two days of usage bars with the budget's fill, and the channels' states with a
+//! pairing approved from the page.
+
+use serde_json::json;
+
+use crate::browser::{Ui, click, until};
+use crate::common::Gateway;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_usage_panel_draws_two_days_of_bars_and_the_budget_fill_in_chromium() {
+    let gw = Gateway::start("[budgets]\ndaily_tokens = 10000\n", vec![]).await;
+    let config = lurkbot_core::Config::default();
+    let zone = lurkbot_agent::usage::zone(&config);
+    let now = lurkbot_core::now_ms();
+    let record = |ts: u64, model: &str, tokens: u64| lurkbot_agent::usage::UsageRecord {
+        ts,
+        agent: "main".into(),
+        session_key: "agent:main:main".into(),
+        model: model.into(),
+        input_tokens: tokens,
+        output_tokens: 0,
+        cached_input_tokens: None,
+        cost_usd: None,
+        estimated: false,
+    };
+    for r in [
+        record(now - 86_400_000, "openai/a", 3000),
+        record(now, "openai/a", 1500),
+        lurkbot_agent::usage::UsageRecord {
+            cost_usd: Some(0.125),
+            ..record(now, "anthropic/b", 2500)
+        },
+    ] {
+        lurkbot_agent::usage::append(&gw.home, &zone, &r).unwrap();
+    }
+    let ui = Ui::signed_in(&gw).await;
+    let b = &ui.browser;
+    click(b, "#usage-toggle").await;
+    until(
+        b,
+        "two days of bars",
+        "document.querySelectorAll('#usage-chart g.day').length === 2",
+    )
+    .await;
+    let stacked = b
+        .execute(
+            "return [...document.querySelectorAll('#usage-chart g.day')].map((g) => g.querySelectorAll('rect').length);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(stacked, json!([1, 2]), "yesterday one model, today two");
+    let costs = b
+        .execute(
+            "return [...document.querySelectorAll('#usage-chart g.day text.cost')].map((t) => t.textContent);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(costs, json!(["$0.13"]), "today's cost only");
+    let legend = b
+        .execute(
+            "return document.getElementById('usage-legend').textContent;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let legend = legend.as_str().unwrap();
+    assert!(
+        legend.contains("openai/a") && legend.contains("anthropic/b"),
+        "{legend}"
+    );
+    let budget = until(
+        b,
+        "the daily budget's fill",
+        "document.querySelector('#usage-budgets [data-cap=\"budgets.daily_tokens\"]')?.textContent",
+    )
+    .await;
+    assert_eq!(budget, json!("budgets.daily_tokens: 4000 of 10000"));
+    b.clone().close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_channels_panel_shows_states_and_approves_a_pairing_in_chromium() {
+    let server = lurkbot_test_support::telegram_server::TelegramServer::start("123:t");
+    let gw = Gateway::start_with_env(
+        &format!("[channels.telegram]\nbase_url = \"{}\"\n", server.url()),
+        vec![],
+        "TELEGRAM_BOT_TOKEN=123:t\n",
+    )
+    .await;
+    let store = lurkbot_channels::pairing::PairingStore::open(&gw.home);
+    let now = lurkbot_core::now_ms();
+    let lurkbot_channels::pairing::Requested::New(code) =
+        store.request("telegram", "555", "ada", now).unwrap()
+    else {
+        panic!("a new code");
+    };
+    let ui = Ui::signed_in(&gw).await;
+    let b = &ui.browser;
+    click(b, "#channels-toggle").await;
+    let state = until(
+        b,
+        "the telegram row",
+        "document.querySelector('#channel-rows tr[data-channel=\"telegram\"] td:nth-child(2)')?.textContent",
+    )
+    .await;
+    assert!(
+        state == json!("connected") || state == json!("starting"),
+        "{state}"
+    );
+    until(
+        b,
+        "the pairing card",
+        &format!("document.querySelector('#pairings .pairing[data-code=\"{code}\"]')"),
+    )
+    .await;
+    click(
+        b,
+        &format!("#pairings .pairing[data-code=\"{code}\"] button[data-action=\"Approve\"]"),
+    )
+    .await;
+    until(
+        b,
+        "nobody waiting",
+        "document.getElementById('pairings').textContent === 'Nobody is waiting.'",
+    )
+    .await;
+    assert!(store.is_approved("telegram", "555").unwrap());
+    // The other panels still switch.
+    click(b, "#usage-toggle").await;
+    until(
+        b,
+        "the usage panel",
+        "!document.getElementById('usage').hidden && document.getElementById('channels').hidden",
+    )
+    .await;
+    b.clone().close().await.unwrap();
+}
