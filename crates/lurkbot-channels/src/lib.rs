@@ -13,6 +13,7 @@ pub mod delivery;
 pub mod discord;
 pub mod email;
 mod http;
+pub mod irc;
 pub mod matrix;
 mod net;
 pub mod pairing;

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The platforms a `[channels.<name>]` table may name.
-pub const CHANNEL_NAMES: &[&str] = &["telegram", "discord", "slack", "matrix", "email"];
+pub const CHANNEL_NAMES: &[&str] = &["telegram", "discord", "slack", "matrix", "email", "irc"];
 
 /// The `dm_policy` values.
 pub const DM_POLICIES: &[&str] = &["pairing", "allowlist", "open", "disabled"];

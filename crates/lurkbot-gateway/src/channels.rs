@@ -41,11 +41,22 @@ impl Live {
 #[derive(Default)]
 pub(crate) struct ChannelSet {
     running: Mutex<BTreeMap<&'static str, Arc<Live>>>,
+    /// Where the IRC forwarder hands the IRC line's messages (`[channels.irc]`).
+    irc_line: Mutex<Option<tokio::sync::mpsc::UnboundedSender<lurkbot_term::InboundMessage>>>,
 }
 
 impl ChannelSet {
     fn get(&self, name: &str) -> Option<Arc<Live>> {
         self.running.lock().ok()?.get(name).cloned()
+    }
+
+    /// Hands a message of the IRC line to its channel; false when no IRC channel runs.
+    pub(crate) fn to_irc_line(&self, message: lurkbot_term::InboundMessage) -> bool {
+        self.irc_line
+            .lock()
+            .ok()
+            .and_then(|line| line.as_ref().map(|tx| tx.send(message).is_ok()))
+            .unwrap_or(false)
     }
 
     /// Whether `name` runs.
@@ -162,6 +173,16 @@ fn build(state: &AppState, name: &str) -> Result<Arc<dyn Channel>, String> {
             };
             let dir = state.home.join(layout::CHANNELS).join("email");
             Ok(Arc::new(lurkbot_channels::email::Email::new(settings, dir)) as Arc<dyn Channel>)
+        }
+        "irc" => {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            if let Ok(mut line) = state.host.channels.irc_line.lock() {
+                *line = Some(tx);
+            }
+            Ok(
+                Arc::new(lurkbot_channels::irc::IrcLine::new(state.host.irc(), rx))
+                    as Arc<dyn Channel>,
+            )
         }
         "matrix" => {
             use lurkbot_channels::matrix::{Credentials, Matrix};

@@ -34,6 +34,13 @@ impl crate::host::SessionHost {
             return;
         };
         while let Some((session, message)) = inbound.recv().await {
+            // The gateway's own IRC line belongs to the IRC channel (access, routing, replies).
+            if session == lurkbot_channels::irc::LINE_SESSION {
+                if !self.channels.to_irc_line(message) {
+                    tracing::warn!("an IRC line message arrived with no IRC channel running");
+                }
+                continue;
+            }
             let Ok(key) = SessionKey::parse(&session) else {
                 continue;
             };

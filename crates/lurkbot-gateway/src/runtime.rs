@@ -166,6 +166,29 @@ impl SessionHost {
                 }
                 Ok("webchat (after the main session's running turn)".into())
             }
+            // A running channel (the IRC line too) delivers through its platform.
+            name if self.channels.has(name) => {
+                let last = self.last_route.lock().map(|l| l.clone()).ok();
+                let chat = to
+                    .clone()
+                    .or_else(|| last.filter(|(c, _)| c == name).and_then(|(_, chat)| chat));
+                let Some(chat) = chat else {
+                    return Err(format!(
+                        "no {name} chat to send to: name one with `to`, or wait until your human writes from {name}"
+                    ));
+                };
+                // The model's own messages go only to people allowed to talk to the agent.
+                if !message.owner
+                    && !crate::channels::may_message(&self.home, &self.current().1, name, &chat)
+                {
+                    return Err(format!(
+                        "{name} chat {chat} has not talked to the agent (not in allow_from, not paired); the model may message only those"
+                    ));
+                }
+                self.channels
+                    .deliver(name, &chat, &message.text, None)
+                    .await
+            }
             "irc" => {
                 let mut command = String::from("irc send --text-stdin");
                 if let Some(to) = &to {
@@ -197,28 +220,6 @@ impl SessionHost {
                             .unwrap_or_else(|| "irc send failed".into())
                     ))
                 }
-            }
-            name if self.channels.has(name) => {
-                let last = self.last_route.lock().map(|l| l.clone()).ok();
-                let chat = to
-                    .clone()
-                    .or_else(|| last.filter(|(c, _)| c == name).and_then(|(_, chat)| chat));
-                let Some(chat) = chat else {
-                    return Err(format!(
-                        "no {name} chat to send to: name one with `to`, or wait until your human writes from {name}"
-                    ));
-                };
-                // The model's own messages go only to people allowed to talk to the agent.
-                if !message.owner
-                    && !crate::channels::may_message(&self.home, &self.current().1, name, &chat)
-                {
-                    return Err(format!(
-                        "{name} chat {chat} has not talked to the agent (not in allow_from, not paired); the model may message only those"
-                    ));
-                }
-                self.channels
-                    .deliver(name, &chat, &message.text, None)
-                    .await
             }
             other => Err(format!(
                 "unknown channel '{other}' (or it is not running); use one of: {}",

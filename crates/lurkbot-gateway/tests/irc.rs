@@ -153,3 +153,70 @@ async fn the_nick_is_identified_to_nickserv() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+/// `[channels.irc]`: the gateway's IRC connection as the owner's chat line against ngircd — the
+/// owner's direct message answered, a stranger given a pairing code (nothing reaches the model),
+/// a channel message answered only when it names the bot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn irc_as_a_channel_answers_the_owner_and_pairs_strangers() {
+    let server = IrcServer::start(&IrcOptions::default());
+    let gw = Gateway::start(
+        "[channels.irc]\nallow_from = [\"owner\"]\n",
+        vec![Step::text("Hello owner."), Step::text("In the channel.")],
+    )
+    .await;
+    write_irc_env(&gw, server.port, "");
+    let port = server.port;
+    let (owner, eve) = tokio::task::spawn_blocking(move || {
+        let mut owner = IrcPeer::connect(port, "owner", None);
+        owner.join("#lurk", None);
+        // The line joins #lurk once the channel connects.
+        owner.expect(|l| l.starts_with(":lurkbot!") && l.contains(" JOIN "));
+        let eve = IrcPeer::connect(port, "eve", None);
+        (owner, eve)
+    })
+    .await
+    .unwrap();
+    let (mut owner, mut eve) = (owner, eve);
+    let fake_len = || gw.fake.requests().len();
+
+    let (owner, eve, code_line) = tokio::task::spawn_blocking(move || {
+        eve.say("lurkbot", "who are you?");
+        let code = eve.expect(|l| l.contains("PRIVMSG eve :") && l.contains("pairing code"));
+        owner.say("lurkbot", "hi there");
+        owner.expect(|l| l.contains("PRIVMSG owner :Hello owner."));
+        owner.say("#lurk", "just chatting");
+        owner.say("#lurk", "lurkbot: anything new?");
+        owner.expect(|l| l.contains("PRIVMSG #lurk :In the channel."));
+        (owner, eve, code)
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        fake_len(),
+        2,
+        "the stranger and the unnamed channel message never reached the model"
+    );
+    let pending = lurkbot_channels::pairing::PairingStore::open(&gw.home)
+        .pending(lurkbot_core::now_ms())
+        .unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].channel, "irc");
+    assert!(code_line.contains(&pending[0].code), "{code_line}");
+    let asked = gw.fake.requests()[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .clone();
+    assert_eq!(asked, "hi there", "the owner's own text");
+    let system = gw.fake.requests()[1].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        system.contains("session=agent:main:group:irc:#lurk"),
+        "a group session"
+    );
+    drop((owner, eve));
+}

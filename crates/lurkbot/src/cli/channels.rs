@@ -34,6 +34,7 @@ fn credentials(name: &str) -> &'static [&'static str] {
         "matrix" => &["MATRIX_HOMESERVER"],
         "discord" => &["DISCORD_BOT_TOKEN"],
         "slack" => &["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"],
+        "irc" => &[],
         "email" => &[
             "EMAIL_IMAP_URL",
             "EMAIL_SMTP_URL",

@@ -239,6 +239,47 @@ impl IrcSessions {
         created
     }
 
+    /// Opens `session`'s connection as a chat line for the gateway's IRC channel: the home's
+    /// IRC settings, with every inbound message handed on (as `IRC_AUTO_FORWARD_TO_AGENT=1`
+    /// does); the nick in use once registered.
+    ///
+    /// # Errors
+    /// The settings are missing or invalid, or the connection did not register within 30 s.
+    pub async fn open_line(&self, session: &str) -> Result<String, String> {
+        let mut config = IrcConfig::load(&self.home).map_err(|e| e.message)?;
+        config.auto_forward = true;
+        let line = self.open(session, &config).await;
+        if !line
+            .wait_for(Duration::from_secs(30), |state, _| {
+                state == IrcState::Joined || state == IrcState::Connected
+            })
+            .await
+        {
+            let (_, _, error) = line.snapshot();
+            return Err(error.map_or_else(
+                || "the IRC server did not register the bot within 30 s".to_string(),
+                |(code, message)| format!("{code}: {message}"),
+            ));
+        }
+        Ok(line
+            .shared
+            .lock()
+            .ok()
+            .and_then(|s| s.nick.clone())
+            .unwrap_or(config.nick))
+    }
+
+    /// Sends `text` to `target` (a nick or a channel) on `session`'s connection, split into
+    /// lines that fit IRC's limit.
+    ///
+    /// # Errors
+    /// No connection, or it could not write.
+    pub async fn say_to(&self, session: &str, target: &str, text: &str) -> Result<(), String> {
+        let line = self.get(session).ok_or("the IRC connection is not open")?;
+        line.say(target, super::text::outbound_lines(target, text))
+            .await
+    }
+
     /// Closes the session's connection with QUIT (when it has one).
     pub async fn close(&self, session: &str) -> bool {
         let removed = self
