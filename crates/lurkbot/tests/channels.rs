@@ -90,6 +90,36 @@ fn channels_list_shows_settings_and_whether_credentials_are_set() {
         set.stdout
     );
     assert!(!set.stdout.contains("secret-token-value"));
+    // Matrix: the homeserver may be base_url, the login a user and password.
+    let with_matrix = std::fs::read_to_string(t.path("config.toml")).unwrap()
+        + "\n[channels.matrix]\nbase_url = \"https://matrix.example.org\"\n";
+    std::fs::write(t.path("config.toml"), &with_matrix).unwrap();
+    let list = t.run(&["channels", "list", "--json"]).json();
+    let matrix = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "matrix")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        matrix["credentials"],
+        "missing MATRIX_ACCESS_TOKEN (or MATRIX_USER and MATRIX_PASSWORD)"
+    );
+    std::fs::write(
+        t.path(".env"),
+        "TELEGRAM_BOT_TOKEN=123:secret-token-value\nMATRIX_USER=bot\nMATRIX_PASSWORD=pw-123\n",
+    )
+    .unwrap();
+    let list = t.run(&["channels", "list", "--json"]).json();
+    let matrix = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "matrix")
+        .unwrap()
+        .clone();
+    assert_eq!(matrix["credentials"], "set");
     // No gateway runs: status says so.
     let status = t.run(&["channels", "status"]);
     assert_eq!(status.status, 1);
@@ -109,8 +139,13 @@ fn channels_list_shows_settings_and_whether_credentials_are_set() {
     );
     let good = t.run(&["config", "set", "channels.telegram.dm_policy", "open"]);
     assert_eq!(good.status, 0, "{}", good.stderr);
-    assert_eq!(
-        t.run(&["channels", "list", "--json"]).json()[0]["dmPolicy"],
-        "open"
-    );
+    let list = t.run(&["channels", "list", "--json"]).json();
+    let telegram = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "telegram")
+        .unwrap()
+        .clone();
+    assert_eq!(telegram["dmPolicy"], "open");
 }

@@ -56,11 +56,23 @@ pub(crate) fn run(home_path: &Path, args: &ChannelsArgs) -> CliResult {
                 .channels
                 .iter()
                 .map(|(name, c)| {
-                    let missing: Vec<&str> = credentials(name)
+                    let mut missing: Vec<&str> = credentials(name)
                         .iter()
                         .copied()
                         .filter(|v| vars(v).is_none())
                         .collect();
+                    if name == "matrix" {
+                        // The homeserver may be base_url; the login a token or user and password.
+                        if c.base_url.is_some() {
+                            missing.retain(|v| *v != "MATRIX_HOMESERVER");
+                        }
+                        let login = vars("MATRIX_ACCESS_TOKEN").is_some()
+                            || (vars("MATRIX_USER").is_some() && vars("MATRIX_PASSWORD").is_some());
+                        if !login {
+                            missing
+                                .push("MATRIX_ACCESS_TOKEN (or MATRIX_USER and MATRIX_PASSWORD)");
+                        }
+                    }
                     json!({"name": name, "enabled": c.enabled, "dmPolicy": c.dm_policy,
                         "allowFrom": c.allow_from, "requireMention": c.require_mention,
                         "credentials": if missing.is_empty() { "set".to_string() }
