@@ -359,7 +359,16 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
     let reply = match started {
         Ok((_, task)) => match task.await {
             Ok(Ok(outcome)) => outcome.text,
-            Ok(Err(e)) => format!("Sorry, that failed: {}", e.message),
+            Ok(Err(e)) => {
+                // The details (a provider's error, a budget) are the owner's: logged, not sent.
+                tracing::warn!(
+                    channel = name,
+                    session = key.as_str(),
+                    error = e.message.as_str(),
+                    "channel turn failed"
+                );
+                "Sorry, I could not answer that just now.".to_string()
+            }
             Err(_) => return,
         },
         Err(e) => {
