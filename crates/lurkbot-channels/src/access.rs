@@ -118,6 +118,7 @@ mod tests {
             mentioned,
             message_id: "1".into(),
             thread: None,
+            media: Vec::new(),
         }
     }
 

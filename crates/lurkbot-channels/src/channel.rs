@@ -31,6 +31,35 @@ pub struct Inbound {
     pub message_id: String,
     /// A thread or topic inside the group, if any.
     pub thread: Option<String>,
+    /// Attachments (named in `text`; fetched only under `fetch_media = true`).
+    #[serde(skip)]
+    pub media: Vec<Media>,
+}
+
+/// One attachment of an inbound message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Media {
+    /// Its file name (as the sender gave it; sanitised before it is used as one).
+    pub name: String,
+    /// Where its bytes are.
+    pub source: MediaSource,
+}
+
+/// Where an attachment's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MediaSource {
+    /// A URL, fetched through the network policy (with the platform's bearer token when it
+    /// needs one).
+    Url {
+        /// The URL.
+        url: String,
+        /// `Authorization: Bearer` for it.
+        bearer: Option<String>,
+    },
+    /// The bytes themselves (email).
+    Bytes(Vec<u8>),
+    /// A platform's file id, resolved by [`Channel::media_url`] (Telegram).
+    File(String),
 }
 
 /// Why a platform call failed, classified for the retry policy.
@@ -87,4 +116,16 @@ pub trait Channel: Send + Sync {
 
     /// Shows "typing…" in `chat` (best effort).
     fn typing<'a>(&'a self, chat: &'a str) -> BoxFuture<'a, ()>;
+
+    /// The URL (and bearer token) of a platform file id (a [`MediaSource::File`]).
+    fn media_url<'a>(
+        &'a self,
+        _file: &'a str,
+    ) -> BoxFuture<'a, Result<(String, Option<String>), ChannelError>> {
+        Box::pin(async {
+            Err(ChannelError::Permanent(
+                "this platform has no file ids".into(),
+            ))
+        })
+    }
 }

@@ -128,6 +128,20 @@ fn inbound(d: &Value, me: &str) -> Option<Inbound> {
         mentioned,
         message_id: d["id"].as_str().unwrap_or_default().to_string(),
         thread: None,
+        media: d["attachments"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| {
+                Some(crate::Media {
+                    name: a["filename"].as_str().unwrap_or("attachment").to_string(),
+                    source: crate::MediaSource::Url {
+                        url: a["url"].as_str()?.to_string(),
+                        bearer: None,
+                    },
+                })
+            })
+            .collect(),
     })
 }
 

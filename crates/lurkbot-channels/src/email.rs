@@ -240,8 +240,8 @@ impl Email {
         let mut attachments = Vec::new();
         collect(&mail, &mut body, &mut attachments);
         let mut text = format!("Subject: {subject}\n\n{}", body.trim());
-        for a in attachments {
-            text.push_str(&format!("\n[attachment: {a}] (not opened)"));
+        for a in &attachments {
+            text.push_str(&format!("\n[attachment: {}] (not opened)", a.name));
         }
         let references = format!("{} {}", header("References"), message_id)
             .trim()
@@ -270,6 +270,7 @@ impl Email {
             mentioned: true,
             message_id,
             thread: None,
+            media: attachments,
         })
     }
 
@@ -352,7 +353,11 @@ impl Email {
 }
 
 /// The text of the first text/plain part (else any text part), and attachment names.
-fn collect(part: &mailparse::ParsedMail<'_>, body: &mut String, attachments: &mut Vec<String>) {
+fn collect(
+    part: &mailparse::ParsedMail<'_>,
+    body: &mut String,
+    attachments: &mut Vec<crate::Media>,
+) {
     let disposition = part.get_content_disposition();
     if disposition.disposition == mailparse::DispositionType::Attachment {
         let name = disposition
@@ -360,7 +365,11 @@ fn collect(part: &mailparse::ParsedMail<'_>, body: &mut String, attachments: &mu
             .get("filename")
             .cloned()
             .unwrap_or_else(|| "unnamed".into());
-        attachments.push(name);
+        let bytes = part.get_body_raw().unwrap_or_default();
+        attachments.push(crate::Media {
+            name,
+            source: crate::MediaSource::Bytes(bytes),
+        });
         return;
     }
     if part.subparts.is_empty() {

@@ -53,6 +53,7 @@ fn inbound(message: &InboundMessage, nick: &str) -> Inbound {
         mentioned: !nick.is_empty() && lower.contains(&nick.to_lowercase()),
         message_id: String::new(),
         thread: None,
+        media: Vec::new(),
     }
 }
 

@@ -22,4 +22,4 @@ pub mod slack;
 pub mod telegram;
 mod ws;
 
-pub use channel::{BoxFuture, Channel, ChannelError, ChannelStatus, Inbound};
+pub use channel::{BoxFuture, Channel, ChannelError, ChannelStatus, Inbound, Media, MediaSource};

@@ -265,7 +265,26 @@ impl Matrix {
                 let content = &event["content"];
                 let mut text = content["body"].as_str().unwrap_or_default().to_string();
                 let kind = content["msgtype"].as_str().unwrap_or("m.text");
+                let mut media = Vec::new();
                 if !matches!(kind, "m.text" | "m.notice" | "m.emote") {
+                    let mxc = content["url"]
+                        .as_str()
+                        .and_then(|u| u.strip_prefix("mxc://"))
+                        .and_then(|u| u.split_once('/'));
+                    if let Some((server, id)) = mxc {
+                        media.push(crate::Media {
+                            name: text.clone(),
+                            source: crate::MediaSource::Url {
+                                url: format!(
+                                    "{}/_matrix/client/v1/media/download/{}/{}",
+                                    self.base,
+                                    encode(server),
+                                    encode(id)
+                                ),
+                                bearer: Some(token.to_string()),
+                            },
+                        });
+                    }
                     text = format!("[attachment: {kind} {text}] (not opened)");
                 }
                 let mentioned = content
@@ -291,6 +310,7 @@ impl Matrix {
                         .and_then(|_| content.pointer("/m.relates_to/event_id"))
                         .and_then(Value::as_str)
                         .map(str::to_string),
+                    media,
                 });
             }
         }

@@ -76,6 +76,7 @@ mod tests {
             mentioned: true,
             message_id: "7".into(),
             thread: thread.map(str::to_string),
+            media: Vec::new(),
         }
     }
 

@@ -137,6 +137,20 @@ fn inbound(event: &Value, me: &str) -> Option<Inbound> {
                 .to_string()
         },
         thread: event["thread_ts"].as_str().map(str::to_string),
+        media: event["files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| {
+                Some(crate::Media {
+                    name: f["name"].as_str().unwrap_or("file").to_string(),
+                    source: crate::MediaSource::Url {
+                        url: f["url_private"].as_str()?.to_string(),
+                        bearer: None,
+                    },
+                })
+            })
+            .collect(),
     })
 }
 
@@ -223,10 +237,16 @@ async fn connection(
             Some("disconnect") => return Ok(()),
             Some("events_api") => {
                 let id = me.lock().map(|m| m.clone()).unwrap_or_default();
-                if let Some(message) = inbound(&frame["payload"]["event"], &id)
-                    && out.send(Ok(message)).await.is_err()
-                {
-                    return Ok(());
+                if let Some(mut message) = inbound(&frame["payload"]["event"], &id) {
+                    // Slack's private file URLs need the bot token.
+                    for media in &mut message.media {
+                        if let crate::MediaSource::Url { bearer, .. } = &mut media.source {
+                            *bearer = Some(bot.to_string());
+                        }
+                    }
+                    if out.send(Ok(message)).await.is_err() {
+                        return Ok(());
+                    }
                 }
             }
             _ => {}

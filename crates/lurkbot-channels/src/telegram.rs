@@ -123,10 +123,30 @@ impl Telegram {
             .or(message["caption"].as_str())
             .unwrap_or_default()
             .to_string();
+        let mut media = Vec::new();
         for kind in ["photo", "document", "voice", "audio", "video", "sticker"] {
             if let Some(item) = message.get(kind) {
+                // A photo comes in sizes: the last is the largest.
+                let item = item
+                    .as_array()
+                    .and_then(|sizes| sizes.last())
+                    .unwrap_or(item);
                 let name = item["file_name"].as_str().unwrap_or_default();
                 text.push_str(&format!("\n[attachment: {kind} {name}] (not opened)"));
+                if let Some(id) = item["file_id"].as_str() {
+                    let name = if name.is_empty() {
+                        format!(
+                            "{kind}-{}",
+                            item["file_unique_id"].as_str().unwrap_or("file")
+                        )
+                    } else {
+                        name.to_string()
+                    };
+                    media.push(crate::Media {
+                        name,
+                        source: crate::MediaSource::File(id.to_string()),
+                    });
+                }
             }
         }
         let group = chat["type"] != "private";
@@ -151,6 +171,7 @@ impl Telegram {
             mentioned,
             message_id: message["message_id"].as_i64()?.to_string(),
             thread: message["message_thread_id"].as_i64().map(|t| t.to_string()),
+            media,
         })
     }
 }
@@ -218,6 +239,21 @@ impl Channel for Telegram {
                     json!({"chat_id": chat, "action": "typing"}),
                 )
                 .await;
+        })
+    }
+
+    fn media_url<'a>(
+        &'a self,
+        file: &'a str,
+    ) -> BoxFuture<'a, Result<(String, Option<String>), ChannelError>> {
+        Box::pin(async move {
+            let found = self.call("getFile", json!({"file_id": file})).await?;
+            let path = found["file_path"]
+                .as_str()
+                .ok_or_else(|| ChannelError::Permanent("getFile answered no file_path".into()))?;
+            // `<base>/file/bot<token>/<path>`: the token is in the URL, which is never logged.
+            let file_api = self.api.replacen("/bot", "/file/bot", 1);
+            Ok((format!("{file_api}/{path}"), None))
         })
     }
 }

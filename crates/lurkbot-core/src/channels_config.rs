@@ -30,6 +30,11 @@ pub struct ChannelConfig {
     pub require_mention: bool,
     /// Longest inbound message handed to the agent, in characters (default 4,000).
     pub max_inbound_chars: usize,
+    /// Whether attachments are downloaded into `workspace/inbox/<channel>/` (default false:
+    /// they are only named). Downloads go through `[network]`'s policy and `max_media_bytes`.
+    pub fetch_media: bool,
+    /// The largest attachment downloaded, in bytes (default 10,000,000).
+    pub max_media_bytes: u64,
 }
 
 impl Default for ChannelConfig {
@@ -41,6 +46,8 @@ impl Default for ChannelConfig {
             allow_from: Vec::new(),
             require_mention: true,
             max_inbound_chars: 4000,
+            fetch_media: false,
+            max_media_bytes: 10_000_000,
         }
     }
 }

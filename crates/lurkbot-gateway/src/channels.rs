@@ -351,7 +351,11 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
         state.host.note_route(name, Some(message.chat.clone()));
     }
     live.channel.typing(&message.chat).await;
-    let text = for_agent(&message, owner, settings.max_inbound_chars);
+    let mut text = for_agent(&message, owner, settings.max_inbound_chars);
+    if settings.fetch_media && !message.media.is_empty() {
+        let max = settings.max_media_bytes;
+        text.push_str(&crate::channel_media::fetch_all(state, &*live.channel, &message, max).await);
+    }
     let started = state
         .host
         .start_when_free(key.clone(), text, TurnOptions::default(), false)

@@ -318,3 +318,73 @@ async fn groups_are_answered_only_when_the_bot_is_mentioned() {
         "group sessions never see MEMORY.md"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attachments_are_fetched_only_when_asked_through_the_network_policy_and_its_cap() {
+    let server = std::sync::Arc::new(TelegramServer::start(BOT_TOKEN));
+    let port = server.url().rsplit(':').next().unwrap().to_string();
+    // fetch_media on, the test server's loopback address allowed, a 1 KB cap.
+    let gw = gateway(
+        &server,
+        &format!("allow_from = [\"42\"]\nfetch_media = true\nmax_media_bytes = 1000\n[network]\nallow_hosts = [\"127.0.0.1:{port}\"]\n"),
+        vec![Step::text("Got it."), Step::text("Too big.")],
+    )
+    .await;
+    server.user_sends_document(
+        42,
+        42,
+        "owner",
+        "notes 1.txt",
+        b"the meeting is at noon",
+        "my notes",
+    );
+    sent(&server, 1).await;
+    let asked = gw.fake.requests()[0].body.to_string();
+    let saved = asked
+        .split("saved to ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("no saved attachment in {asked}"))
+        .to_string();
+    assert!(
+        saved.starts_with("workspace/inbox/telegram/") && saved.ends_with("-notes_1.txt"),
+        "{saved}"
+    );
+    assert_eq!(
+        std::fs::read(gw.home.join(&saved)).unwrap(),
+        b"the meeting is at noon"
+    );
+    assert!(asked.contains("untrusted content"), "{asked}");
+
+    server.user_sends_document(42, 42, "owner", "big.bin", &[7u8; 5000], "");
+    sent(&server, 2).await;
+    let asked = gw.fake.requests()[1].body.to_string();
+    assert!(
+        asked.contains("not fetched: it is over max_media_bytes (1000 bytes)"),
+        "{asked}"
+    );
+    assert!(
+        !asked.contains(BOT_TOKEN),
+        "the file URL (with the token) is never shown"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_network_policy_refuses_attachment_downloads_it_does_not_allow() {
+    let server = std::sync::Arc::new(TelegramServer::start(BOT_TOKEN));
+    let gw = gateway(
+        &server,
+        "allow_from = [\"42\"]\nfetch_media = true\n",
+        vec![Step::text("Noted.")],
+    )
+    .await;
+    server.user_sends_document(42, 42, "owner", "a.txt", b"secret plan", "");
+    sent(&server, 1).await;
+    let asked = gw.fake.requests()[0].body.to_string();
+    assert!(
+        asked.contains("a.txt not fetched: refused by the network policy"),
+        "{asked}"
+    );
+    assert!(!asked.contains(BOT_TOKEN));
+    assert!(!gw.home.join("workspace/inbox").exists());
+}

@@ -43,6 +43,8 @@ struct State {
     /// Answers for the next sends: (status, description, retry_after).
     scripted: Vec<(u16, String, Option<u64>)>,
     offsets: Vec<i64>,
+    /// Uploaded files: (file_id, file_path, bytes).
+    files: Vec<(String, String, Vec<u8>)>,
 }
 
 /// The running server (stopped when dropped: its threads end with the test process).
@@ -105,6 +107,33 @@ impl TelegramServer {
         let id = s.next_update;
         wake.notify_all();
         id
+    }
+
+    /// A user sends a document (`file_name`, `bytes`) with `caption` in a private chat.
+    pub fn user_sends_document(
+        &self,
+        chat_id: i64,
+        from: i64,
+        username: &str,
+        file_name: &str,
+        bytes: &[u8],
+        caption: &str,
+    ) {
+        let (lock, wake) = &*self.state;
+        let mut s = lock.lock().unwrap();
+        s.next_update += 1;
+        s.next_message += 1;
+        let file_id = format!("doc{}", s.next_update);
+        let path = format!("documents/file_{}.bin", s.next_update);
+        s.files.push((file_id.clone(), path, bytes.to_vec()));
+        let update = json!({"update_id": s.next_update, "message": {
+            "message_id": s.next_message, "date": 1_795_500_000, "caption": caption,
+            "document": {"file_id": file_id, "file_unique_id": format!("u{file_id}"), "file_name": file_name, "file_size": bytes.len()},
+            "from": {"id": from, "is_bot": false, "first_name": username, "username": username},
+            "chat": {"id": chat_id, "type": "private"}}});
+        s.known_chats.insert(chat_id.to_string());
+        s.updates.push(update);
+        wake.notify_all();
     }
 
     /// A user opened a chat with the bot (`/start`) without a message waiting: the bot may
@@ -199,6 +228,36 @@ fn serve(stream: TcpStream, shared: &(Mutex<State>, Condvar), prefix: &str) -> s
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
     let params: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
+    let file_prefix = format!("/file{}", prefix.trim_end_matches('/'));
+    if let Some(file_path) = path.strip_prefix(&format!("{file_prefix}/")) {
+        let found = shared
+            .0
+            .lock()
+            .unwrap()
+            .files
+            .iter()
+            .find(|(_, p, _)| p == file_path)
+            .map(|(_, _, b)| b.clone());
+        let mut stream = stream;
+        return match found {
+            Some(bytes) => {
+                write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    bytes.len()
+                )?;
+                stream.write_all(&bytes)?;
+                stream.flush()
+            }
+            None => {
+                write!(
+                    stream,
+                    "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )?;
+                stream.flush()
+            }
+        };
+    }
     let (status, answer) = match path.strip_prefix(prefix) {
         None => (
             401,
@@ -251,6 +310,17 @@ fn answer(shared: &(Mutex<State>, Condvar), method: &str, p: &Value) -> (u16, Va
             (200, json!({"ok": true, "result": s.updates.clone()}))
         }
         "sendChatAction" => (200, json!({"ok": true, "result": true})),
+        "getFile" => {
+            let s = lock.lock().unwrap();
+            let id = p["file_id"].as_str().unwrap_or_default();
+            match s.files.iter().find(|(f, _, _)| f == id) {
+                Some((f, path, bytes)) => (
+                    200,
+                    json!({"ok": true, "result": {"file_id": f, "file_unique_id": format!("u{f}"), "file_size": bytes.len(), "file_path": path}}),
+                ),
+                None => error(400, "Bad Request: invalid file_id", None),
+            }
+        }
         "sendMessage" => {
             let mut s = lock.lock().unwrap();
             s.send_attempts += 1;
