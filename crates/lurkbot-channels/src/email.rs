@@ -112,6 +112,12 @@ impl Email {
                     self.settings.imap_url
                 ))
             })?;
+        if scheme == "imap" && !is_loopback(&host) {
+            return Err(ChannelError::Permanent(format!(
+                "EMAIL_IMAP_URL {} would send the password unencrypted: use imaps:// (plain imap:// is for a server on this machine)",
+                self.settings.imap_url
+            )));
+        }
         let stream = connect(&host, port, scheme == "imaps", "imap").await?;
         let mut client = async_imap::Client::new(stream);
         client
@@ -339,7 +345,12 @@ impl Email {
             "smtp" if starttls => Smtp::starttls_relay(&host)
                 .map_err(|e| ChannelError::Permanent(e.to_string()))?
                 .port(port),
-            "smtp" => Smtp::builder_dangerous(&host).port(port),
+            "smtp" if is_loopback(&host) => Smtp::builder_dangerous(&host).port(port),
+            "smtp" => {
+                return Err(ChannelError::Permanent(format!(
+                    "EMAIL_SMTP_URL {url} would send the password unencrypted: use smtps:// or smtp://…?tls=starttls (plain smtp:// is for a server on this machine)"
+                )));
+            }
             _ => return Err(bad()),
         };
         Ok(builder
@@ -350,6 +361,15 @@ impl Email {
             .timeout(Some(Duration::from_secs(30)))
             .build())
     }
+}
+
+/// Whether `host` is this machine (where an unencrypted connection stays).
+fn is_loopback(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The text of the first text/plain part (else any text part), and attachment names.
@@ -418,5 +438,41 @@ impl Channel for Email {
 
     fn typing<'a>(&'a self, _chat: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async {})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn email(imap: &str, smtp: &str) -> Email {
+        let dir =
+            std::env::temp_dir().join(format!("lurkbot-email-{}", lurkbot_core::random_hex(4)));
+        Email::new(
+            EmailSettings {
+                imap_url: imap.into(),
+                smtp_url: smtp.into(),
+                user: "bot".into(),
+                password: "pw".into(),
+                from: "bot@example.org".into(),
+            },
+            dir,
+        )
+    }
+
+    #[tokio::test]
+    async fn passwords_never_travel_unencrypted_off_this_machine() {
+        let remote = email("imap://mail.example.org:143", "smtp://mail.example.org:25");
+        let Err(ChannelError::Permanent(e)) = remote.open().await else {
+            panic!("plain IMAP to another machine must be refused");
+        };
+        assert!(e.contains("imaps://"), "{e}");
+        let Err(ChannelError::Permanent(e)) = remote.transport() else {
+            panic!("plain SMTP to another machine must be refused");
+        };
+        assert!(e.contains("starttls"), "{e}");
+        let local = email("imap://127.0.0.1:1", "smtp://localhost:2525");
+        assert!(local.transport().is_ok());
+        assert!(is_loopback("[::1]") && !is_loopback("10.0.0.1"));
     }
 }
