@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::http::{classify, client, network};
-use crate::ws::{Socket, open};
+use crate::ws::{Handed, Socket, SocketInbox, open};
 use crate::{BoxFuture, Channel, ChannelError, Inbound};
 
 /// The public API.
@@ -38,7 +38,7 @@ pub struct Discord {
     http: reqwest::Client,
     api: String,
     token: String,
-    inbox: tokio::sync::Mutex<Option<mpsc::Receiver<Result<Inbound, ChannelError>>>>,
+    inbox: SocketInbox,
     /// The bot's own user id (from READY).
     me: Arc<Mutex<String>>,
 }
@@ -54,7 +54,7 @@ impl Discord {
             http: client(Duration::from_secs(30))?,
             api: format!("{base}/api/v10"),
             token: token.to_string(),
-            inbox: tokio::sync::Mutex::new(None),
+            inbox: SocketInbox::default(),
             me: Arc::new(Mutex::new(String::new())),
         })
     }
@@ -152,7 +152,7 @@ async fn run_gateway(
     http: reqwest::Client,
     token: String,
     me: Arc<Mutex<String>>,
-    out: mpsc::Sender<Result<Inbound, ChannelError>>,
+    out: mpsc::Sender<Handed>,
 ) {
     let mut resume: Option<Resume> = None;
     let mut backoff = Duration::from_secs(1);
@@ -185,7 +185,7 @@ async fn session(
     http: &reqwest::Client,
     token: &str,
     me: &Arc<Mutex<String>>,
-    out: &mpsc::Sender<Result<Inbound, ChannelError>>,
+    out: &mpsc::Sender<Handed>,
     resume: &mut Option<Resume>,
 ) -> Result<(), ChannelError> {
     let url = match resume.as_ref().filter(|r| !r.url.is_empty()) {
@@ -339,41 +339,15 @@ impl Channel for Discord {
     }
 
     fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
-        Box::pin(async move {
-            let mut inbox = self.inbox.lock().await;
-            if inbox.is_none() {
-                let (tx, rx) = mpsc::channel(256);
-                tokio::spawn(run_gateway(
-                    self.api.clone(),
-                    self.http.clone(),
-                    self.token.clone(),
-                    self.me.clone(),
-                    tx,
-                ));
-                *inbox = Some(rx);
-            }
-            let Some(rx) = inbox.as_mut() else {
-                return Ok(Vec::new());
-            };
-            match rx.recv().await {
-                Some(Ok(first)) => {
-                    let mut batch = vec![first];
-                    while let Ok(Ok(more)) = rx.try_recv() {
-                        batch.push(more);
-                    }
-                    Ok(batch)
-                }
-                Some(Err(e)) => {
-                    // A permanent refusal: the next receive starts anew (after the back-off).
-                    *inbox = None;
-                    Err(e)
-                }
-                None => {
-                    *inbox = None;
-                    Err(ChannelError::Transient("discord gateway task ended".into()))
-                }
-            }
-        })
+        Box::pin(self.inbox.next("discord gateway", |tx| {
+            tokio::spawn(run_gateway(
+                self.api.clone(),
+                self.http.clone(),
+                self.token.clone(),
+                self.me.clone(),
+                tx,
+            ));
+        }))
     }
 
     fn send<'a>(

@@ -8,10 +8,7 @@ use crate::ChannelError;
 /// The client (rustls with the `ring` provider, as the rest of LurkBot); `read` is the longest
 /// silence accepted (a long poll's wait plus a margin).
 pub(crate) fn client(read: Duration) -> Result<reqwest::Client, ChannelError> {
-    static INSTALLED: std::sync::Once = std::sync::Once::new();
-    INSTALLED.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
+    lurkbot_term::install_crypto_provider();
     reqwest::Client::builder()
         .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(Duration::from_secs(20))

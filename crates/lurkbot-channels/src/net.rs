@@ -31,6 +31,7 @@ pub(crate) async fn connect(
         return Ok(Box::new(tcp));
     }
     use rustls_platform_verifier::ConfigVerifierExt;
+    lurkbot_term::install_crypto_provider();
     let config =
         rustls::ClientConfig::with_platform_verifier().map_err(|e| transient(e.to_string()))?;
     let name = rustls::pki_types::ServerName::try_from(host.to_string())

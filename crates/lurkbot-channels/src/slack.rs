@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::http::{classify, client, network};
-use crate::ws::{Socket, open};
+use crate::ws::{Handed, Socket, SocketInbox, open};
 use crate::{BoxFuture, Channel, ChannelError, Inbound};
 
 /// The public Web API.
@@ -29,7 +29,7 @@ pub struct Slack {
     api: String,
     bot_token: String,
     app_token: String,
-    inbox: tokio::sync::Mutex<Option<mpsc::Receiver<Result<Inbound, ChannelError>>>>,
+    inbox: SocketInbox,
     me: Arc<Mutex<String>>,
 }
 
@@ -49,7 +49,7 @@ impl Slack {
             api: format!("{base}/api"),
             bot_token: bot_token.into(),
             app_token: app_token.into(),
-            inbox: tokio::sync::Mutex::new(None),
+            inbox: SocketInbox::default(),
             me: Arc::new(Mutex::new(String::new())),
         })
     }
@@ -161,7 +161,7 @@ async fn run_socket(
     bot: String,
     app: String,
     me: Arc<Mutex<String>>,
-    out: mpsc::Sender<Result<Inbound, ChannelError>>,
+    out: mpsc::Sender<Handed>,
 ) {
     let mut backoff = Duration::from_secs(1);
     let mut seen: Vec<String> = Vec::new();
@@ -191,7 +191,7 @@ async fn connection(
     bot: &str,
     app: &str,
     me: &Arc<Mutex<String>>,
-    out: &mpsc::Sender<Result<Inbound, ChannelError>>,
+    out: &mpsc::Sender<Handed>,
     seen: &mut Vec<String>,
 ) -> Result<(), ChannelError> {
     if me.lock().map(|m| m.is_empty()).unwrap_or(true) {
@@ -277,41 +277,16 @@ impl Channel for Slack {
     }
 
     fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
-        Box::pin(async move {
-            let mut inbox = self.inbox.lock().await;
-            if inbox.is_none() {
-                let (tx, rx) = mpsc::channel(256);
-                tokio::spawn(run_socket(
-                    self.http.clone(),
-                    self.api.clone(),
-                    self.bot_token.clone(),
-                    self.app_token.clone(),
-                    self.me.clone(),
-                    tx,
-                ));
-                *inbox = Some(rx);
-            }
-            let Some(rx) = inbox.as_mut() else {
-                return Ok(Vec::new());
-            };
-            match rx.recv().await {
-                Some(Ok(first)) => {
-                    let mut batch = vec![first];
-                    while let Ok(Ok(more)) = rx.try_recv() {
-                        batch.push(more);
-                    }
-                    Ok(batch)
-                }
-                Some(Err(e)) => {
-                    *inbox = None;
-                    Err(e)
-                }
-                None => {
-                    *inbox = None;
-                    Err(ChannelError::Transient("slack socket task ended".into()))
-                }
-            }
-        })
+        Box::pin(self.inbox.next("slack socket", |tx| {
+            tokio::spawn(run_socket(
+                self.http.clone(),
+                self.api.clone(),
+                self.bot_token.clone(),
+                self.app_token.clone(),
+                self.me.clone(),
+                tx,
+            ));
+        }))
     }
 
     fn send<'a>(

@@ -1,8 +1,10 @@
 //! The WebSockets of Discord's gateway and Slack's Socket Mode: `ws://` or `wss://` over the
 //! connections of [`crate::net`].
 
-use crate::ChannelError;
+use tokio::sync::mpsc;
+
 use crate::net::{Io, connect, host_port};
+use crate::{ChannelError, Inbound};
 
 /// A WebSocket over a plain or TLS connection.
 pub(crate) type Socket = tokio_tungstenite::WebSocketStream<Box<dyn Io>>;
@@ -19,4 +21,63 @@ pub(crate) async fn open(url: &str, what: &str) -> Result<Socket, ChannelError> 
         .await
         .map_err(|e| ChannelError::Transient(format!("{what}: {e}")))?;
     Ok(socket)
+}
+
+/// What a socket task hands over: messages, or the refusal that ended it.
+pub(crate) type Handed = Result<Inbound, ChannelError>;
+
+/// The messages a background socket task (Discord's gateway, Slack's Socket Mode) hands over,
+/// received in batches: the task is started on the first receive and again after it ended.
+#[derive(Default)]
+pub(crate) struct SocketInbox {
+    state: tokio::sync::Mutex<(Option<mpsc::Receiver<Handed>>, Option<ChannelError>)>,
+}
+
+impl SocketInbox {
+    /// The next batch (waiting for one); `start` spawns the task with the sender to hand to.
+    /// A refusal arriving after messages is kept for the next call, never dropped.
+    pub(crate) async fn next(
+        &self,
+        what: &str,
+        start: impl FnOnce(mpsc::Sender<Handed>),
+    ) -> Result<Vec<Inbound>, ChannelError> {
+        let mut state = self.state.lock().await;
+        let (inbox, pending) = &mut *state;
+        if let Some(e) = pending.take() {
+            *inbox = None;
+            return Err(e);
+        }
+        let rx = match inbox {
+            Some(rx) => rx,
+            None => {
+                let (tx, rx) = mpsc::channel(256);
+                start(tx);
+                inbox.insert(rx)
+            }
+        };
+        match rx.recv().await {
+            Some(Ok(first)) => {
+                let mut batch = vec![first];
+                while let Ok(more) = rx.try_recv() {
+                    match more {
+                        Ok(message) => batch.push(message),
+                        Err(e) => {
+                            *pending = Some(e);
+                            break;
+                        }
+                    }
+                }
+                Ok(batch)
+            }
+            // A permanent refusal: the next receive starts anew (after the caller's back-off).
+            Some(Err(e)) => {
+                *inbox = None;
+                Err(e)
+            }
+            None => {
+                *inbox = None;
+                Err(ChannelError::Transient(format!("{what} task ended")))
+            }
+        }
+    }
 }

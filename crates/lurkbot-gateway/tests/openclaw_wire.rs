@@ -240,6 +240,21 @@ async fn scopes_are_enforced_and_approvals_use_openclaws_shapes_on_protocol_4() 
         )
         .await;
     assert_eq!(again["payload"]["runId"], "k-42", "{again}");
+    // A key that cannot be a run id is refused, and nothing starts.
+    let bad = c
+        .request(
+            "chat.send",
+            json!({"sessionKey": "agent:main:dm:web:x", "message": "hi", "idempotencyKey": "no spaces/allowed"}),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], "INVALID_REQUEST", "{bad}");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("idempotencyKey"),
+        "{bad}"
+    );
     let asked = c.event(|e| e["event"] == "exec.approval.requested").await;
     let request = &asked["payload"]["request"];
     assert_eq!(request["command"], create, "{asked}");

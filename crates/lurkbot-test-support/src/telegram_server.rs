@@ -167,6 +167,21 @@ impl TelegramServer {
         s.sent.clone()
     }
 
+    /// Waits until `getUpdates` was called `n` times (at most `limit`); every offset asked.
+    pub fn wait_offsets(&self, n: usize, limit: Duration) -> Vec<i64> {
+        let (lock, wake) = &*self.state;
+        let deadline = Instant::now() + limit;
+        let mut s = lock.lock().unwrap();
+        while s.offsets.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            s = wake.wait_timeout(s, left).unwrap().0;
+        }
+        s.offsets.clone()
+    }
+
     /// `sendMessage` calls so far, refused ones included.
     pub fn send_attempts(&self) -> usize {
         self.state.0.lock().unwrap().send_attempts
@@ -297,6 +312,7 @@ fn answer(shared: &(Mutex<State>, Condvar), method: &str, p: &Value) -> (u16, Va
             let deadline = Instant::now() + wait;
             let mut s = lock.lock().unwrap();
             s.offsets.push(offset);
+            wake.notify_all();
             // Confirmed updates (below the offset) are forgotten, as Telegram does.
             s.updates
                 .retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);

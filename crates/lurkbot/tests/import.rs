@@ -226,3 +226,28 @@ async fn a_state_folder_made_by_openclaw_is_imported_and_used() {
     assert!(again.stdout.contains("kept"), "{}", again.stdout);
     drop(setup);
 }
+
+#[test]
+fn an_import_from_something_that_is_not_an_openclaw_folder_is_refused() {
+    let t = Test::init();
+    let missing = t.path("no-such-folder").display().to_string();
+    let out = t.run(&["import", "openclaw", &missing]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("openclaw.json") && out.stderr.contains("OpenClaw state folder"),
+        "{}",
+        out.stderr
+    );
+    let dir = t.path("oc");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("openclaw.json"), "{ // a comment\n}").unwrap();
+    let out = t.run(&["import", "openclaw", &dir.display().to_string()]);
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("not plain JSON"), "{}", out.stderr);
+    let before = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    assert_eq!(
+        before,
+        std::fs::read_to_string(t.path("config.toml")).unwrap(),
+        "nothing written"
+    );
+}

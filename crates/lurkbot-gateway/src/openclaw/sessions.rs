@@ -16,8 +16,8 @@ use crate::state::AppState;
 /// Most rows one page holds.
 const MAX_PAGE: usize = 500;
 
-/// One `SessionRow`.
-fn row(state: &AppState, entry: &SessionEntry) -> Value {
+/// One `SessionRow`; `live` lists the sessions running a turn now (read once per answer).
+fn row(live: &[String], entry: &SessionEntry) -> Value {
     let key = SessionKey::parse(&entry.key).ok();
     let agent = key.as_ref().map_or("main", SessionKey::agent_id);
     let group = key.as_ref().is_some_and(SessionKey::is_group);
@@ -28,9 +28,7 @@ fn row(state: &AppState, entry: &SessionEntry) -> Value {
         .map_or((None, entry.model.clone()), |(p, m)| {
             (Some(p.to_string()), Some(m.to_string()))
         });
-    let running = key
-        .as_ref()
-        .is_some_and(|k| state.host.live_sessions().contains(&k.as_str().to_string()));
+    let running = live.contains(&entry.key);
     let input = entry.usage.input_tokens;
     let output = entry.usage.output_tokens;
     json!({
@@ -67,11 +65,12 @@ fn page(state: &AppState, params: &Value) -> Result<Value, MethodError> {
     let mut entries: Vec<SessionEntry> = store.list()?.into_values().collect();
     entries.sort_by_key(|e| std::cmp::Reverse(e.updated_ms));
     let total = entries.len();
+    let live = state.host.live_sessions();
     let rows: Vec<Value> = entries
         .iter()
         .skip(offset)
         .take(limit)
-        .map(|e| row(state, e))
+        .map(|e| row(&live, e))
         .collect();
     let next = offset + rows.len();
     let config = state.config();
@@ -104,7 +103,7 @@ pub(super) fn describe(state: &AppState, params: &Value) -> Result<Value, Method
         .list()?
         .remove(key.as_str())
         .ok_or_else(|| not_found(&key))?;
-    Ok(json!({"session": row(state, &entry)}))
+    Ok(json!({"session": row(&state.host.live_sessions(), &entry)}))
 }
 
 /// `sessions.subscribe {…list parameters}` → `{subscribed, list?}`.
