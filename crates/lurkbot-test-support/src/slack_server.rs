@@ -9,7 +9,7 @@
 //! (`msg_too_long`).
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -263,32 +263,13 @@ fn serve_rest(
     shared: &(Mutex<State>, Condvar),
     ws: SocketAddr,
 ) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let path = line
-        .split_whitespace()
-        .nth(1)
+    let request = crate::http_request::HttpRequest::read(&stream)?;
+    let auth = request
+        .header("authorization")
         .unwrap_or_default()
+        .trim_start_matches("Bearer ")
         .to_string();
-    let (mut length, mut auth) = (0usize, String::new());
-    loop {
-        let mut header = String::new();
-        reader.read_line(&mut header)?;
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = header.split_once(':') {
-            if k.eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().unwrap_or(0);
-            } else if k.eq_ignore_ascii_case("authorization") {
-                auth = v.trim().trim_start_matches("Bearer ").to_string();
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
+    let (path, body) = (request.path, request.body);
     let params: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let (status, retry, answer) = rest(shared, &path, &auth, &params, ws);
     let body = answer.to_string();

@@ -8,7 +8,7 @@
 //! queue user messages, script 429s and 5xx, and read what the bot sent.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -222,26 +222,8 @@ impl TelegramServer {
 }
 
 fn serve(stream: TcpStream, shared: &(Mutex<State>, Condvar), prefix: &str) -> std::io::Result<()> {
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-    let mut length = 0usize;
-    loop {
-        let mut header = String::new();
-        reader.read_line(&mut header)?;
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = header.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
+    let request = crate::http_request::HttpRequest::read(&stream)?;
+    let (path, body) = (request.path, request.body);
     let params: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
     let file_prefix = format!("/file{}", prefix.trim_end_matches('/'));
     if let Some(file_path) = path.strip_prefix(&format!("{file_prefix}/")) {
