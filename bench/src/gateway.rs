@@ -3,7 +3,8 @@
 //! - Time from spawning `lurkbot gateway` to the first `GET /health` answered 200 (polled over
 //!   raw TCP every 0.2 ms; median of `--runs`). Budget 6 ms.
 //! - Idle RSS after 60 s (`--idle-secs` to shorten), read from /proc, with one IRC connection
-//!   joined to a real ngircd on loopback (when installed). Budget 12 MB.
+//!   joined to a real ngircd on loopback (when installed) and two channels open (Telegram and
+//!   Discord, served by the test servers written from their API documentation). Budget 12 MB.
 //! - 1,000 WebSocket clients connected at once, each doing the handshake and then `health`;
 //!   p50/p99 of the `health` round trip and of the whole connect+handshake.
 //!
@@ -21,12 +22,15 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
 use lurkbot_gateway::protocol;
+use lurkbot_test_support::discord_server::DiscordServer;
 use lurkbot_test_support::irc_server::{IrcOptions, IrcServer};
+use lurkbot_test_support::telegram_server::TelegramServer;
 
 use crate::startup::{median, ms, run_once};
 
-struct Gateway {
-    child: Child,
+/// A spawned `lurkbot gateway`, killed when dropped.
+pub(crate) struct Gateway {
+    pub(crate) child: Child,
 }
 
 impl Drop for Gateway {
@@ -36,14 +40,14 @@ impl Drop for Gateway {
     }
 }
 
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| e.to_string())
 }
 
-fn health_ok(port: u16) -> bool {
+pub(crate) fn health_ok(port: u16) -> bool {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };
@@ -60,7 +64,7 @@ fn health_ok(port: u16) -> bool {
     s.read_exact(&mut buf).is_ok() && buf.starts_with(b"HTTP/1.1 200")
 }
 
-fn spawn(bin: &Path, home: &Path, port: u16) -> Result<Gateway, String> {
+pub(crate) fn spawn(bin: &Path, home: &Path, port: u16) -> Result<Gateway, String> {
     let child = Command::new(bin)
         .arg("--home")
         .arg(home)
@@ -90,7 +94,7 @@ fn time_to_health(bin: &Path, home: &Path) -> Result<Duration, String> {
     }
 }
 
-fn rss_kib(pid: u32) -> u64 {
+pub(crate) fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
@@ -106,7 +110,7 @@ pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted.get(i).copied().unwrap_or_default()
 }
 
-type Socket =
+pub(crate) type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Connect, handshake, one `health`; the socket is returned so it stays open.
@@ -141,17 +145,25 @@ async fn one_client(url: String, token: String) -> Result<(Duration, Duration, S
     Ok((handshake, t.elapsed(), ws))
 }
 
-async fn wait_res<S>(ws: &mut S, id: &str) -> Result<(), String>
+pub(crate) async fn wait_res<S>(ws: &mut S, id: &str) -> Result<(), String>
+where
+    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    wait_payload(ws, id).await.map(drop)
+}
+
+/// Waits for the response to request `id` (events in between are skipped): its payload.
+pub(crate) async fn wait_payload<S>(ws: &mut S, id: &str) -> Result<Value, String>
 where
     S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
 {
     loop {
         match ws.next().await {
             Some(Ok(Message::Text(t))) => {
-                let v: Value = serde_json::from_str(t.as_str()).map_err(|e| e.to_string())?;
+                let mut v: Value = serde_json::from_str(t.as_str()).map_err(|e| e.to_string())?;
                 if v["type"] == "res" && v["id"] == id {
                     return if v["ok"] == true {
-                        Ok(())
+                        Ok(v["payload"].take())
                     } else {
                         Err(v["error"].to_string())
                     };
@@ -165,7 +177,7 @@ where
 
 /// Starts ngircd (if installed), points the home's irc settings at it and joins through the
 /// running gateway; the server stays up while the returned handle lives.
-fn open_irc(bin: &Path, home: &Path) -> Result<Option<IrcServer>, String> {
+pub(crate) fn open_irc(bin: &Path, home: &Path) -> Result<Option<IrcServer>, String> {
     if Command::new("ngircd").arg("--version").output().is_err() {
         return Ok(None);
     }
@@ -193,6 +205,52 @@ fn open_irc(bin: &Path, home: &Path) -> Result<Option<IrcServer>, String> {
         ));
     }
     Ok(Some(server))
+}
+
+/// The two channels of the idle budget: Telegram (long polling) and Discord (a gateway
+/// WebSocket with heartbeats), served by the test servers written from their API documentation
+/// (neither platform has a local server). Their settings and tokens go into the home; the servers
+/// stay up while the returned handles live.
+struct Channels {
+    telegram: TelegramServer,
+    discord: DiscordServer,
+}
+
+const TELEGRAM_TOKEN: &str = "123456:bench-bot-token";
+const DISCORD_TOKEN: &str = "bench-discord-token";
+
+fn configure_channels(home: &Path) -> Result<Channels, String> {
+    let telegram = TelegramServer::start(TELEGRAM_TOKEN);
+    let discord = DiscordServer::start(DISCORD_TOKEN, 41_250);
+    let config = home.join("config.toml");
+    let mut text = std::fs::read_to_string(&config).map_err(|e| e.to_string())?;
+    text.push_str(&format!(
+        "\n[channels.telegram]\nbase_url = \"{}\"\n\n[channels.discord]\nbase_url = \"{}\"\n",
+        telegram.url(),
+        discord.url()
+    ));
+    std::fs::write(&config, text).map_err(|e| e.to_string())?;
+    let env = home.join(".env");
+    let mut vars = std::fs::read_to_string(&env).unwrap_or_default();
+    vars.push_str(&format!(
+        "TELEGRAM_BOT_TOKEN={TELEGRAM_TOKEN}\nDISCORD_BOT_TOKEN={DISCORD_TOKEN}\n"
+    ));
+    std::fs::write(&env, vars).map_err(|e| e.to_string())?;
+    Ok(Channels { telegram, discord })
+}
+
+impl Channels {
+    /// Waits until both are connected: Telegram polled twice, Discord identified.
+    fn wait_open(&self) -> Result<(), String> {
+        let limit = Duration::from_secs(20);
+        if self.telegram.wait_offsets(2, limit).len() < 2 {
+            return Err("the Telegram channel did not poll".into());
+        }
+        if !self.discord.wait_ready(1, limit) {
+            return Err("the Discord channel did not identify".into());
+        }
+        Ok(())
+    }
 }
 
 pub(crate) fn gateway(
@@ -225,6 +283,7 @@ pub(crate) fn gateway(
         ms(floor)
     );
 
+    let channels = configure_channels(&home)?;
     let port = free_port()?;
     let gw = spawn(bin, &home, port)?;
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -236,10 +295,11 @@ pub(crate) fn gateway(
     }
     // The budget counts one IRC connection open (a real ngircd on loopback, when installed).
     let irc = open_irc(bin, &home)?;
+    channels.wait_open()?;
     std::thread::sleep(Duration::from_secs(idle_secs));
     let idle = rss_kib(gw.child.id());
     println!(
-        "idle RSS after {idle_secs} s: {:.1} MB ({}; budget 12 MB; ZeptoClaw 14 MB, ZeroClaw 25–29 MB per ARCHITECTURE.md §9)",
+        "idle RSS after {idle_secs} s: {:.1} MB ({} and two channels open, Telegram and Discord; budget 12 MB; ZeptoClaw 14 MB, ZeroClaw 25–29 MB per ARCHITECTURE.md §9)",
         idle as f64 * 1024.0 / 1e6,
         if irc.is_some() {
             "one IRC connection joined"

@@ -7,7 +7,9 @@
 //! `lurkbot-bench rss --bin target/release/lurkbot --python VENV/bin/python [--runs 20]`,
 //! `lurkbot-bench agent --bin target/release/lurkbot [--runs 200]` (turns),
 //! `lurkbot-bench gateway --bin target/release/lurkbot [--runs 20] [--idle-secs 60]`,
-//! `lurkbot-bench memory [--runs 200]` (queries).
+//! `lurkbot-bench memory [--runs 200]` (queries),
+//! `lurkbot-bench soak --bin target/release/lurkbot [--runs 10000] [--cycles 10000]` (API turns
+//! and WebSocket cycles).
 //!
 //! Startup peers (ZeptoClaw, ZeroClaw) cannot be fetched on this network, so their figures come
 //! from ARCHITECTURE.md §9 and are labelled as such; what is measured in the same run is a
@@ -19,6 +21,8 @@ mod archive;
 mod gateway;
 mod memory;
 mod rss;
+mod soak;
+mod soak_report;
 mod startup;
 
 use std::path::PathBuf;
@@ -28,6 +32,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut bin = PathBuf::from("target/release/lurkbot");
     let mut runs: Option<usize> = None;
+    let mut cycles: Option<usize> = None;
     let mut mib = 200u64;
     let mut idle_secs = 60u64;
     let mut which = "startup".to_string();
@@ -35,7 +40,10 @@ fn main() -> ExitCode {
     let mut iter = args.iter();
     while let Some(a) = iter.next() {
         match a.as_str() {
-            "startup" | "archive" | "rss" | "agent" | "gateway" | "memory" => which = a.clone(),
+            "startup" | "archive" | "rss" | "agent" | "gateway" | "memory" | "soak" => {
+                which = a.clone()
+            }
+            "--cycles" => cycles = iter.next().and_then(|r| r.parse().ok()),
             "--python" => python = iter.next().map(PathBuf::from).unwrap_or(python),
             "--bin" => bin = iter.next().map(PathBuf::from).unwrap_or(bin),
             "--runs" => runs = iter.next().and_then(|r| r.parse().ok()),
@@ -54,7 +62,7 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory] [--bin PATH] [--runs N] [--mib N] [--python PATH]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory|soak] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH]"
                 );
                 return ExitCode::from(2);
             }
@@ -66,6 +74,11 @@ fn main() -> ExitCode {
         "agent" => agent::agent(&bin, runs.unwrap_or(200).max(10)),
         "gateway" => gateway::gateway(&bin, runs.unwrap_or(20).max(3), idle_secs, 1000),
         "memory" => memory::memory(runs.unwrap_or(200).max(10)),
+        "soak" => soak::soak(
+            &bin,
+            runs.unwrap_or(10_000).max(200),
+            cycles.unwrap_or(10_000).max(100),
+        ),
         _ => startup::startup(&bin, runs.unwrap_or(50).max(20)),
     };
     match outcome {

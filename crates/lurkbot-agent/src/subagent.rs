@@ -78,6 +78,11 @@ impl Subagents {
             .unwrap_or(0)
     }
 
+    /// Sub-agents running now.
+    pub fn count(&self) -> usize {
+        self.children.lock().map(|c| c.len()).unwrap_or_default()
+    }
+
     /// The running children of `requester`.
     pub fn children_of(&self, requester: &str) -> Vec<String> {
         self.children

@@ -30,7 +30,7 @@ pub use crate::run::{RunEnd, TurnOptions};
 pub(crate) struct Slot {
     /// The session's agent, the config generation it was made from and its model choice.
     pub(crate) agent: tokio::sync::Mutex<Option<(u64, TurnOptions, Agent)>>,
-    running: Mutex<Option<(String, AbortHandle)>>,
+    pub(crate) running: Mutex<Option<(String, AbortHandle)>>,
     /// Background work started by this session's turns (sub-agents and their announce
     /// turns, background sends, cron runs): aborted with the session.
     pub(crate) tracked: Mutex<Vec<AbortHandle>>,
@@ -40,10 +40,13 @@ pub(crate) struct Slot {
     pub(crate) settled: tokio::sync::Notify,
     /// The session's latest run.
     pub(crate) last_run: Mutex<Option<String>>,
+    /// When the session was last used, on the host's use counter (the least recently used
+    /// idle sessions give back their agents first: `slots.rs`).
+    pub(crate) used: AtomicU64,
 }
 
 /// Runs older than this many finished runs are forgotten by `agent.wait`.
-const KEPT_RUNS: usize = 256;
+pub(crate) const KEPT_RUNS: usize = 256;
 
 /// Per-session agents and running turns.
 pub struct SessionHost {
@@ -58,8 +61,10 @@ pub struct SessionHost {
     irc: Arc<IrcSessions>,
     /// Inbound IRC messages, for delivery to the agent (taken by the forwarder at start).
     pub(crate) inbound: Mutex<Option<mpsc::UnboundedReceiver<(String, InboundMessage)>>>,
-    slots: Mutex<HashMap<String, Arc<Slot>>>,
-    runs: Mutex<Vec<(String, watch::Receiver<Option<RunEnd>>)>>,
+    pub(crate) slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// The use counter of [`Slot::used`].
+    pub(crate) uses: AtomicU64,
+    pub(crate) runs: Mutex<Vec<(String, watch::Receiver<Option<RunEnd>>)>>,
     pub(crate) subagents: Subagents,
     /// Where the owner last talked (`webchat`, or `irc` and the channel or nick): the
     /// `last` delivery target.
@@ -106,6 +111,7 @@ impl SessionHost {
             irc,
             inbound: Mutex::new(Some(inbound)),
             slots: Mutex::new(HashMap::new()),
+            uses: AtomicU64::new(0),
             runs: Mutex::new(Vec::new()),
             subagents: Subagents::default(),
             last_route: Mutex::new(("webchat".into(), None)),
@@ -136,21 +142,6 @@ impl SessionHost {
     /// The terminal every session (and the `terminal.exec` method) runs commands in.
     pub fn exec(&self) -> Arc<TerminalExec> {
         self.exec.clone()
-    }
-
-    pub(crate) fn slot(&self, key: &SessionKey) -> Arc<Slot> {
-        match self.slots.lock() {
-            Ok(mut slots) => slots.entry(key.as_str().to_string()).or_default().clone(),
-            Err(_) => Arc::new(Slot::default()),
-        }
-    }
-
-    /// Sessions with a live resource.
-    pub fn live_sessions(&self) -> Vec<String> {
-        self.slots
-            .lock()
-            .map(|s| s.keys().cloned().collect())
-            .unwrap_or_default()
     }
 
     /// Runs one turn to its end, reporting its events on the hub tagged with `run_id` — all but
@@ -422,6 +413,8 @@ impl SessionHost {
                 host.irc.close(key.as_str()).await;
             }
             host.report_end(&id, key.as_str(), started, &result);
+            drop(task_slot);
+            host.trim();
             let _ = tx.send(Some(end));
             result
         });
@@ -497,13 +490,6 @@ impl SessionHost {
             let (tx, rx) = watch::channel(Some(RunEnd::Aborted));
             drop(tx);
             runs[pos].1 = rx;
-        }
-    }
-
-    /// Drops the session's slot (nothing may run in it).
-    pub fn forget(&self, key: &SessionKey) {
-        if let Ok(mut slots) = self.slots.lock() {
-            slots.remove(key.as_str());
         }
     }
 

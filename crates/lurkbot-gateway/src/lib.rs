@@ -23,6 +23,7 @@ mod run;
 mod runtime;
 mod scheduler;
 mod server;
+mod slots;
 mod state;
 mod ui;
 mod usage_methods;

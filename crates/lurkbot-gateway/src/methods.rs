@@ -229,7 +229,19 @@ pub(crate) fn status(state: &AppState) -> Value {
         "pendingApprovals": state.approver.pending(),
         "connections": state.connections(),
         "heartbeat": state.autonomy.last_heartbeat(),
+        "retained": retained(state),
     })
+}
+
+/// What the gateway keeps in memory, counted, with the bounds of those that have one
+/// (ARCHITECTURE.md §9): the session host's slots, agents, run records and sub-agents, the
+/// hub's listeners, pending approvals, addresses with recent auth failures.
+fn retained(state: &AppState) -> Value {
+    let mut retained = state.host.retained();
+    retained["hubListeners"] = json!(state.hub.listeners());
+    retained["pendingApprovals"] = json!(state.approver.pending());
+    retained["authFailureAddresses"] = json!(state.limiter.tracked());
+    retained
 }
 
 /// `chat.send` and `agent`: starts a turn, answers its run id at once.

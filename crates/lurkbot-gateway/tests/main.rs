@@ -9,6 +9,7 @@
 mod common;
 
 mod autonomy;
+mod bounded;
 mod browser;
 mod browser_panels;
 mod channels;

@@ -77,13 +77,25 @@ pub struct Recorded {
 /// sessions that call the model at the same time each get their own answers in order.
 type Routes = Arc<Mutex<Vec<(String, VecDeque<Step>)>>>;
 
+/// Answers computed from the request body, for requests no script step is left for (long
+/// benchmarks that cannot script every step in order).
+pub type Responder = Arc<dyn Fn(&Value) -> Step + Send + Sync>;
+
+/// What a connection needs besides the stream.
+#[derive(Clone)]
+struct Shared {
+    script: Arc<Mutex<VecDeque<Step>>>,
+    routes: Routes,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    responder: Arc<Mutex<Option<Responder>>>,
+    record: Arc<std::sync::atomic::AtomicBool>,
+}
+
 /// The running server.
 pub struct FakeProvider {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
-    script: Arc<Mutex<VecDeque<Step>>>,
-    routes: Routes,
-    requests: Arc<Mutex<Vec<Recorded>>>,
+    shared: Shared,
 }
 
 impl FakeProvider {
@@ -98,30 +110,46 @@ impl FakeProvider {
             .expect("bind a loopback port");
         #[allow(clippy::expect_used)]
         let addr = listener.local_addr().expect("local address");
-        let script = Arc::new(Mutex::new(VecDeque::from(steps)));
-        let routes: Routes = Arc::default();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let (s, t, r) = (script.clone(), routes.clone(), requests.clone());
+        let shared = Shared {
+            script: Arc::new(Mutex::new(VecDeque::from(steps))),
+            routes: Arc::default(),
+            requests: Arc::default(),
+            responder: Arc::default(),
+            record: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+        };
+        let accepted = shared.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (s, t, r) = (s.clone(), t.clone(), r.clone());
+                let shared = accepted.clone();
                 tokio::spawn(async move {
-                    let _ = serve(stream, s, t, r).await;
+                    let _ = serve(stream, shared).await;
                 });
             }
         });
         Self {
             url: format!("http://{addr}"),
-            script,
-            routes,
-            requests,
+            shared,
         }
+    }
+
+    /// Answers requests that no route or script step is left for with `responder(body)`.
+    pub fn respond(&self, responder: impl Fn(&Value) -> Step + Send + Sync + 'static) {
+        if let Ok(mut slot) = self.shared.responder.lock() {
+            *slot = Some(Arc::new(responder));
+        }
+    }
+
+    /// Stops (or resumes) recording requests: a long benchmark keeps no history.
+    pub fn record(&self, on: bool) {
+        self.shared
+            .record
+            .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Serves `steps`, in order, to the requests whose JSON body contains `marker` (before
     /// the shared script); a request matching no route takes the shared script's next step.
     pub fn route(&self, marker: &str, steps: Vec<Step>) {
-        if let Ok(mut routes) = self.routes.lock() {
+        if let Ok(mut routes) = self.shared.routes.lock() {
             match routes.iter_mut().find(|(m, _)| m == marker) {
                 Some((_, queue)) => queue.extend(steps),
                 None => routes.push((marker.to_string(), VecDeque::from(steps))),
@@ -131,28 +159,31 @@ impl FakeProvider {
 
     /// Adds steps to the end of the script.
     pub fn push(&self, steps: Vec<Step>) {
-        if let Ok(mut script) = self.script.lock() {
+        if let Ok(mut script) = self.shared.script.lock() {
             script.extend(steps);
         }
     }
 
     /// Requests received so far.
     pub fn requests(&self) -> Vec<Recorded> {
-        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+        self.shared
+            .requests
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
     }
 
     /// Steps not used yet.
     pub fn remaining(&self) -> usize {
-        self.script.lock().map(|s| s.len()).unwrap_or_default()
+        self.shared
+            .script
+            .lock()
+            .map(|s| s.len())
+            .unwrap_or_default()
     }
 }
 
-async fn serve(
-    mut stream: TcpStream,
-    script: Arc<Mutex<VecDeque<Step>>>,
-    routes: Routes,
-    requests: Arc<Mutex<Vec<Recorded>>>,
-) -> std::io::Result<()> {
+async fn serve(mut stream: TcpStream, shared: Shared) -> std::io::Result<()> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     let header_end = loop {
@@ -194,7 +225,9 @@ async fn serve(
         .map(|v| v.trim_start_matches("Bearer ").to_string())
         .or_else(|| header("x-api-key"));
     let text = body.to_string();
-    if let Ok(mut r) = requests.lock() {
+    if shared.record.load(std::sync::atomic::Ordering::Relaxed)
+        && let Ok(mut r) = shared.requests.lock()
+    {
         r.push(Recorded {
             path: path.clone(),
             key,
@@ -211,13 +244,18 @@ async fn serve(
         stream.write_all(answer.as_bytes()).await?;
         return stream.flush().await;
     }
-    let routed = routes.lock().ok().and_then(|mut routes| {
+    let routed = shared.routes.lock().ok().and_then(|mut routes| {
         routes
             .iter_mut()
             .find(|(marker, queue)| !queue.is_empty() && text.contains(marker.as_str()))
             .and_then(|(_, queue)| queue.pop_front())
     });
-    let step = routed.or_else(|| script.lock().ok().and_then(|mut s| s.pop_front()));
+    let step = routed
+        .or_else(|| shared.script.lock().ok().and_then(|mut s| s.pop_front()))
+        .or_else(|| {
+            let responder = shared.responder.lock().ok()?.clone()?;
+            Some(responder(&body))
+        });
     let anthropic = path.ends_with("/messages");
     let step = step.unwrap_or(Step::Error {
         status: 500,
