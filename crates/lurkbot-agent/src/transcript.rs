@@ -61,10 +61,18 @@ pub enum Entry {
     },
 }
 
+/// Most session keys one agent's index keeps. Beyond it the least recently active keys leave
+/// the index (never the agent's main session); their transcripts stay on disk as the record.
+/// Each turn reads the index, so an index that grew with every stateless API request, cron
+/// run or channel peer would make every turn slower and larger (OpenClaw's session maintenance
+/// caps it at 500 entries in its `enforce` mode).
+pub(crate) const MAX_INDEXED_SESSIONS: usize = 1_000;
+
 /// The sessions of one agent.
 #[derive(Debug, Clone)]
 pub struct Sessions {
     dir: PathBuf,
+    cap: usize,
 }
 
 impl Sessions {
@@ -72,7 +80,15 @@ impl Sessions {
     pub fn open(home: &Home, agent_id: &str) -> Self {
         Self {
             dir: home.join(layout::SESSIONS).join(agent_id),
+            cap: MAX_INDEXED_SESSIONS,
         }
+    }
+
+    /// The same store with another index cap (tests).
+    #[must_use]
+    pub fn with_cap(mut self, cap: usize) -> Self {
+        self.cap = cap.max(1);
+        self
     }
 
     fn index_path(&self) -> PathBuf {
@@ -111,6 +127,7 @@ impl Sessions {
             .map_err(|e| AgentError::io("lock", &lock_path, e))?;
         let mut all = self.list()?;
         let out = f(&mut all);
+        prune(&mut all, self.cap);
         let bytes = serde_json::to_vec_pretty(&all).map_err(|source| AgentError::Encode {
             what: "sessions.json",
             source,
@@ -447,9 +464,61 @@ fn repair(messages: Vec<Message>) -> Vec<Message> {
     out
 }
 
+/// Removes the least recently active keys beyond `cap` (never an agent's main session).
+fn prune(all: &mut BTreeMap<String, SessionEntry>, cap: usize) {
+    if all.len() <= cap {
+        return;
+    }
+    let mut by_age: Vec<(u64, String)> = all
+        .iter()
+        .filter(|(key, _)| !SessionKey::parse(key).is_ok_and(|k| k.is_main()))
+        .map(|(key, e)| (e.updated_ms, key.clone()))
+        .collect();
+    by_age.sort_unstable();
+    let excess = all.len() - cap;
+    for (_, key) in by_age.into_iter().take(excess) {
+        all.remove(&key);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_index_keeps_the_most_recent_keys_and_the_main_session() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::open(dir.path()).expect("home");
+        let sessions = Sessions::open(&home, "main").with_cap(3);
+        let main = sessions.get_or_create(&SessionKey::main()).expect("main");
+        let mut ids = Vec::new();
+        for i in 0..4 {
+            let key = SessionKey::parse(&format!("agent:main:dm:api:k{i}")).expect("key");
+            let entry = sessions.get_or_create(&key).expect("create");
+            sessions
+                .append(&entry.session_id, &[message("hi")])
+                .expect("append");
+            sessions
+                .record_turn(&key, "m", Usage::default())
+                .expect("turn");
+            ids.push(entry.session_id);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let all = sessions.list().expect("list");
+        let keys: Vec<&str> = all.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "agent:main:dm:api:k2",
+                "agent:main:dm:api:k3",
+                "agent:main:main"
+            ]
+        );
+        assert_eq!(all["agent:main:main"].session_id, main.session_id);
+        // The pruned keys' transcripts stay on disk.
+        assert!(sessions.transcript_path(&ids[0]).is_file());
+        assert!(sessions.transcript_path(&ids[1]).is_file());
+    }
 
     fn message(text: &str) -> Entry {
         Entry::Message {

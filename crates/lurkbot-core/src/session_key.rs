@@ -88,6 +88,12 @@ impl SessionKey {
         parts.next() == Some("agent") && matches!(parts.nth(1), Some("group" | "topic"))
     }
 
+    /// Whether this is an agent's main session (`agent:<id>:main`).
+    pub fn is_main(&self) -> bool {
+        let parts: Vec<&str> = self.0.split(':').collect();
+        matches!(parts.as_slice(), ["agent", _, "main"])
+    }
+
     /// The agent id for `agent:` keys (`main` for cron and hook sessions).
     pub fn agent_id(&self) -> &str {
         self.0
