@@ -240,10 +240,10 @@ fn configure_channels(home: &Path) -> Result<Channels, String> {
 }
 
 impl Channels {
-    /// Waits until both are connected: Telegram polled twice, Discord identified.
+    /// Waits until both are connected: Telegram long-polling, Discord identified.
     fn wait_open(&self) -> Result<(), String> {
         let limit = Duration::from_secs(20);
-        if self.telegram.wait_offsets(2, limit).len() < 2 {
+        if self.telegram.wait_offsets(1, limit).is_empty() {
             return Err("the Telegram channel did not poll".into());
         }
         if !self.discord.wait_ready(1, limit) {
@@ -283,6 +283,14 @@ pub(crate) fn gateway(
         ms(floor)
     );
 
+    // The idle figure is a gateway started again on a home it has run on before: the memory
+    // index exists (a fresh home's first start indexes the notes once, loading SQLite).
+    run_once(
+        Command::new(bin)
+            .arg("--home")
+            .arg(&home)
+            .args(["memory", "index"]),
+    )?;
     let channels = configure_channels(&home)?;
     let port = free_port()?;
     let gw = spawn(bin, &home, port)?;

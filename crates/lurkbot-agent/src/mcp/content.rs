@@ -1,16 +1,20 @@
 //! An MCP tool result as text for the model: text blocks as they are, structured content as
 //! JSON, other blocks named (an image, a resource link) rather than inlined.
 
-use rmcp::model::CallToolResult;
+use serde_json::Value;
 
 use crate::tools::ToolOutput;
 
-pub(crate) fn output(result: &CallToolResult) -> ToolOutput {
-    let mut parts: Vec<String> = result
-        .content
+/// The text of a `tools/call` result (`content`, `structuredContent`, `isError`).
+pub(crate) fn output(result: &Value) -> ToolOutput {
+    let blocks = result["content"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut parts: Vec<String> = blocks
         .iter()
-        .map(|block| match serde_json::to_value(block) {
-            Ok(value) => match value["type"].as_str() {
+        .map(|value| match value.get("type") {
+            Some(_) => match value["type"].as_str() {
                 Some("text") => value["text"].as_str().unwrap_or_default().to_string(),
                 Some("image") | Some("audio") => format!(
                     "[{} content, {}]",
@@ -31,17 +35,17 @@ pub(crate) fn output(result: &CallToolResult) -> ToolOutput {
                     }),
                 _ => value.to_string(),
             },
-            Err(_) => String::new(),
+            None => String::new(),
         })
         .filter(|p| !p.is_empty())
         .collect();
     if parts.is_empty()
-        && let Some(structured) = &result.structured_content
+        && let Some(structured) = result.get("structuredContent").filter(|s| !s.is_null())
     {
         parts.push(structured.to_string());
     }
     let text = parts.join("\n");
-    if result.is_error == Some(true) {
+    if result["isError"] == true {
         ToolOutput::error(text)
     } else {
         ToolOutput::ok(text)

@@ -1,11 +1,12 @@
 //! MCP in both directions (ARCHITECTURE.md §7). The client side: [`McpHub`] holds the servers of
 //! `[mcp.servers.<name>]`, started together when the hub starts (stdio programs or streamable
-//! HTTP endpoints, via `rmcp`); their tools join the agent's as `<server>__<tool>` in
+//! HTTP endpoints, spoken to by `rpc.rs`); their tools join the agent's as `<server>__<tool>` in
 //! `group:plugins`, under the same policy, approvals, redaction and untrusted labelling as every
 //! tool. A server's failures are its own: reported to the model as a tool error and in
 //! `lurkbot mcp list`, never a stuck turn. The server side is [`serve`].
 
 mod content;
+mod rpc;
 pub mod serve;
 mod slot;
 
@@ -174,7 +175,7 @@ impl McpHub {
                         tool.description.as_deref().unwrap_or_default(),
                         slot.name
                     ),
-                    parameters: Value::Object((*tool.input_schema).clone()),
+                    parameters: tool.input_schema.clone(),
                 });
             }
         }

@@ -10,13 +10,9 @@ use std::sync::Arc;
 
 use lurkbot_core::{Config, Home, Secrets, SessionKey};
 use lurkbot_term::TerminalExec;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::Value;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
 
 use crate::approvals::Approvals;
 use crate::tools::{ToolBox, ToolCtx, ToolOutput};
@@ -106,65 +102,131 @@ impl LurkBotServer {
     }
 }
 
-impl ServerHandler for LurkBotServer {
-    fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
-        info.server_info = Implementation::new("lurkbot", env!("CARGO_PKG_VERSION"));
-        info.instructions = Some(
-            "LurkBot's terminal_exec: a whitelisted pseudo-terminal (no shell); run `help` to list its commands. Every call is audited.".into(),
-        );
-        info
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self
-            .offered()
-            .into_iter()
-            .map(|spec| {
-                let schema = match spec.parameters {
-                    Value::Object(map) => map,
-                    _ => serde_json::Map::new(),
+impl LurkBotServer {
+    /// The answer to one JSON-RPC message from the client; `None` for notifications and
+    /// answers (LurkBot sends the client no requests).
+    pub async fn answer(&self, message: &Value) -> Option<Value> {
+        let id = message.get("id")?.clone();
+        let method = message.get("method")?.as_str().unwrap_or_default();
+        let params = &message["params"];
+        let result = match method {
+            "initialize" => {
+                let asked = params["protocolVersion"].as_str().unwrap_or_default();
+                let version = if super::rpc::SUPPORTED_VERSIONS.contains(&asked) {
+                    asked
+                } else {
+                    super::rpc::PROTOCOL_VERSION
                 };
-                Tool::new(spec.name, spec.description, Arc::new(schema))
-            })
-            .collect();
-        Ok(ListToolsResult::with_all_items(tools))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        let output = self.call(&request.name, &args).await;
-        let content = vec![ContentBlock::text(output.text)];
-        let result = if output.is_error {
-            CallToolResult::error(content)
-        } else {
-            CallToolResult::success(content)
+                json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "lurkbot", "version": env!("CARGO_PKG_VERSION")},
+                    "instructions": "LurkBot's terminal_exec: a whitelisted pseudo-terminal (no shell); run `help` to list its commands. Every call is audited."
+                })
+            }
+            "ping" => json!({}),
+            "tools/list" => {
+                let tools: Vec<Value> = self
+                    .offered()
+                    .into_iter()
+                    .map(|spec| {
+                        json!({
+                            "name": spec.name,
+                            "description": spec.description,
+                            "inputSchema": spec.parameters,
+                        })
+                    })
+                    .collect();
+                json!({"tools": tools})
+            }
+            "tools/call" => {
+                let Some(name) = params["name"].as_str() else {
+                    return Some(refusal(id, -32602, "tools/call needs params.name"));
+                };
+                let args = match &params["arguments"] {
+                    Value::Object(_) => params["arguments"].clone(),
+                    _ => json!({}),
+                };
+                let output = self.call(name, &args).await;
+                json!({
+                    "content": [{"type": "text", "text": output.text}],
+                    "isError": output.is_error,
+                })
+            }
+            other => {
+                return Some(refusal(
+                    id,
+                    -32601,
+                    &format!("method '{other}' is not served by LurkBot"),
+                ));
+            }
         };
-        Ok(result.into())
+        Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
     }
 }
 
-/// Serves on stdin/stdout until the client closes the connection.
+/// A JSON-RPC error answer.
+fn refusal(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// Serves on stdin/stdout until the client closes the connection: one JSON message per line
+/// each way; requests are answered concurrently (a long `terminal_exec` does not hold a
+/// `ping`).
 ///
 /// # Errors
-/// The MCP handshake or the transport failing.
+/// Reading stdin failing, or a line over 16 MiB.
 pub async fn serve_stdio(home: Home, config: Config) -> Result<(), String> {
-    let server = LurkBotServer::new(home, config)?;
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| format!("MCP handshake failed: {e}"))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| format!("MCP connection failed: {e}"))?;
-    Ok(())
+    let server = Arc::new(LurkBotServer::new(home, config)?);
+    let (out, mut answers) = mpsc::unbounded_channel::<Value>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(answer) = answers.recv().await {
+            let mut line = answer.to_string();
+            line.push('\n');
+            if stdout.write_all(line.as_bytes()).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut reader = BufReader::new(tokio::io::stdin());
+    let mut line = Vec::new();
+    let mut calls = tokio::task::JoinSet::new();
+    let ended = loop {
+        line.clear();
+        let read = (&mut reader)
+            .take(super::rpc::MAX_MESSAGE as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await;
+        match read {
+            Ok(0) => break Ok(()),
+            Ok(n) if n > super::rpc::MAX_MESSAGE => {
+                break Err("a message over 16 MiB: the connection is closed".to_string());
+            }
+            Ok(_) => {}
+            Err(e) => break Err(format!("MCP connection failed: {e}")),
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let message: Value = match serde_json::from_slice(&line) {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = out.send(refusal(Value::Null, -32700, &format!("not JSON: {e}")));
+                continue;
+            }
+        };
+        let (server, out) = (server.clone(), out.clone());
+        calls.spawn(async move {
+            if let Some(answer) = server.answer(&message).await {
+                let _ = out.send(answer);
+            }
+        });
+        while calls.try_join_next().is_some() {}
+    };
+    // Calls still running finish and are answered before the output closes.
+    while calls.join_next().await.is_some() {}
+    drop(out);
+    let _ = writer.await;
+    ended
 }

@@ -12,17 +12,42 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lurkbot_core::McpServerConfig;
-use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
-use rmcp::service::{Peer, RunningService};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
+
+use super::rpc::Connection;
 
 /// Longest back-off between restarts.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Bytes of a server's stderr kept for error messages.
 const STDERR_TAIL: usize = 1_024;
+
+/// One tool a server lists.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Tool {
+    /// The server's name for it.
+    pub(crate) name: String,
+    /// What it does.
+    pub(crate) description: Option<String>,
+    /// The JSON Schema of its arguments (an object).
+    pub(crate) input_schema: Value,
+}
+
+impl Tool {
+    /// A tool of a `tools/list` answer; `None` without a name.
+    fn from_listed(listed: &Value) -> Option<Self> {
+        let name = listed["name"].as_str()?.to_string();
+        let input_schema = match &listed["inputSchema"] {
+            Value::Object(schema) => Value::Object(schema.clone()),
+            _ => serde_json::json!({"type": "object"}),
+        };
+        Some(Self {
+            name,
+            description: listed["description"].as_str().map(str::to_string),
+            input_schema,
+        })
+    }
+}
 
 /// What is known of a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +95,7 @@ pub(crate) struct Slot {
     env: Result<Vec<(String, String)>, String>,
     cwd: PathBuf,
     /// The connection; the lock also makes (re)starts one at a time.
-    conn: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
+    conn: tokio::sync::Mutex<Option<Arc<Connection>>>,
     pub(crate) status: Mutex<Status>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
     /// Secret values, masked in what the server printed before it reaches an error or a log.
@@ -169,11 +194,11 @@ impl Slot {
     ///
     /// # Errors
     /// Why there is none (disabled, in back-off, failed to start).
-    pub(crate) async fn peer(&self) -> Result<Peer<RoleClient>, String> {
+    pub(crate) async fn peer(&self) -> Result<Arc<Connection>, String> {
         let mut conn = self.conn.lock().await;
         if let Some(service) = conn.as_ref() {
             if !service.is_closed() {
-                return Ok(service.peer().clone());
+                return Ok(service.clone());
             }
             *conn = None;
             self.fail(format!(
@@ -212,8 +237,8 @@ impl Slot {
         };
         match started {
             Ok((service, tools)) => {
-                let peer = service.peer().clone();
-                *conn = Some(service);
+                let peer = Arc::new(service);
+                *conn = Some(peer.clone());
                 self.set(|s| {
                     s.state = State::Ready;
                     s.error = None;
@@ -230,15 +255,9 @@ impl Slot {
         }
     }
 
-    async fn connect(&self) -> Result<(RunningService<RoleClient, ()>, Vec<Tool>), String> {
-        let service = match (&self.config.url, self.config.command.split_first()) {
-            (Some(url), _) => {
-                lurkbot_term::install_crypto_provider();
-                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-                ().serve(transport)
-                    .await
-                    .map_err(|e| format!("cannot connect to {url}: {e}"))?
-            }
+    async fn connect(&self) -> Result<(Connection, Vec<Tool>), String> {
+        let (service, what) = match (&self.config.url, self.config.command.split_first()) {
+            (Some(url), _) => (Connection::http(url)?, url.to_string()),
             (None, Some((program, args))) => {
                 let env = self.env.clone()?;
                 let mut command = tokio::process::Command::new(program);
@@ -246,10 +265,9 @@ impl Slot {
                     .args(args)
                     .env_clear()
                     .envs(env)
-                    .current_dir(&self.cwd);
-                let (transport, stderr) = TokioChildProcess::builder(command)
-                    .stderr(Stdio::piped())
-                    .spawn()
+                    .current_dir(&self.cwd)
+                    .stderr(Stdio::piped());
+                let (service, stderr) = Connection::spawn(command)
                     .map_err(|e| format!("cannot start '{program}': {e}"))?;
                 if let Some(mut stderr) = stderr {
                     let tail = self.stderr.clone();
@@ -267,19 +285,25 @@ impl Slot {
                         }
                     });
                 }
-                ().serve(transport).await.map_err(|e| {
-                    format!(
-                        "'{program}' did not complete the MCP handshake: {e}{}",
-                        self.stderr_tail()
-                    )
-                })?
+                (service, format!("'{program}'"))
             }
             (None, None) => return Err("has neither command nor url".into()),
         };
-        let tools = service
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("did not list its tools: {e}"))?;
+        if let Err(e) = service.initialize().await {
+            service.close().await;
+            return Err(format!(
+                "{what} did not complete the MCP handshake: {e}{}",
+                self.stderr_tail()
+            ));
+        }
+        let listed = match service.list_tools().await {
+            Ok(listed) => listed,
+            Err(e) => {
+                service.close().await;
+                return Err(format!("did not list its tools: {e}"));
+            }
+        };
+        let tools = listed.iter().filter_map(Tool::from_listed).collect();
         Ok((service, tools))
     }
 
@@ -287,21 +311,19 @@ impl Slot {
     ///
     /// # Errors
     /// The message for the model: the server failed, crashed or did not answer in time.
-    pub(crate) async fn call(&self, tool: &str, args: &Value) -> Result<CallToolResult, String> {
+    pub(crate) async fn call(&self, tool: &str, args: &Value) -> Result<Value, String> {
         let peer = self.peer().await?;
-        let mut params = CallToolRequestParams::new(tool.to_string());
-        if let Value::Object(map) = args {
-            params = params.with_arguments(map.clone());
-        }
         let limit = Duration::from_secs(self.config.timeout_seconds.max(1));
-        let outcome = tokio::time::timeout(limit, peer.call_tool(params)).await;
+        let outcome = tokio::time::timeout(limit, peer.call_tool(tool, args)).await;
         let error = match outcome {
             Ok(Ok(result)) => return Ok(result),
             Ok(Err(e)) => format!("failed during the call: {e}{}", self.stderr_tail()),
             Err(_) => format!("did not answer within {} s", limit.as_secs()),
         };
         // Drop the connection (a child process is killed); the next call starts it again.
-        self.conn.lock().await.take();
+        if let Some(service) = self.conn.lock().await.take() {
+            service.close().await;
+        }
         self.fail(error.clone());
         Err(format!(
             "MCP server '{}' {error}; LurkBot restarts it on a later call",
@@ -312,7 +334,7 @@ impl Slot {
     /// Closes the connection (a child process is asked to stop, then killed).
     pub(crate) async fn shutdown(&self) {
         if let Some(service) = self.conn.lock().await.take() {
-            let _ = service.cancel().await;
+            service.close().await;
         }
     }
 }
