@@ -30,7 +30,7 @@ use lurkbot_llm::fake::{FakeProvider, Step};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::gateway::{Socket, free_port, health_ok, open_irc, rss_kib, spawn};
+use crate::gateway::{Socket, free_port, health_ok, open_irc, rss_kib, rss_split_kib, spawn};
 use crate::soak_report::{Sample, chart, retained_over_bounds};
 
 /// Allowed growth of RSS from the 100th turn to the end.
@@ -62,6 +62,12 @@ struct Progress {
     failures: AtomicUsize,
     /// RSS (KiB) when the 100th turn ended.
     baseline_kib: AtomicU64,
+    /// Its anonymous part (KiB).
+    baseline_anon_kib: AtomicU64,
+    /// RSS (KiB) when half the turns had ended.
+    halfway_kib: AtomicU64,
+    /// Turns planned.
+    planned: AtomicUsize,
     last_error: std::sync::Mutex<Option<String>>,
 }
 
@@ -74,8 +80,14 @@ impl Progress {
             }
             return;
         }
-        if self.turns.fetch_add(1, Ordering::Relaxed) + 1 == 100 {
+        let done = self.turns.fetch_add(1, Ordering::Relaxed) + 1;
+        if done == 100 {
             self.baseline_kib.store(rss_kib(pid), Ordering::Relaxed);
+            self.baseline_anon_kib
+                .store(rss_split_kib(pid).0, Ordering::Relaxed);
+        }
+        if done == self.planned.load(Ordering::Relaxed) / 2 {
+            self.halfway_kib.store(rss_kib(pid), Ordering::Relaxed);
         }
     }
 }
@@ -317,6 +329,7 @@ pub(crate) fn soak(bin: &Path, turns: usize, cycles: usize) -> Result<(), String
         .unwrap_or_default();
 
     let progress = Arc::new(Progress::default());
+    progress.planned.store(turns + cycles, Ordering::Relaxed);
     let start = Instant::now();
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = {
@@ -372,6 +385,7 @@ pub(crate) fn soak(bin: &Path, turns: usize, cycles: usize) -> Result<(), String
     stop_flood.store(true, Ordering::Relaxed);
     let lines: usize = flooders.into_iter().filter_map(|t| t.join().ok()).sum();
     let after_kib = rss_kib(pid);
+    let (after_anon, after_file) = rss_split_kib(pid);
     // Settled: the cron jobs and the heartbeat keep running a few seconds with no load.
     std::thread::sleep(Duration::from_secs(5));
     let settled_kib = rss_kib(pid);
@@ -407,6 +421,17 @@ pub(crate) fn soak(bin: &Path, turns: usize, cycles: usize) -> Result<(), String
         after_kib.saturating_sub(baseline) as f64 / 1024.0,
         settled_kib as f64 / 1024.0,
         peak as f64 / 1024.0
+    );
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    let baseline_anon = progress.baseline_anon_kib.load(Ordering::Relaxed);
+    println!(
+        "halfway ({} turns) {:.1} MiB → end {:.1} MiB; at the end {:.1} MiB anonymous (heap and stacks; {:.1} MiB after 100 turns) and {:.1} MiB of the binary's pages",
+        (turns + cycles) / 2,
+        mib(progress.halfway_kib.load(Ordering::Relaxed)),
+        mib(after_kib),
+        mib(after_anon),
+        mib(baseline_anon),
+        mib(after_file)
     );
     println!("retained at the end: {retained}");
     let mut problems = Vec::new();

@@ -327,7 +327,13 @@ fn request(state: &AppState, conn: &Conn, text: &str, out: &mpsc::UnboundedSende
         let ms = started.elapsed().as_millis() as u64;
         let frame = match answer {
             Ok(payload) => {
-                tracing::info!(method = request.method.as_str(), ok = true, ms, "rpc");
+                // Health probes (monitors, load balancers, the 1,000-client bench) are logged
+                // at debug only: at info they would flood the log and cost each probe a write.
+                if request.method == protocol::method::HEALTH {
+                    tracing::debug!(method = request.method.as_str(), ok = true, ms, "rpc");
+                } else {
+                    tracing::info!(method = request.method.as_str(), ok = true, ms, "rpc");
+                }
                 protocol::ok(&request.id, payload)
             }
             Err(e) => {
