@@ -65,9 +65,11 @@ pub struct TurnHandle {
 /// A message for a channel (the `message` tool, cron `announce`, heartbeat `sent`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outbound {
-    /// `webchat`, `irc` or `last`.
+    /// `webchat`, `last`, or a channel (`irc`, `telegram`, `discord`, `slack`, `matrix`,
+    /// `email`).
     pub channel: String,
-    /// A recipient on the channel (an IRC channel or nick).
+    /// A recipient on the channel (an IRC channel or nick, a chat, channel or room id, an
+    /// address).
     pub to: Option<String>,
     /// The text.
     pub text: String,

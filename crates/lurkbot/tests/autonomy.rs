@@ -190,6 +190,45 @@ async fn cron_jobs_from_add_to_runs() {
         json!({"mode": "announce", "channel": "webchat"})
     );
     assert_eq!(report["schedule"]["tz"], "Europe/Berlin");
+    // A messaging channel with its recipient; an unknown channel is refused by name.
+    let out = t.run(&[
+        "cron",
+        "add",
+        "--name",
+        "to telegram",
+        "--every",
+        "1d",
+        "--message",
+        "Summarise the day",
+        "--announce",
+        "--channel",
+        "telegram",
+        "--to",
+        "42",
+        "--json",
+    ]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(
+        out.json()["delivery"],
+        json!({"mode": "announce", "channel": "telegram", "to": "42"})
+    );
+    let out = t.run(&[
+        "cron",
+        "add",
+        "--name",
+        "x",
+        "--every",
+        "1d",
+        "--message",
+        "m",
+        "--announce",
+        "--channel",
+        "fax",
+    ]);
+    assert_eq!(out.status, 2);
+    assert!(out.stderr.contains("telegram"), "{}", out.stderr);
+    let out = t.run(&["cron", "rm", &out_id(&t, "to telegram")]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
     let out = t.run(&["cron", "rm", &id]);
     assert_eq!(out.status, 0);
     let out = t.run(&["cron", "rm", &id]);
@@ -291,4 +330,18 @@ async fn agent_through_the_gateway_also_waits_for_the_report() {
         "No events today."
     );
     let _ = gw.stop();
+}
+
+/// The id of the job named `name`.
+fn out_id(t: &Test, name: &str) -> String {
+    t.run(&["cron", "list", "--json"])
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["name"] == name)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }

@@ -201,7 +201,8 @@ impl CronJob {
             && channel.trim().is_empty()
         {
             return Err(JobError::Invalid(
-                "--announce needs --channel (webchat, irc or last)".into(),
+                "--announce needs --channel (webchat, last, or a channel such as telegram or irc)"
+                    .into(),
             ));
         }
         Ok(())

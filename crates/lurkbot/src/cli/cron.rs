@@ -99,10 +99,11 @@ pub(crate) struct AddArgs {
     /// Deliver the reply to --channel.
     #[arg(long, requires = "channel")]
     announce: bool,
-    /// webchat, irc or last.
-    #[arg(long, requires = "announce", value_parser = ["webchat", "irc", "last"])]
+    /// webchat, last (where the owner last wrote from), or a channel: telegram, discord,
+    /// slack, matrix, email or irc.
+    #[arg(long, requires = "announce", value_parser = announce_channels())]
     channel: Option<String>,
-    /// A recipient on the channel (an IRC channel or nick).
+    /// A recipient on the channel (a chat id, channel id, room, address, IRC channel or nick).
     #[arg(long, requires = "announce")]
     to: Option<String>,
     /// A model for the turn (provider/model).
@@ -333,4 +334,11 @@ fn run_now(home: &Home, store: &CronStore, id: &str, force: bool) -> CliResult {
             Ok(())
         }
     }
+}
+
+/// `--channel` values: `webchat`, `last` and every messaging channel.
+fn announce_channels() -> clap::builder::PossibleValuesParser {
+    let mut names = vec!["webchat", "last"];
+    names.extend(lurkbot_core::CHANNEL_NAMES.iter().copied());
+    clap::builder::PossibleValuesParser::new(names)
 }
