@@ -120,6 +120,16 @@ impl Sessions {
         &self,
         f: impl FnOnce(&mut BTreeMap<String, SessionEntry>) -> T,
     ) -> Result<T, AgentError> {
+        self.change_with(true, f)
+    }
+
+    /// [`Sessions::change`]; `durable = false` skips the directory fsync after the rename (the
+    /// index may fall back to its previous content after a crash: only for counters).
+    fn change_with<T>(
+        &self,
+        durable: bool,
+        f: impl FnOnce(&mut BTreeMap<String, SessionEntry>) -> T,
+    ) -> Result<T, AgentError> {
         std::fs::create_dir_all(&self.dir).map_err(|e| AgentError::io("create", &self.dir, e))?;
         let lock_path = self.dir.join(".lock");
         let lock = File::create(&lock_path).map_err(|e| AgentError::io("lock", &lock_path, e))?;
@@ -132,7 +142,11 @@ impl Sessions {
             what: "sessions.json",
             source,
         })?;
-        lurkbot_core::write_atomic(&self.index_path(), &bytes)?;
+        if durable {
+            lurkbot_core::write_atomic(&self.index_path(), &bytes)?;
+        } else {
+            lurkbot_core::write_atomic_may_revert(&self.index_path(), &bytes)?;
+        }
         Ok(out)
     }
 
@@ -176,7 +190,9 @@ impl Sessions {
         }
     }
 
-    /// Records a finished turn's model and usage.
+    /// Records a finished turn's model and usage. These counters are for display (the
+    /// transcript and the usage records are the durable account), so the index is replaced
+    /// without the directory fsync: a crash may lose the last turn's counters, never a session.
     ///
     /// # Errors
     /// Store failures.
@@ -186,7 +202,7 @@ impl Sessions {
         model: &str,
         usage: Usage,
     ) -> Result<(), AgentError> {
-        self.change(|all| {
+        self.change_with(false, |all| {
             if let Some(e) = all.get_mut(key.as_str()) {
                 e.updated_ms = lurkbot_core::now_ms();
                 e.model = Some(model.to_string());

@@ -51,6 +51,21 @@ fn write_atomic_streamed_with_mode(
     Ok(())
 }
 
+/// Like [`write_atomic`] without the final fsync of the directory: the content is synced
+/// before the rename, so after a crash the file holds the new content or the previous one,
+/// never a mix or nothing. For state that may fall back one write (counters kept for display)
+/// and is rewritten often: it saves one fsync per write.
+///
+/// # Errors
+/// Any I/O failure, with the path concerned. The temp file is removed on failure.
+pub fn write_atomic_may_revert(path: &Path, bytes: &[u8]) -> Result<(), CoreError> {
+    let (_, tmp) = write_synced_temp(path, bytes, 0o644)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        CoreError::io("rename into place", path, e)
+    })
+}
+
 /// Creates `path` with `bytes` only if it does not exist yet; returns `false` (and writes
 /// nothing) when it does. The content is published atomically: written to a temp file, synced,
 /// then hard-linked into place, so the file is never seen half-written and an existing file is
@@ -159,6 +174,8 @@ mod tests {
         write_atomic(&p, b"one")?;
         write_atomic(&p, b"two")?;
         assert_eq!(std::fs::read(&p)?, b"two");
+        write_atomic_may_revert(&p, b"three")?;
+        assert_eq!(std::fs::read(&p)?, b"three");
         let names: Vec<_> = std::fs::read_dir(dir.path().join("sub"))?
             .filter_map(|e| e.ok())
             .map(|e| e.file_name())

@@ -32,7 +32,10 @@ mod stale_temp;
 mod templates;
 mod zone;
 
-pub use atomic::{write_atomic, write_atomic_streamed, write_atomic_with_mode, write_new_atomic};
+pub use atomic::{
+    write_atomic, write_atomic_may_revert, write_atomic_streamed, write_atomic_with_mode,
+    write_new_atomic,
+};
 pub use autonomy_config::{
     ActiveHours, HeartbeatConfig, SubagentsConfig, parse_period_ms, within_window,
 };
