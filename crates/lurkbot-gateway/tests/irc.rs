@@ -11,11 +11,14 @@ use crate::common::{Client, Gateway, TOKEN};
 pub(crate) fn write_irc_env(gw: &Gateway, port: u16, extra: &str) {
     let dir = gw.home.join("skills/irc-cli/secrets");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join(".env"),
-        format!("IRC_SERVER=127.0.0.1\nIRC_PORT={port}\nIRC_TLS=0\nIRC_CHANNEL=\"#lurk\"\nIRC_NICK=lurkbot\n{extra}"),
+    std::fs::write(dir.join(".env"), irc_env(port, extra)).unwrap();
+}
+
+/// The IRC skill's settings for ngircd on `port`.
+fn irc_env(port: u16, extra: &str) -> String {
+    format!(
+        "IRC_SERVER=127.0.0.1\nIRC_PORT={port}\nIRC_TLS=0\nIRC_CHANNEL=\"#lurk\"\nIRC_NICK=lurkbot\n{extra}"
     )
-    .unwrap();
 }
 
 async fn exec(c: &mut Client, command: &str) -> Value {
@@ -160,12 +163,14 @@ async fn the_nick_is_identified_to_nickserv() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn irc_as_a_channel_answers_the_owner_and_pairs_strangers() {
     let server = IrcServer::start(&IrcOptions::default());
-    let gw = Gateway::start(
+    // The settings are there before the gateway starts: the channel's first connect succeeds
+    // (written after, the test would race the channel's retry back-off).
+    let gw = Gateway::start_with_files(
         "[channels.irc]\nallow_from = [\"owner\"]\n",
         vec![Step::text("Hello owner."), Step::text("In the channel.")],
+        &[("skills/irc-cli/secrets/.env", irc_env(server.port, ""))],
     )
     .await;
-    write_irc_env(&gw, server.port, "");
     let port = server.port;
     let (owner, eve) = tokio::task::spawn_blocking(move || {
         let mut owner = IrcPeer::connect(port, "owner", None);

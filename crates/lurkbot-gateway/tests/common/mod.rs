@@ -51,6 +51,42 @@ impl Gateway {
         Self::start_full(&text, steps, Some(TOKEN), Some(HOOKS_TOKEN), env).await
     }
 
+    /// Like [`Gateway::start`], with `files` (home-relative path, content) written before the
+    /// gateway starts, so what it reads at start (a channel's settings) is there from the first
+    /// look.
+    pub async fn start_with_files(
+        config: &str,
+        steps: Vec<Step>,
+        files: &[(&str, String)],
+    ) -> Self {
+        let text = format!("[agent]\nmodel = \"openai/fake\"\n{config}");
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::open(&dir.path().join("home")).unwrap();
+        lurkbot_core::init_home(&home, &[]).unwrap();
+        for (path, content) in files {
+            let path = home.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        let fake = FakeProvider::start(steps).await;
+        std::fs::write(home.join("config.toml"), &text).unwrap();
+        std::fs::write(
+            home.join(".env"),
+            format!("OPENAI_BASE_URL={}/v1\n", fake.url),
+        )
+        .unwrap();
+        Self::serve(
+            Some(dir),
+            home,
+            fake,
+            &text,
+            Some(TOKEN),
+            Some(HOOKS_TOKEN),
+            false,
+        )
+        .await
+    }
+
     /// Starts with exactly `text` as config.toml (no model section added).
     pub async fn start_raw(
         text: &str,
