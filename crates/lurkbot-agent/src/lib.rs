@@ -14,6 +14,7 @@ mod policy_config;
 mod prompt;
 mod runner;
 mod runtime;
+mod session_index;
 pub mod setup;
 pub mod skills;
 mod subagent;

@@ -61,13 +61,6 @@ pub enum Entry {
     },
 }
 
-/// Most session keys one agent's index keeps. Beyond it the least recently active keys leave
-/// the index (never the agent's main session); their transcripts stay on disk as the record.
-/// Each turn reads the index, so an index that grew with every stateless API request, cron
-/// run or channel peer would make every turn slower and larger (OpenClaw's session maintenance
-/// caps it at 500 entries in its `enforce` mode; the soak grew 2 MiB less than with 1,000).
-pub(crate) const MAX_INDEXED_SESSIONS: usize = 500;
-
 /// The sessions of one agent.
 #[derive(Debug, Clone)]
 pub struct Sessions {
@@ -80,7 +73,7 @@ impl Sessions {
     pub fn open(home: &Home, agent_id: &str) -> Self {
         Self {
             dir: home.join(layout::SESSIONS).join(agent_id),
-            cap: MAX_INDEXED_SESSIONS,
+            cap: crate::session_index::MAX_INDEXED_SESSIONS,
         }
     }
 
@@ -137,7 +130,7 @@ impl Sessions {
             .map_err(|e| AgentError::io("lock", &lock_path, e))?;
         let mut all = self.list()?;
         let out = f(&mut all);
-        prune(&mut all, self.cap);
+        crate::session_index::prune(&mut all, self.cap);
         let bytes = serde_json::to_vec_pretty(&all).map_err(|source| AgentError::Encode {
             what: "sessions.json",
             source,
@@ -480,29 +473,19 @@ fn repair(messages: Vec<Message>) -> Vec<Message> {
     out
 }
 
-/// Removes the least recently active keys beyond `cap` (never an agent's main session).
-fn prune(all: &mut BTreeMap<String, SessionEntry>, cap: usize) {
-    if all.len() <= cap {
-        return;
-    }
-    let mut by_age: Vec<(u64, String)> = all
-        .iter()
-        .filter(|(key, _)| !SessionKey::parse(key).is_ok_and(|k| k.is_main()))
-        .map(|(key, e)| (e.updated_ms, key.clone()))
-        .collect();
-    by_age.sort_unstable();
-    let excess = all.len() - cap;
-    for (_, key) in by_age.into_iter().take(excess) {
-        all.remove(&key);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn message(text: &str) -> Entry {
+        Entry::Message {
+            ts: 1,
+            message: Message::user(text),
+        }
+    }
+
     #[test]
-    fn the_index_keeps_the_most_recent_keys_and_the_main_session() {
+    fn the_store_holds_its_cap_and_keeps_pruned_transcripts() {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = Home::open(dir.path()).expect("home");
         let sessions = Sessions::open(&home, "main").with_cap(3);
@@ -518,28 +501,15 @@ mod tests {
                 .record_turn(&key, "m", Usage::default())
                 .expect("turn");
             ids.push(entry.session_id);
-            std::thread::sleep(std::time::Duration::from_millis(2));
         }
         let all = sessions.list().expect("list");
-        let keys: Vec<&str> = all.keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            [
-                "agent:main:dm:api:k2",
-                "agent:main:dm:api:k3",
-                "agent:main:main"
-            ]
-        );
+        assert_eq!(all.len(), 3, "{:?}", all.keys());
         assert_eq!(all["agent:main:main"].session_id, main.session_id);
-        // The pruned keys' transcripts stay on disk.
-        assert!(sessions.transcript_path(&ids[0]).is_file());
-        assert!(sessions.transcript_path(&ids[1]).is_file());
-    }
-
-    fn message(text: &str) -> Entry {
-        Entry::Message {
-            ts: 1,
-            message: Message::user(text),
+        // The newest key was just written, so it is kept.
+        assert!(all.contains_key("agent:main:dm:api:k3"));
+        // Every transcript stays on disk, the pruned keys' included.
+        for id in &ids {
+            assert!(sessions.transcript_path(id).is_file(), "{id}");
         }
     }
 
