@@ -351,7 +351,10 @@ impl Connection {
         if let Some(v) = version.lock().ok().and_then(|v| v.clone()) {
             request = request.header("mcp-protocol-version", v);
         }
-        let mut response = request.send().await.map_err(|e| e.to_string())?;
+        let mut response = request
+            .send()
+            .await
+            .map_err(|e| e.without_url().to_string())?;
         if let Some(s) = response
             .headers()
             .get("mcp-session-id")
@@ -367,14 +370,20 @@ impl Connection {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|t| t.starts_with("text/event-stream"));
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| e.without_url().to_string())?
+        {
             if body.len() + chunk.len() > MAX_MESSAGE {
                 return Err(format!("answered with more than {MAX_MESSAGE} bytes"));
             }
             body.extend_from_slice(&chunk);
-            // An SSE stream may stay open after the answer: stop once it has arrived.
+            // An SSE stream may stay open after the answer: stop once it has arrived (looked
+            // for only when this chunk ends an event, not on every chunk).
             if sse
                 && let Some(id) = id
+                && chunk.windows(2).any(|w| w == b"\n\n" || w == b"\r\n")
                 && answer_in_sse(&String::from_utf8_lossy(&body), id).is_some()
             {
                 break;

@@ -160,6 +160,8 @@ impl Slot {
     /// Marks the server failed (its connection is dropped by the caller): the next call may
     /// start it at once after one failure, then after 1 s, 2 s, 4 s … up to 60 s.
     fn fail(&self, error: String) {
+        // What a server or its HTTP endpoint said may echo a secret the server was given.
+        let error = self.redactor.text(&error);
         tracing::warn!(server = self.name.as_str(), "MCP server failed: {error}");
         self.set(|s| {
             s.failures = s.failures.saturating_add(1);
@@ -358,5 +360,12 @@ mod tests {
         let shown = slot.stderr_tail();
         assert!(shown.contains("auth failed for"), "{shown}");
         assert!(!shown.contains("tok-7d1e93"), "{shown}");
+        // An HTTP endpoint's refusal echoing the secret is masked in the status and the log.
+        slot.fail("HTTP 401: bad token tok-7d1e93".into());
+        let error = slot.status().error.unwrap_or_default();
+        assert!(
+            error.contains("HTTP 401") && !error.contains("tok-7d1e93"),
+            "{error}"
+        );
     }
 }
