@@ -78,6 +78,19 @@ pub(crate) fn spawn(bin: &Path, home: &Path, port: u16) -> Result<Gateway, Strin
     Ok(Gateway { child })
 }
 
+/// Spawns a gateway on `port` and waits (10 s at most) until `/health` answers.
+pub(crate) fn spawn_ready(bin: &Path, home: &Path, port: u16) -> Result<Gateway, String> {
+    let gw = spawn(bin, home, port)?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !health_ok(port) {
+        if Instant::now() > deadline {
+            return Err("the gateway did not start".into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(gw)
+}
+
 /// Spawn → first /health 200.
 fn time_to_health(bin: &Path, home: &Path) -> Result<Duration, String> {
     let port = free_port()?;
@@ -329,14 +342,7 @@ pub(crate) fn gateway(
     )?;
     let channels = configure_channels(&home)?;
     let port = free_port()?;
-    let gw = spawn(bin, &home, port)?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !health_ok(port) {
-        if Instant::now() > deadline {
-            return Err("the gateway did not start".into());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let gw = spawn_ready(bin, &home, port)?;
     // The budget counts one IRC connection open (a real ngircd on loopback, when installed).
     let irc = open_irc(bin, &home)?;
     channels.wait_open()?;

@@ -30,7 +30,7 @@ use lurkbot_llm::fake::{FakeProvider, Step};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::gateway::{Socket, free_port, health_ok, open_irc, rss_kib, rss_split_kib, spawn};
+use crate::gateway::{Socket, free_port, open_irc, rss_kib, rss_split_kib, spawn_ready};
 use crate::soak_report::{Sample, chart, retained_over_bounds};
 
 /// Allowed growth of RSS from the 100th turn to the end.
@@ -312,15 +312,8 @@ pub(crate) fn soak(bin: &Path, turns: usize, cycles: usize) -> Result<(), String
     let _ = std::fs::remove_dir_all(&home);
     let token = prepare(bin, &home, &fake.url)?;
     let port = free_port()?;
-    let gw = spawn(bin, &home, port)?;
+    let gw = spawn_ready(bin, &home, port)?;
     let pid = gw.child.id();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !health_ok(port) {
-        if Instant::now() > deadline {
-            return Err("the gateway did not start".into());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
     let irc = open_irc(bin, &home)?;
     let stop_flood = Arc::new(AtomicBool::new(false));
     let flooders = irc
