@@ -230,3 +230,43 @@ pub async fn serve_stdio(home: Home, config: Config) -> Result<(), String> {
     let _ = writer.await;
     ended
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn refusals_and_the_version_answer() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let server = LurkBotServer::new(home, Config::default()).unwrap_or_else(|e| panic!("{e}"));
+        let answer = |message: Value| {
+            let server = &server;
+            async move { server.answer(&message).await }
+        };
+        // A method LurkBot does not serve, and a call without a tool name.
+        let unknown = answer(json!({"jsonrpc": "2.0", "id": 1, "method": "resources/list"})).await;
+        assert_eq!(
+            unknown.as_ref().map(|a| &a["error"]["code"]),
+            Some(&json!(-32601))
+        );
+        let nameless =
+            answer(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {}})).await;
+        assert_eq!(
+            nameless.as_ref().map(|a| &a["error"]["code"]),
+            Some(&json!(-32602))
+        );
+        // Notifications are not answered.
+        let note = answer(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        assert!(note.is_none());
+        // A version LurkBot speaks is echoed; another gets LurkBot's own.
+        for (asked, given) in [("2025-03-26", "2025-03-26"), ("1999-01-01", "2025-06-18")] {
+            let init = answer(json!({"jsonrpc": "2.0", "id": 3, "method": "initialize",
+                "params": {"protocolVersion": asked}}))
+            .await
+            .unwrap_or_default();
+            assert_eq!(init["result"]["protocolVersion"], given, "{init}");
+            assert_eq!(init["id"], 3);
+        }
+    }
+}
