@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the release binary and runs a benchmark (ARCHITECTURE.md §9).
-# Usage: bench/run.sh [startup|archive|rss|agent|gateway|memory|soak] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
+# Usage: bench/run.sh [startup|archive|rss|agent|gateway|memory|soak|peers] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
 #   startup  binary size, --version and exec help against the budgets (default)
 #   archive  zip/tar throughput against Info-ZIP zip/unzip and GNU tar, as ratios, and peak RSS
 #   rss      feed parse and fetch+parse against Python feedparser (installed here in a venv)
@@ -9,6 +9,9 @@
 #   memory   the memory index at 50,000 chunks: build time, memory_search p50/p99 keyword and hybrid
 #   soak     10,000 API turns and 10,000 WebSocket cycles with cron, heartbeat and an IRC flood:
 #            RSS after the run within 8 MiB of RSS after 100 turns, retained structures bounded
+#   peers    LurkBot beside OpenClaw, Hermes Agent and nanobot (installed into a scratch folder,
+#            $LURKBOT_PEERS_DIR or ~/.cache/lurkbot-bench/peers): install size, --version, gateway
+#            start to health, idle RSS, one tool-call turn; writes the table into README.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -20,6 +23,22 @@ if [ "${1:-}" = rss ]; then
     "$venv/bin/pip" install -q feedparser
   fi
   extra=(--python "$venv/bin/python")
+fi
+if [ "${1:-}" = peers ]; then
+  peers="${LURKBOT_PEERS_DIR:-$HOME/.cache/lurkbot-bench/peers}"
+  mkdir -p "$peers"
+  scripts/openclaw-cli.sh "$peers/openclaw"
+  for pkg in hermes-agent==0.19.0 nanobot-ai==0.3.5; do
+    name="${pkg%%-*}"
+    if [ ! -f "$peers/$name/.complete-$pkg" ]; then
+      echo "installing $pkg into $peers/$name"
+      rm -rf "${peers:?}/$name"
+      python3 -m venv "$peers/$name"
+      "$peers/$name/bin/pip" install -q "$pkg"
+      touch "$peers/$name/.complete-$pkg"
+    fi
+  done
+  extra=(--peers "$peers" --readme README.md)
 fi
 # Two builds, the measured binary last: built together, cargo would unify features and the
 # bench's scripted model server (lurkbot-llm's `fake`) would end up in the binary it measures.

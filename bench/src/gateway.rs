@@ -9,26 +9,24 @@
 //!   connected, every one sends `health` at the same instant (p50/p99 of the round trip;
 //!   budget p99 ≤ 10 ms).
 //!
-//! The peers cannot be run here (no network to fetch them), so their figures are quoted from
-//! ARCHITECTURE.md §9 and labelled so; the spawn floor (`true`) is measured in the same run.
+//! The same 1,000-client burst is then run against a bare WebSocket server on the same stack
+//! (`ws_floor.rs`), started by this bench: the floor this machine sets, and LurkBot's ratio to
+//! it. The startup peers (ZeptoClaw, ZeroClaw) cannot be fetched here, so their figures are
+//! quoted from ARCHITECTURE.md §9 and labelled so; the spawn floor (`true`) is measured in the
+//! same run. OpenClaw, Hermes Agent and nanobot are measured by `peers.rs`.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
-use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
-
-use lurkbot_gateway::protocol;
 use lurkbot_test_support::discord_server::DiscordServer;
 use lurkbot_test_support::irc_server::{IrcOptions, IrcServer};
 use lurkbot_test_support::telegram_server::TelegramServer;
 
 use crate::startup::{median, ms, run_once};
+use crate::ws_burst::{Burst, burst, percentile};
 
 /// A spawned `lurkbot gateway`, killed when dropped.
 pub(crate) struct Gateway {
@@ -50,20 +48,26 @@ pub(crate) fn free_port() -> Result<u16, String> {
 }
 
 pub(crate) fn health_ok(port: u16) -> bool {
+    http_ok(port, "/health")
+}
+
+/// `GET path` on a loopback port answered `200`.
+pub(crate) fn http_ok(port: u16, path: &str) -> bool {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
     if write!(
         s,
-        "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
     )
     .is_err()
     {
         return false;
     }
     let mut buf = [0u8; 12];
-    s.read_exact(&mut buf).is_ok() && buf.starts_with(b"HTTP/1.1 200")
+    // HTTP/1.0 or 1.1 (nanobot answers 1.0).
+    s.read_exact(&mut buf).is_ok() && buf.starts_with(b"HTTP/1.") && &buf[8..12] == b" 200"
 }
 
 pub(crate) fn spawn(bin: &Path, home: &Path, port: u16) -> Result<Gateway, String> {
@@ -131,97 +135,6 @@ pub(crate) fn rss_split_kib(pid: u32) -> (u64, u64) {
             .unwrap_or(0)
     };
     (field("RssAnon:"), field("RssFile:"))
-}
-
-/// CPU time the process's threads have used, from /proc/PID/task/*/schedstat (ns).
-fn cpu_ns(pid: u32) -> u64 {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|tasks| {
-            tasks
-                .flatten()
-                .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-                .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-                .sum()
-        })
-        .unwrap_or(0)
-}
-
-pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted.get(i).copied().unwrap_or_default()
-}
-
-pub(crate) type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-/// Connect and handshake; the time it took and the open socket.
-async fn one_client(url: String, token: String) -> Result<(Duration, Socket), String> {
-    let start = Instant::now();
-    let (mut ws, _) = tokio_tungstenite::connect_async(&url)
-        .await
-        .map_err(|e| e.to_string())?;
-    loop {
-        match ws.next().await {
-            Some(Ok(Message::Text(_))) => break,
-            Some(Ok(_)) => {}
-            _ => return Err("closed before the challenge".into()),
-        }
-    }
-    let connect = protocol::request(
-        "c",
-        protocol::method::CONNECT,
-        protocol::connect_params("lurkbot-bench", "bench", &token),
-    );
-    ws.send(Message::Text(connect.to_string().into()))
-        .await
-        .map_err(|e| e.to_string())?;
-    wait_res(&mut ws, "c").await?;
-    Ok((start.elapsed(), ws))
-}
-
-/// One `health` round trip on an open socket, started when `go` opens.
-async fn one_health(
-    mut ws: Socket,
-    go: Arc<tokio::sync::Barrier>,
-) -> Result<(Duration, Socket), String> {
-    let health = protocol::request("h", protocol::method::HEALTH, json!({})).to_string();
-    go.wait().await;
-    let t = Instant::now();
-    ws.send(Message::Text(health.into()))
-        .await
-        .map_err(|e| e.to_string())?;
-    wait_res(&mut ws, "h").await?;
-    Ok((t.elapsed(), ws))
-}
-
-pub(crate) async fn wait_res<S>(ws: &mut S, id: &str) -> Result<(), String>
-where
-    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
-{
-    wait_payload(ws, id).await.map(drop)
-}
-
-/// Waits for the response to request `id` (events in between are skipped): its payload.
-pub(crate) async fn wait_payload<S>(ws: &mut S, id: &str) -> Result<Value, String>
-where
-    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
-{
-    loop {
-        match ws.next().await {
-            Some(Ok(Message::Text(t))) => {
-                let mut v: Value = serde_json::from_str(t.as_str()).map_err(|e| e.to_string())?;
-                if v["type"] == "res" && v["id"] == id {
-                    return if v["ok"] == true {
-                        Ok(v["payload"].take())
-                    } else {
-                        Err(v["error"].to_string())
-                    };
-                }
-            }
-            Some(Ok(_)) => {}
-            _ => return Err("closed".into()),
-        }
-    }
 }
 
 /// Starts ngircd (if installed), points the home's irc settings at it and joins through the
@@ -358,60 +271,62 @@ pub(crate) fn gateway(
         }
     );
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
     let url = format!("ws://127.0.0.1:{port}/ws");
-    // All connect at once (the handshake figures), then, all connected, all send `health` at
-    // the same instant (the round-trip figures: the budget is for all of them at once).
-    let cpu_before = cpu_ns(gw.child.id());
-    let (mut handshakes, sockets) = runtime.block_on(async {
-        let tasks: Vec<_> = (0..clients)
-            .map(|_| tokio::spawn(one_client(url.clone(), token.clone())))
-            .collect();
-        let (mut times, mut sockets) = (Vec::new(), Vec::new());
-        for t in tasks {
-            let (time, ws) = t.await.map_err(|e| e.to_string())??;
-            times.push(time);
-            sockets.push(ws);
-        }
-        Ok::<_, String>((times, sockets))
-    })?;
-    let busy = rss_kib(gw.child.id());
-    let cpu_connected = cpu_ns(gw.child.id());
-    let go = Arc::new(tokio::sync::Barrier::new(clients));
-    let mut rtts = runtime.block_on(async {
-        let tasks: Vec<_> = sockets
-            .into_iter()
-            .map(|ws| tokio::spawn(one_health(ws, go.clone())))
-            .collect();
-        let mut out = Vec::new();
-        for t in tasks {
-            out.push(t.await.map_err(|e| e.to_string())??);
-        }
-        Ok::<_, String>(out.into_iter().map(|(rtt, _ws)| rtt).collect::<Vec<_>>())
-    })?;
-    let cpu_after = cpu_ns(gw.child.id());
-    handshakes.sort();
-    rtts.sort();
-    println!(
-        "{clients} WebSocket clients: connect+handshake all at once p50 {:.1} ms, p99 {:.1} ms; then `health` from all of them at the same instant: round trip p50 {:.2} ms, p99 {:.2} ms (budget p99 10 ms); RSS with them open {:.1} MB",
-        ms(percentile(&handshakes, 0.5)),
-        ms(percentile(&handshakes, 0.99)),
-        ms(percentile(&rtts, 0.5)),
-        ms(percentile(&rtts, 0.99)),
-        busy as f64 * 1024.0 / 1e6
-    );
-    println!(
-        "  the gateway's own CPU: {:.1} ms for the {clients} handshakes ({:.0} µs each), {:.1} ms for the {clients} `health` answers ({:.0} µs each); the rest of each round trip is the load generator sharing the same cores",
-        cpu_connected.saturating_sub(cpu_before) as f64 / 1e6,
-        cpu_connected.saturating_sub(cpu_before) as f64 / 1e3 / clients as f64,
-        cpu_after.saturating_sub(cpu_connected) as f64 / 1e6,
-        cpu_after.saturating_sub(cpu_connected) as f64 / 1e3 / clients as f64,
-    );
+    let ours = burst(&url, &token, gw.child.id(), clients)?;
+    report(&format!("{clients} WebSocket clients"), &ours, clients);
     drop(gw);
+    // The floor in the same run: a bare server on the same stack (ws_floor.rs).
+    let floor_port = free_port()?;
+    let floor = Gateway {
+        child: Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
+            .args(["ws-floor", "--port", &floor_port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| e.to_string())?,
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", floor_port)).is_err() {
+        if Instant::now() > deadline {
+            return Err("the floor server did not start".into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let bare = burst(
+        &format!("ws://127.0.0.1:{floor_port}/"),
+        &token,
+        floor.child.id(),
+        clients,
+    )?;
+    report(
+        "  floor, a bare tokio-tungstenite server (same run)",
+        &bare,
+        clients,
+    );
+    println!(
+        "  LurkBot ÷ floor: health p99 {:.1}×, CPU per health answer {:.1}×",
+        ms(percentile(&ours.rtts, 0.99)) / ms(percentile(&bare.rtts, 0.99)).max(0.001),
+        ours.cpu_health_ns as f64 / (bare.cpu_health_ns as f64).max(1.0)
+    );
+    drop(floor);
     let _ = std::fs::remove_dir_all(&home);
     Ok(())
+}
+
+fn report(label: &str, b: &Burst, clients: usize) {
+    println!(
+        "{label}: connect+handshake all at once p50 {:.1} ms, p99 {:.1} ms; then `health` from all of them at the same instant: round trip p50 {:.2} ms, p99 {:.2} ms (budget p99 10 ms); RSS with them open {:.1} MB",
+        ms(percentile(&b.handshakes, 0.5)),
+        ms(percentile(&b.handshakes, 0.99)),
+        ms(percentile(&b.rtts, 0.5)),
+        ms(percentile(&b.rtts, 0.99)),
+        b.rss_kib as f64 * 1024.0 / 1e6
+    );
+    println!(
+        "    server CPU: {:.1} ms for the {clients} handshakes ({:.0} µs each), {:.1} ms for the {clients} `health` answers ({:.0} µs each)",
+        b.cpu_handshakes_ns as f64 / 1e6,
+        b.cpu_handshakes_ns as f64 / 1e3 / clients as f64,
+        b.cpu_health_ns as f64 / 1e6,
+        b.cpu_health_ns as f64 / 1e3 / clients as f64,
+    );
 }

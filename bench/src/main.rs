@@ -9,7 +9,9 @@
 //! `lurkbot-bench gateway --bin target/release/lurkbot [--runs 20] [--idle-secs 60]`,
 //! `lurkbot-bench memory [--runs 200]` (queries),
 //! `lurkbot-bench soak --bin target/release/lurkbot [--runs 10000] [--cycles 10000]` (API turns
-//! and WebSocket cycles).
+//! and WebSocket cycles),
+//! `lurkbot-bench peers --bin target/release/lurkbot --peers DIR [--readme README.md]` (LurkBot
+//! beside OpenClaw, Hermes Agent and nanobot, installed into DIR by `bench/run.sh peers`).
 //!
 //! Startup peers (ZeptoClaw, ZeroClaw) cannot be fetched on this network, so their figures come
 //! from ARCHITECTURE.md §9 and are labelled as such; what is measured in the same run is a
@@ -20,10 +22,15 @@ mod agent;
 mod archive;
 mod gateway;
 mod memory;
+mod peers;
+mod peers_table;
+mod proc_group;
 mod rss;
 mod soak;
 mod soak_report;
 mod startup;
+mod ws_burst;
+mod ws_floor;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,13 +44,20 @@ fn main() -> ExitCode {
     let mut idle_secs = 60u64;
     let mut which = "startup".to_string();
     let mut python = PathBuf::from("python3");
+    let mut peers_dir: Option<PathBuf> = None;
+    let mut readme: Option<PathBuf> = None;
+    let mut port = 0u16;
     let mut iter = args.iter();
     while let Some(a) = iter.next() {
         match a.as_str() {
-            "startup" | "archive" | "rss" | "agent" | "gateway" | "memory" | "soak" => {
+            "startup" | "archive" | "rss" | "agent" | "gateway" | "memory" | "soak" | "peers" => {
                 which = a.clone()
             }
             "--cycles" => cycles = iter.next().and_then(|r| r.parse().ok()),
+            "--peers" => peers_dir = iter.next().map(PathBuf::from),
+            "--port" => port = iter.next().and_then(|p| p.parse().ok()).unwrap_or(0),
+            "ws-floor" => which = a.clone(),
+            "--readme" => readme = iter.next().map(PathBuf::from),
             "--python" => python = iter.next().map(PathBuf::from).unwrap_or(python),
             "--bin" => bin = iter.next().map(PathBuf::from).unwrap_or(bin),
             "--runs" => runs = iter.next().and_then(|r| r.parse().ok()),
@@ -62,7 +76,7 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory|soak] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory|soak|peers] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
                 );
                 return ExitCode::from(2);
             }
@@ -78,6 +92,14 @@ fn main() -> ExitCode {
             &bin,
             runs.unwrap_or(10_000).max(200),
             cycles.unwrap_or(10_000).max(100),
+        ),
+        "ws-floor" => ws_floor::ws_floor(port),
+        "peers" => peers::peers(
+            &bin,
+            peers_dir.as_deref(),
+            runs.unwrap_or(10).max(3),
+            idle_secs,
+            readme.as_deref(),
         ),
         _ => startup::startup(&bin, runs.unwrap_or(50).max(20)),
     };

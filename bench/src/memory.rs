@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use lurkbot_core::Home;
 use lurkbot_memory::{EmbedFuture, Embedder, MemoryIndex};
 
-use crate::gateway::percentile;
 use crate::startup::ms;
+use crate::ws_burst::percentile;
 
 const FILES: usize = 500;
 const CHUNKS: usize = 50_000;

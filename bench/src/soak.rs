@@ -30,8 +30,9 @@ use lurkbot_llm::fake::{FakeProvider, Step};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::gateway::{Socket, free_port, open_irc, rss_kib, rss_split_kib, spawn_ready};
+use crate::gateway::{free_port, open_irc, rss_kib, rss_split_kib, spawn_ready};
 use crate::soak_report::{Sample, chart, retained_over_bounds};
+use crate::ws_burst::Socket;
 
 /// Allowed growth of RSS from the 100th turn to the end.
 const GROWTH_BUDGET_KIB: u64 = 8 * 1024;
@@ -132,21 +133,14 @@ async fn call(ws: &mut Socket, id: &str, method: &str, params: Value) -> Result<
     ))
     .await
     .map_err(|e| e.to_string())?;
-    crate::gateway::wait_payload(ws, id).await
+    crate::ws_burst::wait_payload(ws, id).await
 }
 
 async fn connect(port: u16, token: &str) -> Result<Socket, String> {
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://127.0.0.1:{port}/ws"))
+    let url = format!("ws://127.0.0.1:{port}/ws");
+    crate::ws_burst::connect(&url, token)
         .await
-        .map_err(|e| e.to_string())?;
-    call(
-        &mut ws,
-        "c",
-        protocol::method::CONNECT,
-        protocol::connect_params("lurkbot-bench", "bench", token),
-    )
-    .await?;
-    Ok(ws)
+        .map(|(_, ws)| ws)
 }
 
 /// Connect, handshake, one turn, disconnect.
