@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use lurkbot_agent::{Decision, Entry, Sessions};
 use lurkbot_core::SessionKey;
 use lurkbot_term::ExecRequest;
@@ -194,6 +195,39 @@ pub(crate) fn names() -> Vec<&'static str> {
 /// # Errors
 /// `NOT_FOUND` for unknown methods, `UNAUTHORIZED` for a scope the connection lacks; each
 /// method's own refusals.
+/// Methods whose answer never waits for anything: answered on the connection's own task, with
+/// no task of their own (a burst of 1,000 health probes costs 1,000 fewer spawns).
+const IMMEDIATE: &[&str] = &[method::HEALTH];
+
+/// Methods logged at debug rather than info: health probes (monitors, load balancers) would
+/// flood the log and cost each probe a write.
+const QUIET: &[&str] = &[method::HEALTH];
+
+/// The answer of `method` when it is [`IMMEDIATE`] (and allowed); `None` for every other
+/// method, which [`call`] answers.
+pub(crate) fn call_now(
+    state: &AppState,
+    grants: &Grants,
+    method: &str,
+    params: &Value,
+) -> Option<Result<Value, MethodError>> {
+    if !IMMEDIATE.contains(&method) {
+        return None;
+    }
+    let m = METHODS.iter().find(|m| m.name == method)?;
+    if !grants.allows(m.scope) {
+        return None;
+    }
+    // An immediate method's future is ready on its first poll (were it not, `None` sends the
+    // request the usual way; nothing of it has run).
+    (m.handler)(state, params).now_or_never()
+}
+
+/// Whether `method` is logged at debug only.
+pub(crate) fn is_quiet(method: &str) -> bool {
+    QUIET.contains(&method)
+}
+
 pub(crate) async fn call(
     state: &AppState,
     grants: &Grants,

@@ -31,7 +31,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest frame accepted before `connect` succeeded (an unauthenticated client sends little).
 pub const PRE_CONNECT_MAX: usize = 64 * 1024;
 
-/// What the writer task sends.
+/// What a connection sends.
 enum Out {
     /// A response frame.
     Frame(Value),
@@ -94,19 +94,28 @@ pub(crate) async fn root(
 async fn connection(socket: WebSocket, state: AppState, ip: IpAddr) {
     let _counted = state.connection_guard();
     let (sink, mut stream) = socket.split();
-    let (out, rx) = mpsc::unbounded_channel::<Out>();
-    let writer = tokio::spawn(write_loop(sink, rx));
+    // One task per connection reads, answers and writes; only requests that wait (a turn, a
+    // file) get a task of their own, whose answer comes back through `out`.
+    let mut writer = Writer::new(sink);
+    let (out, mut rx) = mpsc::unbounded_channel::<Out>();
     let nonce = lurkbot_core::random_hex(16);
-    let _ = out.send(Out::Event(Event::ConnectChallenge(Challenge {
+    let challenge = Event::ConnectChallenge(Challenge {
         nonce,
         ts: lurkbot_core::now_ms(),
-    })));
-    if let Some(conn) = handshake(&state, &mut stream, &out, ip).await {
-        serve(&state, &conn, &mut stream, &out).await;
+    });
+    if !writer.write(Out::Event(challenge)).await {
+        return;
+    }
+    let conn = handshake(&state, &mut stream, &out, ip).await;
+    while let Ok(item) = rx.try_recv() {
+        if !writer.write(item).await {
+            return;
+        }
+    }
+    if let Some(conn) = conn {
+        serve(&state, &conn, &mut stream, (&out, &mut rx), &mut writer).await;
         tracing::info!(peer = %ip, "WebSocket client left");
     }
-    drop(out);
-    let _ = writer.await;
 }
 
 /// One connection after its handshake.
@@ -243,65 +252,87 @@ async fn handshake(
     })
 }
 
-/// Requests, events, ticks and shutdown until the client leaves.
+/// Requests, answers of requests still running, events, ticks and shutdown until the client
+/// leaves.
 async fn serve(
     state: &AppState,
     conn: &Conn,
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
-    out: &mpsc::UnboundedSender<Out>,
+    (out, rx): (
+        &mpsc::UnboundedSender<Out>,
+        &mut mpsc::UnboundedReceiver<Out>,
+    ),
+    writer: &mut Writer,
 ) {
     let mut events = state.hub.subscribe();
     let mut stopping = state.stopping();
     let mut tick = tokio::time::interval(Duration::from_millis(TICK_INTERVAL_MS));
     tick.tick().await;
     loop {
-        tokio::select! {
+        let item = tokio::select! {
             frame = stream.next() => match frame {
                 Some(Ok(Message::Text(text))) => {
                     if text.len() > MAX_PAYLOAD {
                         let e = MethodError::invalid(format!("frame of {} bytes is over the {MAX_PAYLOAD}-byte cap", text.len()));
-                        let _ = out.send(Out::Frame(protocol::err(None, &e)));
-                        let _ = out.send(Out::Close(close_code::SIZE, "frame too large".into()));
+                        if writer.write(Out::Frame(protocol::err(None, &e))).await {
+                            writer.write(Out::Close(close_code::SIZE, "frame too large".into())).await;
+                        }
                         return;
                     }
-                    request(state, conn, text.as_str(), out);
+                    match request(state, conn, text.as_str(), out) {
+                        Some(answer) => Out::Frame(answer),
+                        None => continue,
+                    }
                 }
                 Some(Ok(Message::Binary(_))) => {
                     let e = MethodError::invalid("binary frames are not part of the protocol");
-                    let _ = out.send(Out::Frame(protocol::err(None, &e)));
+                    Out::Frame(protocol::err(None, &e))
                 }
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
-                Some(Ok(_)) => {}
+                Some(Ok(_)) => continue,
             },
+            // `out` is held here too, so this never ends.
+            Some(item) = rx.recv() => item,
             event = events.recv() => match event {
-                Ok(event) => { let _ = out.send(Out::Event(event)); }
+                Ok(event) => Out::Event(event),
                 Err(broadcast::error::RecvError::Lagged(dropped)) => {
-                    let _ = out.send(Out::Event(Event::Lagged(Lagged { dropped })));
+                    Out::Event(Event::Lagged(Lagged { dropped }))
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             },
-            _ = tick.tick() => {
-                let _ = out.send(Out::Event(Event::Tick(Tick { ts: lurkbot_core::now_ms() })));
-            }
+            _ = tick.tick() => Out::Event(Event::Tick(Tick { ts: lurkbot_core::now_ms() })),
             _ = stopping.changed() => {
                 let reason = "the gateway is stopping".to_string();
-                let _ = out.send(Out::Event(Event::Shutdown(Shutdown { reason })));
-                let _ = out.send(Out::Close(close_code::AWAY, "gateway stopping".into()));
+                if writer.write(Out::Event(Event::Shutdown(Shutdown { reason }))).await {
+                    writer.write(Out::Close(close_code::AWAY, "gateway stopping".into())).await;
+                }
                 return;
             }
+        };
+        if !writer.write(item).await {
+            return;
         }
     }
 }
 
-/// Answers one request in its own task.
-fn request(state: &AppState, conn: &Conn, text: &str, out: &mpsc::UnboundedSender<Out>) {
+/// Answers one request: at once when its method never waits (the answer is returned), else in
+/// a task of its own whose answer is sent to `out`.
+fn request(
+    state: &AppState,
+    conn: &Conn,
+    text: &str,
+    out: &mpsc::UnboundedSender<Out>,
+) -> Option<Value> {
     let request = match protocol::parse_request(text) {
         Ok(r) => r,
-        Err((id, e)) => {
-            let _ = out.send(Out::Frame(protocol::err(id.as_deref(), &e)));
-            return;
-        }
+        Err((id, e)) => return Some(protocol::err(id.as_deref(), &e)),
     };
+    if !conn.version.is_openclaw()
+        && let Some(answer) =
+            crate::methods::call_now(state, &conn.grants, &request.method, &request.params)
+    {
+        return Some(finish(&request, answer, std::time::Instant::now()));
+    }
     let state = state.clone();
     let grants = conn.grants.clone();
     let openclaw = conn.version.is_openclaw().then(|| {
@@ -324,82 +355,103 @@ fn request(state: &AppState, conn: &Conn, text: &str, out: &mpsc::UnboundedSende
             }
             None => crate::methods::call(&state, &grants, &request.method, &request.params).await,
         };
-        let ms = started.elapsed().as_millis() as u64;
-        let frame = match answer {
-            Ok(payload) => {
-                // Health probes (monitors, load balancers, the 1,000-client bench) are logged
-                // at debug only: at info they would flood the log and cost each probe a write.
-                if request.method == protocol::method::HEALTH {
-                    tracing::debug!(method = request.method.as_str(), ok = true, ms, "rpc");
-                } else {
-                    tracing::info!(method = request.method.as_str(), ok = true, ms, "rpc");
-                }
-                protocol::ok(&request.id, payload)
-            }
-            Err(e) => {
-                tracing::warn!(method = request.method.as_str(), ok = false, code = ?e.code, ms, "rpc");
-                protocol::err(Some(&request.id), &e)
-            }
-        };
-        let _ = out.send(Out::Frame(frame));
+        let _ = out.send(Out::Frame(finish(&request, answer, started)));
     });
+    None
 }
 
-async fn write_loop(
-    mut sink: futures_util::stream::SplitSink<WebSocket, Message>,
-    mut rx: mpsc::UnboundedReceiver<Out>,
-) {
-    let mut seq = 0u64;
-    // LurkBot's shapes until a connection speaks OpenClaw's (the challenge is the same in both).
-    let mut shaper: Option<crate::openclaw::Shaper> = None;
-    let frame = |seq: &mut u64, event: &str, payload: Value| {
-        *seq += 1;
+/// The response frame of a request, logged.
+fn finish(
+    request: &protocol::Request,
+    answer: Result<Value, MethodError>,
+    started: std::time::Instant,
+) -> Value {
+    let ms = started.elapsed().as_millis() as u64;
+    let method = request.method.as_str();
+    match answer {
+        Ok(payload) => {
+            if crate::methods::is_quiet(method) {
+                tracing::debug!(method, ok = true, ms, "rpc");
+            } else {
+                tracing::info!(method, ok = true, ms, "rpc");
+            }
+            protocol::ok(&request.id, payload)
+        }
+        Err(e) => {
+            tracing::warn!(method, ok = false, code = ?e.code, ms, "rpc");
+            protocol::err(Some(&request.id), &e)
+        }
+    }
+}
+
+/// The sending half of a connection: numbers events and shapes them for the connection's
+/// dialect.
+struct Writer {
+    sink: futures_util::stream::SplitSink<WebSocket, Message>,
+    seq: u64,
+    /// LurkBot's shapes until a connection speaks OpenClaw's (the challenge is the same in
+    /// both).
+    shaper: Option<crate::openclaw::Shaper>,
+}
+
+impl Writer {
+    fn new(sink: futures_util::stream::SplitSink<WebSocket, Message>) -> Self {
+        Self {
+            sink,
+            seq: 0,
+            shaper: None,
+        }
+    }
+
+    fn shaped(&mut self, event: &str, payload: Value) -> Message {
+        self.seq += 1;
         Message::Text(
-            protocol::shaped_event(event, payload, *seq)
+            protocol::shaped_event(event, payload, self.seq)
                 .to_string()
                 .into(),
         )
-    };
-    while let Some(item) = rx.recv().await {
+    }
+
+    /// Sends one item; `false` when the connection is done (closed, or the client is gone).
+    async fn write(&mut self, item: Out) -> bool {
         let message = match item {
             Out::Frame(v) => Message::Text(v.to_string().into()),
-            Out::Event(event) => match shaper.as_mut() {
+            Out::Event(event) => match self.shaper.as_mut() {
                 None => {
-                    seq += 1;
-                    let frame = ProtocolVersion::V1.event_frame(&EventFrame { event, seq });
+                    self.seq += 1;
+                    let frame = ProtocolVersion::V1.event_frame(&EventFrame {
+                        event,
+                        seq: self.seq,
+                    });
                     Message::Text(frame.to_string().into())
                 }
                 Some(shaper) => {
-                    let mut failed = false;
-                    for (name, payload) in shaper.shape(event) {
-                        if sink.send(frame(&mut seq, name, payload)).await.is_err() {
-                            failed = true;
-                            break;
+                    let shaped = shaper.shape(event);
+                    for (name, payload) in shaped {
+                        let message = self.shaped(name, payload);
+                        if self.sink.send(message).await.is_err() {
+                            return false;
                         }
                     }
-                    if failed {
-                        break;
-                    }
-                    continue;
+                    return true;
                 }
             },
-            Out::Shaped(name, payload) => frame(&mut seq, name, payload),
+            Out::Shaped(name, payload) => self.shaped(name, payload),
             Out::SpeakOpenClaw(subscribed) => {
-                shaper = Some(crate::openclaw::Shaper::new(subscribed));
-                continue;
+                self.shaper = Some(crate::openclaw::Shaper::new(subscribed));
+                return true;
             }
             Out::Close(code, reason) => {
-                let _ = sink
+                let _ = self
+                    .sink
                     .send(Message::Close(Some(CloseFrame {
                         code,
                         reason: reason.chars().take(120).collect::<String>().into(),
                     })))
                     .await;
-                break;
+                return false;
             }
         };
-        if sink.send(message).await.is_err() {
-            break;
-        }
+        self.sink.send(message).await.is_ok()
     }
 }
