@@ -323,10 +323,11 @@ fn report(label: &str, b: &Burst, clients: usize) {
         b.rss_kib as f64 * 1024.0 / 1e6
     );
     println!(
-        "    server CPU: {:.1} ms for the {clients} handshakes ({:.0} µs each), {:.1} ms for the {clients} `health` answers ({:.0} µs each)",
+        "    server CPU: {:.1} ms for the {clients} handshakes ({:.0} µs each), {:.1} ms for the {clients} `health` answers ({:.0} µs each); the load generator's CPU meanwhile, on the same cores: {:.1} ms",
         b.cpu_handshakes_ns as f64 / 1e6,
         b.cpu_handshakes_ns as f64 / 1e3 / clients as f64,
         b.cpu_health_ns as f64 / 1e6,
         b.cpu_health_ns as f64 / 1e3 / clients as f64,
+        b.client_cpu_health_ns as f64 / 1e6,
     );
 }

@@ -107,6 +107,9 @@ pub(crate) struct Burst {
     /// The server's CPU for all handshakes and for all `health` answers, ns.
     pub(crate) cpu_handshakes_ns: u64,
     pub(crate) cpu_health_ns: u64,
+    /// The load generator's (this process's) CPU while the `health` burst ran, ns: it shares
+    /// the cores with the server.
+    pub(crate) client_cpu_health_ns: u64,
 }
 
 /// `clients` connect to `url` at once; then all send `health` at the same instant. `pid` is the
@@ -135,6 +138,7 @@ pub(crate) fn burst(url: &str, token: &str, pid: u32, clients: usize) -> Result<
     })?;
     let rss_kib = crate::gateway::rss_kib(pid);
     let cpu_connected = cpu_ns(pid);
+    let client_before = cpu_ns(std::process::id());
     let go = Arc::new(tokio::sync::Barrier::new(clients));
     let mut rtts = runtime.block_on(async {
         let tasks: Vec<_> = sockets
@@ -148,6 +152,7 @@ pub(crate) fn burst(url: &str, token: &str, pid: u32, clients: usize) -> Result<
         Ok::<_, String>(out.into_iter().map(|(rtt, _ws)| rtt).collect::<Vec<_>>())
     })?;
     let cpu_after = cpu_ns(pid);
+    let client_after = cpu_ns(std::process::id());
     handshakes.sort();
     rtts.sort();
     Ok(Burst {
@@ -156,5 +161,6 @@ pub(crate) fn burst(url: &str, token: &str, pid: u32, clients: usize) -> Result<
         rss_kib,
         cpu_handshakes_ns: cpu_connected.saturating_sub(cpu_before),
         cpu_health_ns: cpu_after.saturating_sub(cpu_connected),
+        client_cpu_health_ns: client_after.saturating_sub(client_before),
     })
 }
