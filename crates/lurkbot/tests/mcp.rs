@@ -57,6 +57,27 @@ fn tool_results(fake: &FakeProvider, n: usize) -> Vec<String> {
 }
 
 #[test]
+fn a_server_speaking_an_unknown_protocol_version_is_refused() {
+    let t = Test::init();
+    append_config(&t, &stdio_server("future", "future_server.py", ""));
+    let out = t.run(&["mcp", "list", "--json"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let list = out.json();
+    let future = &list[0];
+    assert_eq!(future["name"], "future");
+    assert_eq!(future["state"], "failed", "{future}");
+    let error = future["error"].as_str().unwrap();
+    assert!(
+        error.contains("speaks MCP protocol '2099-01-01'") && error.contains("2025-06-18"),
+        "{error}"
+    );
+    assert!(
+        future["tools"].as_array().is_none_or(Vec::is_empty),
+        "{future}"
+    );
+}
+
+#[test]
 fn mcp_list_shows_ready_failed_and_disabled_servers_with_their_tools() {
     let t = Test::init();
     append_config(
