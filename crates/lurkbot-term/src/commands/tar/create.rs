@@ -4,7 +4,7 @@
 
 use super::args::TarCreateArgs;
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 
 use super::format::{Compressor, TarFormat};
@@ -14,6 +14,9 @@ use crate::blocking::cancelled;
 use crate::{CancelFlag, CommandCtx, CommandError, Outcome, Progress};
 
 const CHUNK: usize = 256 * 1024;
+/// Read size for each file's content (below the allocator's mmap threshold, so the buffer is
+/// reused from the heap file after file).
+const FILE_CHUNK: usize = 64 * 1024;
 
 pub(super) async fn run(
     ctx: &CommandCtx<'_>,
@@ -138,9 +141,10 @@ fn write_tar(job: WriteJob<'_>, format: TarFormat) -> Result<CreateStats, Comman
             cancel,
             bytes: 0,
         };
-        builder
-            .append_data(&mut header, name, (&mut counted).take(item.meta.len()))
-            .map_err(werr)?;
+        // The tar crate copies through 8 KiB reads; a buffer in between reads the file in
+        // 64 KiB chunks (a 100 KB file: 2 read calls instead of 13).
+        let data = BufReader::with_capacity(FILE_CHUNK, (&mut counted).take(item.meta.len()));
+        builder.append_data(&mut header, name, data).map_err(werr)?;
         stats.bytes_in += counted.bytes;
         stats.files += 1;
     }
