@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
 
-use lurkbot_gateway::protocol;
+use lurkbot_gateway::protocol::{self, Challenge, Event, EventFrame, ProtocolVersion};
 
 /// Serves until killed.
 pub(crate) fn ws_floor(port: u16) -> Result<(), String> {
@@ -40,8 +40,13 @@ async fn connection(stream: TcpStream) {
     let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
         return;
     };
-    let challenge = json!({"type": "event", "event": "connect.challenge",
-                           "payload": {"nonce": "floor", "ts": 0}, "seq": 1});
+    let challenge = ProtocolVersion::V1.event_frame(&EventFrame {
+        event: Event::ConnectChallenge(Challenge {
+            nonce: "floor".into(),
+            ts: 0,
+        }),
+        seq: 1,
+    });
     if ws
         .send(Message::Text(challenge.to_string().into()))
         .await

@@ -481,14 +481,20 @@ fn message_entry(message: Message) -> Entry {
     }
 }
 
-/// The host name and `os (arch)` for the runtime line.
+/// The host name and `os (arch)` for the runtime line, read once per process (a turn read
+/// `/proc/sys/kernel/hostname` each time; a renamed host shows after a restart).
 fn host_and_os() -> (String, String) {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into());
-    let os = format!("{} ({})", std::env::consts::OS, std::env::consts::ARCH);
-    (host, os)
+    static HOST_AND_OS: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    HOST_AND_OS
+        .get_or_init(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "unknown".into());
+            let os = format!("{} ({})", std::env::consts::OS, std::env::consts::ARCH);
+            (host, os)
+        })
+        .clone()
 }
 
 fn today() -> String {

@@ -309,6 +309,15 @@ async fn serve(
                 return;
             }
         };
+        if matches!(item, Out::Event(_)) {
+            // An answer sent before the event was published goes first (a run's `accepted`
+            // before its first event), as when both went through one queue.
+            while let Ok(earlier) = rx.try_recv() {
+                if !writer.write(earlier).await {
+                    return;
+                }
+            }
+        }
         if !writer.write(item).await {
             return;
         }
