@@ -55,7 +55,8 @@ pub enum OutboundError {
     },
     /// A redirect that cannot be followed.
     Redirect(Box<BadRedirect>),
-    /// The HTTP client could not be built (TLS set-up).
+    /// The HTTP client could not be built: its TLS set-up, in practice no CA certificate to
+    /// trust (the message carries the cause).
     Client(String),
 }
 
@@ -168,8 +169,17 @@ impl PolicedGet<'_> {
         if let Some(timeout) = self.timeout {
             builder = builder.timeout(timeout);
         }
-        builder
-            .build()
-            .map_err(|e| OutboundError::Client(format!("cannot build the HTTP client: {e}")))
+        builder.build().map_err(|e| {
+            // reqwest says only "builder error"; the cause (the TLS set-up: no CA certificate
+            // could be loaded) is further down the chain.
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                text.push_str(": ");
+                text.push_str(&c.to_string());
+                cause = c.source();
+            }
+            OutboundError::Client(format!("cannot set up the HTTPS client: {text}"))
+        })
     }
 }

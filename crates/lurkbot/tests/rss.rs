@@ -106,7 +106,8 @@ fn openssl(args: &[&str], dir: &std::path::Path) {
 
 /// HTTPS that verifies: a real TLS server (`openssl s_server -WWW`) with a certificate issued
 /// by a test CA is fetched when that CA is the trust store (`SSL_CERT_FILE`, in the spawned
-/// process), and refused with `NetworkError` naming the certificate when it is not.
+/// process), refused with `NetworkError` naming the certificate when it is not, and refused
+/// with a `NetworkError` that says what to install when no CA certificate can be loaded.
 #[test]
 fn https_feeds_are_fetched_when_the_certificate_chains_to_a_trusted_root() {
     let t = Test::init();
@@ -221,5 +222,24 @@ fn https_feeds_are_fetched_when_the_certificate_chains_to_a_trusted_root() {
             .contains("certificate"),
         "{}",
         out.stdout
+    );
+    // No CA certificate at all (an empty bundle, an empty folder): a clear NetworkError that
+    // says what to install, not an internal "builder error".
+    std::fs::write(d.join("empty.pem"), "").unwrap();
+    let empty_file = d.join("empty.pem").display().to_string();
+    let nothing = [
+        ("SSL_CERT_FILE", empty_file.as_str()),
+        ("SSL_CERT_DIR", no_dir.as_str()),
+    ];
+    let out = t.run_env(&["exec", "--json", &fetch], &nothing);
+    assert_eq!(out.status, 1, "{}", out.stdout);
+    assert_eq!(out.json()["error_code"], "NetworkError", "{}", out.stdout);
+    let stderr = out.json()["stderr"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        stderr.contains("No CA certificates") && stderr.contains("SSL_CERT_FILE"),
+        "{stderr}"
     );
 }

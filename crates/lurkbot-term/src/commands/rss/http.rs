@@ -240,7 +240,10 @@ fn outbound_failure(error: OutboundError) -> FetchFailure {
         OutboundError::Network { url, source } => network_failure(&url, &source),
         OutboundError::Client(message) => FetchFailure {
             status: None,
-            error: CommandError::new(ErrorCode::Internal, message),
+            error: CommandError::new(ErrorCode::NetworkError, message).with_hint(
+                "no CA certificates could be loaded to verify HTTPS; install the system's CA \
+                 certificates (Debian: ca-certificates) or point SSL_CERT_FILE at a PEM bundle",
+            ),
         },
         OutboundError::Redirect(bad) => {
             let BadRedirect {
