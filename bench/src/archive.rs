@@ -102,12 +102,9 @@ pub(crate) fn timed(cmd: &mut Command) -> Result<(Duration, u64), String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
-    let status_file = PathBuf::from(format!("/proc/{}/status", child.id()));
     let mut peak = 0u64;
     let status = loop {
-        if let Ok(text) = std::fs::read_to_string(&status_file) {
-            peak = peak.max(vm_hwm_kib(&text));
-        }
+        peak = peak.max(crate::proc_group::status_kib(child.id(), "VmHWM:"));
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             break status;
         }
@@ -122,14 +119,6 @@ pub(crate) fn timed(cmd: &mut Command) -> Result<(Duration, u64), String> {
         return Err(format!("{cmd:?} failed with {status}: {stderr}"));
     }
     Ok((elapsed, peak))
-}
-
-fn vm_hwm_kib(status: &str) -> u64 {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// Median time and max peak RSS over `runs`, running `prepare` before each.

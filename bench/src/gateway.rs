@@ -25,6 +25,7 @@ use lurkbot_test_support::discord_server::DiscordServer;
 use lurkbot_test_support::irc_server::{IrcOptions, IrcServer};
 use lurkbot_test_support::telegram_server::TelegramServer;
 
+use crate::proc_group::status_kib;
 use crate::startup::{median, ms, run_once};
 use crate::ws_burst::{Burst, burst, percentile};
 
@@ -114,27 +115,12 @@ fn time_to_health(bin: &Path, home: &Path) -> Result<Duration, String> {
 }
 
 pub(crate) fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
+    status_kib(pid, "VmRSS:")
 }
 
 /// Anonymous (heap, stacks) and file-backed (the binary's pages) parts of the RSS, KiB.
 pub(crate) fn rss_split_kib(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
-    };
-    (field("RssAnon:"), field("RssFile:"))
+    (status_kib(pid, "RssAnon:"), status_kib(pid, "RssFile:"))
 }
 
 /// Starts ngircd (if installed), points the home's irc settings at it and joins through the

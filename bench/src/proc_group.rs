@@ -68,12 +68,14 @@ pub(crate) fn group_rss_kib(leader: u32) -> u64 {
     members(leader).iter().map(|s| s.rss_kib).sum()
 }
 
-fn vm_hwm_kib(pid: u32) -> u64 {
+/// A `kB` field of `/proc/PID/status` (`"VmRSS:"`, `"VmHWM:"`, `"RssAnon:"` …), KiB; 0 when the
+/// process is gone.
+pub(crate) fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .find_map(|l| l.strip_prefix(field))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         })
         .unwrap_or(0)
@@ -136,7 +138,7 @@ pub(crate) fn measure(cmd: &mut Command, log: &Path) -> Result<Cost, String> {
         match stat(pid) {
             Some(s) if s.state == 'Z' => break s.cpu_ticks,
             Some(_) => {
-                peak = peak.max(group_rss_kib(pid)).max(vm_hwm_kib(pid));
+                peak = peak.max(group_rss_kib(pid)).max(status_kib(pid, "VmHWM:"));
             }
             None => break 0,
         }

@@ -299,43 +299,15 @@ async fn https_verifies_certificates() {
         "{}",
         String::from_utf8_lossy(&made.stderr)
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = std::process::Command::new("openssl")
-        .args([
-            "s_server",
-            "-quiet",
-            "-www",
-            "-accept",
-            &format!("127.0.0.1:{port}"),
-            "-cert",
-        ])
-        .arg(&cert)
-        .arg("-key")
-        .arg(&key)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "s_server did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let server = lurkbot_test_support::tls::TlsServer::status_page(&cert, &key);
+    let port = server.port;
     let h = Harness::lan();
     let env = h
         .run(&format!(
             "rss fetch --url https://127.0.0.1:{port}/ --timeout-ms 5000"
         ))
         .await;
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert_eq!(
         env.error_code.as_deref(),
         Some("NetworkError"),

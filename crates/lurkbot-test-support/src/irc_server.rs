@@ -101,74 +101,8 @@ impl IrcServer {
             );
         }
         if let Some(tls) = tls_port {
-            // A test CA and a server certificate it signs (a self-signed CA certificate is not
-            // accepted as a server's own).
-            let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-            let openssl = |args: &[&str]| {
-                let made = Command::new("openssl")
-                    .current_dir(dir.path())
-                    .args(args)
-                    .output()
-                    .expect("openssl is installed by scripts/test.sh");
-                assert!(
-                    made.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&made.stderr)
-                );
-            };
-            openssl(&[
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:prime256v1",
-                "-nodes",
-                "-days",
-                "2",
-                "-subj",
-                "/CN=LurkBot test CA",
-                "-keyout",
-                "ca-key.pem",
-                "-out",
-                "ca.pem",
-            ]);
-            openssl(&[
-                "req",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:prime256v1",
-                "-nodes",
-                "-subj",
-                "/CN=127.0.0.1",
-                "-keyout",
-                "key.pem",
-                "-out",
-                "server.csr",
-            ]);
-            std::fs::write(
-                dir.path().join("ext.cnf"),
-                "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-            )
-            .unwrap();
-            openssl(&[
-                "x509",
-                "-req",
-                "-in",
-                "server.csr",
-                "-CA",
-                "ca.pem",
-                "-CAkey",
-                "ca-key.pem",
-                "-CAcreateserial",
-                "-days",
-                "2",
-                "-extfile",
-                "ext.cnf",
-                "-out",
-                "cert.pem",
-            ]);
+            let crate::tls::TestPki { cert, key, .. } =
+                crate::tls::issue(dir.path(), "LurkBot test CA");
             // ngircd drops to an unprivileged user when started as root: the key must stay
             // readable for it.
             #[cfg(unix)]

@@ -1,6 +1,6 @@
 //! Helpers the LurkBot test suites share, so no test crate reaches into another's folder: a real
 //! HTTP/1.1 server on loopback with scripted replies ([`feed_server`]), a real IRC server and a raw client ([`irc_server`]) the Python of the
-//! test venv that `scripts/test.sh` makes ([`venv`]) OpenClaw's own CLI ([`openclaw`]) , Telegram, Discord and Slack servers written from their API documentation ([`telegram_server`], [`discord_server`], [`slack_server`]), a real Matrix homeserver ([`synapse`]) and a real mail system ([`mail_server`]). A dev-dependency only; never in the binary.
+//! test venv that `scripts/test.sh` makes ([`venv`]) OpenClaw's own CLI ([`openclaw`]) , Telegram, Discord and Slack servers written from their API documentation ([`telegram_server`], [`discord_server`], [`slack_server`]), a real Matrix homeserver ([`synapse`]), a real mail system ([`mail_server`]) and a test CA with `openssl s_server` ([`tls`]). A dev-dependency only; never in the binary.
 //! A failure here is a test failure, so panicking on a broken setup is the right answer.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,4 +13,5 @@ pub mod openclaw;
 pub mod slack_server;
 pub mod synapse;
 pub mod telegram_server;
+pub mod tls;
 pub mod venv;

@@ -2,6 +2,9 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
+use std::path::Path;
+
+use lurkbot_test_support::tls::{TlsServer, issue};
 
 use crate::util::Test;
 
@@ -81,29 +84,6 @@ fn failures_exit_with_the_documented_status() {
     assert_eq!(out.json()["error_code"], "NetworkError");
 }
 
-/// Kills the TLS server when the test ends, however it ends.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn openssl(args: &[&str], dir: &std::path::Path) {
-    let out = std::process::Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("openssl is installed by scripts/test.sh");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// HTTPS that verifies: a real TLS server (`openssl s_server -WWW`) with a certificate issued
 /// by a test CA is fetched when that CA is the trust store (`SSL_CERT_FILE`, in the spawned
 /// process), refused with `NetworkError` naming the certificate when it is not, and refused
@@ -115,129 +95,54 @@ fn https_feeds_are_fetched_when_the_certificate_chains_to_a_trusted_root() {
     assert_eq!(out.status, 0, "{}", out.stderr);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca = vec!["req", "-x509", "-days", "1", "-subj", "/CN=LurkBot test CA"];
-    ca.extend(ec);
-    ca.extend(["-keyout", "ca.key", "-out", "ca.pem"]);
-    ca.extend(["-addext", "basicConstraints=critical,CA:TRUE"]);
-    ca.extend(["-addext", "keyUsage=critical,keyCertSign"]);
-    openssl(&ca, d);
+    let pki = issue(d, "LurkBot test CA");
     // A second CA that signed nothing: a trust store that does not know the server's issuer.
-    let other: Vec<&str> = ca
-        .iter()
-        .map(|a| match *a {
-            "ca.key" => "other.key",
-            "ca.pem" => "other.pem",
-            "/CN=LurkBot test CA" => "/CN=Another CA",
-            a => a,
-        })
-        .collect();
-    openssl(&other, d);
-    let mut leaf = vec!["req", "-subj", "/CN=127.0.0.1"];
-    leaf.extend(ec);
-    leaf.extend(["-keyout", "leaf.key", "-out", "leaf.csr"]);
-    openssl(&leaf, d);
-    std::fs::write(
-        d.join("ext.cnf"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-    )
-    .unwrap();
-    openssl(
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "leaf.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "1",
-            "-out",
-            "leaf.pem",
-            "-extfile",
-            "ext.cnf",
-        ],
-        d,
-    );
+    std::fs::create_dir(d.join("other")).unwrap();
+    let other = issue(&d.join("other"), "Another CA");
     std::fs::create_dir(d.join("www")).unwrap();
     std::fs::write(d.join("www/feed.xml"), FEED).unwrap();
     std::fs::create_dir(d.join("no-certs")).unwrap();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let _server = Killed(
-        std::process::Command::new("openssl")
-            .args(["s_server", "-quiet", "-WWW", "-accept"])
-            .arg(format!("127.0.0.1:{port}"))
-            .args(["-cert", "../leaf.pem", "-key", "../leaf.key"])
-            .current_dir(d.join("www"))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "s_server did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let server = TlsServer::serve_dir(&pki.cert, &pki.key, &d.join("www"));
+    let port = server.port;
     let fetch = format!("rss fetch --url https://127.0.0.1:{port}/feed.xml");
-    let ca_file = d.join("ca.pem").display().to_string();
     let no_dir = d.join("no-certs").display().to_string();
-    let trusted = [
-        ("SSL_CERT_FILE", ca_file.as_str()),
-        ("SSL_CERT_DIR", no_dir.as_str()),
-    ];
-    let out = t.run_env(&["exec", &fetch], &trusted);
-    assert_eq!(out.status, 0, "{}", out.stderr);
-    assert!(out.stdout.contains("Hello from the feed"), "{}", out.stdout);
-    // The same server with a trust store that does not hold its CA: refused.
-    let other_file = d.join("other.pem").display().to_string();
-    let untrusted = [
-        ("SSL_CERT_FILE", other_file.as_str()),
-        ("SSL_CERT_DIR", no_dir.as_str()),
-    ];
-    let out = t.run_env(&["exec", "--json", &fetch], &untrusted);
-    assert_eq!(out.status, 1, "{}", out.stdout);
-    assert_eq!(out.json()["error_code"], "NetworkError", "{}", out.stdout);
+    // `rss fetch` in a process whose trust store is the bundle `ca_file` alone.
+    let fetch_trusting = |ca_file: &Path| {
+        let ca_file = ca_file.display().to_string();
+        let out = t.run_env(
+            &["exec", "--json", &fetch],
+            &[("SSL_CERT_FILE", &ca_file), ("SSL_CERT_DIR", &no_dir)],
+        );
+        (out.status, out.json())
+    };
+    let (status, envelope) = fetch_trusting(&pki.ca);
+    assert_eq!(status, 0, "{envelope}");
     assert!(
-        out.json()["error_message"]
+        envelope["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Hello from the feed"),
+        "{envelope}"
+    );
+    // The same server with a trust store that does not hold its CA: refused.
+    let (status, envelope) = fetch_trusting(&other.ca);
+    assert_eq!(status, 1, "{envelope}");
+    assert_eq!(envelope["error_code"], "NetworkError", "{envelope}");
+    assert!(
+        envelope["error_message"]
             .as_str()
             .unwrap_or_default()
             .to_lowercase()
             .contains("certificate"),
-        "{}",
-        out.stdout
+        "{envelope}"
     );
     // No CA certificate at all (an empty bundle, an empty folder): a clear NetworkError that
     // says what to install, not an internal "builder error".
     std::fs::write(d.join("empty.pem"), "").unwrap();
-    let empty_file = d.join("empty.pem").display().to_string();
-    let nothing = [
-        ("SSL_CERT_FILE", empty_file.as_str()),
-        ("SSL_CERT_DIR", no_dir.as_str()),
-    ];
-    let out = t.run_env(&["exec", "--json", &fetch], &nothing);
-    assert_eq!(out.status, 1, "{}", out.stdout);
-    assert_eq!(out.json()["error_code"], "NetworkError", "{}", out.stdout);
-    let stderr = out.json()["stderr"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let (status, envelope) = fetch_trusting(&d.join("empty.pem"));
+    assert_eq!(status, 1, "{envelope}");
+    assert_eq!(envelope["error_code"], "NetworkError", "{envelope}");
+    let stderr = envelope["stderr"].as_str().unwrap_or_default().to_string();
     assert!(
         stderr.contains("No CA certificates") && stderr.contains("SSL_CERT_FILE"),
         "{stderr}"
