@@ -5,12 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests call: classic archive tools for interoperability tests, openssl
-# for a real TLS server in the rss tests, tzdata for the time zones CalDAV events name,
+# for a real TLS server in the rss tests, ca-certificates (the platform trust roots), tzdata for the time zones CalDAV events name,
 # chromium and its driver for the web UI tests, systemd for `systemd-analyze verify` of the
 # service unit, ngircd and atheme-services for a real IRC server with NickServ, dovecot-imapd
 # for a real IMAP server (the email channel), tmux to drive OpenClaw's TUI, and npm (Debian's, only when no npm is on PATH: a NodeSource Node brings its
 # own and conflicts with Debian's) for OpenClaw's CLI and the skill corpora.
-packages=(zip unzip tar xz-utils bzip2 openssl python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services dovecot-imapd tmux)
+packages=(zip unzip tar xz-utils bzip2 openssl ca-certificates python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services dovecot-imapd tmux)
 command -v npm >/dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do

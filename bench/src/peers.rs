@@ -17,8 +17,9 @@
 //!   median of 3 starts;
 //! - idle RSS: the gateway's whole process group `--idle-secs` after it answered health;
 //! - one tool-call turn from the command line, each in a new session, after one warm-up turn:
-//!   median wall, mean CPU (user + system, counted by the kernel in 10 ms ticks, so a fast
-//!   program runs up to 30 turns) and the highest peak RSS of the process tree; at least 3 turns.
+//!   median wall, mean CPU (user + system of the command and the children it waited for, from
+//!   `getrusage`) and the highest peak RSS of the process tree; 3–30 turns, as many as fit in
+//!   about 5 s.
 //!
 //! With `--readme PATH` the table replaces the part of that file between
 //! `<!-- bench:peers:begin -->` and `<!-- bench:peers:end -->`.
@@ -198,8 +199,7 @@ fn measure_peer(peer: &Peer, runs: usize, idle_secs: u64) -> Result<Figures, Str
     let ready = median(readies);
 
     let warm_up = measure(&mut peer.command(&(peer.turn)(0)), &logs.join("turn-0.log"))?;
-    // CPU times come in clock ticks (10 ms): a fast program runs more turns so their mean is
-    // finer than a tick.
+    // A fast program runs more turns: the figures of a few milliseconds steady with numbers.
     let count = (5.0 / warm_up.wall.as_secs_f64().max(0.001)).clamp(3.0, 30.0) as usize;
     let mut turns = Vec::new();
     for n in 1..=count {

@@ -16,8 +16,6 @@ struct Stat {
     state: char,
     ppid: u32,
     pgrp: u32,
-    /// utime + stime + cutime + cstime, in clock ticks.
-    cpu_ticks: u64,
     rss_kib: u64,
 }
 
@@ -32,7 +30,6 @@ fn stat(pid: u32) -> Option<Stat> {
         state: fields.first()?.chars().next()?,
         ppid: fields.get(1)?.parse().ok()?,
         pgrp: fields.get(2)?.parse().ok()?,
-        cpu_ticks: num(11)? + num(12)? + num(13)? + num(14)?,
         rss_kib: num(21)? * PAGE_KIB,
     })
 }
@@ -81,16 +78,17 @@ pub(crate) fn status_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Clock ticks per second (`getconf CLK_TCK`; 100 when it cannot be asked).
-fn ticks_per_second() -> u64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .filter(|t| *t > 0)
-        .unwrap_or(100)
+/// User + system CPU of every child this process has reaped so far (and of what they reaped),
+/// to the microsecond. `/proc/PID/stat` counts 10 ms ticks, which rounds a LurkBot turn to 0.
+fn reaped_children_cpu() -> Duration {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(Duration::ZERO, |usage| {
+        let micros = |t: nix::sys::time::TimeVal| {
+            Duration::from_secs(t.tv_sec().max(0) as u64)
+                + Duration::from_micros(t.tv_usec().max(0) as u64)
+        };
+        micros(usage.user_time()) + micros(usage.system_time())
+    })
 }
 
 /// What one command cost.
@@ -117,10 +115,11 @@ pub(crate) fn spawn_group(cmd: &mut Command, log: &Path) -> Result<Child, String
         .map_err(|e| format!("cannot run {cmd:?}: {e}"))
 }
 
-/// Runs `cmd` to the end and measures it. The CPU is read from the leader's `/proc` entry once
-/// it has exited but before it is reaped (a zombie keeps its own and its children's times).
+/// Runs `cmd` to the end and measures it. The CPU is what reaping it added to this process's
+/// children's usage (its own and that of the children it waited for); measurements run one at a
+/// time, so nothing else is reaped meanwhile.
 pub(crate) fn measure(cmd: &mut Command, log: &Path) -> Result<Cost, String> {
-    let ticks = ticks_per_second();
+    let cpu_before = reaped_children_cpu();
     let start = Instant::now();
     let log_file = std::fs::File::create(log).map_err(|e| e.to_string())?;
     let err_file = log_file.try_clone().map_err(|e| e.to_string())?;
@@ -134,13 +133,13 @@ pub(crate) fn measure(cmd: &mut Command, log: &Path) -> Result<Cost, String> {
         .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
     let pid = child.id();
     let mut peak = 0u64;
-    let cpu_ticks = loop {
+    loop {
         match stat(pid) {
-            Some(s) if s.state == 'Z' => break s.cpu_ticks,
+            Some(s) if s.state == 'Z' => break,
             Some(_) => {
                 peak = peak.max(group_rss_kib(pid)).max(status_kib(pid, "VmHWM:"));
             }
-            None => break 0,
+            None => break,
         }
         if start.elapsed() > Duration::from_secs(600) {
             stop_group(&mut child);
@@ -151,9 +150,10 @@ pub(crate) fn measure(cmd: &mut Command, log: &Path) -> Result<Cost, String> {
         let pause =
             (start.elapsed() / 20).clamp(Duration::from_micros(100), Duration::from_millis(20));
         std::thread::sleep(pause);
-    };
+    }
     let wall = start.elapsed();
     let status = child.wait().map_err(|e| e.to_string())?;
+    let cpu = reaped_children_cpu().saturating_sub(cpu_before);
     stop_group(&mut child);
     if !status.success() {
         return Err(format!(
@@ -163,7 +163,7 @@ pub(crate) fn measure(cmd: &mut Command, log: &Path) -> Result<Cost, String> {
     }
     Ok(Cost {
         wall,
-        cpu: Duration::from_millis(cpu_ticks * 1000 / ticks),
+        cpu,
         peak_kib: peak,
     })
 }

@@ -5,11 +5,10 @@ use std::time::Duration;
 
 use crate::ChannelError;
 
-/// The client (rustls with the `ring` provider, as the rest of LurkBot); `read` is the longest
+/// The client (with the TLS set-up the process shares); `read` is the longest
 /// silence accepted (a long poll's wait plus a margin).
 pub(crate) fn client(read: Duration) -> Result<reqwest::Client, ChannelError> {
-    lurkbot_term::install_crypto_provider();
-    reqwest::Client::builder()
+    lurkbot_term::http_client_builder()
         .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(Duration::from_secs(20))
         .read_timeout(read)

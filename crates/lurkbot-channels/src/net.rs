@@ -1,8 +1,6 @@
 //! Connections the socket-based platforms share: plain TCP, or TLS through rustls with the
 //! platform's certificate roots (Discord's gateway, Slack's Socket Mode, IMAP).
 
-use std::sync::Arc;
-
 use crate::ChannelError;
 
 /// A plain or TLS connection.
@@ -30,13 +28,10 @@ pub(crate) async fn connect(
     if !tls {
         return Ok(Box::new(tcp));
     }
-    use rustls_platform_verifier::ConfigVerifierExt;
-    lurkbot_term::install_crypto_provider();
-    let config =
-        rustls::ClientConfig::with_platform_verifier().map_err(|e| transient(e.to_string()))?;
+    let config = lurkbot_core::tls::client_config();
     let name = rustls::pki_types::ServerName::try_from(host.to_string())
         .map_err(|e| transient(e.to_string()))?;
-    let stream = tokio_rustls::TlsConnector::from(Arc::new(config))
+    let stream = tokio_rustls::TlsConnector::from(config)
         .connect(name, tcp)
         .await
         .map_err(|e| transient(e.to_string()))?;

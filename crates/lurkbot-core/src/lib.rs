@@ -2,7 +2,8 @@
 //!
 //! Owns the home layout ([`Home`]) and path confinement ([`HomePath`]), the configuration file
 //! ([`Config`], [`ConfigDoc`]), atomic writes, ids, session keys and the skill secrets read from
-//! `.env` files ([`Secrets`]). It knows nothing about commands, models or the network.
+//! `.env` files ([`Secrets`]), and the TLS client set-up every connection shares ([`tls`]). It
+//! knows nothing about commands or models.
 
 mod atomic;
 mod autonomy_config;
@@ -30,6 +31,7 @@ mod secrets;
 mod session_key;
 mod stale_temp;
 mod templates;
+pub mod tls;
 mod zone;
 
 pub use atomic::{

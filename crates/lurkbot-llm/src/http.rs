@@ -13,16 +13,14 @@ const READ_TIMEOUT: Duration = Duration::from_secs(300);
 /// Most bytes of an error body kept.
 const ERROR_BODY_MAX: usize = 64 * 1024;
 
-/// Builds the shared HTTP client (rustls with the `ring` provider, as the rest of LurkBot).
+/// Builds the provider's HTTP client, with the TLS set-up the process shares.
 ///
 /// # Errors
 /// `Protocol` when the client cannot be built.
 pub(crate) fn client() -> Result<reqwest::Client, LlmError> {
-    static INSTALLED: std::sync::Once = std::sync::Once::new();
-    INSTALLED.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
+    let tls = lurkbot_core::tls::client_config();
     reqwest::Client::builder()
+        .tls_backend_preconfigured(rustls::ClientConfig::clone(&tls))
         .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(Duration::from_secs(30))
         .read_timeout(READ_TIMEOUT)

@@ -26,7 +26,7 @@ mod exec;
 mod help;
 mod listing_flags;
 mod net;
-pub use net::{install_crypto_provider, root_cause};
+pub use net::{http_client_builder, root_cause};
 mod net_policy;
 mod outbound;
 pub use net_policy::{NetRefusal, NetworkPolicy, is_public};

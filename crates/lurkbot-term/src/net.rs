@@ -1,19 +1,16 @@
-//! HTTP helpers shared by the commands that talk to servers (`rss`, `cal`): the TLS provider,
-//! readable transport errors, and header access.
+//! HTTP helpers shared by everything that talks to servers (`rss`, `cal`, MCP, the channels): a
+//! client builder with the shared TLS set-up, readable transport errors, and header access.
 
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName};
 
 use crate::{CommandError, ErrorCode};
 
-/// Installs rustls' `ring` crypto provider as the process default (once; a provider installed
-/// earlier by someone else is kept). `ring` is used rather than aws-lc-rs because it is a
-/// fraction of the size, which keeps the binary within its budget.
-pub fn install_crypto_provider() {
-    static INSTALLED: std::sync::Once = std::sync::Once::new();
-    INSTALLED.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
+/// A client builder with the TLS set-up the process shares ([`lurkbot_core::tls`]: the
+/// platform's roots, read once and only when a server certificate is checked).
+pub fn http_client_builder() -> reqwest::ClientBuilder {
+    let config = lurkbot_core::tls::client_config();
+    reqwest::Client::builder().tls_backend_preconfigured(rustls::ClientConfig::clone(&config))
 }
 
 /// The innermost error message (e.g. "Connection refused (os error 111)").
@@ -50,6 +47,11 @@ pub(crate) fn network_error(url: &Url, e: &reqwest::Error, slow_hint: &str) -> C
     let host = host_of(url);
     let (message, hint) = if e.is_timeout() {
         (format!("{host} did not answer in time: {cause}"), slow_hint)
+    } else if cause.contains(lurkbot_core::tls::NO_ROOTS) {
+        (
+            format!("cannot connect securely to {host}: {cause}"),
+            lurkbot_core::tls::NO_ROOTS_HINT,
+        )
     } else if cause.contains("certificate") {
         (
             format!("cannot connect securely to {host}: {cause}"),

@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::header::{self, HeaderMap};
 use reqwest::{StatusCode, Url};
 
-use crate::net::{header_text, install_crypto_provider};
+use crate::net::{header_text, http_client_builder};
 use crate::net_policy::{NetRefusal, NetworkPolicy};
 
 /// One GET through the policy.
@@ -97,7 +97,6 @@ impl PolicedGet<'_> {
     /// # Errors
     /// An [`OutboundError`] for a refused hop, a failed exchange or a broken redirect.
     pub async fn send(&self, url: Url) -> Result<Answer, OutboundError> {
-        install_crypto_provider();
         let mut url = url;
         let mut redirects: Vec<Url> = Vec::new();
         loop {
@@ -159,7 +158,7 @@ impl PolicedGet<'_> {
         url: &Url,
         addr: std::net::SocketAddr,
     ) -> Result<reqwest::Client, OutboundError> {
-        let mut builder = reqwest::Client::builder()
+        let mut builder = http_client_builder()
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(self.user_agent)
             .default_headers(self.headers.clone());
@@ -170,8 +169,7 @@ impl PolicedGet<'_> {
             builder = builder.timeout(timeout);
         }
         builder.build().map_err(|e| {
-            // reqwest says only "builder error"; the cause (the TLS set-up: no CA certificate
-            // could be loaded) is further down the chain.
+            // reqwest says only "builder error"; the cause is further down the chain.
             let mut text = e.to_string();
             let mut cause = std::error::Error::source(&e);
             while let Some(c) = cause {
@@ -179,7 +177,7 @@ impl PolicedGet<'_> {
                 text.push_str(&c.to_string());
                 cause = c.source();
             }
-            OutboundError::Client(format!("cannot set up the HTTPS client: {text}"))
+            OutboundError::Client(format!("cannot set up the HTTP client: {text}"))
         })
     }
 }

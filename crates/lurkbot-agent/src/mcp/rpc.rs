@@ -200,8 +200,7 @@ impl Connection {
     /// # Errors
     /// The HTTP client cannot be made.
     pub(crate) fn http(url: &str) -> Result<Self, String> {
-        lurkbot_term::install_crypto_provider();
-        let client = reqwest::Client::builder()
+        let client = lurkbot_term::http_client_builder()
             .build()
             .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
         Ok(Self {

@@ -9,7 +9,7 @@ use reqwest::header::{self, HeaderName, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 
 use super::multistatus::{self, Resource};
-use crate::net::{header_text, host_of, install_crypto_provider, network_error};
+use crate::net::{header_text, host_of, http_client_builder, network_error};
 use crate::{CommandError, ErrorCode};
 
 /// Deadline of one request.
@@ -57,8 +57,7 @@ impl Dav {
         user: Option<String>,
         password: Option<String>,
     ) -> Result<Self, CommandError> {
-        install_crypto_provider();
-        let client = reqwest::Client::builder()
+        let client = http_client_builder()
             .redirect(reqwest::redirect::Policy::limited(5))
             .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION"), " (cal)"))
             .timeout(REQUEST_TIMEOUT)

@@ -441,12 +441,10 @@ async fn tls_connect(
     server: &str,
     tcp: tokio::net::TcpStream,
 ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
-    use rustls_platform_verifier::ConfigVerifierExt;
-    crate::install_crypto_provider();
-    let config = rustls::ClientConfig::with_platform_verifier().map_err(|e| e.to_string())?;
+    let config = lurkbot_core::tls::client_config();
     let name = rustls::pki_types::ServerName::try_from(server.to_string())
         .map_err(|e| format!("'{server}' is not a server name: {e}"))?;
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let connector = tokio_rustls::TlsConnector::from(config);
     tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(name, tcp))
         .await
         .map_err(|_| "the TLS handshake did not finish within 15 s".to_string())?

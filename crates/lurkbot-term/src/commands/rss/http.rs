@@ -240,10 +240,8 @@ fn outbound_failure(error: OutboundError) -> FetchFailure {
         OutboundError::Network { url, source } => network_failure(&url, &source),
         OutboundError::Client(message) => FetchFailure {
             status: None,
-            error: CommandError::new(ErrorCode::NetworkError, message).with_hint(
-                "no CA certificates could be loaded to verify HTTPS; install the system's CA \
-                 certificates (Debian: ca-certificates) or point SSL_CERT_FILE at a PEM bundle",
-            ),
+            error: CommandError::new(ErrorCode::NetworkError, message)
+                .with_hint("the HTTP client could not be made on this system; retry, and report the message if it persists"),
         },
         OutboundError::Redirect(bad) => {
             let BadRedirect {
