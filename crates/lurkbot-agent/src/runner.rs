@@ -95,6 +95,8 @@ pub struct Agent {
     tools: ToolBox,
     failover: Failover,
     config: Config,
+    /// The zone of the settings (`agent.timezone` or the system's), read once: the caps' days.
+    zone: lurkbot_core::Zone,
     approvals: Arc<Approvals>,
     approver: Arc<dyn Approver>,
     /// Who runs other sessions' turns and delivers messages (sub-agents, `sessions_send`,
@@ -124,6 +126,7 @@ impl Agent {
             exec,
             tools: ToolBox::builtin(),
             failover,
+            zone: crate::usage::zone(&config),
             config,
             approvals,
             approver: Arc::new(NoHuman),
@@ -206,17 +209,14 @@ impl Agent {
     }
 
     fn offered_by(&self, policy: &Policy) -> Result<Vec<ToolSpec>, AgentError> {
-        let mut specs: Vec<ToolSpec> = self
-            .tools
-            .names()
-            .iter()
-            .filter_map(|n| self.tools.get(n).map(|t| t.spec()))
-            .collect();
-        if let Some(hub) = &self.mcp {
-            specs.extend(hub.specs());
+        let mcp = self.mcp.as_ref().map(|hub| hub.specs()).unwrap_or_default();
+        let mut offered = Vec::with_capacity(self.tools.specs().len() + mcp.len());
+        for spec in self.tools.specs() {
+            if policy.allows(&spec.name).map_err(AgentError::Config)? {
+                offered.push(spec.clone());
+            }
         }
-        let mut offered = Vec::with_capacity(specs.len());
-        for spec in specs {
+        for spec in mcp {
             if policy.allows(&spec.name).map_err(AgentError::Config)? {
                 offered.push(spec);
             }
@@ -325,9 +325,10 @@ impl Agent {
     }
 
     /// Whether the next request is over `context_window - reserve_tokens` by estimate.
-    fn over_budget(&self, system: &str, messages: &[Message], tools: &[ToolSpec]) -> bool {
+    /// Whether a request of `estimate` tokens would not fit the window with the reserve.
+    fn over_budget(&self, estimate: u64) -> bool {
         let limit = self.context_window().saturating_sub(self.reserve_tokens());
-        request_tokens(system, messages, tools) > limit
+        estimate > limit
     }
 
     /// Summarises the older part of the session; `false` when there is nothing to summarise.
@@ -346,6 +347,7 @@ impl Agent {
         };
         let meter = crate::usage::Meter {
             config: &self.config,
+            zone: &self.zone,
             home: &self.home,
             agent: turn.session.agent_id(),
             session: turn.session.as_str(),
@@ -439,12 +441,17 @@ impl Agent {
 }
 
 /// The estimated input tokens of a request (characters / 4, as ARCHITECTURE.md §5 counts).
-pub(crate) fn request_tokens(system: &str, messages: &[Message], tools: &[ToolSpec]) -> u64 {
-    let tool_tokens: u64 = tools
+pub(crate) fn request_tokens(system: &str, messages: &[Message], tool_tokens: u64) -> u64 {
+    estimate_tokens(system) + tool_tokens + messages_tokens(messages)
+}
+
+/// About how many tokens the tools' descriptions and schemas take in a request (the same for
+/// every step of a turn, so worked out once).
+pub(crate) fn tools_tokens(tools: &[ToolSpec]) -> u64 {
+    tools
         .iter()
         .map(|t| estimate_tokens(&t.description) + estimate_tokens(&t.parameters.to_string()))
-        .sum();
-    estimate_tokens(system) + tool_tokens + messages_tokens(messages)
+        .sum()
 }
 
 /// Records in `session`'s transcript that its running turn was cancelled (see

@@ -59,7 +59,7 @@ impl LurkBotServer {
         SERVED
             .iter()
             .filter(|name| policy.allows(name).unwrap_or(false))
-            .filter_map(|name| self.tools.get(name).map(|t| t.spec()))
+            .filter_map(|name| self.tools.spec(name).cloned())
             .collect()
     }
 

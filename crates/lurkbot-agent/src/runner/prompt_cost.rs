@@ -4,7 +4,7 @@
 use lurkbot_core::{Secrets, SessionKey};
 use lurkbot_llm::Message;
 
-use super::{Agent, host_and_os, request_tokens, today};
+use super::{Agent, host_and_os, request_tokens, today, tools_tokens};
 use crate::error::AgentError;
 use crate::prompt::{PromptInput, SessionKind, bootstrap, build};
 
@@ -45,6 +45,10 @@ impl Agent {
             },
             &files,
         );
-        Ok(request_tokens(&system, &[Message::user("hello")], &offered))
+        Ok(request_tokens(
+            &system,
+            &[Message::user("hello")],
+            tools_tokens(&offered),
+        ))
     }
 }

@@ -26,6 +26,8 @@ pub(super) struct Turn<'a> {
     entry: SessionEntry,
     policy: Policy,
     offered: Vec<ToolSpec>,
+    /// About how many tokens `offered` takes in a request.
+    offered_tokens: u64,
     pub(super) tracked: Tracked,
     kind: SessionKind,
     mode: PromptMode,
@@ -82,6 +84,7 @@ impl Agent {
             model: self.failover.primary().to_string(),
             sessions,
             policy,
+            offered_tokens: super::tools_tokens(&offered),
             offered,
             tracked,
             kind,
@@ -121,16 +124,17 @@ impl Agent {
                 },
                 &turn.files,
             );
-            if !compacted && self.over_budget(&system, &context.messages, &turn.offered) {
+            let estimate = super::request_tokens(&system, &context.messages, turn.offered_tokens);
+            if !compacted && self.over_budget(estimate) {
                 compacted = self.compact(turn, false, on_event).await?;
                 if compacted {
                     continue;
                 }
             }
-            let estimate = super::request_tokens(&system, &context.messages, &turn.offered);
             // The caps first: a call that would pass one is never sent.
             let meter = crate::usage::Meter {
                 config: &self.config,
+                zone: &self.zone,
                 home: &self.home,
                 agent: turn.session.agent_id(),
                 session: turn.session.as_str(),

@@ -104,47 +104,62 @@ pub trait Tool: Send + Sync {
     fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a>;
 }
 
-/// The tools by name.
+/// The tools by name, with their specs (constant per tool) made once rather than on every
+/// lookup: a turn looks tools up by name several times per step.
 pub struct ToolBox {
     tools: Vec<Box<dyn Tool>>,
+    specs: Vec<ToolSpec>,
 }
 
 impl ToolBox {
     /// Every built-in tool.
     pub fn builtin() -> Self {
-        Self {
-            tools: vec![
-                Box::new(TerminalExecTool),
-                Box::new(ReadTool),
-                Box::new(WriteTool),
-                Box::new(EditTool),
-                Box::new(ApplyPatchTool),
-                Box::new(WebFetchTool),
-                Box::new(SessionStatusTool),
-                Box::new(SessionsListTool),
-                Box::new(SessionsHistoryTool),
-                Box::new(SessionsSendTool),
-                Box::new(SessionsSpawnTool),
-                Box::new(AgentsListTool),
-                Box::new(CronTool),
-                Box::new(MessageTool),
-                Box::new(MemorySearchTool),
-                Box::new(MemoryGetTool),
-            ],
-        }
+        let tools: Vec<Box<dyn Tool>> = vec![
+            Box::new(TerminalExecTool),
+            Box::new(ReadTool),
+            Box::new(WriteTool),
+            Box::new(EditTool),
+            Box::new(ApplyPatchTool),
+            Box::new(WebFetchTool),
+            Box::new(SessionStatusTool),
+            Box::new(SessionsListTool),
+            Box::new(SessionsHistoryTool),
+            Box::new(SessionsSendTool),
+            Box::new(SessionsSpawnTool),
+            Box::new(AgentsListTool),
+            Box::new(CronTool),
+            Box::new(MessageTool),
+            Box::new(MemorySearchTool),
+            Box::new(MemoryGetTool),
+        ];
+        let specs = tools.iter().map(|t| t.spec()).collect();
+        Self { tools, specs }
+    }
+
+    /// Every tool's spec, in registration order.
+    pub fn specs(&self) -> &[ToolSpec] {
+        &self.specs
     }
 
     /// Names, in registration order.
     pub fn names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.spec().name).collect()
+        self.specs.iter().map(|s| s.name.clone()).collect()
     }
 
     /// The tool called `name` (case-insensitive).
     pub fn get(&self, name: &str) -> Option<&dyn Tool> {
-        self.tools
+        self.specs
             .iter()
-            .find(|t| t.spec().name.eq_ignore_ascii_case(name))
+            .position(|s| s.name.eq_ignore_ascii_case(name))
+            .and_then(|i| self.tools.get(i))
             .map(|t| t.as_ref())
+    }
+
+    /// The spec of the tool called `name` (case-insensitive).
+    pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
+        self.specs
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(name))
     }
 }
 

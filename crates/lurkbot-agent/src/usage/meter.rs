@@ -2,16 +2,18 @@
 //! call counts, ARCHITECTURE.md §7c): the caps are checked before the call is sent, and its
 //! record is written when it answers.
 
-use lurkbot_core::{Config, Home};
+use lurkbot_core::{Config, Home, Zone};
 use lurkbot_llm::Usage;
 
-use super::{Ledger, RunBudget, UsageRecord, append, check, check_run, zone};
+use super::{Ledger, RunBudget, UsageRecord, append, check, check_run};
 use crate::error::AgentError;
 
 /// Who is calling, for the caps and the records.
 pub(crate) struct Meter<'a> {
-    /// The settings (caps, prices, time zone).
+    /// The settings (caps, prices).
     pub(crate) config: &'a Config,
+    /// The zone whose days the caps count ([`super::zone`] of the settings).
+    pub(crate) zone: &'a Zone,
     /// The home (the ledger and the records).
     pub(crate) home: &'a Home,
     /// The agent.
@@ -34,19 +36,18 @@ impl Meter<'_> {
         estimate: u64,
         run_used: u64,
     ) -> Result<(), AgentError> {
-        let zone = zone(self.config);
         let now = lurkbot_core::now_ms();
         check(
             self.config,
             &Ledger::of(self.home),
-            &zone,
+            self.zone,
             now,
             self.agent,
             model,
             estimate,
         )?;
         if let Some(budget) = self.run_budget {
-            check_run(budget, run_used, estimate, &zone, now)?;
+            check_run(budget, run_used, estimate, self.zone, now)?;
         }
         Ok(())
     }
@@ -62,7 +63,7 @@ impl Meter<'_> {
             usage,
             estimate,
         );
-        if let Err(e) = append(self.home, &zone(self.config), &record) {
+        if let Err(e) = append(self.home, self.zone, &record) {
             tracing::warn!(session = self.session, "usage record not written: {e}");
         }
     }
