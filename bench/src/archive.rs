@@ -3,6 +3,7 @@
 //! (2,000 files of mixed sizes and compressibility, ~200 MiB by default), printed as ratios
 //! (peer time ÷ our time: ≥ 1.0 means LurkBot is at least as fast). Also prints the peak RSS of
 //! extraction for the full corpus and for a quarter of it: streaming means it does not grow.
+//! Then `zip list --out` of 25,000 and 100,000 entries (`zip_listing.rs`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -263,6 +264,10 @@ pub(crate) fn archive(bin: &Path, runs: usize, mib: u64) -> Result<(), String> {
         },
     )?;
     let full_peak = rows[1].3;
+    for dir in ["corpus", "quarter"] {
+        b.clean(dir);
+    }
+    let listing = crate::zip_listing::zip_listing(bin, &home, &b.ws());
     let _ = std::fs::remove_dir_all(&home);
 
     let mib_total = corpus_bytes as f64 / 1024.0 / 1024.0;
@@ -291,5 +296,5 @@ pub(crate) fn archive(bin: &Path, runs: usize, mib: u64) -> Result<(), String> {
         full_peak as f64 / 1024.0,
         quarter_peak as f64 / 1024.0
     );
-    Ok(())
+    listing
 }

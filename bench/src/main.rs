@@ -31,6 +31,7 @@ mod soak_report;
 mod startup;
 mod ws_burst;
 mod ws_floor;
+mod zip_listing;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -137,6 +137,19 @@ pub fn write_serialized_out<T: serde::Serialize>(
     description: &str,
 ) -> Result<Artifact, CommandError> {
     let target = writable_target(ctx, out)?;
+    write_serialized_to(&target, value, description)
+}
+
+/// Writes `value` to a target already resolved by [`writable_target`] (for work done away from
+/// the command's context, on a blocking thread), streamed as it is serialised.
+///
+/// # Errors
+/// `IoError` when writing fails.
+pub fn write_serialized_to<T: serde::Serialize>(
+    target: &HomePath,
+    value: &T,
+    description: &str,
+) -> Result<Artifact, CommandError> {
     lurkbot_core::write_atomic_streamed(target.absolute(), &mut |w| {
         serde_json::to_writer_pretty(&mut *w, value).map_err(std::io::Error::other)?;
         w.write_all(b"\n")

@@ -190,3 +190,58 @@ async fn an_encrypted_zip_is_a_clear_zip_error() {
     let env = h.run("zip list --in workspace/locked.zip").await;
     assert_eq!(env.result["count_total"], json!(1));
 }
+
+/// `zip list` reads the central directory itself (streamed): Info-ZIP's zip64 records
+/// (`zip -fz`: the zip64 end record and locator, sizes in the 0x0001 field), an archive behind a
+/// self-extractor's stub whose offsets were not adjusted, and `--out` holding what the summary
+/// counted — every file with its size and time as the source tree has them.
+#[tokio::test]
+async fn zip_list_reads_zip64_records_and_archives_behind_a_stub() {
+    let h = Harness::builtin();
+    source(&h);
+    let ws = h.path("workspace");
+    tool(&ws, "zip", &["-qr", "-fz", "z64.zip", "src"]);
+    let mut sfx = b"#!/bin/sh\necho 'a self-extractor stub'\nexit 0\n".repeat(50);
+    sfx.extend(std::fs::read(ws.join("z64.zip")).unwrap());
+    std::fs::write(ws.join("sfx.zip"), sfx).unwrap();
+    let files = tree(&ws.join("src"));
+    for name in ["z64.zip", "sfx.zip"] {
+        let out = format!("artifacts/{name}.json");
+        let env = h
+            .run(&format!(
+                "zip list --in workspace/{name} --max 2 --out {out}"
+            ))
+            .await;
+        assert_eq!(env.exit_code, 0, "{name}: {}", env.stderr);
+        let full: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(h.path(&out)).unwrap()).unwrap();
+        let entries = full["entries"].as_array().unwrap();
+        assert_eq!(full["count_total"], env.result["count_total"]);
+        assert_eq!(entries.len() as u64, full["count_total"].as_u64().unwrap());
+        assert_eq!(env.result["entries"].as_array().unwrap()[..], entries[..2]);
+        assert_eq!(env.result["truncated"], json!(true));
+        for (path, bytes) in &files {
+            let entry = entries
+                .iter()
+                .find(|e| e["name"] == json!(format!("src/{path}")))
+                .unwrap_or_else(|| panic!("{name}: src/{path} is not listed: {entries:?}"));
+            assert_eq!(entry["uncompressed_bytes"], json!(bytes.len()), "{path}");
+            assert_eq!(
+                entry["modified_time_ms"],
+                json!(1_600_000_000_000u64),
+                "{path}"
+            );
+            assert_eq!(entry["is_dir"], json!(false));
+        }
+        let dirs: Vec<_> = entries
+            .iter()
+            .filter(|e| e["is_dir"] == json!(true))
+            .collect();
+        assert!(
+            dirs.iter()
+                .all(|e| e["name"].as_str().unwrap().ends_with('/')),
+            "{dirs:?}"
+        );
+        assert_eq!(entries.len(), files.len() + dirs.len());
+    }
+}

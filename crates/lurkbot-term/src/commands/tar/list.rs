@@ -5,7 +5,7 @@ use tar::EntryType;
 
 use super::format::open_reader;
 use super::tar_error;
-use crate::archive::listing::{ListEntry, Listing, TarFields};
+use crate::archive::listing::{FullOut, ListEntry, Listing, TarFields};
 use crate::archive::work::input_file;
 use crate::blocking::{cancelled, run_blocking};
 use crate::{CommandCtx, CommandError, Outcome};
@@ -58,9 +58,17 @@ pub(super) async fn run(ctx: &CommandCtx<'_>, args: TarListArgs) -> Result<Outco
         command: "tar list",
         input: &input,
         entries,
+        totals: None,
         extra: vec![("format", format.as_str().into())],
     }
-    .into_outcome(ctx, args.list.out.as_ref(), args.list.max)
+    .into_outcome(
+        ctx,
+        args.list
+            .out
+            .as_ref()
+            .map_or(FullOut::None, FullOut::FromEntries),
+        args.list.max,
+    )
 }
 
 /// Header-only entries (PAX and GNU extensions) that describe the next entry or the archive.

@@ -3,6 +3,7 @@
 
 mod args;
 mod create;
+mod directory;
 mod extract;
 mod list;
 mod names;

@@ -88,65 +88,97 @@ pub(crate) fn decode_names(
     raw: &[RawName],
     requested: NameEncoding,
 ) -> (Vec<String>, NameEncoding) {
-    let needs_choice = |r: &&RawName| {
-        !r.utf8_flag
-            && r.unicode_path.is_none()
-            && (requested != NameEncoding::Auto || std::str::from_utf8(&r.bytes).is_err())
-    };
-    let undecided: Vec<&[u8]> = raw
-        .iter()
-        .filter(needs_choice)
-        .map(|r| r.bytes.as_slice())
-        .collect();
-    let chosen = match requested {
-        NameEncoding::Auto if undecided.is_empty() => NameEncoding::Utf8,
-        NameEncoding::Auto => detect(&undecided),
-        other => other,
-    };
+    let mut chooser = NameChooser::new(requested);
+    for r in raw {
+        chooser.feed(r);
+    }
+    let chosen = chooser.chosen();
     let names = raw
         .iter()
-        .map(|r| {
-            if let Some(name) = &r.unicode_path {
-                name.clone()
-            } else if r.utf8_flag {
-                String::from_utf8_lossy(&r.bytes).into_owned()
-            } else if needs_choice(&r) {
-                chosen.decode(&r.bytes)
-            } else {
-                String::from_utf8_lossy(&r.bytes).into_owned()
-            }
-        })
+        .map(|r| decode_name(r, requested, chosen))
         .collect();
     (names, chosen)
 }
 
-/// Guesses the legacy encoding of names that are not UTF-8.
-fn detect(samples: &[&[u8]]) -> NameEncoding {
-    let mut detector = EncodingDetector::new(Iso2022JpDetection::Deny);
-    for sample in samples {
-        detector.feed(sample, false);
-        detector.feed(b"\n", false);
-    }
-    detector.feed(b"", true);
-    let guess = detector.guess(None, Utf8Detection::Deny);
-    let clean = |enc: &'static Encoding| {
-        samples.iter().all(|s| {
-            enc.decode_without_bom_handling_and_without_replacement(s)
-                .is_some()
-        })
-    };
-    let sjis_clean = clean(SHIFT_JIS);
-    let gbk_clean = clean(GBK);
-    if guess == SHIFT_JIS && sjis_clean {
-        NameEncoding::Cp932
-    } else if (guess == GBK || guess == GB18030) && gbk_clean {
-        NameEncoding::Gbk
-    } else if sjis_clean && !gbk_clean {
-        NameEncoding::Cp932
-    } else if gbk_clean && !sjis_clean {
-        NameEncoding::Gbk
+/// Whether `r`'s name is decoded with the chosen encoding (no UTF-8 flag, no Unicode Path
+/// field, and — when the encoding is detected — not valid UTF-8 either).
+fn needs_choice(r: &RawName, requested: NameEncoding) -> bool {
+    !r.utf8_flag
+        && r.unicode_path.is_none()
+        && (requested != NameEncoding::Auto || std::str::from_utf8(&r.bytes).is_err())
+}
+
+/// One name, decoded as [`decode_names`] does once `chosen` is known.
+pub(crate) fn decode_name(r: &RawName, requested: NameEncoding, chosen: NameEncoding) -> String {
+    if let Some(name) = &r.unicode_path {
+        name.clone()
+    } else if needs_choice(r, requested) {
+        chosen.decode(&r.bytes)
     } else {
-        NameEncoding::Cp437
+        String::from_utf8_lossy(&r.bytes).into_owned()
+    }
+}
+
+/// Chooses the one encoding of an archive's names from the names fed to it one at a time, in
+/// constant memory (`zip list` streams a directory of any size through it).
+pub(crate) struct NameChooser {
+    requested: NameEncoding,
+    detector: EncodingDetector,
+    undecided: usize,
+    sjis_clean: bool,
+    gbk_clean: bool,
+}
+
+impl NameChooser {
+    /// A chooser for `--encoding requested`.
+    pub(crate) fn new(requested: NameEncoding) -> Self {
+        Self {
+            requested,
+            detector: EncodingDetector::new(Iso2022JpDetection::Deny),
+            undecided: 0,
+            sjis_clean: true,
+            gbk_clean: true,
+        }
+    }
+
+    /// Takes one name into account.
+    pub(crate) fn feed(&mut self, r: &RawName) {
+        if self.requested != NameEncoding::Auto || !needs_choice(r, self.requested) {
+            return;
+        }
+        self.undecided += 1;
+        self.detector.feed(&r.bytes, false);
+        self.detector.feed(b"\n", false);
+        let clean = |enc: &'static Encoding| {
+            enc.decode_without_bom_handling_and_without_replacement(&r.bytes)
+                .is_some()
+        };
+        self.sjis_clean = self.sjis_clean && clean(SHIFT_JIS);
+        self.gbk_clean = self.gbk_clean && clean(GBK);
+    }
+
+    /// The encoding for the names that need one.
+    pub(crate) fn chosen(mut self) -> NameEncoding {
+        if self.requested != NameEncoding::Auto {
+            return self.requested;
+        }
+        if self.undecided == 0 {
+            return NameEncoding::Utf8;
+        }
+        self.detector.feed(b"", true);
+        let guess = self.detector.guess(None, Utf8Detection::Deny);
+        let (sjis_clean, gbk_clean) = (self.sjis_clean, self.gbk_clean);
+        if guess == SHIFT_JIS && sjis_clean {
+            NameEncoding::Cp932
+        } else if (guess == GBK || guess == GB18030) && gbk_clean {
+            NameEncoding::Gbk
+        } else if sjis_clean && !gbk_clean {
+            NameEncoding::Cp932
+        } else if gbk_clean && !sjis_clean {
+            NameEncoding::Gbk
+        } else {
+            NameEncoding::Cp437
+        }
     }
 }
 

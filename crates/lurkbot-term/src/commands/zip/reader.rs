@@ -104,24 +104,52 @@ pub(super) fn mtime_secs<R: Read + Seek>(entry: &ZipFile<'_, R>) -> Option<i64> 
         ExtraField::ExtendedTimestamp(ts) => ts.mod_time(),
         _ => None,
     });
+    let dos = entry.last_modified().map(|d| {
+        (
+            u32::from(d.year()),
+            u32::from(d.month()),
+            u32::from(d.day()),
+            u32::from(d.hour()),
+            u32::from(d.minute()),
+            u32::from(d.second()),
+        )
+    });
+    mtime_from(extended, dos)
+}
+
+/// The modification time in seconds since the epoch from an entry's extended timestamp (UTC),
+/// else its DOS date and time (year, month, day, hour, minute, second; local time).
+pub(super) fn mtime_from(
+    extended: Option<u32>,
+    dos: Option<(u32, u32, u32, u32, u32, u32)>,
+) -> Option<i64> {
     if let Some(secs) = extended {
         return Some(i64::from(secs));
     }
-    let dos = entry.last_modified()?;
-    let naive = chrono::NaiveDate::from_ymd_opt(
-        i32::from(dos.year()),
-        u32::from(dos.month()),
-        u32::from(dos.day()),
-    )?
-    .and_hms_opt(
-        u32::from(dos.hour()),
-        u32::from(dos.minute()),
-        u32::from(dos.second()),
-    )?;
+    let (year, month, day, hour, minute, second) = dos?;
+    let naive = chrono::NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, month, day)?
+        .and_hms_opt(hour, minute, second)?;
     chrono::Local
         .from_local_datetime(&naive)
         .earliest()
         .map(|t| t.timestamp())
+}
+
+/// A DOS date and time as stored (`date`, `time`) split into its fields, for [`mtime_from`].
+pub(super) fn dos_fields(date: u16, time: u16) -> (u32, u32, u32, u32, u32, u32) {
+    let (date, time) = (u32::from(date), u32::from(time));
+    (
+        1980 + (date >> 9),
+        (date >> 5) & 0xF,
+        date & 0x1F,
+        time >> 11,
+        (time >> 5) & 0x3F,
+        // 60 (a leap second) is stored by some writers; the zip crate reads it as 58.
+        match (time & 0x1F) * 2 {
+            60 => 58,
+            second => second,
+        },
+    )
 }
 
 #[cfg(test)]
