@@ -24,11 +24,7 @@ struct Driver {
 
 impl Driver {
     fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = lurkbot_test_support::ports::free_port();
         let child = Command::new("chromedriver")
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())

@@ -1,7 +1,7 @@
 //! A real Radicale CalDAV server on loopback for the tests (from the test venv), and a plain
 //! WebDAV client playing "another calendar app".
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,11 +26,7 @@ pub struct Radicale {
 impl Radicale {
     pub fn start(auth: Auth) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = lurkbot_test_support::ports::free_port();
         let auth_section = match auth {
             Auth::Anyone => "type = none\n".to_string(),
             Auth::Only(user, password) => {

@@ -64,28 +64,12 @@ pub struct IrcServer {
     services: Option<Child>,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_for_port(port: u16) {
-    let deadline = Instant::now() + WAIT;
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "ngircd did not open port {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 impl IrcServer {
     /// Starts a server with `options`.
     pub fn start(options: &IrcOptions) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let tls_port = options.tls.then(free_port);
+        let port = crate::ports::free_port();
+        let tls_port = options.tls.then(crate::ports::free_port);
         let mut config = format!(
             "[Global]\n  Name = irc.test.local\n  Info = LurkBot test server\n  Listen = 127.0.0.1\n  Ports = {port}\n  MotdPhrase = welcome\n"
         );
@@ -177,9 +161,9 @@ impl IrcServer {
             .spawn()
             .expect("ngircd is installed by scripts/test.sh");
         self.child = Some(child);
-        wait_for_port(self.port);
+        crate::ports::wait_port(self.port, "ngircd");
         if let Some(tls) = self.tls_port {
-            wait_for_port(tls);
+            crate::ports::wait_port(tls, "ngircd (TLS)");
         }
     }
 

@@ -10,6 +10,7 @@ mod http_request;
 pub mod irc_server;
 pub mod mail_server;
 pub mod openclaw;
+pub mod ports;
 pub mod slack_server;
 pub mod synapse;
 pub mod telegram_server;

@@ -6,7 +6,6 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// The SMTP side: accepts mail for the known users (AUTH with their passwords) and APPENDs it
 /// to the recipient's INBOX.
@@ -50,25 +49,6 @@ pub struct MailServer {
     _dir: tempfile::TempDir,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_port(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not listen on {port} in 30 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 impl MailServer {
     /// Starts Dovecot and the SMTP server for `users` (`(address, password)`).
     pub fn start(users: &[(&str, &str)]) -> Self {
@@ -92,7 +72,7 @@ impl MailServer {
             .map(|(u, p)| format!("{u}:{{PLAIN}}{p}\n"))
             .collect();
         std::fs::write(root.join("passwd"), passwd).unwrap();
-        let imap_port = free_port();
+        let imap_port = crate::ports::free_port();
         let r = root.display();
         let config = format!(
             "base_dir = {r}/run\nstate_dir = {r}/state\nlog_path = {r}/dovecot.log\nlisten = 127.0.0.1\n\
@@ -110,8 +90,8 @@ impl MailServer {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        wait_port(imap_port, "Dovecot");
-        let smtp_port = free_port();
+        crate::ports::wait_port(imap_port, "Dovecot");
+        let smtp_port = crate::ports::free_port();
         std::fs::write(root.join("sink.py"), SMTP_SINK).unwrap();
         let users_json = format!(
             "{{{}}}",
@@ -128,7 +108,7 @@ impl MailServer {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        wait_port(smtp_port, "the SMTP server");
+        crate::ports::wait_port(smtp_port, "the SMTP server");
         Self {
             dovecot,
             smtp,

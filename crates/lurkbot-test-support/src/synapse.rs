@@ -71,11 +71,7 @@ impl Synapse {
             "{}",
             String::from_utf8_lossy(&generated.stderr)
         );
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::ports::free_port();
         let text = std::fs::read_to_string(&config)
             .unwrap()
             .replace("    port: 8008", &format!("    port: {port}"))

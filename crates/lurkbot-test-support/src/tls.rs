@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// What [`issue`] wrote: the CA's certificate (for `SSL_CERT_FILE`) and the server's
 /// certificate and key.
@@ -85,27 +84,6 @@ pub fn issue(dir: &Path, ca_name: &str) -> TestPki {
     }
 }
 
-/// A free loopback port.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Waits (10 s at most) until `port` on loopback accepts a connection.
-pub fn wait_port(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not listen on {port} in 10 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// `openssl s_server` on a free loopback port, killed on drop.
 pub struct TlsServer {
     child: Child,
@@ -126,7 +104,7 @@ impl TlsServer {
     }
 
     fn start(cert: &Path, key: &Path, mode: &str, root: &Path) -> Self {
-        let port = free_port();
+        let port = crate::ports::free_port();
         let child = Command::new("openssl")
             .args(["s_server", "-quiet", mode, "-accept"])
             .arg(format!("127.0.0.1:{port}"))
@@ -140,7 +118,7 @@ impl TlsServer {
             .spawn()
             .expect("openssl is installed by scripts/test.sh");
         let server = Self { child, port };
-        wait_port(port, "s_server");
+        crate::ports::wait_port(port, "s_server");
         server
     }
 }

@@ -24,18 +24,9 @@ fn run_openclaw(cli: &OpenClaw, args: &[&str]) -> String {
     text
 }
 
-/// A port free now (OpenClaw's gateway is told to use it).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// OpenClaw's `cron add` talks to its gateway: run one on the state folder for the call.
 fn add_cron_job_with_openclaws_gateway(cli: &OpenClaw) {
-    let port = free_port().to_string();
+    let port = lurkbot_test_support::ports::free_port().to_string();
     let url = format!("ws://127.0.0.1:{port}");
     let mut gateway = cli
         .command(&["gateway", "run", "--port", &port])

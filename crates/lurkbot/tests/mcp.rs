@@ -237,11 +237,7 @@ async fn a_turn_calls_mcp_tools_under_the_policy_and_survives_a_crash_and_a_hang
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamable_http_server_serves_its_tools() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = lurkbot_test_support::ports::free_port();
     let mut server = std::process::Command::new(test_python())
         .args([script("calc_server.py"), "--http".into(), port.to_string()])
         .stdout(std::process::Stdio::null())

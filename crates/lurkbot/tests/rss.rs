@@ -64,11 +64,7 @@ fn failures_exit_with_the_documented_status() {
     assert!(out.stderr.contains("http"), "{}", out.stderr);
     let out = t.run(&["exec", "rss remove --name nobody"]);
     assert_eq!(out.status, 1);
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = lurkbot_test_support::ports::free_port();
     // Loopback is refused by the network policy (exit 2, the setting named) before any request.
     let out = t.run(&["exec", &format!("rss fetch --url http://127.0.0.1:{port}/")]);
     assert_eq!(out.status, 2);
