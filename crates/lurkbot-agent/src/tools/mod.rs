@@ -105,8 +105,15 @@ pub trait Tool: Send + Sync {
 }
 
 /// The tools by name, with their specs (constant per tool) made once rather than on every
-/// lookup: a turn looks tools up by name several times per step.
+/// lookup: a turn looks tools up by name several times per step. The built-in box is made once
+/// per process and shared by every agent (a gateway holds dozens).
+#[derive(Clone)]
 pub struct ToolBox {
+    shared: std::sync::Arc<Registered>,
+}
+
+/// The tools and their specs, in registration order.
+struct Registered {
     tools: Vec<Box<dyn Tool>>,
     specs: Vec<ToolSpec>,
 }
@@ -114,53 +121,69 @@ pub struct ToolBox {
 impl ToolBox {
     /// Every built-in tool.
     pub fn builtin() -> Self {
-        let tools: Vec<Box<dyn Tool>> = vec![
-            Box::new(TerminalExecTool),
-            Box::new(ReadTool),
-            Box::new(WriteTool),
-            Box::new(EditTool),
-            Box::new(ApplyPatchTool),
-            Box::new(WebFetchTool),
-            Box::new(SessionStatusTool),
-            Box::new(SessionsListTool),
-            Box::new(SessionsHistoryTool),
-            Box::new(SessionsSendTool),
-            Box::new(SessionsSpawnTool),
-            Box::new(AgentsListTool),
-            Box::new(CronTool),
-            Box::new(MessageTool),
-            Box::new(MemorySearchTool),
-            Box::new(MemoryGetTool),
-        ];
-        let specs = tools.iter().map(|t| t.spec()).collect();
-        Self { tools, specs }
+        static BUILTIN: std::sync::LazyLock<std::sync::Arc<Registered>> =
+            std::sync::LazyLock::new(|| std::sync::Arc::new(Registered::new(builtin_tools())));
+        Self {
+            shared: std::sync::Arc::clone(&BUILTIN),
+        }
     }
 
     /// Every tool's spec, in registration order.
     pub fn specs(&self) -> &[ToolSpec] {
-        &self.specs
+        &self.shared.specs
     }
 
     /// Names, in registration order.
     pub fn names(&self) -> Vec<String> {
-        self.specs.iter().map(|s| s.name.clone()).collect()
+        self.shared.specs.iter().map(|s| s.name.clone()).collect()
     }
 
     /// The tool called `name` (case-insensitive).
     pub fn get(&self, name: &str) -> Option<&dyn Tool> {
-        self.specs
+        self.shared
+            .specs
             .iter()
             .position(|s| s.name.eq_ignore_ascii_case(name))
-            .and_then(|i| self.tools.get(i))
+            .and_then(|i| self.shared.tools.get(i))
             .map(|t| t.as_ref())
     }
 
     /// The spec of the tool called `name` (case-insensitive).
     pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
-        self.specs
+        self.shared
+            .specs
             .iter()
             .find(|s| s.name.eq_ignore_ascii_case(name))
     }
+}
+
+impl Registered {
+    fn new(tools: Vec<Box<dyn Tool>>) -> Self {
+        let specs = tools.iter().map(|t| t.spec()).collect();
+        Self { tools, specs }
+    }
+}
+
+/// Every built-in tool, in the order they are offered.
+fn builtin_tools() -> Vec<Box<dyn Tool>> {
+    vec![
+        Box::new(TerminalExecTool),
+        Box::new(ReadTool),
+        Box::new(WriteTool),
+        Box::new(EditTool),
+        Box::new(ApplyPatchTool),
+        Box::new(WebFetchTool),
+        Box::new(SessionStatusTool),
+        Box::new(SessionsListTool),
+        Box::new(SessionsHistoryTool),
+        Box::new(SessionsSendTool),
+        Box::new(SessionsSpawnTool),
+        Box::new(AgentsListTool),
+        Box::new(CronTool),
+        Box::new(MessageTool),
+        Box::new(MemorySearchTool),
+        Box::new(MemoryGetTool),
+    ]
 }
 
 /// A string argument, or an error output naming it.
