@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use lurkbot_test_support::discord_server::DiscordServer;
 use lurkbot_test_support::irc_server::{IrcOptions, IrcServer};
+use lurkbot_test_support::ports::{free_port, wait_port};
 use lurkbot_test_support::telegram_server::TelegramServer;
 
 use crate::proc_group::status_kib;
@@ -39,13 +40,6 @@ impl Drop for Gateway {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-pub(crate) fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| e.to_string())
 }
 
 pub(crate) fn health_ok(port: u16) -> bool {
@@ -98,7 +92,7 @@ pub(crate) fn spawn_ready(bin: &Path, home: &Path, port: u16) -> Result<Gateway,
 
 /// Spawn → first /health 200.
 fn time_to_health(bin: &Path, home: &Path) -> Result<Duration, String> {
-    let port = free_port()?;
+    let port = free_port();
     let start = Instant::now();
     let gateway = spawn(bin, home, port)?;
     loop {
@@ -240,7 +234,7 @@ pub(crate) fn gateway(
             .args(["memory", "index"]),
     )?;
     let channels = configure_channels(&home)?;
-    let port = free_port()?;
+    let port = free_port();
     let gw = spawn_ready(bin, &home, port)?;
     // The budget counts one IRC connection open (a real ngircd on loopback, when installed).
     let irc = open_irc(bin, &home)?;
@@ -262,7 +256,7 @@ pub(crate) fn gateway(
     report(&format!("{clients} WebSocket clients"), &ours, clients);
     drop(gw);
     // The floor in the same run: a bare server on the same stack (ws_floor.rs).
-    let floor_port = free_port()?;
+    let floor_port = free_port();
     let floor = Gateway {
         child: Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
             .args(["ws-floor", "--port", &floor_port.to_string()])
@@ -271,13 +265,7 @@ pub(crate) fn gateway(
             .spawn()
             .map_err(|e| e.to_string())?,
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", floor_port)).is_err() {
-        if Instant::now() > deadline {
-            return Err("the floor server did not start".into());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_port(floor_port, "the floor server");
     let bare = burst(
         &format!("ws://127.0.0.1:{floor_port}/"),
         &token,

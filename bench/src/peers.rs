@@ -31,9 +31,10 @@ use std::time::{Duration, Instant};
 use lurkbot_llm::fake::{FakeProvider, Step};
 use serde_json::{Value, json};
 
-use crate::gateway::{free_port, http_ok};
+use crate::gateway::http_ok;
 use crate::peers_table::{Figures, write_table};
 use crate::proc_group::{Cost, group_rss_kib, measure, spawn_group, stop_group};
+use lurkbot_test_support::ports::free_port;
 
 /// The message every turn sends.
 const MESSAGE: &str = "Check README.md and tell me if all is fine.";
@@ -285,7 +286,7 @@ fn lurkbot(bin: &Path, scratch: &Path, base: &str) -> Result<Peer, String> {
         "# Notes\n\nAll systems nominal.\n",
     )
     .map_err(|e| e.to_string())?;
-    let port = free_port()?;
+    let port = free_port();
     Ok(Peer {
         name: "LurkBot",
         program: bin.to_path_buf(),
@@ -316,7 +317,7 @@ fn lurkbot(bin: &Path, scratch: &Path, base: &str) -> Result<Peer, String> {
 fn openclaw(dir: &Path, scratch: &Path, base: &str) -> Result<Peer, String> {
     let root = dir.join("openclaw");
     let (home, work) = prepare(scratch, "openclaw")?;
-    let port = free_port()?;
+    let port = free_port();
     let config = json!({
         "gateway": {"mode": "local", "port": port, "bind": "loopback",
                     "auth": {"mode": "token", "token": GATEWAY_KEY}},
@@ -373,7 +374,7 @@ fn hermes(dir: &Path, scratch: &Path, base: &str) -> Result<Peer, String> {
         "model:\n  default: scripted\n  provider: custom\n  base_url: {base}\n  api_key: sk-bench\n"
     );
     std::fs::write(hermes_home.join("config.yaml"), config).map_err(|e| e.to_string())?;
-    let port = free_port()?;
+    let port = free_port();
     Ok(Peer {
         name: "Hermes Agent",
         program: venv.join("bin/hermes"),
@@ -402,11 +403,11 @@ fn nanobot(dir: &Path, scratch: &Path, base: &str) -> Result<Peer, String> {
         "agents": {"defaults": {"model": "scripted", "provider": "custom", "workspace": work}},
         "providers": {"custom": {"apiKey": "sk-bench", "apiBase": base}},
         // Its WebSocket channel (on by default) listens on 8765 unless told otherwise.
-        "channels": {"websocket": {"port": free_port()?}}
+        "channels": {"websocket": {"port": free_port()}}
     });
     let config_path = home.join("config.json");
     std::fs::write(&config_path, config.to_string()).map_err(|e| e.to_string())?;
-    let port = free_port()?;
+    let port = free_port();
     let cfg = config_path.display().to_string();
     Ok(Peer {
         name: "nanobot",

@@ -30,9 +30,10 @@ use lurkbot_llm::fake::{FakeProvider, Step};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::gateway::{free_port, open_irc, rss_kib, rss_split_kib, spawn_ready};
+use crate::gateway::{open_irc, rss_kib, rss_split_kib, spawn_ready};
 use crate::soak_report::{Sample, chart, retained_over_bounds};
 use crate::ws_burst::Socket;
+use lurkbot_test_support::ports::free_port;
 
 /// Allowed growth of RSS from the 100th turn to the end.
 const GROWTH_BUDGET_KIB: u64 = 8 * 1024;
@@ -305,7 +306,7 @@ pub(crate) fn soak(bin: &Path, turns: usize, cycles: usize) -> Result<(), String
     let home = std::env::temp_dir().join(format!("lurkbot-bench-soak-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
     let token = prepare(bin, &home, &fake.url)?;
-    let port = free_port()?;
+    let port = free_port();
     let gw = spawn_ready(bin, &home, port)?;
     let pid = gw.child.id();
     let irc = open_irc(bin, &home)?;

@@ -211,12 +211,7 @@ impl Agent {
     fn offered_by(&self, policy: &Policy) -> Result<Vec<ToolSpec>, AgentError> {
         let mcp = self.mcp.as_ref().map(|hub| hub.specs()).unwrap_or_default();
         let mut offered = Vec::with_capacity(self.tools.specs().len() + mcp.len());
-        for spec in self.tools.specs() {
-            if policy.allows(&spec.name).map_err(AgentError::Config)? {
-                offered.push(spec.clone());
-            }
-        }
-        for spec in mcp {
+        for spec in self.tools.specs().iter().cloned().chain(mcp) {
             if policy.allows(&spec.name).map_err(AgentError::Config)? {
                 offered.push(spec);
             }
@@ -324,8 +319,7 @@ impl Agent {
         u32::try_from(tokens.max(1)).unwrap_or(MAX_TOKENS)
     }
 
-    /// Whether the next request is over `context_window - reserve_tokens` by estimate.
-    /// Whether a request of `estimate` tokens would not fit the window with the reserve.
+    /// Whether a request of `estimate` tokens is over `context_window - reserve_tokens`.
     fn over_budget(&self, estimate: u64) -> bool {
         let limit = self.context_window().saturating_sub(self.reserve_tokens());
         estimate > limit

@@ -21,8 +21,9 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 /// How long the loaded trust roots are reused before they are read again.
 pub const ROOTS_MAX_AGE: Duration = Duration::from_secs(10 * 60);
 
-/// The start of the error a handshake fails with when the platform has no CA certificate.
-pub const NO_ROOTS: &str = "No CA certificates were loaded";
+/// Part of the error a handshake fails with when the platform's trust store cannot be
+/// loaded (the verifier's own reason follows), so callers can say what to install.
+pub const NO_ROOTS: &str = "no CA certificate to verify the server with";
 
 /// What to do about a [`NO_ROOTS`] failure, for messages that carry a hint.
 pub const NO_ROOTS_HINT: &str = "no CA certificates could be loaded to verify HTTPS; install the \
@@ -76,9 +77,9 @@ impl PlatformRoots {
         {
             return Ok(Arc::clone(verifier));
         }
-        let verifier = Arc::new(rustls_platform_verifier::Verifier::new(Arc::clone(
-            &self.provider,
-        ))?);
+        let verifier = rustls_platform_verifier::Verifier::new(Arc::clone(&self.provider))
+            .map_err(|e| rustls::Error::General(format!("{NO_ROOTS} ({e})")))?;
+        let verifier = Arc::new(verifier);
         *loaded = Some((Instant::now(), Arc::clone(&verifier)));
         Ok(verifier)
     }

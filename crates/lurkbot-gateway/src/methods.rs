@@ -190,11 +190,6 @@ pub(crate) fn names() -> Vec<&'static str> {
     METHODS.iter().map(|m| m.name).collect()
 }
 
-/// Runs `method`.
-///
-/// # Errors
-/// `NOT_FOUND` for unknown methods, `UNAUTHORIZED` for a scope the connection lacks; each
-/// method's own refusals.
 /// Methods whose answer never waits for anything: answered on the connection's own task, with
 /// no task of their own (a burst of 1,000 health probes costs 1,000 fewer spawns).
 const IMMEDIATE: &[&str] = &[method::HEALTH];
@@ -218,8 +213,8 @@ pub(crate) fn call_now(
     if !grants.allows(m.scope) {
         return None;
     }
-    // An immediate method's future is ready on its first poll (were it not, `None` sends the
-    // request the usual way; nothing of it has run).
+    // An immediate method's future is ready on its first poll. Were it not, it would be dropped
+    // and the request sent the usual way: an immediate method does nothing before it answers.
     (m.handler)(state, params).now_or_never()
 }
 
@@ -228,6 +223,11 @@ pub(crate) fn is_quiet(method: &str) -> bool {
     QUIET.contains(&method)
 }
 
+/// Runs `method`.
+///
+/// # Errors
+/// `NOT_FOUND` for unknown methods, `UNAUTHORIZED` for a scope the connection lacks; each
+/// method's own refusals.
 pub(crate) async fn call(
     state: &AppState,
     grants: &Grants,

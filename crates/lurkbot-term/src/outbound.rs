@@ -55,8 +55,8 @@ pub enum OutboundError {
     },
     /// A redirect that cannot be followed.
     Redirect(Box<BadRedirect>),
-    /// The HTTP client could not be built: its TLS set-up, in practice no CA certificate to
-    /// trust (the message carries the cause).
+    /// The HTTP client could not be built (the message carries the cause). Not a missing trust
+    /// store: that fails the handshake, as [`OutboundError::Network`].
     Client(String),
 }
 
@@ -169,15 +169,11 @@ impl PolicedGet<'_> {
             builder = builder.timeout(timeout);
         }
         builder.build().map_err(|e| {
-            // reqwest says only "builder error"; the cause is further down the chain.
-            let mut text = e.to_string();
-            let mut cause = std::error::Error::source(&e);
-            while let Some(c) = cause {
-                text.push_str(": ");
-                text.push_str(&c.to_string());
-                cause = c.source();
-            }
-            OutboundError::Client(format!("cannot set up the HTTP client: {text}"))
+            // reqwest says only "builder error"; the cause is at the end of the chain.
+            OutboundError::Client(format!(
+                "cannot set up the HTTP client: {}",
+                crate::net::root_cause(&e)
+            ))
         })
     }
 }

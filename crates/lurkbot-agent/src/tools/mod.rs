@@ -133,27 +133,24 @@ impl ToolBox {
         &self.shared.specs
     }
 
-    /// Names, in registration order.
-    pub fn names(&self) -> Vec<String> {
-        self.shared.specs.iter().map(|s| s.name.clone()).collect()
-    }
-
     /// The tool called `name` (case-insensitive).
     pub fn get(&self, name: &str) -> Option<&dyn Tool> {
-        self.shared
-            .specs
-            .iter()
-            .position(|s| s.name.eq_ignore_ascii_case(name))
+        self.index(name)
             .and_then(|i| self.shared.tools.get(i))
             .map(|t| t.as_ref())
     }
 
     /// The spec of the tool called `name` (case-insensitive).
     pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
+        self.index(name).and_then(|i| self.shared.specs.get(i))
+    }
+
+    /// Where the tool called `name` (case-insensitive) is registered.
+    fn index(&self, name: &str) -> Option<usize> {
         self.shared
             .specs
             .iter()
-            .find(|s| s.name.eq_ignore_ascii_case(name))
+            .position(|s| s.name.eq_ignore_ascii_case(name))
     }
 }
 

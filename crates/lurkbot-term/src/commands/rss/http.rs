@@ -240,8 +240,7 @@ fn outbound_failure(error: OutboundError) -> FetchFailure {
         OutboundError::Network { url, source } => network_failure(&url, &source),
         OutboundError::Client(message) => FetchFailure {
             status: None,
-            error: CommandError::new(ErrorCode::NetworkError, message)
-                .with_hint("the HTTP client could not be made on this system; retry, and report the message if it persists"),
+            error: CommandError::new(ErrorCode::Internal, message),
         },
         OutboundError::Redirect(bad) => {
             let BadRedirect {
