@@ -14,8 +14,13 @@ pub const NO_MODEL: &str = "no model is configured. Set one, e.g.:\n  export LUR
 
 /// Variables from the environment, then the home's `.env`.
 pub fn variables(home: &Home) -> impl Fn(&str) -> Option<String> + Send + Sync + use<> {
-    let file: Vec<(String, String)> = dotenvy::from_path_iter(home.join(".env"))
-        .map(|iter| iter.filter_map(Result::ok).collect())
+    let file: Vec<(String, String)> = std::fs::read_to_string(home.join(".env"))
+        .map(|text| {
+            lurkbot_core::dotenv::parse(&text)
+                .into_iter()
+                .filter_map(Result::ok)
+                .collect()
+        })
         .unwrap_or_default();
     move |name: &str| {
         std::env::var(name)

@@ -48,24 +48,16 @@ impl Secrets {
 
     /// The variables of one dotenv file; problems are recorded without the line's content.
     fn read_env(&mut self, env_path: &std::path::Path) -> BTreeMap<String, String> {
-        let mut vars = BTreeMap::new();
-        match dotenvy::from_path_iter(env_path) {
-            Ok(iter) => {
-                for item in iter {
-                    match item {
-                        Ok((k, v)) => {
-                            vars.insert(k, v);
-                        }
-                        Err(e) => {
-                            self.problems
-                                .push(format!("{}: {}", env_path.display(), describe(&e)))
-                        }
-                    }
-                }
+        let text = match std::fs::read_to_string(env_path) {
+            Ok(text) => text,
+            Err(e) => {
+                self.problems.push(format!("{}: {e}", env_path.display()));
+                return BTreeMap::new();
             }
-            Err(e) => self
-                .problems
-                .push(format!("{}: {}", env_path.display(), describe(&e))),
+        };
+        let (vars, errors) = crate::dotenv::parse_map(&text);
+        for e in errors {
+            self.problems.push(format!("{}: {e}", env_path.display()));
         }
         vars
     }
@@ -108,15 +100,6 @@ fn is_secret_name(name: &str) -> bool {
     ["PASS", "TOKEN", "SECRET", "KEY", "CREDENTIAL", "AUTH"]
         .iter()
         .any(|w| n.contains(w))
-}
-
-/// A dotenv error without the offending line's content (it may hold a secret).
-fn describe(e: &dotenvy::Error) -> String {
-    match e {
-        dotenvy::Error::LineParse(_, index) => format!("malformed line (at character {index})"),
-        dotenvy::Error::Io(io) => io.to_string(),
-        _ => "unreadable".into(),
-    }
 }
 
 #[cfg(test)]

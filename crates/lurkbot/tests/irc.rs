@@ -337,15 +337,18 @@ fn tls_is_verified_against_the_trust_store() {
     assert_eq!(env["result"]["tls"], true);
 }
 
+/// The `.env` example of the IRC seed (`000_…`), as written there.
+const SEED_EXAMPLE: &str = "# IRC 基本配置\nIRC_SERVER=irc.example.com\nIRC_PORT=6697\nIRC_TLS=1\n\n# 默认频道（v28 只保证 1 个默认频道）\nIRC_CHANNEL=#lemon\n\n# NICK 约束：<= 9 字符（超出将拒绝）\nIRC_NICK=lemonbot\n\n# 可选：服务器 PASS（极少数网络需要）\nIRC_SERVER_PASSWORD=\n\n# 可选：频道 key（有密码的频道才填）\nIRC_CHANNEL_KEY=\n\n# 可选：NickServ 认证（常见）\nIRC_NICKSERV_PASSWORD=\n\n# 可选：从 IRC 收到消息后自动递送给主 agent（默认关闭）\n# 0/空：关闭；1：开启\nIRC_AUTO_FORWARD_TO_AGENT=0\n";
+
 #[test]
 fn doctor_checks_the_irc_settings() {
     let t = Test::init();
     let out = t.run(&["doctor", "--json"]);
     assert!(!out.stdout.contains("\"irc\""), "no check without settings");
-    // The channel unquoted: dotenv reads the # as a comment.
+    // A channel that really is empty: a `#` after a blank starts a comment.
     write_env(
         &t,
-        "IRC_SERVER=irc.example\nIRC_CHANNEL=#lurk\nIRC_NICK=lurkbot\n",
+        "IRC_SERVER=irc.example\nIRC_CHANNEL= #lurk\nIRC_NICK=lurkbot\n",
     );
     let out = t.run(&["doctor"]);
     let line = out
@@ -356,8 +359,17 @@ fn doctor_checks_the_irc_settings() {
         .to_string();
     assert!(line.starts_with("FAIL"), "{}", out.stdout);
     assert!(
-        line.contains("MissingCredentials") && line.contains("quote the channel"),
+        line.contains("MissingCredentials") && line.contains("after a blank"),
         "{line}"
+    );
+    // The IRC seed's own `.env` example, verbatim: `IRC_CHANNEL=#lemon` is the channel #lemon.
+    write_env(&t, SEED_EXAMPLE);
+    let out = t.run(&["doctor"]);
+    assert!(
+        out.stdout.lines().any(|l| l.starts_with("ok")
+            && l.contains("#lemon as lemonbot on irc.example.com:6697 (TLS)")),
+        "{}",
+        out.stdout
     );
     write_env(
         &t,

@@ -67,7 +67,7 @@ impl IrcConfig {
             .collect();
         if !missing.is_empty() {
             let quoting = if missing.contains(&"IRC_CHANNEL") {
-                "; quote the channel (IRC_CHANNEL=\"#lurkbot\"): an unquoted # starts a comment"
+                "; a # after a blank starts a comment: write IRC_CHANNEL=#lurkbot"
             } else {
                 ""
             };

@@ -125,7 +125,7 @@ pub(crate) static SPEC: CommandSpec = CommandSpec {
         ("IRC_TLS", "1 (default) for TLS, 0 for plain text"),
         (
             "IRC_CHANNEL",
-            "the default channel, joined on connect, quoted because an unquoted # starts a comment: \"#lurkbot\" (a name without # gets one)",
+            "the default channel, joined on connect: IRC_CHANNEL=#lurkbot (a name without # gets one)",
         ),
         ("IRC_NICK", "the nick, at most 9 characters"),
         (
