@@ -200,7 +200,8 @@ impl Approvals {
         })
     }
 
-    fn is_remembered(&self, key: &str) -> bool {
+    /// Whether an allow-always decision covers `key`.
+    pub fn is_remembered(&self, key: &str) -> bool {
         self.loaded.lock().is_ok_and(|mut loaded| {
             loaded.refresh(&self.path);
             loaded.remembered.allow.iter().any(|k| k == key)

@@ -181,7 +181,8 @@ pub async fn run_heartbeat(
             to: None,
             text: alert.to_string(),
             from: heartbeat_session(),
-            owner: true,
+            // The target is config.toml's `[heartbeat] target`: the owner chose it.
+            asker: crate::gate::Asker::Owner,
         })
         .await;
     // The main session keeps every alert sent: webchat delivery wrote it there already.

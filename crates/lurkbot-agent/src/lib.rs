@@ -5,6 +5,7 @@ mod approvals;
 mod compaction;
 pub mod cron;
 mod error;
+pub mod gate;
 pub mod heartbeat;
 pub mod import;
 mod local_runtime;

@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 use crate::approvals::{Approvals, Approver};
+use crate::gate::{self, Act, Hold, Standing};
 use crate::runner::{Agent, AgentEvent, record_cancelled};
 use crate::runtime::{BoxFuture, Outbound, Runtime, TurnHandle, TurnRequest};
 use crate::subagent::Subagents;
@@ -191,11 +192,32 @@ impl Runtime for LocalRuntime {
     fn deliver(&self, message: Outbound) -> BoxFuture<'_, Result<String, String>> {
         Box::pin(async move {
             match message.channel.as_str() {
-                "webchat" | "last" if message.owner && message.from == SessionKey::main() => {
+                "webchat" | "last"
+                    if message.asker.is_owner() && message.from == SessionKey::main() =>
+                {
                     // A heartbeat's or main-session job's reply is already in the main session.
                     Ok("webchat (agent:main:main)".into())
                 }
                 "webchat" | "last" => {
+                    let act = Act::Message {
+                        channel: "webchat",
+                        to: "agent:main:main",
+                        standing: Standing::OwnersDefault,
+                        pairing: false,
+                        from_third_party: gate::is_third_party(&self.home, &self.config, &message.from),
+                    };
+                    gate::clear(
+                        gate::decide(message.asker, &act),
+                        Hold {
+                            approver: &*self.approver,
+                            approvals: &self.approvals,
+                            session: message.from.as_str(),
+                            tool: "message",
+                            summary: format!("webchat: {}", message.text.chars().take(200).collect::<String>()),
+                            key: "message:webchat:agent:main:main".into(),
+                        },
+                    )
+                    .await?;
                     // Never written into a turn in progress (it would split a tool call from
                     // its result): while the main session runs, it waits for the turn's end.
                     let lock = self.lock_for(&SessionKey::main());

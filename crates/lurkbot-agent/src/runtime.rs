@@ -75,9 +75,10 @@ pub struct Outbound {
     pub text: String,
     /// The session the message comes from.
     pub from: SessionKey,
-    /// Whether the owner configured this delivery (cron `announce`, heartbeat): it may
-    /// name any recipient. The model's own `message` calls keep the confirm gates.
-    pub owner: bool,
+    /// Who asked for it (ARCHITECTURE.md §5.1): the owner (an owner's cron job, the
+    /// heartbeat's configured target) may name any recipient; the model's messages, and its
+    /// cron jobs' announces, keep the gate's rules for the model.
+    pub asker: crate::gate::Asker,
 }
 
 /// Channels the `message` tool knows today; later channels register the same way.

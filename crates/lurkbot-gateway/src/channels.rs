@@ -113,24 +113,6 @@ async fn send(live: &Live, chat: &str, text: &str, reply_to: Option<&str>) -> Re
     }
 }
 
-/// Whether `chat` on channel `name` belongs to someone allowed to talk to the agent (in
-/// `allow_from` or paired): the only chats the model's own `message` calls may reach.
-pub(crate) fn may_message(
-    home: &lurkbot_core::Home,
-    config: &lurkbot_core::Config,
-    name: &str,
-    chat: &str,
-) -> bool {
-    let allowed = config
-        .channels
-        .get(name)
-        .is_some_and(|c| c.allow_from.iter().any(|a| a == chat) || c.dm_policy == "open");
-    allowed
-        || PairingStore::open(home)
-            .is_approved(name, chat)
-            .unwrap_or(false)
-}
-
 /// Makes the channel `name` from its settings and the home's variables.
 fn build(state: &AppState, name: &str) -> Result<Arc<dyn Channel>, String> {
     let config = state.config();

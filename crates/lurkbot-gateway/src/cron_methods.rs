@@ -3,6 +3,7 @@
 //! shape; every change is announced as a `cron` event and wakes the scheduler.
 
 use lurkbot_agent::cron::{CronStore, RunMode, StoreError, job_from_json, patch_job};
+use lurkbot_agent::gate::Asker;
 use lurkbot_core::now_ms;
 use serde_json::{Value, json};
 
@@ -58,7 +59,7 @@ pub(crate) fn add(state: &AppState, params: &Value) -> Result<Value, MethodError
         _ => return Err(MethodError::invalid("cron.add needs a job object")),
     };
     let now = now_ms();
-    let job = job_from_json(fields, now).map_err(MethodError::invalid)?;
+    let job = job_from_json(fields, now, Asker::Owner).map_err(MethodError::invalid)?;
     let job = CronStore::open(&state.home)
         .add(job, now)
         .map_err(store_error)?;
@@ -74,7 +75,7 @@ pub(crate) fn update(state: &AppState, params: &Value) -> Result<Value, MethodEr
         return Err(MethodError::invalid("cron.update needs a patch object"));
     };
     let store = CronStore::open(&state.home);
-    let job = patch_job(&store, id, patch, now_ms()).map_err(|e| {
+    let job = patch_job(&store, id, patch, now_ms(), Asker::Owner).map_err(|e| {
         if e.starts_with("no cron job") {
             MethodError::new(ErrorCode::NotFound, e)
         } else {

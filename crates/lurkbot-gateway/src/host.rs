@@ -56,7 +56,7 @@ pub struct SessionHost {
     config: RwLock<(u64, Arc<Config>, Arc<Approvals>)>,
     generation: AtomicU64,
     pub(crate) hub: Hub,
-    approver: Arc<ClientApprover>,
+    pub(crate) approver: Arc<ClientApprover>,
     exec: Arc<TerminalExec>,
     irc: Arc<IrcSessions>,
     /// Inbound IRC messages, for delivery to the agent (taken by the forwarder at start).
@@ -189,6 +189,7 @@ impl SessionHost {
                     self.subagents.clone(),
                 )));
             agent.set_run_budget(options.budget.clone());
+            agent.set_untrusted_input(options.untrusted);
             if let Some(level) = options.thinking.as_deref()
                 && let Err(e) = agent.set_thinking(level)
             {

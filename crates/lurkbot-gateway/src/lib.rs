@@ -24,6 +24,7 @@ mod runtime;
 mod scheduler;
 mod server;
 mod slots;
+mod standing;
 mod state;
 mod ui;
 mod usage_methods;

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use lurkbot_agent::gate::{self, Act, Hold, Standing};
 use lurkbot_agent::{
     BoxFuture, Outbound, Runtime, Subagents, TurnHandle, TurnOutcome, TurnRequest,
 };
@@ -123,27 +124,36 @@ impl SessionHost {
         }
     }
 
-    /// Delivers `message` (see the module documentation); the answer says where it went.
+    /// Delivers `message` (see the module documentation) once the gate allows it; the answer
+    /// says where it went.
     ///
     /// # Errors
-    /// An unknown channel, or the channel refusing.
+    /// An unknown channel, the gate refusing (or the human not approving), or the channel
+    /// refusing.
     pub(crate) async fn deliver(&self, message: Outbound) -> Result<String, String> {
+        let last = self.last_route.lock().map(|l| l.clone()).ok();
         let (channel, to) = match message.channel.as_str() {
-            "last" => self
-                .last_route
-                .lock()
-                .map(|l| l.clone())
-                .unwrap_or_else(|_| ("webchat".into(), None)),
+            "last" => last.clone().unwrap_or_else(|| ("webchat".into(), None)),
             _ => (message.channel.clone(), message.to.clone()),
         };
         let to = message.to.clone().or(to);
+        let config = self.current().1;
+        let from_third_party = gate::is_third_party(&self.home, &config, &message.from);
         match channel.as_str() {
-            "webchat" if message.owner && message.from == SessionKey::main() => {
+            "webchat" if message.asker.is_owner() && message.from == SessionKey::main() => {
                 // A heartbeat's or main-session job's reply is already in the main session
                 // (and went out as its turn's `chat` event).
                 Ok("webchat".into())
             }
             "webchat" => {
+                let act = Act::Message {
+                    channel: "webchat",
+                    to: "agent:main:main",
+                    standing: Standing::OwnersDefault,
+                    pairing: false,
+                    from_third_party,
+                };
+                self.clear(&message, &act).await?;
                 // Never written into a turn in progress (it would split a tool call from its
                 // result): while the main session runs, it waits for the turn's end.
                 let slot = self.slot(&SessionKey::main());
@@ -168,23 +178,32 @@ impl SessionHost {
             }
             // A running channel (the IRC line too) delivers through its platform.
             name if self.channels.has(name) => {
-                let last = self.last_route.lock().map(|l| l.clone()).ok();
-                let chat = to
-                    .clone()
-                    .or_else(|| last.filter(|(c, _)| c == name).and_then(|(_, chat)| chat));
+                let chat = to.clone().or_else(|| {
+                    last.as_ref()
+                        .filter(|(c, _)| c == name)
+                        .and_then(|(_, chat)| chat.clone())
+                });
                 let Some(chat) = chat else {
                     return Err(format!(
                         "no {name} chat to send to: name one with `to`, or wait until your human writes from {name}"
                     ));
                 };
-                // The model's own messages go only to people allowed to talk to the agent.
-                if !message.owner
-                    && !crate::channels::may_message(&self.home, &self.current().1, name, &chat)
-                {
-                    return Err(format!(
-                        "{name} chat {chat} has not talked to the agent (not in allow_from, not paired); the model may message only those"
-                    ));
-                }
+                let standing = crate::standing::standing(
+                    &self.home,
+                    &config,
+                    name,
+                    &chat,
+                    &message.from,
+                    last.as_ref(),
+                );
+                let act = Act::Message {
+                    channel: name,
+                    to: &chat,
+                    standing,
+                    pairing: true,
+                    from_third_party,
+                };
+                self.clear(&message, &act).await?;
                 self.channels
                     .deliver(name, &chat, &message.text, None)
                     .await
@@ -192,15 +211,31 @@ impl SessionHost {
             "irc" => {
                 let mut command = String::from("irc send --text-stdin");
                 if let Some(to) = &to {
-                    // Owner-configured deliveries (cron announce, heartbeat) may name any
-                    // target; the model's own messages keep the confirm gate.
                     if to.chars().any(char::is_whitespace) || to.starts_with('-') {
                         return Err(format!("'{to}' is not an IRC channel or nick"));
                     }
-                    command.push_str(&format!(" --to {to}"));
-                    if message.owner {
-                        command.push_str(" --confirm");
-                    }
+                    // IRC has no pairing: a target other than IRC_CHANNEL is a human's call.
+                    let default = lurkbot_term::IrcConfig::load(&self.home)
+                        .ok()
+                        .map(|c| c.channel);
+                    let standing = if default
+                        .as_deref()
+                        .is_some_and(|d| d.eq_ignore_ascii_case(to))
+                    {
+                        Standing::OwnersDefault
+                    } else {
+                        Standing::Stranger
+                    };
+                    let act = Act::Message {
+                        channel: "irc",
+                        to,
+                        standing,
+                        pairing: false,
+                        from_third_party,
+                    };
+                    self.clear(&message, &act).await?;
+                    // The gate allowed this target: `irc send`'s own confirm gate is passed.
+                    command.push_str(&format!(" --to {to} --confirm"));
                 }
                 let mut request = ExecRequest::new(&command);
                 request.session = self.irc_session_for(&message.from);
@@ -226,6 +261,30 @@ impl SessionHost {
                 lurkbot_agent::CHANNELS.join(", ")
             )),
         }
+    }
+
+    /// Asks the gate about `act` for `message` and carries out its verdict (an approval is
+    /// asked of the connected clients).
+    async fn clear(&self, message: &Outbound, act: &Act<'_>) -> Result<(), String> {
+        let verdict = gate::decide(message.asker, act);
+        let Act::Message { channel, to, .. } = *act;
+        let preview: String = message.text.chars().take(200).collect();
+        let (_, _, approvals) = self.current();
+        gate::clear(
+            verdict,
+            Hold {
+                approver: &*self.approver,
+                approvals: &approvals,
+                session: message.from.as_str(),
+                tool: "message",
+                summary: format!(
+                    "{channel} → {to} ({} asked): {preview}",
+                    message.asker.as_str()
+                ),
+                key: format!("message:{channel}:{to}"),
+            },
+        )
+        .await
     }
 
     /// Appends `text` to the main session and shows it to the web UI's clients (a `chat`
@@ -263,6 +322,7 @@ impl Runtime for HostRuntime {
                 model: request.model.clone(),
                 thinking: request.thinking.clone(),
                 budget: request.budget.clone(),
+                untrusted: false,
             };
             let (run_id, task) = host
                 .start_when_free(

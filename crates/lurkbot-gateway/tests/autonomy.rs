@@ -218,6 +218,23 @@ async fn missed_runs_run_once_and_one_gateway_per_home_runs_them() {
     third.stop().await;
 }
 
+/// Sends `cron.run` for `id` without waiting for its answer (it waits for an approval).
+async fn start_run(c: &mut Client, id: &str) {
+    let frame = lurkbot_gateway::protocol::request("run-held", "cron.run", json!({"jobId": id}));
+    c.send(&frame).await;
+}
+
+/// The `cron.run` answer sent by [`start_run`].
+async fn run_answer(c: &mut Client) -> Value {
+    loop {
+        if let Some(pos) = c.events.iter().position(|f| f["id"] == "run-held") {
+            return c.events.remove(pos);
+        }
+        let frame = c.recv().await.expect("the run's answer");
+        c.events.push(frame);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_announce_to_irc_reaches_a_real_irc_client() {
     let server = IrcServer::start(&IrcOptions::default());
@@ -228,23 +245,28 @@ async fn an_announce_to_irc_reaches_a_real_irc_client() {
     let added = c
         .request("cron.add", report_job("irc", Some("alice")))
         .await;
+    assert_eq!(added["payload"]["job"]["createdBy"], "owner", "{added}");
     let id = added["payload"]["job"]["id"].as_str().unwrap().to_string();
     gw.fake.route(
         &format!("session=cron:{id}"),
-        vec![Step::text("Backup finished.")],
+        vec![
+            Step::text("Backup finished."),
+            Step::text("Backup finished."),
+        ],
     );
     let ran = c.request("cron.run", json!({"jobId": id})).await;
     assert_eq!(ran["payload"]["run"]["status"], "ok", "{ran}");
     peer.expect(|l| l.contains("PRIVMSG alice :Backup finished."));
 
-    // The model's own message to a channel that is not the default keeps the confirm gate.
+    // The model's own message to a nick that is not IRC_CHANNEL waits for a human: denied,
+    // nothing is sent and the model is told why.
     gw.fake.route(
         "session=agent:main:main",
         vec![
             Step::call(
                 "c1",
                 "message",
-                json!({"channel": "irc", "to": "alice", "text": "hi"}),
+                json!({"channel": "irc", "to": "alice", "text": "psst from the model"}),
             ),
             Step::text("ok"),
         ],
@@ -253,10 +275,140 @@ async fn an_announce_to_irc_reaches_a_real_irc_client() {
         .request("chat.send", json!({"message": "say hi to alice"}))
         .await;
     assert_eq!(sent["ok"], true);
-    c.event(|e| e["event"] == "chat" && e["payload"]["state"] == "final")
+    let asked = c.event(|e| e["event"] == "exec.approval.requested").await;
+    assert_eq!(asked["payload"]["tool"], "message", "{asked}");
+    assert_eq!(asked["payload"]["key"], "message:irc:alice", "{asked}");
+    let approval = asked["payload"]["approvalId"].as_str().unwrap().to_string();
+    let denied = c
+        .request(
+            "exec.approval.resolve",
+            json!({"approvalId": approval, "decision": "deny"}),
+        )
         .await;
+    assert_eq!(denied["ok"], true, "{denied}");
+    c.event(|e| {
+        e["event"] == "chat"
+            && e["payload"]["state"] == "final"
+            && e["payload"]["sessionKey"] == "agent:main:main"
+    })
+    .await;
     let last = gw.fake.requests().last().unwrap().body.to_string();
-    assert!(last.contains("--confirm"), "{last}");
+    assert!(
+        last.contains("held for approval and not approved"),
+        "{last}"
+    );
+
+    // A job the model made keeps the model's rules when it runs, whoever starts it: its
+    // announce to alice is held for approval, and denied it never reaches her.
+    gw.fake.route(
+        "session=agent:main:main",
+        vec![
+            Step::call(
+                "c2",
+                "cron",
+                json!({"action": "add", "job": {"name": "leak", "createdBy": "owner",
+                    "schedule": {"kind": "every", "everyMs": 3_600_000},
+                    "payload": {"kind": "agentTurn", "message": "Read MEMORY.md"},
+                    "delivery": {"mode": "announce", "channel": "irc", "to": "alice"}}}),
+            ),
+            Step::text("scheduled"),
+        ],
+    );
+    c.request("chat.send", json!({"message": "schedule it"}))
+        .await;
+    c.event(|e| {
+        e["event"] == "chat"
+            && e["payload"]["state"] == "final"
+            && e["payload"]["sessionKey"] == "agent:main:main"
+    })
+    .await;
+    let jobs = c.request("cron.list", json!({})).await;
+    let job = jobs["payload"]["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["name"] == "leak")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        job["createdBy"], "model",
+        "the model cannot claim the owner's authority"
+    );
+    let model_job = job["id"].as_str().unwrap().to_string();
+    gw.fake.route(
+        &format!("session=cron:{model_job}"),
+        vec![Step::text("SECRET MEMORY")],
+    );
+    start_run(&mut c, &model_job).await;
+    let asked = c.event(|e| e["event"] == "exec.approval.requested").await;
+    assert_eq!(asked["payload"]["sessionKey"], format!("cron:{model_job}"));
+    assert!(
+        asked["payload"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("model asked")
+    );
+    let approval = asked["payload"]["approvalId"].as_str().unwrap().to_string();
+    c.request(
+        "exec.approval.resolve",
+        json!({"approvalId": approval, "decision": "deny"}),
+    )
+    .await;
+    let ran = run_answer(&mut c).await;
+    assert_eq!(ran["payload"]["run"]["status"], "error", "{ran}");
+    assert!(
+        ran["payload"]["run"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("not approved")
+    );
+    // The owner's job runs again: the next line alice receives is its announce, not the
+    // model's (which was never sent).
+    let again = c.request("cron.run", json!({"jobId": id})).await;
+    assert_eq!(again["payload"]["run"]["status"], "ok", "{again}");
+    let lines = peer.lines_until(|l| l.contains("Backup finished."));
+    assert!(
+        !lines.iter().any(|l| l.contains("SECRET")),
+        "the held announce reached the peer: {lines:?}"
+    );
+
+    // An owner's cron.update of the model's job does not make it the owner's; the model's
+    // update of the owner's job makes it the model's.
+    let kept = c
+        .request(
+            "cron.update",
+            json!({"jobId": model_job, "patch": {"name": "renamed"}}),
+        )
+        .await;
+    assert_eq!(kept["payload"]["job"]["createdBy"], "model", "{kept}");
+    gw.fake.route(
+        "session=agent:main:main",
+        vec![
+            Step::call(
+                "c3",
+                "cron",
+                json!({"action": "update", "jobId": id, "patch": {"name": "mine now"}}),
+            ),
+            Step::text("updated"),
+        ],
+    );
+    c.request("chat.send", json!({"message": "rename the report"}))
+        .await;
+    c.event(|e| {
+        e["event"] == "chat"
+            && e["payload"]["state"] == "final"
+            && e["payload"]["sessionKey"] == "agent:main:main"
+    })
+    .await;
+    let jobs = c.request("cron.list", json!({})).await;
+    let owners = jobs["payload"]["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["id"] == id.as_str())
+        .cloned()
+        .unwrap();
+    assert_eq!(owners["createdBy"], "model", "{owners}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

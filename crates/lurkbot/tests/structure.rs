@@ -143,6 +143,47 @@ fn the_architecture_document_names_only_what_exists() {
     );
 }
 
+/// ARCHITECTURE.md §5.1: the owner's authority is made only where the owner acts — the CLI's
+/// cron command, the operator protocol's cron methods, the heartbeat's configured target — and
+/// in the gate that defines it; everything else carries the asker it was given.
+#[test]
+fn owner_authority_is_made_only_at_owner_entry_points() {
+    let entry_points = [
+        "crates/lurkbot-agent/src/gate/mod.rs",
+        "crates/lurkbot-agent/src/heartbeat.rs",
+        "crates/lurkbot-gateway/src/cron_methods.rs",
+        "crates/lurkbot/src/cli/cron.rs",
+    ];
+    let root = root();
+    let needle = concat!("Asker", "::", "Owner");
+    let mut makers: Vec<String> = all_rust_files()
+        .iter()
+        .filter(|f| !f.components().any(|c| c.as_os_str() == "tests"))
+        .filter(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains(needle)))
+        .filter_map(|f| {
+            let relative = f
+                .strip_prefix(&root)
+                .ok()?
+                .to_string_lossy()
+                .replace('\\', "/");
+            (!entry_points.contains(&relative.as_str())).then_some(relative)
+        })
+        .collect();
+    makers.sort();
+    assert!(
+        makers.is_empty(),
+        "the owner's authority is made outside the owner's entry points: {makers:?}"
+    );
+    // The rule still has something to check: the entry points do make it.
+    for file in entry_points {
+        let text = std::fs::read_to_string(root.join(file)).unwrap_or_default();
+        assert!(
+            text.contains(needle),
+            "{file} no longer makes it: update the list"
+        );
+    }
+}
+
 #[test]
 fn events_are_built_only_in_the_protocol_module() {
     // The gateway's events are `lurkbot_gateway::protocol::Event`s; a JSON event frame or a

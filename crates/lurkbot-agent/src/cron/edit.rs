@@ -5,11 +5,17 @@
 use serde_json::{Map, Value, json};
 
 use super::{CronJob, CronStore, StoreError, parse_at};
+use crate::gate::Asker;
 
 /// A job from JSON fields (the `cron` tool's and `cron.add`'s): defaults for what the store fills in, and `at` as text
-/// (`+20m` or RFC 3339) accepted beside `atMs`.
-pub fn job_from_json(mut fields: Map<String, Value>, now: u64) -> Result<CronJob, String> {
+/// (`+20m` or RFC 3339) accepted beside `atMs`. `createdBy` is `by`, whatever the fields say.
+pub fn job_from_json(
+    mut fields: Map<String, Value>,
+    now: u64,
+    by: Asker,
+) -> Result<CronJob, String> {
     fields.insert("id".into(), json!(""));
+    fields.insert("createdBy".into(), json!(by));
     fields.entry("enabled").or_insert(json!(true));
     fields.insert("createdAtMs".into(), json!(now));
     fields.insert("updatedAtMs".into(), json!(now));
@@ -50,8 +56,9 @@ fn at_text(schedule: &mut Map<String, Value>, now: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// Applies `patch` (top-level fields of the job; `id`, `createdAtMs` and `state` are kept) to
-/// job `id`; a changed schedule gets a new next run.
+/// Applies `patch` (top-level fields of the job; `id`, `createdAtMs`, `createdBy` and `state`
+/// are kept) to job `id`; a changed schedule gets a new next run. A job the model changes is
+/// the model's from then on (`by`), whoever made it.
 ///
 /// # Errors
 /// An unknown job, or a patch that breaks the job's shape or rules (nothing is stored).
@@ -60,6 +67,7 @@ pub fn patch_job(
     id: &str,
     patch: &Map<String, Value>,
     now: u64,
+    by: Asker,
 ) -> Result<CronJob, String> {
     let jobs = store.jobs().map_err(|e| e.to_string())?;
     let Some(job) = jobs.into_iter().find(|j| j.id == id) else {
@@ -69,7 +77,7 @@ pub fn patch_job(
         return Err("the job could not be read".into());
     };
     for (key, value) in patch {
-        if ["id", "createdAtMs", "state"].contains(&key.as_str()) {
+        if ["id", "createdAtMs", "createdBy", "state"].contains(&key.as_str()) {
             continue;
         }
         fields.insert(key.clone(), value.clone());
@@ -86,6 +94,9 @@ pub fn patch_job(
             *job = changed;
             job.state = state;
             job.updated_at_ms = now;
+            if by == Asker::Model {
+                job.created_by = Asker::Model;
+            }
             if schedule_changed || job.state.next_run_at_ms.is_none() && job.enabled {
                 job.state.next_run_at_ms = job.schedule.next_after(now).ok().flatten();
             }

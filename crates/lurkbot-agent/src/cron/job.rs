@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::schedule::{Schedule, ScheduleError};
+use crate::gate::Asker;
 
 /// Where a job's run happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,14 +17,14 @@ pub enum SessionTarget {
     Isolated,
 }
 
-/// When a main-session job wakes the agent.
+/// When a main-session job wakes the agent (its event is injected at once either way).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WakeMode {
-    /// At once.
-    #[default]
+    /// A heartbeat turn runs at once.
     Now,
-    /// With the next heartbeat.
+    /// The next heartbeat sees it (the seed's default).
+    #[default]
     NextHeartbeat,
 }
 
@@ -137,6 +138,10 @@ pub struct CronJob {
     /// Where the result goes.
     #[serde(default)]
     pub delivery: Delivery,
+    /// Who made the job (ARCHITECTURE.md §5.1): its runs act with that authority, so a
+    /// model's job keeps the model's rules whoever starts it. A job without it is the model's.
+    #[serde(default)]
+    pub created_by: Asker,
     /// Its running state.
     #[serde(default)]
     pub state: JobState,
@@ -229,6 +234,7 @@ mod tests {
             payload,
             delete_after_run: false,
             delivery: Delivery::None,
+            created_by: Asker::Model,
             state: JobState::default(),
         }
     }

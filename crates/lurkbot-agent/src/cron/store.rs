@@ -398,6 +398,7 @@ mod tests {
                 budget_tokens: None,
             },
             delete_after_run: false,
+            created_by: crate::gate::Asker::Model,
             delivery: Delivery::None,
             state: Default::default(),
         }

@@ -62,9 +62,31 @@ pub fn plan(dir: &Path) -> Result<ImportPlan, String> {
         .pointer("/agents/defaults/workspace")
         .and_then(Value::as_str)
         .map_or_else(|| dir.join("workspace"), PathBuf::from);
-    workspace_files(&mut plan, &workspace);
-    skills(&mut plan, &workspace.join("skills"), "workspace/skills");
-    skills(&mut plan, &dir.join("skills"), lurkbot_core::layout::SKILLS);
+    // Nothing outside the given folder is read: a workspace setting or a link that leads out
+    // of it (a hostile state folder's `memory -> ~/.ssh`) is left out and said so.
+    if workspace.exists() && !super::inside(dir, &workspace) {
+        plan.unmapped(
+            format!("agents.defaults.workspace ({})", workspace.display()),
+            format!(
+                "it is outside {}; nothing outside the given folder is read (import that folder, or copy its files by hand)",
+                dir.display()
+            ),
+        );
+    } else {
+        workspace_files(&mut plan, dir, &workspace);
+        skills(
+            &mut plan,
+            dir,
+            &workspace.join("skills"),
+            "workspace/skills",
+        );
+    }
+    skills(
+        &mut plan,
+        dir,
+        &dir.join("skills"),
+        lurkbot_core::layout::SKILLS,
+    );
     models(&mut plan, &config);
     tools(&mut plan, &config);
     heartbeat(&mut plan, &config);
@@ -78,7 +100,7 @@ pub fn plan(dir: &Path) -> Result<ImportPlan, String> {
     {
         plan.unmapped(
             format!("channels.{name}"),
-            "LurkBot has no channels yet (the web UI, the CLI and IRC are its ways in)",
+            "channel settings are not imported: set [channels.NAME] in config.toml and its variables in .env (README, 'Channels')",
         );
     }
     if config.pointer("/gateway/auth/token").is_some() {
@@ -90,9 +112,20 @@ pub fn plan(dir: &Path) -> Result<ImportPlan, String> {
     Ok(plan)
 }
 
-/// Every file under `from` (recursively), as paths relative to it.
-fn files_under(from: &Path) -> Vec<PathBuf> {
+/// Every file under `from` (recursively), as paths relative to it; links are not followed, and
+/// nothing is listed when `from` itself leads out of `root`.
+fn files_under(plan: &mut ImportPlan, root: &Path, from: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
+    if from.exists() && !super::inside(root, from) {
+        plan.unmapped(
+            from.display().to_string(),
+            format!(
+                "it leads out of {} (a link); nothing outside the given folder is read",
+                root.display()
+            ),
+        );
+        return out;
+    }
     let mut stack = vec![from.to_path_buf()];
     while let Some(dir) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -119,7 +152,7 @@ fn files_under(from: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn workspace_files(plan: &mut ImportPlan, workspace: &Path) {
+fn workspace_files(plan: &mut ImportPlan, root: &Path, workspace: &Path) {
     let Ok(entries) = std::fs::read_dir(workspace) else {
         plan.unmapped(
             workspace.display().to_string(),
@@ -141,7 +174,7 @@ fn workspace_files(plan: &mut ImportPlan, workspace: &Path) {
         });
     }
     let memory = workspace.join("memory");
-    for rel in files_under(&memory) {
+    for rel in files_under(plan, root, &memory) {
         plan.actions.push(Action::Copy {
             from: memory.join(&rel),
             to: format!(
@@ -153,8 +186,8 @@ fn workspace_files(plan: &mut ImportPlan, workspace: &Path) {
     }
 }
 
-fn skills(plan: &mut ImportPlan, from: &Path, to: &str) {
-    for rel in files_under(from) {
+fn skills(plan: &mut ImportPlan, root: &Path, from: &Path, to: &str) {
+    for rel in files_under(plan, root, from) {
         plan.actions.push(Action::Copy {
             from: from.join(&rel),
             to: format!("{to}/{}", rel.display()),
@@ -418,6 +451,9 @@ fn cron(plan: &mut ImportPlan, dir: &Path) {
             let created = map.get("createdAtMs").cloned().unwrap_or(Value::from(0));
             map.entry("updatedAtMs").or_insert(created);
             map.insert("state".into(), serde_json::json!({}));
+            // OpenClaw's own cron tool writes jobs.json: a job read from it may be a model's,
+            // so it runs with the model's rules (ARCHITECTURE.md §5.1), never the owner's.
+            map.insert("createdBy".into(), serde_json::json!("model"));
             if let Some(payload) = map.get_mut("payload").and_then(Value::as_object_mut) {
                 payload.remove("toolsAllow");
                 payload.remove("lightContext");

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
 use crate::cron::{CronStore, RunMode, job_from_json, patch_job, run_job};
+use crate::gate::Asker;
 
 /// `cron`.
 pub(crate) struct CronTool;
@@ -44,7 +45,7 @@ impl Tool for CronTool {
                     let Some(Value::Object(fields)) = args.get("job") else {
                         return ToolOutput::error("add needs a job object");
                     };
-                    let job = match job_from_json(fields.clone(), now) {
+                    let job = match job_from_json(fields.clone(), now, Asker::Model) {
                         Ok(j) => j,
                         Err(e) => return ToolOutput::error(e),
                     };
@@ -60,7 +61,7 @@ impl Tool for CronTool {
                     let Ok(id) = id else {
                         return ToolOutput::error("update needs jobId");
                     };
-                    match patch_job(&store, id, patch, now) {
+                    match patch_job(&store, id, patch, now, Asker::Model) {
                         Ok(job) => answer(json!(job)),
                         Err(e) => ToolOutput::error(e),
                     }

@@ -47,7 +47,7 @@ impl Tool for MessageTool {
                 to: args.get("to").and_then(Value::as_str).map(str::to_string),
                 text,
                 from: ctx.session.clone(),
-                owner: false,
+                asker: crate::gate::Asker::Model,
             };
             match runtime.deliver(outbound).await {
                 Ok(where_to) => ToolOutput::ok(format!("delivered to {where_to}")),

@@ -91,7 +91,7 @@ pub(crate) struct AddArgs {
     #[arg(long, value_parser = ["main", "isolated"])]
     session: Option<String>,
     /// When a main-session job wakes the agent.
-    #[arg(long, value_parser = ["now", "next-heartbeat"], default_value = "now")]
+    #[arg(long, value_parser = ["now", "next-heartbeat"], default_value = "next-heartbeat")]
     wake: String,
     /// Remove the job after its first successful run.
     #[arg(long)]
@@ -256,6 +256,7 @@ fn new_job(add: AddArgs, config: &Config, now: u64) -> Result<CronJob, CliError>
         },
         payload,
         delete_after_run: add.delete_after_run,
+        created_by: lurkbot_agent::gate::Asker::Owner,
         delivery: match add.channel {
             Some(channel) if add.announce => Delivery::Announce {
                 channel,
