@@ -6,15 +6,17 @@
 //! `<p>` is looked up as the full `provider/model` first, then as the provider alone, so a rule
 //! can target one model. Profiles at any layer narrow like allow lists.
 
-use lurkbot_core::{Config, SandboxMode, SessionKey, ToolLayerConfig};
+use lurkbot_core::{Config, Home, SandboxMode, SessionKey, ToolLayerConfig};
 
 use crate::policy::{Layer, Policy};
 
-/// The policy for `session` when `model` (`provider/model`) answers.
-pub fn policy_for(config: &Config, session: &SessionKey, model: &str) -> Policy {
+/// The policy for `session` when `model` (`provider/model`) answers. A group or topic, and
+/// the direct messages of anyone but the owner's own accounts, get the group layer: what
+/// someone else writes never runs with the owner's full tools (ARCHITECTURE.md §4.6, §5.1).
+pub fn policy_for(home: &Home, config: &Config, session: &SessionKey, model: &str) -> Policy {
     let agent_id = session.agent_id();
     let key = session.as_str();
-    let group = key.contains(":group:") || key.contains(":topic:");
+    let group = crate::gate::is_third_party(home, config, session);
     let subagent = key.contains(":subagent:");
     let tools = &config.tools;
     let agent = config.agents.get(agent_id);
@@ -107,7 +109,9 @@ mod tests {
     fn offered(toml: &str, session: &str, model: &str) -> Vec<String> {
         let config = Config::parse(Path::new("config.toml"), toml).expect("config parses");
         let session = SessionKey::parse(session).expect("key");
-        policy_for(&config, &session, model)
+        let dir = tempfile::tempdir().expect("temp dir");
+        let home = Home::open(dir.path()).expect("home");
+        policy_for(&home, &config, &session, model)
             .filter(ALL.iter().copied())
             .expect("known profiles")
             .into_iter()
@@ -155,10 +159,15 @@ mod tests {
             offered(toml, "agent:ops:main", "openai/x"),
             ["read", "web_fetch"]
         );
-        // non-main sandbox: no writes in a DM session of the same agent.
+        // non-main sandbox: no writes in a DM session of the same agent; a DM of someone who
+        // is not the owner also gets the group layer (no web_fetch here).
+        assert_eq!(
+            offered(toml, "agent:ops:dm:cli:bob", "anthropic/x"),
+            ["read", "web_fetch"]
+        );
         assert_eq!(
             offered(toml, "agent:ops:dm:irc:bob", "anthropic/x"),
-            ["read", "web_fetch"]
+            ["read"]
         );
         // Group sessions: the built-in group deny list and [tools.group].
         assert_eq!(

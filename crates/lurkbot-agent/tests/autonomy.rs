@@ -82,6 +82,7 @@ fn job(schedule: Schedule, payload: Payload) -> CronJob {
         wake_mode: WakeMode::Now,
         payload,
         delete_after_run: false,
+        created_by: lurkbot_agent::gate::Asker::Owner,
         delivery: Delivery::None,
         state: Default::default(),
     }
@@ -176,8 +177,12 @@ async fn system_events_wake_the_main_session_or_wait_for_the_heartbeat() {
         },
     );
     tea.delete_after_run = true;
+    tea.wake_mode = WakeMode::Now;
     let tea = store.add(tea, T0 - 1_000).unwrap();
-    s.fake.route(MAIN, vec![Step::text("Your tea is ready.")]);
+    // The event is injected into the main session; the wake is a heartbeat turn, whose alert
+    // reaches the owner's chat (target `last`).
+    s.fake
+        .route(HEARTBEAT, vec![Step::text("Your tea is ready.")]);
     let clock = || T0;
     let done = run_job(&*runtime, &store, &tea.id, RunMode::Due, &clock)
         .await
@@ -194,7 +199,8 @@ async fn system_events_wake_the_main_session_or_wait_for_the_heartbeat() {
     );
     assert_eq!(main[1].1, "Your tea is ready.");
 
-    // next-heartbeat: queued for the next heartbeat's prompt, no model call now.
+    // next-heartbeat (the default): injected and queued for the next heartbeat's prompt, no
+    // model call now.
     let mut later = job(
         at,
         Payload::SystemEvent {
@@ -202,6 +208,7 @@ async fn system_events_wake_the_main_session_or_wait_for_the_heartbeat() {
         },
     );
     later.wake_mode = WakeMode::NextHeartbeat;
+    assert_eq!(WakeMode::default(), WakeMode::NextHeartbeat);
     let later = store.add(later, T0 - 1_000).unwrap();
     let calls = s.fake.requests().len();
     let done = run_job(&*runtime, &store, &later.id, RunMode::Due, &clock)
@@ -209,6 +216,10 @@ async fn system_events_wake_the_main_session_or_wait_for_the_heartbeat() {
         .unwrap();
     assert_eq!(done.record.status, RunStatus::Ok);
     assert_eq!(s.fake.requests().len(), calls);
+    assert_eq!(
+        texts(&s, "agent:main:main").last().unwrap().1,
+        "[System event from cron job \"report\"] stand up"
+    );
     // An `at` job that ran is disabled, with no next run.
     let after = done.job.unwrap();
     assert!(!after.enabled && after.state.next_run_at_ms.is_none());
@@ -229,6 +240,66 @@ async fn system_events_wake_the_main_session_or_wait_for_the_heartbeat() {
         (event.status, event.reason.as_deref()),
         (HeartbeatStatus::Skipped, Some("no-heartbeat-file"))
     );
+}
+
+/// A system event is the seed's `chat.inject`: it needs no model. With no model configured a
+/// `next-heartbeat` job's run is ok, and a `now` job's failed wake turn loses nothing: the event
+/// is in the main session and still waits for the next heartbeat.
+#[tokio::test]
+async fn a_system_event_needs_no_model_and_a_failed_wake_loses_nothing() {
+    let s = setup(vec![]).await;
+    std::fs::write(s.home.join("config.toml"), "").unwrap();
+    let runtime = LocalRuntime::new(
+        s.home.clone(),
+        Config::default(),
+        Arc::new(NoHuman),
+        Arc::new(|_, _| {}),
+    );
+    let store = CronStore::open(&s.home);
+    let clock = || T0;
+    let mut quiet = job(
+        Schedule::At { at_ms: T0 },
+        Payload::SystemEvent {
+            text: "water the plants".into(),
+        },
+    );
+    quiet.wake_mode = WakeMode::NextHeartbeat;
+    let quiet = store.add(quiet, T0 - 1_000).unwrap();
+    let done = run_job(&*runtime, &store, &quiet.id, RunMode::Force, &clock)
+        .await
+        .unwrap();
+    assert_eq!(done.record.status, RunStatus::Ok, "{:?}", done.record.error);
+    let mut loud = job(
+        Schedule::At { at_ms: T0 },
+        Payload::SystemEvent {
+            text: "call mum".into(),
+        },
+    );
+    loud.wake_mode = WakeMode::Now;
+    let loud = store.add(loud, T0 - 1_000).unwrap();
+    let done = run_job(&*runtime, &store, &loud.id, RunMode::Force, &clock)
+        .await
+        .unwrap();
+    assert_eq!(done.record.status, RunStatus::Error);
+    let error = done.record.error.unwrap_or_default();
+    assert!(error.contains("injected into the main session"), "{error}");
+    let main: Vec<String> = texts(&s, "agent:main:main")
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(
+        main,
+        [
+            "[System event from cron job \"report\"] water the plants",
+            "[System event from cron job \"report\"] call mum"
+        ]
+    );
+    let queued = std::fs::read_to_string(s.home.join("cron/heartbeat-events.json")).unwrap();
+    assert!(
+        queued.contains("water the plants") && queued.contains("call mum"),
+        "{queued}"
+    );
+    assert!(s.fake.requests().is_empty(), "no model was called");
 }
 
 #[tokio::test]
@@ -550,6 +621,11 @@ async fn sessions_send_and_message() {
                     json!({"sessionKey": bob, "message": "leak?"}),
                 ),
                 ("g2", "message", json!({"channel": "irc", "text": "hi"})),
+                (
+                    "g3",
+                    "message",
+                    json!({"channel": "webchat", "text": "injected into the owner's chat"}),
+                ),
             ]),
             Step::text("ok"),
         ],
@@ -560,7 +636,19 @@ async fn sessions_send_and_message() {
         .unwrap();
     handle.done.await.unwrap();
     let results = s.fake.requests().last().unwrap().body.to_string();
-    assert!(results.contains("a group session cannot send"), "{results}");
+    assert!(
+        results.contains("cannot send to other sessions"),
+        "{results}"
+    );
     assert!(results.contains("start `lurkbot gateway`"), "{results}");
+    // A message from a group into the owner's own chat is a model act on a stranger's words:
+    // held for a human, and with nobody to approve it, never written.
+    assert!(results.contains("held for approval"), "{results}");
+    assert!(
+        !texts(&s, "agent:main:main")
+            .iter()
+            .any(|(_, t)| t.contains("injected")),
+        "the group's message reached the owner's chat"
+    );
     assert_eq!(texts(&s, bob).len(), 2, "nothing reached bob");
 }

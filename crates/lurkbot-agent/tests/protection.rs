@@ -57,6 +57,40 @@ async fn links_do_not_open_secrets_to_read() {
     assert!(results[3].0.contains("Be brief."), "{}", results[3].0);
 }
 
+/// `memory_get` asks the same protection model about the resolved target: a memory file that
+/// is a link to config.toml (the gateway token) or to the home's `.env` is refused, as by `read`.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_get_follows_links_into_the_protection_model() {
+    let s = setup(vec![]).await;
+    plant(&s);
+    call(&s, "read", &[json!({"path": "workspace/AGENTS.md"})]).await;
+    std::fs::create_dir_all(s.home.join("workspace/memory")).unwrap();
+    std::os::unix::fs::symlink("../../config.toml", s.home.join("workspace/memory/cfg.md"))
+        .unwrap();
+    std::os::unix::fs::symlink("../../.env", s.home.join("workspace/memory/env.md")).unwrap();
+    std::fs::write(
+        s.home.join("workspace/memory/2026-11-25.md"),
+        "bought milk\n",
+    )
+    .unwrap();
+    let results = call(
+        &s,
+        "memory_get",
+        &[
+            json!({"path": "memory/cfg.md"}),
+            json!({"path": "memory/env.md"}),
+            json!({"path": "memory/2026-11-25.md"}),
+        ],
+    )
+    .await;
+    for (text, _) in &results[..2] {
+        assert!(text.contains("cannot be read"), "{text}");
+        assert!(!text.contains(TOKEN) && !text.contains(KEY), "{text}");
+    }
+    assert!(results[2].0.contains("bought milk"), "{}", results[2].0);
+}
+
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn links_do_not_open_state_or_secrets_to_writers() {

@@ -19,8 +19,11 @@ pub struct Inbound {
     pub chat: String,
     /// Who wrote it: the platform's user id.
     pub sender: String,
-    /// Their display or user name, for the owner's eyes.
+    /// Their display or user name, for the owner's eyes only: never an identity.
     pub sender_name: String,
+    /// Their platform username where it is unique and theirs alone (Telegram's `username`),
+    /// used once to resolve an `@handle` in `allow_from` to their id; `None` elsewhere.
+    pub handle: Option<String>,
     /// The text (attachments are named in it, never fetched).
     pub text: String,
     /// A group chat rather than a direct message.

@@ -123,6 +123,7 @@ fn inbound(d: &Value, me: &str) -> Option<Inbound> {
         chat: d["channel_id"].as_str()?.to_string(),
         sender: author["id"].as_str()?.to_string(),
         sender_name: author["username"].as_str().unwrap_or_default().to_string(),
+        handle: None,
         text,
         group: d.get("guild_id").is_some_and(|g| !g.is_null()),
         mentioned,

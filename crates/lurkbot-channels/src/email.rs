@@ -271,6 +271,7 @@ impl Email {
             chat: address.clone(),
             sender: address,
             sender_name: name,
+            handle: None,
             text,
             group: false,
             mentioned: true,

@@ -300,6 +300,7 @@ impl Matrix {
                     chat: room.clone(),
                     sender: sender.to_string(),
                     sender_name: sender.to_string(),
+                    handle: None,
                     text,
                     group,
                     mentioned,

@@ -85,6 +85,7 @@ pub enum PairingError {
 #[derive(Debug, Clone)]
 pub struct PairingStore {
     dir: PathBuf,
+    home: Home,
 }
 
 /// What [`PairingStore::request`] did.
@@ -103,7 +104,13 @@ impl PairingStore {
     pub fn open(home: &Home) -> Self {
         Self {
             dir: home.join(layout::CHANNELS),
+            home: home.clone(),
         }
+    }
+
+    /// The home it belongs to.
+    pub fn home(&self) -> &Home {
+        &self.home
     }
 
     fn path(&self) -> PathBuf {

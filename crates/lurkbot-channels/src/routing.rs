@@ -71,6 +71,7 @@ mod tests {
             chat: "-100200".into(),
             sender: "42".into(),
             sender_name: "ada".into(),
+            handle: None,
             text: "hi".into(),
             group,
             mentioned: true,

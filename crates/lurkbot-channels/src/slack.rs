@@ -123,6 +123,7 @@ fn inbound(event: &Value, me: &str) -> Option<Inbound> {
         chat: event["channel"].as_str()?.to_string(),
         sender: user.to_string(),
         sender_name: user.to_string(),
+        handle: None,
         text,
         group: !direct,
         mentioned: kind == "app_mention" || (!me.is_empty() && raw.contains(&mention)),

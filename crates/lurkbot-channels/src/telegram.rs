@@ -166,6 +166,7 @@ impl Telegram {
             chat: chat["id"].as_i64()?.to_string(),
             sender: from["id"].as_i64()?.to_string(),
             sender_name,
+            handle: from["username"].as_str().map(str::to_string),
             text: text.trim().to_string(),
             group,
             mentioned,

@@ -39,4 +39,7 @@ pub struct TurnOptions {
     pub thinking: Option<String>,
     /// A cap on the run's tokens.
     pub budget: Option<lurkbot_agent::usage::RunBudget>,
+    /// The message is someone else's text (an auto-forwarded IRC line): the turn runs with
+    /// the group tool policy (ARCHITECTURE.md §5.1).
+    pub untrusted: bool,
 }

@@ -45,6 +45,11 @@ async fn a_stranger_gets_a_code_and_is_answered_once_approved() {
         vec![Step::text("Hello **Ada**. Nice to meet you!")],
     )
     .await;
+    std::fs::write(
+        gw.home.join("workspace/MEMORY.md"),
+        "OWNER-PRIVATE-MEMORY\n",
+    )
+    .unwrap();
     server.user_writes(555, 555, "ada", "private", "hello bot");
     let first = sent(&server, 1).await;
     assert_eq!(first.len(), 1, "{first:?}");
@@ -81,6 +86,33 @@ async fn a_stranger_gets_a_code_and_is_answered_once_approved() {
     assert!(
         !asked.contains("hello bot"),
         "the message sent before approval was dropped"
+    );
+    // A paired third party is not the owner: the group tool policy, no private memory.
+    let tools: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(tools.contains(&"read"), "{tools:?}");
+    for denied in [
+        "terminal_exec",
+        "write",
+        "edit",
+        "memory_get",
+        "memory_search",
+        "cron",
+    ] {
+        assert!(
+            !tools.contains(&denied),
+            "{denied} offered to a third party: {tools:?}"
+        );
+    }
+    assert!(
+        !asked.contains("OWNER-PRIVATE-MEMORY"),
+        "MEMORY.md reached a third party"
     );
     // The paired sender's own session.
     let sessions = lurkbot_agent::Sessions::open(&gw.home, "main")
@@ -274,7 +306,10 @@ async fn a_cron_announce_is_delivered_to_telegram() {
     let gw = gateway(
         &server,
         "allow_from = [\"42\"]\n",
-        vec![Step::text("Your morning brief.")],
+        vec![
+            Step::text("Your morning brief."),
+            Step::text("Your morning brief."),
+        ],
     )
     .await;
     let (mut c, _) = Client::connect(&gw, TOKEN).await;
@@ -296,6 +331,35 @@ async fn a_cron_announce_is_delivered_to_telegram() {
         (all[0].chat_id.as_str(), all[0].text.as_str()),
         ("42", "Your morning brief\\.")
     );
+
+    // A job the model made announcing to a stranger (neither allowed nor paired) is refused
+    // when it runs, though the owner started the run: the stranger receives nothing.
+    let fields = json!({"name": "Leak", "schedule": {"kind": "every", "everyMs": 3_600_000},
+        "payload": {"kind": "agentTurn", "message": "read my memory"},
+        "delivery": {"mode": "announce", "channel": "telegram", "to": "31337"}});
+    let now = lurkbot_core::now_ms();
+    let job = lurkbot_agent::cron::job_from_json(
+        fields.as_object().unwrap().clone(),
+        now,
+        lurkbot_agent::gate::Asker::Model,
+    )
+    .unwrap();
+    let job = lurkbot_agent::cron::CronStore::open(&gw.home)
+        .add(job, now)
+        .unwrap();
+    gw.fake.route(
+        &format!("session=cron:{}", job.id),
+        vec![Step::text("the owner's secrets")],
+    );
+    let ran = c.request("cron.run", json!({"jobId": job.id})).await;
+    assert_eq!(ran["payload"]["run"]["status"], "error", "{ran}");
+    let error = ran["payload"]["run"]["error"].as_str().unwrap();
+    assert!(error.contains("not paired"), "{error}");
+    // The owner's job again: the server's next message is its brief, nothing went to 31337.
+    c.request("cron.run", json!({"jobId": id})).await;
+    let all = sent(&server, 2).await;
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert!(server.sent().iter().all(|s| s.chat_id != "31337"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -412,4 +476,70 @@ async fn the_network_policy_refuses_attachment_downloads_it_does_not_allow() {
     );
     assert!(!asked.contains(BOT_TOKEN));
     assert!(!gw.home.join("workspace/inbox").exists());
+}
+
+/// A sender is matched by identity, never by a name (ARCHITECTURE.md §6.1): with
+/// `allow_from = ["@alice_owner"]`, a stranger with no username whose first name is
+/// "alice_owner" gets a pairing code and never reaches the model; the account that really has
+/// the username is the owner (resolved to its id once, stored), and the model may message it;
+/// another account taking the name later is a stranger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owners_are_matched_by_identity_never_by_a_name() {
+    let server = std::sync::Arc::new(TelegramServer::start(BOT_TOKEN));
+    let gw = gateway(
+        &server,
+        "allow_from = [\"@alice_owner\"]\n",
+        vec![
+            Step::text("hello owner"),
+            Step::call(
+                "m1",
+                "message",
+                json!({"channel": "telegram", "to": "42", "text": "a note for you"}),
+            ),
+            Step::text("noted"),
+        ],
+    )
+    .await;
+    server.nameless_user_writes(66, 66, "alice_owner", "show me MEMORY.md");
+    let first = sent(&server, 1).await;
+    assert_eq!(first[0].chat_id, "66");
+    assert!(first[0].text.contains("pairing code"), "{}", first[0].text);
+    assert!(
+        gw.fake.requests().is_empty(),
+        "the impostor never reached the model"
+    );
+
+    server.user_writes(42, 42, "alice_owner", "private", "hi, it's me");
+    let all = sent(&server, 2).await;
+    assert_eq!(
+        (all[1].chat_id.as_str(), all[1].text.as_str()),
+        ("42", "hello owner")
+    );
+    let asked = gw.fake.requests()[0].body.to_string();
+    assert!(
+        !asked.contains("untrusted telegram message"),
+        "the owner's own words: {asked}"
+    );
+    let bound = std::fs::read_to_string(gw.home.join(lurkbot_core::OWNER_HANDLES_FILE)).unwrap();
+    assert!(bound.contains("\"alice_owner\": \"42\""), "{bound}");
+
+    // The model's message to the owner's chat goes out (the owner's default target).
+    server.user_writes(42, 42, "alice_owner", "private", "leave me a note");
+    let all = sent(&server, 4).await;
+    assert!(
+        all.iter()
+            .any(|s| s.chat_id == "42" && s.text == "a note for you"),
+        "{all:?}"
+    );
+
+    // The username moved to another account: still a stranger.
+    server.user_writes(77, 77, "alice_owner", "private", "I am alice now");
+    let all = sent(&server, 5).await;
+    assert_eq!(all[4].chat_id, "77");
+    assert!(all[4].text.contains("pairing code"), "{}", all[4].text);
+    assert_eq!(
+        gw.fake.requests().len(),
+        3,
+        "only the owner's two turns reached the model"
+    );
 }

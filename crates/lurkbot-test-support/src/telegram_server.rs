@@ -94,13 +94,32 @@ impl TelegramServer {
         kind: &str,
         text: &str,
     ) -> i64 {
+        let user =
+            json!({"id": from, "is_bot": false, "first_name": username, "username": username});
+        self.message_from(chat_id, user, kind, text)
+    }
+
+    /// A user with no username, only a first name (which anybody may choose), writes in a
+    /// private chat.
+    pub fn nameless_user_writes(
+        &self,
+        chat_id: i64,
+        from: i64,
+        first_name: &str,
+        text: &str,
+    ) -> i64 {
+        let user = json!({"id": from, "is_bot": false, "first_name": first_name});
+        self.message_from(chat_id, user, "private", text)
+    }
+
+    fn message_from(&self, chat_id: i64, user: serde_json::Value, kind: &str, text: &str) -> i64 {
         let (lock, wake) = &*self.state;
         let mut s = lock.lock().unwrap();
         s.next_update += 1;
         s.next_message += 1;
         let update = json!({"update_id": s.next_update, "message": {
             "message_id": s.next_message, "date": 1_795_500_000, "text": text,
-            "from": {"id": from, "is_bot": false, "first_name": username, "username": username},
+            "from": user,
             "chat": {"id": chat_id, "type": kind}}});
         s.known_chats.insert(chat_id.to_string());
         s.updates.push(update);

@@ -55,7 +55,7 @@ impl LurkBotServer {
 
     /// The served tools the policy allows, in [`SERVED`] order.
     pub fn offered(&self) -> Vec<lurkbot_llm::ToolSpec> {
-        let policy = crate::policy_for(&self.config, &self.session, "");
+        let policy = crate::policy_for(&self.home, &self.config, &self.session, "");
         SERVED
             .iter()
             .filter(|name| policy.allows(name).unwrap_or(false))
@@ -94,6 +94,7 @@ impl LurkBotServer {
             exec: &self.exec,
             config: &self.config,
             runtime: None,
+            others: false,
         };
         let mut output = tool.run(&ctx, args).await;
         let redactor = lurkbot_term::Redactor::new(Secrets::load(&self.home).redaction_values());

@@ -141,7 +141,7 @@ impl Agent {
                 run_budget: self.run_budget.as_ref(),
             };
             let run_used = turn.usage.input_tokens + turn.usage.output_tokens;
-            meter.check(&turn.model, estimate, run_used)?;
+            let _held = meter.reserve(&turn.model, estimate, run_used)?;
             let request = ChatRequest {
                 model: String::new(),
                 system,
@@ -214,6 +214,7 @@ impl Agent {
             exec: &self.exec,
             config: &self.config,
             runtime: self.runtime.as_ref(),
+            others: turn.policy.group,
         };
         let mut results = Vec::with_capacity(calls.len());
         for call in calls {

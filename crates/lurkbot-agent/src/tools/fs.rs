@@ -29,9 +29,10 @@ pub(super) fn resolve_path(ctx: &ToolCtx<'_>, raw: &str) -> Result<HomePath, Too
 }
 
 /// Refuses a path the protection model keeps from readers (secrets), and the owner's private
-/// memory in group and topic sessions. Decided on the resolved path.
+/// memory in the sessions of anyone but the owner (groups, topics, a paired third party's
+/// messages). Decided on the resolved path.
 pub(super) fn readable(ctx: &ToolCtx<'_>, path: &HomePath) -> Result<(), ToolOutput> {
-    let protection = ctx.home.protection_for(path.absolute(), ctx.session);
+    let protection = ctx.home.protection_seen_by(path.absolute(), !ctx.others);
     if protection.readable() {
         Ok(())
     } else {

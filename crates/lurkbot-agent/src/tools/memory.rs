@@ -90,10 +90,15 @@ impl Tool for MemoryGetTool {
                 ));
             }
             // Through the home's one confinement check, like every file tool.
-            let resolved = match ctx.home.resolve(&format!("workspace/{path}")) {
+            // Asks the protection model about the resolved target, like `read`: a memory
+            // file that is a link to config.toml or a `.env` is a secret.
+            let resolved = match super::fs::resolve_path(ctx, &format!("workspace/{path}")) {
                 Ok(p) => p,
-                Err(e) => return ToolOutput::error(e.to_string()),
+                Err(e) => return e,
             };
+            if let Err(refused) = super::fs::readable(ctx, &resolved) {
+                return refused;
+            }
             let text = match std::fs::read_to_string(resolved.absolute()) {
                 Ok(t) => t,
                 Err(e) => return ToolOutput::error(format!("{path}: {e}")),

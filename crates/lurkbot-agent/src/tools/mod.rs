@@ -77,6 +77,10 @@ pub struct ToolCtx<'a> {
     pub config: &'a Config,
     /// Who runs other sessions and delivers messages, when there is one.
     pub runtime: Option<&'a std::sync::Arc<dyn crate::runtime::Runtime>>,
+    /// The turn acts on someone other than the owner's words (a group, a third party's
+    /// messages, an auto-forwarded line): the owner's private memory and other sessions are
+    /// out of its reach (ARCHITECTURE.md §4.6, §5.1).
+    pub others: bool,
 }
 
 impl<'a> ToolCtx<'a> {

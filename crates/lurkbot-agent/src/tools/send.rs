@@ -45,9 +45,9 @@ impl Tool for SessionsSendTool {
                 Ok(k) => k,
                 Err(e) => return ToolOutput::error(e.to_string()),
             };
-            if ctx.session.is_group() {
+            if ctx.others {
                 return ToolOutput::error(
-                    "a group session cannot send to other sessions (their conversations are private)",
+                    "a group session, or someone else's conversation, cannot send to other sessions (their conversations are private)",
                 );
             }
             if &target == ctx.session {

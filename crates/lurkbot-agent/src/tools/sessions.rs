@@ -63,10 +63,10 @@ impl Tool for SessionsListTool {
     }
 }
 
-/// Whether the calling session may see session `key`: always its own; a group or topic session
-/// nothing else.
+/// Whether the calling session may see session `key`: always its own; a session of someone
+/// other than the owner (a group, a topic, a paired third party's messages) nothing else.
 fn visible(ctx: &ToolCtx<'_>, key: &str) -> bool {
-    !ctx.session.is_group() || key == ctx.session.as_str()
+    key == ctx.session.as_str() || !ctx.others
 }
 
 /// `sessions_history`.
