@@ -218,6 +218,17 @@ pub(crate) fn call_now(
     (m.handler)(state, params).now_or_never()
 }
 
+/// Whether a call of `method` approves something itself: a terminal command carrying
+/// `--confirm` (the human's own confirmation, which only an approvals-scoped client gives).
+fn confirms(method: &str, params: &Value) -> bool {
+    method == "terminal.exec"
+        && params
+            .get("command")
+            .and_then(Value::as_str)
+            .and_then(|c| lurkbot_term::parse_command(c).ok())
+            .is_some_and(|words| words.iter().any(|w| w == "--confirm"))
+}
+
 /// Whether `method` is logged at debug only.
 pub(crate) fn is_quiet(method: &str) -> bool {
     QUIET.contains(&method)
@@ -242,6 +253,15 @@ pub(crate) async fn call(
                 m.scope.as_str()
             ),
         )),
+        Some(m) if confirms(m.name, params) && !grants.allows(Scope::Approvals) => {
+            Err(MethodError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "missing scope: {} (a command carrying --confirm is an approval)",
+                    Scope::Approvals.as_str()
+                ),
+            ))
+        }
         Some(m) => (m.handler)(state, params).await,
         None => Err(MethodError::new(
             ErrorCode::NotFound,

@@ -230,7 +230,10 @@ async fn handshake(
         protocol = version.number(),
         "WebSocket client connected"
     );
-    let grants = Grants::from_connect(p.get("scopes"));
+    let grants = match Grants::from_connect(p.get("scopes")) {
+        Ok(grants) => grants,
+        Err(e) => return refuse(Some(id), MethodError::invalid(e)),
+    };
     let subscribed = Arc::new(AtomicBool::new(false));
     if version.is_openclaw() {
         let hello = crate::openclaw::hello(state, version, &conn_id, &grants);

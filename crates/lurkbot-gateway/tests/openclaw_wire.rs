@@ -224,6 +224,51 @@ async fn scopes_are_enforced_and_approvals_use_openclaws_shapes_on_protocol_4() 
     }
     assert!(gw.fake.requests().is_empty(), "nothing reached the model");
 
+    // `scopes` as a string instead of a list is refused, not read as every scope.
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/", gw.addr))
+        .await
+        .unwrap();
+    let mut odd = Client {
+        ws,
+        events: Vec::new(),
+        next: 0,
+    };
+    odd.recv().await.unwrap();
+    let refused = odd
+        .request(
+            "connect",
+            json!({"minProtocol": 3, "maxProtocol": 4, "role": "operator",
+                "client": {"id": "cli", "version": "2026.9.6", "platform": "linux", "mode": "cli"},
+                "scopes": "operator.admin", "auth": {"token": TOKEN}}),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], "INVALID_REQUEST", "{refused}");
+    assert!(odd.close_code().await.is_some(), "the connection is closed");
+
+    // A writer without the approvals scope cannot confirm a command itself.
+    let mut writer = connect_v4(&gw, &["operator.write"]).await;
+    let confirmed = writer
+        .request("terminal.exec", json!({"command": create}))
+        .await;
+    assert_eq!(confirmed["error"]["code"], "FORBIDDEN", "{confirmed}");
+    assert!(
+        confirmed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("operator.approvals"),
+        "{confirmed}"
+    );
+    let listed = writer
+        .request(
+            "terminal.exec",
+            json!({"command": "cal list-events --calendar-id 1"}),
+        )
+        .await;
+    assert_eq!(
+        listed["ok"], true,
+        "a command without --confirm runs: {listed}"
+    );
+
     let mut c = connect_v4(&gw, &["operator.write", "operator.approvals"]).await;
     let sent = c
         .request(

@@ -56,17 +56,26 @@ impl Grants {
     }
 
     /// The scopes named in `connect`'s `scopes` (unknown names are ignored); every scope when
-    /// the list is absent.
-    pub fn from_connect(scopes: Option<&serde_json::Value>) -> Self {
-        match scopes.and_then(serde_json::Value::as_array) {
-            None => Self::all(),
-            Some(names) => Self(
-                names
-                    .iter()
-                    .filter_map(serde_json::Value::as_str)
-                    .filter_map(Scope::parse)
-                    .collect(),
-            ),
+    /// the field is absent (or null).
+    ///
+    /// # Errors
+    /// `scopes` is there but not a list of strings (a string would otherwise grant nothing
+    /// or, read leniently, everything): the connect is refused.
+    pub fn from_connect(scopes: Option<&serde_json::Value>) -> Result<Self, String> {
+        match scopes {
+            None | Some(serde_json::Value::Null) => Ok(Self::all()),
+            Some(serde_json::Value::Array(names)) => names
+                .iter()
+                .map(|n| {
+                    n.as_str()
+                        .ok_or_else(|| "every entry of `scopes` must be a string".to_string())
+                })
+                .filter_map(|n| n.map(Scope::parse).transpose())
+                .collect::<Result<Vec<_>, _>>()
+                .map(Self),
+            Some(_) => {
+                Err("`scopes` must be a list of scope names, e.g. [\"operator.read\"]".to_string())
+            }
         }
     }
 
@@ -90,14 +99,22 @@ mod tests {
 
     #[test]
     fn wider_scopes_include_narrower_ones_and_absence_grants_all() {
-        let read = Grants::from_connect(Some(&json!(["operator.read", "bogus"])));
+        let grants = |v| Grants::from_connect(Some(&v)).unwrap_or(Grants(Vec::new()));
+        let read = grants(json!(["operator.read", "bogus"]));
         assert!(read.allows(Scope::Read));
         assert!(!read.allows(Scope::Write) && !read.allows(Scope::Approvals));
-        let write = Grants::from_connect(Some(&json!(["operator.write"])));
+        let write = grants(json!(["operator.write"]));
         assert!(write.allows(Scope::Read) && !write.allows(Scope::Admin));
-        let admin = Grants::from_connect(Some(&json!(["operator.admin"])));
+        let admin = grants(json!(["operator.admin"]));
         assert!(Scope::ALL.iter().all(|s| admin.allows(*s)));
-        assert_eq!(Grants::from_connect(None), Grants::all());
-        assert!(!Grants::from_connect(Some(&json!([]))).allows(Scope::Read));
+        assert_eq!(Grants::from_connect(None), Ok(Grants::all()));
+        assert!(!grants(json!([])).allows(Scope::Read));
+        for bad in [
+            json!("operator.admin"),
+            json!({"operator.admin": true}),
+            json!([1]),
+        ] {
+            assert!(Grants::from_connect(Some(&bad)).is_err(), "{bad}");
+        }
     }
 }
