@@ -5,14 +5,15 @@ use std::path::{Path, PathBuf};
 
 use crate::CoreError;
 
-/// Writes `bytes` to `path` atomically with mode 0644 (on Unix).
+/// Writes `bytes` to `path` atomically with mode 0600 (on Unix): everything LurkBot creates in
+/// the home is private (ARCHITECTURE.md §2).
 ///
 /// A reader sees either the old content or the new, never a mix; a crash leaves the old file.
 ///
 /// # Errors
 /// Any I/O failure, with the path concerned. The temp file is removed on failure.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CoreError> {
-    write_atomic_with_mode(path, bytes, 0o644)
+    write_atomic_with_mode(path, bytes, 0o600)
 }
 
 /// Like [`write_atomic`] with an explicit Unix permission mode (ignored elsewhere), e.g. 0o600
@@ -33,7 +34,7 @@ pub fn write_atomic_streamed(
     path: &Path,
     fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), CoreError> {
-    write_atomic_streamed_with_mode(path, 0o644, fill)
+    write_atomic_streamed_with_mode(path, 0o600, fill)
 }
 
 /// Writes what `fill` produces to a synced temp file beside `path` and renames it into place.
@@ -59,7 +60,7 @@ fn write_atomic_streamed_with_mode(
 /// # Errors
 /// Any I/O failure, with the path concerned. The temp file is removed on failure.
 pub fn write_atomic_may_revert(path: &Path, bytes: &[u8]) -> Result<(), CoreError> {
-    let (_, tmp) = write_synced_temp(path, bytes, 0o644)?;
+    let (_, tmp) = write_synced_temp(path, bytes, 0o600)?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         CoreError::io("rename into place", path, e)

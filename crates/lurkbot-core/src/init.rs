@@ -32,10 +32,10 @@ pub fn init_home(home: &Home, extra_files: &[(String, String)]) -> Result<InitRe
     let mut files: Vec<(String, &str, u32)> =
         vec![(layout::CONFIG.to_string(), config.as_str(), 0o600)];
     for (name, content) in templates::BOOTSTRAP {
-        files.push((format!("{}/{name}", layout::WORKSPACE), content, 0o644));
+        files.push((format!("{}/{name}", layout::WORKSPACE), content, 0o600));
     }
     for (path, content) in extra_files {
-        files.push((path.clone(), content.as_str(), 0o644));
+        files.push((path.clone(), content.as_str(), 0o600));
     }
     // Every skill gets a secrets folder, private (0700) when init makes it, so its `.env` has a
     // place to go.

@@ -14,6 +14,7 @@ mod config;
 mod config_check;
 mod config_doc;
 mod config_schema;
+pub mod dotenv;
 mod error;
 mod home;
 mod host_port;
@@ -21,6 +22,7 @@ mod html_entities;
 mod ids;
 mod init;
 mod log_file;
+mod owner_accounts;
 mod paths;
 mod plugin_config;
 mod printable;
@@ -32,6 +34,7 @@ mod session_key;
 mod stale_temp;
 mod templates;
 pub mod tls;
+mod untrusted_frame;
 mod zone;
 
 pub use atomic::{
@@ -63,12 +66,16 @@ pub use init::{InitReport, init_home, is_untouched_bootstrap};
 pub use log_file::{
     DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, GATEWAY_LOG, RotatingLog, TailWindow, tail,
 };
+pub use owner_accounts::{OWNER_HANDLES_FILE, is_owner as is_owner_account, owner_ids};
 pub use paths::{HomePath, PathError};
 pub use plugin_config::{EMBEDDERS, McpConfig, McpServerConfig, MemoryConfig};
 pub use printable::{REPLACEMENT, is_unprintable, printable};
-pub use private_files::{append_private_line, create_private_dir, open_private_append};
+pub use private_files::{
+    append_private_line, create_private_dir, make_created_files_private, open_private_append,
+};
 pub use protection::{
-    APPROVALS_FILE, AccessError, Protection, classify_relative, is_private_memory,
+    APPROVALS_FILE, AccessError, Protection, SKILL_APPROVALS_FILE, classify_relative,
+    is_private_memory,
 };
 pub use running::{RUNNING_GATEWAY, RunningGateway};
 pub use secrets::Secrets;
@@ -76,4 +83,5 @@ pub use session_key::{SessionKey, SessionKeyError};
 pub use stale_temp::{
     STALE_AFTER, Sweep, sweep_stale_temp, sweep_stale_temp_at, sweep_stale_temp_in,
 };
+pub use untrusted_frame::frame_untrusted;
 pub use zone::{UnknownZone, Zone};

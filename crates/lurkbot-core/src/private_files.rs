@@ -1,11 +1,23 @@
 //! Private folders and append-only files: a folder created 0700, a file opened for appending
-//! 0600, and one line appended to such a file (the JSONL logs of the gateway, IRC and cron).
+//! 0600, and one line appended to such a file (the JSONL logs of the gateway, IRC and cron);
+//! and the process's file creation mask, so that everything else LurkBot creates in the home
+//! (transcripts, memory files, the memory index, artifacts) is private too.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
 use crate::CoreError;
+
+/// Makes every file and folder this process creates from now on private to its user (umask
+/// 077: files 0600, folders 0700), whatever mode the code creating them asks for. Called first
+/// by the `lurkbot` binary and by the gateway.
+pub fn make_created_files_private() {
+    #[cfg(unix)]
+    {
+        rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+    }
+}
 
 /// Creates `dir` and its parents; the last component gets mode 0700 on Unix.
 ///

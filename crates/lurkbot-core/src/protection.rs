@@ -19,6 +19,9 @@ use crate::{Home, HomePath, PathError, SessionKey};
 /// File name of the allow-always decisions (OpenClaw's name), at the home root.
 pub const APPROVALS_FILE: &str = "exec-approvals.json";
 
+/// The owner's skill approvals (`lurkbot skills approve`), at the home's root.
+pub const SKILL_APPROVALS_FILE: &str = "skills-approved.json";
+
 /// What a path outside the home counts as.
 const OUTSIDE: Protection = Protection::Secret("it lies outside the LurkBot home");
 
@@ -105,6 +108,9 @@ pub fn classify_relative(relative: &str) -> Protection {
     }
     match segments.as_slice() {
         [APPROVALS_FILE] => State("approval decisions are made only by the human"),
+        [SKILL_APPROVALS_FILE] => {
+            State("skills are approved only by the owner with 'lurkbot skills approve'")
+        }
         ["auth", ..] => State("auth state is written only by the agent runtime"),
         ["sessions", ..] => State("session transcripts are written only by the agent runtime"),
         ["cron", ..] => State("cron jobs are changed only with 'lurkbot cron' or the cron tool"),
@@ -176,12 +182,20 @@ impl Home {
     /// [`Home::protection`] as seen by `session`: for a group or topic session the owner's
     /// private memory (`workspace/MEMORY.md`, `workspace/memory/**`) is secret too.
     pub fn protection_for(&self, absolute: &Path, session: &SessionKey) -> Protection {
+        self.protection_seen_by(absolute, !session.is_group())
+    }
+
+    /// [`Home::protection`] for a reader that may (`private_memory`) or may not see the owner's
+    /// private memory: a session of anyone but the owner may not.
+    pub fn protection_seen_by(&self, absolute: &Path, private_memory: bool) -> Protection {
         match self.classify_resolved(absolute) {
             None => OUTSIDE,
             Some((relative, Protection::Free))
-                if session.is_group() && is_private_memory(&relative) =>
+                if !private_memory && is_private_memory(&relative) =>
             {
-                Protection::Secret("the owner's private memory is not shared with group sessions")
+                Protection::Secret(
+                    "the owner's private memory is not shared with groups or other people's conversations",
+                )
             }
             Some((_, protection)) => protection,
         }

@@ -11,6 +11,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Everything LurkBot creates in the home is private (ARCHITECTURE.md §2).
+    lurkbot_core::make_created_files_private();
     let cli = cli::Cli::parse();
     match run::run(cli) {
         Ok(()) => ExitCode::SUCCESS,

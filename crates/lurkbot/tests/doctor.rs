@@ -118,3 +118,71 @@ async fn checks_and_fixes() {
     assert_eq!(out.status, 1);
     assert!(out.stdout.contains("lurkbot init"), "{}", out.stdout);
 }
+
+/// Everything LurkBot creates in the home is private (files 0600, folders 0700), whatever
+/// the parent's umask: the memory index (made by SQLite), memory files, transcripts, audit
+/// records and `--out` artifacts. `doctor` names anything wider.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_created_in_the_home_is_private() {
+    let t = Test::init();
+    // (Made by the test, whose own umask is not LurkBot's: private by hand.)
+    std::fs::create_dir_all(t.path("workspace/memory")).unwrap();
+    std::fs::write(t.path("workspace/memory/2026-11-25.md"), "bought milk\n").unwrap();
+    for (made, mode) in [
+        ("workspace/memory", 0o700),
+        ("workspace/memory/2026-11-25.md", 0o600),
+    ] {
+        std::fs::set_permissions(t.path(made), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    assert_eq!(t.run(&["memory", "index"]).status, 0);
+    assert_eq!(
+        t.exec_json("zip create --src workspace/memory --out artifacts/m.zip --confirm")["exit_code"],
+        0
+    );
+    let fake = FakeProvider::start(vec![Step::text("hello")]).await;
+    let base = format!("{}/v1", fake.url);
+    let env = [
+        ("LURKBOT_MODEL", "openai/fake"),
+        ("OPENAI_BASE_URL", base.as_str()),
+    ];
+    assert_eq!(t.run_env(&["agent", "-m", "hi"], &env).status, 0);
+    let mut wide = Vec::new();
+    let mut checked = 0;
+    for path in crate::util::tree(&t.path("")) {
+        let meta = std::fs::symlink_metadata(t.path(&path)).unwrap();
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        checked += 1;
+        if meta.permissions().mode() & 0o077 != 0 {
+            wide.push(format!("{path} {:o}", meta.permissions().mode() & 0o777));
+        }
+    }
+    assert!(checked > 20, "{checked}");
+    for made in ["memory/index.sqlite", "artifacts/m.zip", "sessions/main"] {
+        assert!(t.path(made).exists(), "{made}");
+    }
+    assert!(wide.is_empty(), "not private: {wide:?}");
+    let out = t.run(&["doctor", "--json"]);
+    assert!(
+        out.stdout.contains("everything in the home is private"),
+        "{}",
+        out.stdout
+    );
+
+    std::fs::set_permissions(
+        t.path("workspace/AGENTS.md"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let out = t.run(&["doctor"]);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("private"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(line.starts_with("warn"), "{}", out.stdout);
+    assert!(line.contains("workspace/AGENTS.md (644)"), "{line}");
+    assert!(out.stdout.contains("chmod -R go-rwx"), "{}", out.stdout);
+}

@@ -386,7 +386,9 @@ impl Extractor {
         }
         // Set on the open file: `rename` keeps both, and no second open is needed.
         if let Some(mode) = meta.mode {
-            out.set_permissions(fs::Permissions::from_mode((mode & 0o755) | 0o600))
+            // The owner's bits only: what LurkBot creates in the home is private (an
+            // executable stays executable, for its owner).
+            out.set_permissions(fs::Permissions::from_mode((mode & 0o700) | 0o600))
                 .map_err(|e| CommandError::io("set permissions of", name, &e))?;
         }
         if let Some(time) = meta.mtime {
