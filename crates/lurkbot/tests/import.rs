@@ -184,8 +184,14 @@ async fn a_state_folder_made_by_openclaw_is_imported_and_used() {
         "no key in config.toml"
     );
     let env = std::fs::read_to_string(t.path(".env")).unwrap();
-    assert!(env.contains("OPENAI_API_KEY=sk-imported-key-42"), "{env}");
-    assert!(env.contains(&format!("OPENAI_BASE_URL={base}")), "{env}");
+    assert!(
+        env.contains("OPENAI_API_KEY=\"sk-imported-key-42\""),
+        "{env}"
+    );
+    assert!(
+        env.contains(&format!("OPENAI_BASE_URL=\"{base}\"")),
+        "{env}"
+    );
     assert!(
         std::fs::read_to_string(t.path("workspace/USER.md"))
             .unwrap()
@@ -241,4 +247,89 @@ fn an_import_from_something_that_is_not_an_openclaw_folder_is_refused() {
         std::fs::read_to_string(t.path("config.toml")).unwrap(),
         "nothing written"
     );
+}
+
+/// A hostile state folder (ARCHITECTURE.md §7): an API key with a line break would plant
+/// `LURKBOT_GATEWAY_TOKEN` in `.env` — it is refused, naming the key; a value with quotes and
+/// `$` is written quoted and read back exactly; a `memory` folder that is a link out of the
+/// folder and a workspace setting pointing elsewhere are not followed, so an outside private
+/// key is never copied in; copies are private.
+#[test]
+fn a_hostile_state_folder_plants_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = Test::init();
+    let outside = t.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("id_rsa"), "PRIVATE KEY OUTSIDE\n").unwrap();
+    std::fs::set_permissions(
+        outside.join("id_rsa"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let oc = t.path("oc");
+    std::fs::create_dir_all(oc.join("workspace")).unwrap();
+    std::fs::write(oc.join("workspace/AGENTS.md"), "Be useful.\n").unwrap();
+    std::os::unix::fs::symlink(&outside, oc.join("workspace/memory")).unwrap();
+    std::fs::create_dir_all(oc.join("skills/mine")).unwrap();
+    std::fs::write(
+        oc.join("skills/mine/SKILL.md"),
+        "---\nname: mine\ndescription: d\n---\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        oc.join("skills/mine/SKILL.md"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let planted = "sk-real\nLURKBOT_GATEWAY_TOKEN=attacker-token-0123456789abcdef";
+    let config = serde_json::json!({
+        "agents": {"defaults": {"model": {"primary": "anthropic/claude-x", "fallbacks": ["openai/gpt-x"]}}},
+        "models": {"providers": {
+            "openai": {"apiKey": "sk-\"quoted\"-$HOME-\\x"},
+            "anthropic": {"apiKey": planted}}}
+    });
+    std::fs::write(oc.join("openclaw.json"), config.to_string()).unwrap();
+    let token_before = t.gateway_token();
+    let out = t.run(&["import", "openclaw", &oc.display().to_string()]);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        all.contains("ANTHROPIC_API_KEY") && all.contains("control character"),
+        "{all}"
+    );
+    assert!(
+        all.contains("nothing outside the given folder is read"),
+        "{all}"
+    );
+    assert!(!all.contains("attacker-token"), "{all}");
+    let env = std::fs::read_to_string(t.path(".env")).unwrap_or_default();
+    assert!(!env.contains("attacker-token"), "{env}");
+    assert_eq!(
+        t.gateway_token(),
+        token_before,
+        "the gateway token is still the owner's"
+    );
+    let (vars, errors) = lurkbot_core::dotenv::parse_map(&env);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(vars["OPENAI_API_KEY"], "sk-\"quoted\"-$HOME-\\x", "{env}");
+    assert!(
+        !t.path("workspace/memory/id_rsa").exists(),
+        "an outside key was copied in"
+    );
+    assert!(t.path("workspace/AGENTS.md").exists());
+    let skill = std::fs::metadata(t.path("skills/mine/SKILL.md")).unwrap();
+    assert_eq!(skill.permissions().mode() & 0o777, 0o600);
+
+    // A workspace setting that points out of the folder is not read either.
+    let config =
+        serde_json::json!({"agents": {"defaults": {"workspace": outside.display().to_string()}}});
+    std::fs::write(oc.join("openclaw.json"), config.to_string()).unwrap();
+    let out = t.run(&[
+        "import",
+        "openclaw",
+        &oc.display().to_string(),
+        "--overwrite",
+    ]);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(all.contains("agents.defaults.workspace"), "{all}");
+    assert!(!t.path("workspace/id_rsa").exists());
 }

@@ -113,7 +113,7 @@ pub fn apply(home: &Home, plan: &ImportPlan, overwrite: bool, now_ms: u64) -> Ve
     let mut outcomes = Vec::new();
     for action in &plan.actions {
         let result: Result<bool, String> = match action {
-            Action::Copy { from, to } => copy(home, from, to, overwrite),
+            Action::Copy { from, to } => copy(home, &plan.source, from, to, overwrite),
             Action::Setting { key, value } => match doc.as_mut() {
                 None => Err("config.toml could not be read".into()),
                 Some(doc) => match doc.get(key) {
@@ -127,23 +127,25 @@ pub fn apply(home: &Home, plan: &ImportPlan, overwrite: bool, now_ms: u64) -> Ve
                         .map_err(|e| e.to_string()),
                 },
             },
-            Action::Secret { name, value } => {
-                let prefix = format!("{name}=");
-                let line = format!("{name}={value}");
-                match env.iter_mut().find(|l| l.trim_start().starts_with(&prefix)) {
-                    Some(_) if !overwrite => Ok(false),
-                    Some(existing) => {
-                        *existing = line;
-                        env_changed = true;
-                        Ok(true)
-                    }
-                    None => {
-                        env.push(line);
-                        env_changed = true;
-                        Ok(true)
+            Action::Secret { name, value } => match env_line(name, value) {
+                Err(e) => Err(e),
+                Ok(line) => {
+                    let prefix = format!("{name}=");
+                    match env.iter_mut().find(|l| l.trim_start().starts_with(&prefix)) {
+                        Some(_) if !overwrite => Ok(false),
+                        Some(existing) => {
+                            *existing = line;
+                            env_changed = true;
+                            Ok(true)
+                        }
+                        None => {
+                            env.push(line);
+                            env_changed = true;
+                            Ok(true)
+                        }
                     }
                 }
-            }
+            },
             Action::CronJob { job } => {
                 if existing_jobs.contains(&job.name) && !overwrite {
                     Ok(false)
@@ -189,8 +191,47 @@ pub fn apply(home: &Home, plan: &ImportPlan, overwrite: bool, now_ms: u64) -> Ve
     outcomes
 }
 
-/// Copies one file; false when it exists and `overwrite` is off.
-fn copy(home: &Home, from: &Path, to: &str, overwrite: bool) -> Result<bool, String> {
+/// `NAME="value"` for `.env`: double-quoted with `\\`, `"` and `$` escaped, so the value is
+/// read back exactly (ARCHITECTURE.md §2); a value with a control character (a line break
+/// would start a line of its own: another variable) is refused, naming the variable.
+fn env_line(name: &str, value: &str) -> Result<String, String> {
+    if value.chars().any(char::is_control) {
+        return Err(format!(
+            "{name}: the value holds a control character (a line break?) and was not written; check it in openclaw.json and set it in .env by hand"
+        ));
+    }
+    let escaped = value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('$', "\\$");
+    Ok(format!("{name}=\"{escaped}\""))
+}
+
+/// Whether `path`, every link followed, is inside `root` (itself resolved).
+pub(crate) fn inside(root: &Path, path: &Path) -> bool {
+    match (root.canonicalize(), path.canonicalize()) {
+        (Ok(root), Ok(path)) => path.starts_with(root),
+        _ => false,
+    }
+}
+
+/// Copies one file; false when it exists and `overwrite` is off. Only a regular file that is
+/// inside the source folder once every link is followed is read; the copy is private (0600),
+/// so a key copied from the source is no more readable here than it was there.
+fn copy(
+    home: &Home,
+    source: &Path,
+    from: &Path,
+    to: &str,
+    overwrite: bool,
+) -> Result<bool, String> {
+    if !inside(source, from) {
+        return Err(format!(
+            "{}: it leads out of {} (a link?); nothing outside the given folder is read",
+            from.display(),
+            source.display()
+        ));
+    }
     let target = home.join(to);
     let untouched = || {
         let name = to.strip_prefix("workspace/").unwrap_or(to);
@@ -203,7 +244,7 @@ fn copy(home: &Home, from: &Path, to: &str, overwrite: bool) -> Result<bool, Str
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
     }
-    lurkbot_core::write_atomic(&target, &bytes).map_err(|e| e.to_string())?;
+    lurkbot_core::write_atomic_with_mode(&target, &bytes, 0o600).map_err(|e| e.to_string())?;
     Ok(true)
 }
 
