@@ -193,7 +193,7 @@ async fn ask(
     prompt: String,
 ) -> Result<String, AgentError> {
     let estimate = estimate_tokens(SUMMARIZER_SYSTEM) + estimate_tokens(&prompt) + 2048;
-    meter.check(model, estimate, usage.input_tokens + usage.output_tokens)?;
+    let _held = meter.reserve(model, estimate, usage.input_tokens + usage.output_tokens)?;
     let request = ChatRequest {
         model: String::new(),
         system: SUMMARIZER_SYSTEM.to_string(),

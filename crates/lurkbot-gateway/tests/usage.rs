@@ -62,3 +62,58 @@ async fn a_call_over_a_budget_is_not_sent_and_the_gateway_says_so() {
         "nothing was sent to the model"
     );
 }
+
+/// Budgets are reserved before a call (ARCHITECTURE.md §5.1): twenty API requests at once on
+/// twenty sessions, under `daily_tokens = 4000`, while every call that reaches the model hangs
+/// there — each hello turn's estimate is held while its call is in flight, so only what fits
+/// under the cap is sent and the rest are refused at once with `BudgetExceeded`. (Checked
+/// without holding, all twenty passed: nothing was recorded yet when each was checked.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_calls_cannot_overrun_a_budget_together() {
+    const CALLS: usize = 20;
+    let stalls = (0..CALLS).map(|_| Step::Stall("…".into())).collect();
+    let gw = Gateway::start("[budgets]\ndaily_tokens = 4000\n", stalls).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for i in 0..CALLS {
+        let request = client
+            .post(gw.url("/v1/chat/completions"))
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("x-lurkbot-session", format!("agent:main:dm:api:p{i}"))
+            .body(json!({"messages": [{"role": "user", "content": "hello"}]}).to_string());
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            if let Ok(res) = request.send().await {
+                let status = res.status().as_u16();
+                let _ = tx.send((status, res.text().await.unwrap_or_default()));
+            }
+        });
+    }
+    // Every request either reaches the model (and hangs there) or is refused: wait for both
+    // counts to add up.
+    let mut refused = Vec::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while refused.len() + gw.fake.requests().len() < CALLS {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(answer)) => refused.push(answer),
+            _ => panic!(
+                "{} refused and {} sent of {CALLS}",
+                refused.len(),
+                gw.fake.requests().len()
+            ),
+        }
+    }
+    let sent = gw.fake.requests().len();
+    assert!(
+        (1..=2).contains(&sent),
+        "{sent} calls were sent under a 4000-token cap"
+    );
+    assert_eq!(refused.len(), CALLS - sent);
+    for (status, body) in &refused {
+        assert!(
+            body.contains("BudgetExceeded: budgets.daily_tokens is 4000 tokens"),
+            "{status} {body}"
+        );
+    }
+}

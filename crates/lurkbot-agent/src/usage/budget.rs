@@ -43,11 +43,34 @@ pub fn check(
     model: &str,
     tokens: u64,
 ) -> Result<(), Box<BudgetExceeded>> {
-    let usd = config
+    check_with(config, zone, now_ms, agent, model, tokens, &|who| {
+        ledger.totals(zone, now_ms, who)
+    })
+}
+
+/// What a call of `tokens` input tokens to `model` costs in dollars (0 without prices).
+pub fn call_usd(config: &Config, model: &str, tokens: u64) -> f64 {
+    config
         .models
         .get(model)
         .and_then(|p| p.cost_usd(tokens, 0, 0))
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// [`check`] against `totals` (today's and this month's, for an agent or `None`: all).
+///
+/// # Errors
+/// [`BudgetExceeded`] for the first cap the call would pass.
+pub fn check_with(
+    config: &Config,
+    zone: &Zone,
+    now_ms: u64,
+    agent: &str,
+    model: &str,
+    tokens: u64,
+    totals: &dyn Fn(Option<&str>) -> (Totals, Totals),
+) -> Result<(), Box<BudgetExceeded>> {
+    let usd = call_usd(config, model, tokens);
     let scopes: [(String, Option<&BudgetsConfig>, Option<&str>); 2] = [
         ("budgets".into(), Some(&config.budgets), None),
         (
@@ -61,7 +84,7 @@ pub fn check(
         let Some(budgets) = budgets.filter(|b| b.any()) else {
             continue;
         };
-        let (day, month) = ledger.totals(zone, now_ms, who);
+        let (day, month) = totals(who);
         let over = |period: &'static str, used: Totals| -> Option<BudgetExceeded> {
             let (tokens_cap, usd_cap, key_tokens, key_usd, resets) = if period == "today" {
                 (

@@ -37,6 +37,9 @@ struct State {
     days: HashMap<(NaiveDate, String), Totals>,
     /// agent → the month's totals; `""` is every agent.
     month: HashMap<String, Totals>,
+    /// agent → what calls in flight in this process hold (estimated, not yet recorded); `""`
+    /// is every agent. Counted in today's and this month's totals.
+    held: HashMap<String, Totals>,
 }
 
 /// The month's totals of one home.
@@ -68,16 +71,61 @@ impl Ledger {
     }
 
     /// (today's, this month's) totals at `now_ms` in `zone`, for `agent` (or `session:<key>`
-    /// for one session) or (`None`) all.
+    /// for one session) or (`None`) all; what calls in flight hold is included.
     pub fn totals(&self, zone: &Zone, now_ms: u64, agent: Option<&str>) -> (Totals, Totals) {
-        let today = local_date(zone, now_ms);
-        let file = month_file(&self.home, today);
         let Ok(mut state) = self.state.lock() else {
             return (Totals::default(), Totals::default());
         };
+        Self::refresh(&self.home, &mut state, zone, now_ms);
+        Self::of_state(&state, zone, now_ms, agent)
+    }
+
+    /// Checks a call with `allowed` (given the totals, holds included) and, when it passes,
+    /// holds `amount` for `agent` until the returned [`Held`] is dropped — both under one lock,
+    /// so calls made at once cannot all pass a cap that only one of them fits under
+    /// (ARCHITECTURE.md §5.1, §6.2).
+    ///
+    /// # Errors
+    /// What `allowed` says; nothing is held then.
+    pub fn reserve<E>(
+        self: &Arc<Self>,
+        zone: &Zone,
+        now_ms: u64,
+        agent: &str,
+        amount: Totals,
+        allowed: impl FnOnce(&dyn Fn(Option<&str>) -> (Totals, Totals)) -> Result<(), E>,
+    ) -> Result<Held, E> {
+        let Ok(mut state) = self.state.lock() else {
+            allowed(&|_| (Totals::default(), Totals::default()))?;
+            return Ok(Held {
+                ledger: self.clone(),
+                agent: agent.to_string(),
+                amount: Totals::default(),
+            });
+        };
+        Self::refresh(&self.home, &mut state, zone, now_ms);
+        allowed(&|who| Self::of_state(&state, zone, now_ms, who))?;
+        for who in [String::new(), agent.to_string()] {
+            let held = state.held.entry(who).or_default();
+            held.tokens += amount.tokens;
+            held.usd += amount.usd;
+        }
+        Ok(Held {
+            ledger: self.clone(),
+            agent: agent.to_string(),
+            amount,
+        })
+    }
+
+    /// Reads what was appended to this month's file since the last look.
+    fn refresh(home: &Home, state: &mut State, zone: &Zone, now_ms: u64) {
+        let today = local_date(zone, now_ms);
+        let file = month_file(home, today);
         if state.file != file {
+            let held = std::mem::take(&mut state.held);
             *state = State {
                 file: file.clone(),
+                held,
                 ..State::default()
             };
         }
@@ -95,15 +143,47 @@ impl Ledger {
                 state.month.entry(who).or_default().add(&record);
             }
         }
+    }
+
+    fn of_state(state: &State, zone: &Zone, now_ms: u64, agent: Option<&str>) -> (Totals, Totals) {
+        let today = local_date(zone, now_ms);
         let who = agent.unwrap_or_default().to_string();
+        let held = state.held.get(&who).copied().unwrap_or_default();
+        let with_held = |t: Totals| Totals {
+            tokens: t.tokens + held.tokens,
+            usd: t.usd + held.usd,
+        };
         (
-            state
-                .days
-                .get(&(today, who.clone()))
-                .copied()
-                .unwrap_or_default(),
-            state.month.get(&who).copied().unwrap_or_default(),
+            with_held(
+                state
+                    .days
+                    .get(&(today, who.clone()))
+                    .copied()
+                    .unwrap_or_default(),
+            ),
+            with_held(state.month.get(&who).copied().unwrap_or_default()),
         )
+    }
+}
+
+/// What one call in flight holds in its [`Ledger`]: released when dropped — after the call's
+/// record was written and read back (see `Meter::record`), or when the call failed.
+pub struct Held {
+    ledger: Arc<Ledger>,
+    agent: String,
+    amount: Totals,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.ledger.state.lock() {
+            for who in [String::new(), self.agent.clone()] {
+                if let Some(held) = state.held.get_mut(&who) {
+                    held.tokens = held.tokens.saturating_sub(self.amount.tokens);
+                    held.usd = (held.usd - self.amount.usd).max(0.0);
+                }
+            }
+        }
     }
 }
 

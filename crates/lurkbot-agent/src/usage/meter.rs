@@ -5,7 +5,9 @@
 use lurkbot_core::{Config, Home, Zone};
 use lurkbot_llm::Usage;
 
-use super::{Ledger, RunBudget, UsageRecord, append, check, check_run};
+use super::{
+    Held, Ledger, RunBudget, Totals, UsageRecord, append, call_usd, check_run, check_with,
+};
 use crate::error::AgentError;
 
 /// Who is calling, for the caps and the records.
@@ -26,30 +28,38 @@ pub(crate) struct Meter<'a> {
 
 impl Meter<'_> {
     /// Refuses a call of about `estimate` tokens to `model` that would pass a cap; `run_used`
-    /// is what the run used so far.
+    /// is what the run used so far. A call that may go on holds its estimate in the ledger
+    /// until the returned [`Held`] is dropped (after [`Meter::record`], or when it failed), so
+    /// calls made at once are checked against each other's estimates too.
     ///
     /// # Errors
     /// `BudgetExceeded` naming the cap.
-    pub(crate) fn check(
+    pub(crate) fn reserve(
         &self,
         model: &str,
         estimate: u64,
         run_used: u64,
-    ) -> Result<(), AgentError> {
+    ) -> Result<Held, AgentError> {
         let now = lurkbot_core::now_ms();
-        check(
-            self.config,
-            &Ledger::of(self.home),
-            self.zone,
-            now,
-            self.agent,
-            model,
-            estimate,
-        )?;
         if let Some(budget) = self.run_budget {
             check_run(budget, run_used, estimate, self.zone, now)?;
         }
-        Ok(())
+        let amount = Totals {
+            tokens: estimate,
+            usd: call_usd(self.config, model, estimate),
+        };
+        let held = Ledger::of(self.home).reserve(self.zone, now, self.agent, amount, |totals| {
+            check_with(
+                self.config,
+                self.zone,
+                now,
+                self.agent,
+                model,
+                estimate,
+                totals,
+            )
+        })?;
+        Ok(held)
     }
 
     /// Records an answered call (`estimate` gives input and output when the provider reported

@@ -15,11 +15,11 @@ use lurkbot_core::{Config, Home, Zone};
 use lurkbot_llm::Usage;
 use serde::{Deserialize, Serialize};
 
-pub use budget::{BudgetExceeded, RunBudget, check, check_run};
+pub use budget::{BudgetExceeded, RunBudget, call_usd, check, check_run, check_with};
 
 /// How a refused call's error begins (cron tells it from other failures by this).
 pub const BUDGET_EXCEEDED: &str = "BudgetExceeded";
-pub use ledger::{Ledger, Totals};
+pub use ledger::{Held, Ledger, Totals};
 pub(crate) use meter::Meter;
 pub use summary::{By, Cell, Fill, Row, Summary, parse_since, summarize};
 
