@@ -92,6 +92,7 @@ fn bundled_skills_precedence_and_refusals() {
 
     let skills = list(&t);
     assert_eq!(by_name(&skills, "rss-cli")["source"], "home");
+    assert_eq!(by_name(&skills, "rss-cli")["pending"], true);
     let tar = by_name(&skills, "archive-tar");
     assert_eq!(tar["available"], false);
     assert!(tar["reason"].as_str().unwrap().contains("lurkbot init"));
@@ -110,13 +111,94 @@ fn bundled_skills_precedence_and_refusals() {
     };
     assert!(reason("mac-only").contains("runs on darwin only"));
     assert!(reason("needs-token").contains("NEEDS_TOKEN_KEY"));
-    assert!(reason("misnamed").contains("does not match its folder 'misnamed'"));
+    // A name that is not its folder's loads as the field writes it, noted for doctor.
+    let misnamed = by_name(&skills, "other-name");
+    assert!(
+        misnamed["note"]
+            .as_str()
+            .unwrap()
+            .contains("differs from its folder 'misnamed'"),
+        "{misnamed}"
+    );
+    assert_eq!(misnamed["pending"], true);
+    let doctor = t.run(&["doctor"]).stdout;
+    assert!(
+        doctor.contains(
+            "skills/misnamed/SKILL.md (`name: other-name` differs from its folder 'misnamed')"
+        ),
+        "{doctor}"
+    );
+    assert!(
+        doctor.contains("not offered until you approve them"),
+        "{doctor}"
+    );
     assert!(reason("broken").starts_with("invalid: the front matter is not valid YAML"));
 
-    // The variable set in the home's .env makes the skill available.
+    // The variable set in the home's .env makes the skill available once approved.
     let env = std::fs::read_to_string(t.path(".env")).unwrap_or_default();
     std::fs::write(t.path(".env"), format!("{env}\nNEEDS_TOKEN_KEY=abc\n")).unwrap();
+    let needs = by_name(&list(&t), "needs-token").clone();
+    assert_eq!(
+        (&needs["available"], &needs["pending"]),
+        (&false.into(), &true.into()),
+        "{needs}"
+    );
+    assert!(
+        needs["reason"].as_str().unwrap().starts_with("pending:"),
+        "{needs}"
+    );
+    let approved = t.run(&["skills", "approve", "needs-token"]);
+    assert_eq!(approved.status, 0, "{}", approved.stderr);
     assert_eq!(by_name(&list(&t), "needs-token")["available"], true);
+    // A changed text is pending again (a tool or an archive may have written it).
+    write_skill(
+        &t.path("skills/needs-token"),
+        "needs-token",
+        "prerequisites:\n  env_vars: [NEEDS_TOKEN_KEY]\nextra: changed\n",
+    );
+    assert_eq!(by_name(&list(&t), "needs-token")["pending"], true);
+    let again = t.run(&["skills", "approve", "nope"]);
+    assert_eq!(again.status, 1);
+    assert!(again.stderr.contains("no skill 'nope'"), "{}", again.stderr);
+    // The approvals are state: the model's file tools cannot write them.
+    assert!(!lurkbot_core::classify_relative(lurkbot_core::SKILL_APPROVALS_FILE).writable());
+
+    // No workspace skill replaces a bundled one that documents a built-in command.
+    write_skill(
+        &t.path("workspace/skills/terminal-exec"),
+        "terminal-exec",
+        "",
+    );
+    let skills = list(&t);
+    let impostor = skills
+        .iter()
+        .find(|s| s["name"] == "terminal-exec" && s["source"] == "workspace")
+        .unwrap();
+    assert!(
+        impostor["reason"]
+            .as_str()
+            .unwrap()
+            .contains("never replaces it"),
+        "{impostor}"
+    );
+    let real = skills
+        .iter()
+        .find(|s| s["name"] == "terminal-exec" && s["source"] == "bundled")
+        .unwrap();
+    assert_eq!(real["available"], true, "{real}");
+
+    // A SKILL.md is capped in size: a huge one is invalid, never read into a prompt.
+    std::fs::create_dir_all(t.path("skills/huge")).unwrap();
+    let huge = format!(
+        "---\nname: huge\ndescription: d\n---\n{}",
+        "x".repeat(300 * 1024)
+    );
+    std::fs::write(t.path("skills/huge/SKILL.md"), huge).unwrap();
+    let reason_huge = by_name(&list(&t), "huge")["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(reason_huge.contains("256 KiB"), "{reason_huge}");
 
     // A SKILL.md that links to a file outside the home is not read (its text would reach the
     // prompt): the skill is invalid, whatever the file says.
@@ -164,6 +246,8 @@ async fn the_prompt_offers_only_available_skills() {
         "mac-only",
         "platforms: [macos]\n",
     );
+    write_skill(&t.path("skills/unreviewed"), "unreviewed", "");
+    assert_eq!(t.run(&["skills", "approve", "notes"]).status, 0);
     let fake = FakeProvider::start(vec![Step::text("hi")]).await;
     let base = format!("{}/v1", fake.url);
     let out = t.run_env(
@@ -184,6 +268,10 @@ async fn the_prompt_offers_only_available_skills() {
     );
     assert!(system.contains("- rss-cli: "));
     assert!(!system.contains("mac-only"));
+    assert!(
+        !system.contains("unreviewed"),
+        "a pending skill is not offered"
+    );
 }
 
 fn corpora() -> PathBuf {
@@ -239,6 +327,9 @@ fn load_corpus(name: &str, folders: &[(&str, &str)]) -> (Vec<Value>, usize, usiz
     let files = names.len();
     names.sort();
     names.dedup();
+    // Copied in by hand here: the owner reviews them and approves them all.
+    let approved = t.run(&["skills", "approve", "--all"]);
+    assert_eq!(approved.status, 0, "{}", approved.stderr);
     let skills: Vec<Value> = list(&t)
         .into_iter()
         .filter(|s| s["source"] != "bundled")
@@ -248,7 +339,7 @@ fn load_corpus(name: &str, folders: &[(&str, &str)]) -> (Vec<Value>, usize, usiz
     for s in skills.iter().filter(|s| s["available"] == false) {
         let reason = s["reason"].as_str().unwrap();
         let kind = if reason.starts_with("invalid") {
-            "invalid (agentskills.io name rule)"
+            "invalid"
         } else if reason.starts_with("runs on") {
             "other operating system"
         } else if reason.contains("program") {
@@ -321,20 +412,12 @@ fn hermes_skills_load_from_their_category_folders() {
             "[category/[subcategory/]]name/SKILL.md: {path}"
         );
         let reason = s["reason"].as_str().unwrap_or("");
-        // Every manifest is valid YAML; the only invalid ones break the agentskills.io name
-        // rule (a name that is not the folder's, or not a skill name).
-        if reason.starts_with("invalid") {
-            assert!(
-                reason.contains("does not match its folder")
-                    || reason.contains("is not a skill name"),
-                "{s}"
-            );
-        }
+        // Every manifest loads as Hermes Agent loads it: a name that is not its folder's or
+        // not an agentskills.io name is noted, never refused.
+        assert!(!reason.starts_with("invalid"), "{s}");
+        assert_eq!(s["pending"], false, "approved: {s}");
     }
-    let invalid = skills
-        .iter()
-        .filter(|s| s["reason"].as_str().unwrap_or("").starts_with("invalid"))
-        .count();
-    assert!(invalid < 20, "{invalid} invalid");
+    let noted = skills.iter().filter(|s| s["note"].is_string()).count();
+    assert!(noted >= 18, "{noted} noted");
     assert!(skills.iter().filter(|s| s["available"] == true).count() > 100);
 }

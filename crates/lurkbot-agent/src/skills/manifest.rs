@@ -1,5 +1,7 @@
-//! A `SKILL.md`'s YAML front matter, read leniently: the agentskills.io fields (`name` matching
-//! its folder, `description`) are required; gating is read from OpenClaw's
+//! A `SKILL.md`'s YAML front matter, read leniently and as the field writes it: `name` and
+//! `description` are required, and a name that differs from its folder or breaks the
+//! agentskills.io character rule (Hermes Agent's corpus has both) is accepted as OpenClaw and
+//! Hermes accept it, with a note for `doctor`; gating is read from OpenClaw's
 //! `metadata.openclaw` (`requires.bins|anyBins|env|config`, `os`; a JSON-style flow mapping,
 //! trailing commas included) and from Hermes Agent's `platforms`, `prerequisites`
 //! (`commands`, `env_vars`, also under `metadata.hermes`) and `required_environment_variables`.
@@ -28,8 +30,11 @@ pub struct Requirements {
 /// A valid manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
-    /// The name (equal to its folder's).
+    /// The name, as the front matter writes it.
     pub name: String,
+    /// What departs from agentskills.io's rules without keeping the skill from loading (a name
+    /// that is not its folder's), for `doctor`.
+    pub note: Option<String>,
     /// What it is for.
     pub description: String,
     /// What it needs.
@@ -54,11 +59,15 @@ pub(super) fn parse(text: &str, folder: &str) -> Result<Manifest, String> {
     let text_of = |key: &str| fields.get(key).and_then(Value::as_str).map(str::trim);
     let name = text_of("name").ok_or("the front matter has no `name`")?;
     check_name(name)?;
-    if name != folder {
-        return Err(format!(
-            "`name: {name}` does not match its folder '{folder}'"
-        ));
-    }
+    let note = if name != folder {
+        Some(format!("`name: {name}` differs from its folder '{folder}'"))
+    } else if !follows_agentskills(name) {
+        Some(format!(
+            "`name: {name}` is not an agentskills.io name (lower-case letters, digits, single hyphens)"
+        ))
+    } else {
+        None
+    };
     let description = text_of("description")
         .filter(|d| !d.is_empty())
         .ok_or("the front matter has no `description`")?;
@@ -69,6 +78,7 @@ pub(super) fn parse(text: &str, folder: &str) -> Result<Manifest, String> {
     }
     Ok(Manifest {
         name: name.to_string(),
+        note,
         description: description.to_string(),
         requires: requirements(&fields),
     })
@@ -92,21 +102,32 @@ fn front_matter(text: &str) -> Result<&str, String> {
 }
 
 /// agentskills.io: 1–64 of `a-z`, `0-9` and `-`, no hyphen first, last or doubled.
+/// The names refused: empty, over 128 characters, or with a `/`, white space or control
+/// character (it could not name one skill in a list or a prompt line).
 fn check_name(name: &str) -> Result<(), String> {
-    let ok = (1..=64).contains(&name.len())
+    let ok = (1..=128).contains(&name.chars().count())
+        && !name
+            .chars()
+            .any(|c| c == '/' || c.is_whitespace() || c.is_control());
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`name: {}` is not a skill name (1-128 characters, no '/', spaces or control characters)",
+            name.escape_debug()
+        ))
+    }
+}
+
+/// agentskills.io's rule: 1-64 lower-case letters, digits and single inner hyphens.
+fn follows_agentskills(name: &str) -> bool {
+    (1..=64).contains(&name.len())
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !name.starts_with('-')
         && !name.ends_with('-')
-        && !name.contains("--");
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "`name: {name}` is not a skill name (1-64 lower-case letters, digits and single hyphens)"
-        ))
-    }
+        && !name.contains("--")
 }
 
 fn first_line(text: &str) -> &str {
@@ -196,6 +217,27 @@ mod tests {
     }
 
     #[test]
+    fn names_load_as_the_field_writes_them() {
+        let m = parse("---\nname: a\ndescription: d\n---\n", "b").expect("loads");
+        assert_eq!(m.name, "a");
+        assert!(
+            m.note
+                .unwrap_or_default()
+                .contains("differs from its folder 'b'")
+        );
+        let m = parse("---\nname: here.now\ndescription: d\n---\n", "here.now").expect("loads");
+        assert!(
+            m.note
+                .unwrap_or_default()
+                .contains("not an agentskills.io name")
+        );
+        assert_eq!(
+            parse("---\nname: ok\ndescription: d\n---\n", "ok").map(|m| m.note),
+            Ok(None)
+        );
+    }
+
+    #[test]
     fn invalid_manifests_say_why() {
         let cases = [
             ("# no front matter", "x", "does not start"),
@@ -203,14 +245,9 @@ mod tests {
             ("---\nname: [x\n---\n", "x", "not valid YAML"),
             ("---\ndescription: d\n---\n", "x", "no `name`"),
             (
-                "---\nname: Bad_Name\ndescription: d\n---\n",
-                "Bad_Name",
+                "---\nname: bad name\ndescription: d\n---\n",
+                "bad name",
                 "not a skill name",
-            ),
-            (
-                "---\nname: a\ndescription: d\n---\n",
-                "b",
-                "does not match its folder 'b'",
             ),
             ("---\nname: a\n---\n", "a", "no `description`"),
         ];

@@ -5,9 +5,16 @@
 //! `lurkbot init`. A skill whose requirements are not met is unavailable, a malformed one
 //! invalid — each with the reason — and neither keeps the others from loading. The prompt lists
 //! the available ones; the model reads a SKILL.md itself.
+//!
+//! Two rules keep a skill from becoming a lasting prompt injection: a skill is offered only
+//! when its text is the bundled one or one the owner approved (`approval.rs`; anything else
+//! is `pending`), and no workspace skill takes the name of a bundled skill, which documents a
+//! built-in command.
 
+pub mod approval;
 mod gate;
 mod manifest;
+mod read;
 
 use std::path::Path;
 
@@ -45,6 +52,15 @@ pub struct Skill {
     pub available: bool,
     /// Why not (`null` when available).
     pub reason: Option<String>,
+    /// Waiting for the owner's `lurkbot skills approve NAME` (its text is not one they
+    /// approved).
+    pub pending: bool,
+    /// What departs from agentskills.io's rules without keeping it from loading (`doctor`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The SHA-256 of its SKILL.md (what `skills approve` records).
+    #[serde(skip)]
+    pub digest: String,
     /// What it needs (for `skills info`).
     #[serde(skip)]
     pub requires: Requirements,
@@ -67,7 +83,10 @@ pub fn discover(home: &Home, config: &Config) -> Vec<Skill> {
         let name = path
             .trim_start_matches("skills/")
             .trim_end_matches("/SKILL.md");
-        match skills.iter_mut().find(|s| s.name == name) {
+        match skills
+            .iter_mut()
+            .find(|s| s.name == name && s.source != SkillSource::Workspace)
+        {
             Some(skill) => {
                 let same = std::fs::read_to_string(home.join(&skill.path))
                     .is_ok_and(|text| text == *content);
@@ -82,6 +101,9 @@ pub fn discover(home: &Home, config: &Config) -> Vec<Skill> {
                 path: path.clone(),
                 available: false,
                 reason: Some("not installed: `lurkbot init` installs it".into()),
+                pending: false,
+                note: None,
+                digest: String::new(),
                 requires: Requirements::default(),
             }),
         }
@@ -103,14 +125,58 @@ pub(crate) fn offered(home: &Home, config: &Config, secrets: &Secrets) -> Vec<Sk
         .collect()
 }
 
+/// The bundled skills' names and the digests of their texts, made once per process.
+fn bundled() -> &'static [(String, String)] {
+    static BUNDLED: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    BUNDLED.get_or_init(|| {
+        lurkbot_term::bundled_skills(&lurkbot_term::default_registry())
+            .iter()
+            .filter_map(|(path, content)| {
+                let name = path.strip_prefix("skills/")?.strip_suffix("/SKILL.md")?;
+                Some((name.to_string(), approval::digest(content.as_bytes())))
+            })
+            .collect()
+    })
+}
+
 /// The skills on disk, first of a name winning.
 fn found(home: &Home, config: &Config, secrets: &Secrets) -> Vec<Skill> {
     let mut skills: Vec<Skill> = Vec::new();
     let check = gate::Check::new(config, secrets);
+    let approved = approval::approved(home);
     for (root, source) in ROOTS {
         for (folder, rel) in skill_folders(&home.join(root), root) {
-            let skill = load(home, &check, &folder, &rel, *source);
-            if !skills.iter().any(|s| s.name == skill.name) {
+            let mut skill = load(home, &check, &folder, &rel, *source);
+            let bundled_digest = bundled()
+                .iter()
+                .find(|(name, _)| *name == skill.name)
+                .map(|(_, digest)| digest.as_str());
+            let reserved = *source == SkillSource::Workspace && bundled_digest.is_some();
+            if reserved {
+                skill.available = false;
+                skill.reason = Some(format!(
+                    "invalid: '{}' is a bundled skill documenting a built-in command; a workspace skill never replaces it (rename this one)",
+                    skill.name
+                ));
+            } else if !skill.digest.is_empty()
+                && bundled_digest != Some(skill.digest.as_str())
+                && approved.get(&skill.path) != Some(&skill.digest)
+            {
+                skill.pending = true;
+                if skill.available {
+                    skill.available = false;
+                    skill.reason = Some(format!(
+                        "pending: not approved by you in this version; read {} and run `lurkbot skills approve {}`",
+                        skill.path, skill.name
+                    ));
+                }
+            }
+            // A refused workspace skill is listed, but the bundled one of its name still loads.
+            let taken = skills.iter().any(|s| {
+                s.name == skill.name
+                    && !(s.source == SkillSource::Workspace && bundled_digest.is_some())
+            });
+            if reserved || !taken {
                 skills.push(skill);
             }
         }
@@ -164,6 +230,7 @@ fn load(
     rel: &str,
     source: SkillSource,
 ) -> Skill {
+    let read = read::read(home, rel, folder);
     let invalid = |reason: String| Skill {
         name: folder.to_string(),
         description: String::new(),
@@ -171,30 +238,26 @@ fn load(
         path: rel.to_string(),
         available: false,
         reason: Some(format!("invalid: {reason}")),
+        pending: false,
+        note: None,
+        digest: String::new(),
         requires: Requirements::default(),
     };
-    // Read where the path resolves to, and only inside the home (a SKILL.md linked to a file
-    // elsewhere is refused like any path of the agent's).
-    let resolved = match home.resolve(rel) {
-        Ok(p) => p,
-        Err(e) => return invalid(format!("SKILL.md is not readable here ({e})")),
-    };
-    let text = match std::fs::read_to_string(resolved.absolute()) {
-        Ok(t) => t,
-        Err(e) => return invalid(format!("SKILL.md is not readable text ({e})")),
-    };
-    match manifest::parse(&text, folder) {
-        Err(reason) => invalid(reason),
+    match &read.manifest {
+        Err(reason) => invalid(reason.clone()),
         Ok(m) => {
             let missing = check.missing(&m.name, &m.requires);
             Skill {
-                name: m.name,
-                description: m.description,
+                name: m.name.clone(),
+                description: m.description.clone(),
                 source,
                 path: rel.to_string(),
                 available: missing.is_none(),
                 reason: missing,
-                requires: m.requires,
+                pending: false,
+                note: m.note.clone(),
+                digest: read.digest.clone(),
+                requires: m.requires.clone(),
             }
         }
     }

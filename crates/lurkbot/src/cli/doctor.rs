@@ -3,6 +3,7 @@
 //!
 //! Checks: the home and its config exist; `config.toml` and every `.env` (the home's and each
 //! skill's `secrets/.env`) are not readable by group or others; `config.toml` is valid; a model
+//! everything else in the home is private too (a warning names what is not); a model
 //! is configured and answers a one-word request (20 s limit); the gateway settings are safe
 //! (bind, token, auth, origins); the IRC settings, when there are any.
 
@@ -83,6 +84,7 @@ pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> CliResult {
     for path in secret_files(&home) {
         checks.push(permissions(&home, &path));
     }
+    checks.push(private_home(&home));
     let text = std::fs::read_to_string(&config_path).unwrap_or_default();
     let config = match Config::load(&config_path).and_then(|_| Config::check(&config_path, &text)) {
         Ok((c, problems)) if problems.is_empty() => {
@@ -110,6 +112,7 @@ pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> CliResult {
             return report(&checks, args.json);
         }
     };
+    checks.extend(skills(&home, &config));
     checks.push(model(&home, &config));
     checks.extend(prompt_cost(&home, &config));
     checks.extend(gateway(&home, &config));
@@ -187,6 +190,97 @@ fn permissions(home: &Home, path: &Path) -> Check {
             "check the file",
         ),
     }
+}
+
+/// Skills loaded with a note (a name that is not its folder's, or not an agentskills.io name)
+/// and skills waiting for the owner's approval, when there are any.
+fn skills(home: &Home, config: &Config) -> Vec<Check> {
+    let all = lurkbot_agent::skills::discover(home, config);
+    let mut checks = Vec::new();
+    let noted: Vec<String> = all
+        .iter()
+        .filter_map(|s| s.note.as_ref().map(|n| format!("{} ({n})", s.path)))
+        .collect();
+    if !noted.is_empty() {
+        checks.push(bad(
+            "skills",
+            Status::Warn,
+            format!(
+                "loaded as written, not as agentskills.io names them: {}",
+                noted.join("; ")
+            ),
+            "rename the folder or the `name` to match, if you like (they load either way)",
+        ));
+    }
+    let pending: Vec<&str> = all
+        .iter()
+        .filter(|s| s.pending)
+        .map(|s| s.name.as_str())
+        .collect();
+    if !pending.is_empty() {
+        checks.push(bad(
+            "skills",
+            Status::Warn,
+            format!("not offered until you approve them: {}", pending.join(", ")),
+            "read each SKILL.md, then `lurkbot skills approve NAME`",
+        ));
+    }
+    checks
+}
+
+/// Most entries `private_home` looks at (a huge home is not walked whole).
+const PRIVATE_SCAN_LIMIT: usize = 100_000;
+
+/// Whether everything in the home is private to its user (files 0600, folders 0700, as
+/// LurkBot creates them): anything readable by group or others is named (links not followed).
+fn private_home(home: &Home) -> Check {
+    let mut wide: Vec<String> = Vec::new();
+    let mut count = 0usize;
+    let mut stack = vec![home.root().to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > PRIVATE_SCAN_LIMIT {
+                stack.clear();
+                break;
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                count += 1;
+                if wide.len() < 5 {
+                    let rel = home.relative(&entry.path()).unwrap_or_default();
+                    wide.push(format!("{rel} ({mode:o})"));
+                }
+            }
+            if meta.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    if count == 0 {
+        return ok("private", "everything in the home is private to its user");
+    }
+    let more = if count > wide.len() {
+        format!(" and {} more", count - wide.len())
+    } else {
+        String::new()
+    };
+    bad(
+        "private",
+        Status::Warn,
+        format!("readable by group or others: {}{more}", wide.join(", ")),
+        format!("chmod -R go-rwx {}", home.root().display()),
+    )
 }
 
 fn model(home: &Home, config: &Config) -> Check {

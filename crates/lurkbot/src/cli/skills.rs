@@ -1,5 +1,6 @@
-//! `lurkbot skills list [--json]` and `skills info NAME [--json]`: the skills the agent may be
-//! offered, where each comes from, and why one is unavailable or invalid (ARCHITECTURE.md §7).
+//! `lurkbot skills list [--json]`, `skills info NAME [--json]` and `skills approve NAME|--all`:
+//! the skills the agent may be offered, where each comes from, why one is unavailable, invalid
+//! or pending, and the owner's approval of a skill's text (ARCHITECTURE.md §7).
 
 use crate::error::{CliError, CliResult};
 use std::path::Path;
@@ -18,6 +19,15 @@ pub(crate) enum SkillsArgs {
         #[arg(long)]
         json: bool,
     },
+    /// Approves a pending skill's current text: it is offered from now on, until it changes.
+    Approve {
+        /// The skill's name (`skills list` shows the pending ones).
+        #[arg(required_unless_present = "all")]
+        name: Option<String>,
+        /// Every pending skill (after reading them).
+        #[arg(long, conflicts_with = "name")]
+        all: bool,
+    },
     /// One skill: where it is, what it needs, whether it is offered.
     Info {
         /// The skill's name.
@@ -33,6 +43,32 @@ pub(crate) fn run(home_path: &Path, args: &SkillsArgs) -> CliResult {
     let config = Config::load(&home.join(layout::CONFIG))?;
     let skills = discover(&home, &config);
     match args {
+        SkillsArgs::Approve { name, all } => {
+            let chosen: Vec<&Skill> = skills
+                .iter()
+                .filter(|s| s.pending && (*all || name.as_deref() == Some(s.name.as_str())))
+                .collect();
+            if chosen.is_empty() {
+                let what = match name {
+                    Some(n) if skills.iter().any(|s| s.name == *n) => {
+                        format!("skill '{n}' is not pending")
+                    }
+                    Some(n) => format!("no skill '{n}'; `lurkbot skills list` shows them"),
+                    None => "no skill is pending".to_string(),
+                };
+                return Err(CliError::failed("skills", what));
+            }
+            let mut out = String::new();
+            for skill in chosen {
+                lurkbot_agent::skills::approval::approve(&home, &skill.path, &skill.digest)?;
+                out.push_str(&format!(
+                    "approved {} ({})\n",
+                    printable(&skill.name),
+                    skill.path
+                ));
+            }
+            print(out.trim_end())
+        }
         SkillsArgs::List { json: true } => print(&serde_json::to_string_pretty(&skills)?),
         SkillsArgs::List { json: false } => {
             let available = skills.iter().filter(|s| s.available).count();
