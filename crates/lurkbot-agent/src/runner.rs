@@ -106,6 +106,9 @@ pub struct Agent {
     mcp: Option<Arc<crate::mcp::McpHub>>,
     /// A cap on the next turns' tokens (a cron job's, a sub-agent's, the heartbeat's day).
     run_budget: Option<crate::usage::RunBudget>,
+    /// The next turns' messages are someone else's text (an auto-forwarded IRC line): they
+    /// run with the group tool policy, whatever the session.
+    untrusted_input: bool,
     thinking: String,
     /// The last session's context, reused while its transcript is unchanged.
     cache: Option<Tracked>,
@@ -133,6 +136,7 @@ impl Agent {
             runtime: None,
             mcp: None,
             run_budget: None,
+            untrusted_input: false,
             thinking: "off".into(),
             cache: None,
             learned_window: None,
@@ -174,6 +178,12 @@ impl Agent {
         self
     }
 
+    /// Marks the turns that follow as carrying someone else's text (an auto-forwarded IRC
+    /// line): the group tool policy applies and the owner's private memory stays out.
+    pub fn set_untrusted_input(&mut self, untrusted: bool) {
+        self.untrusted_input = untrusted;
+    }
+
     /// Caps the tokens of the turns that follow (`None`: only `[budgets]` apply).
     pub fn set_run_budget(&mut self, budget: Option<crate::usage::RunBudget>) {
         self.run_budget = budget;
@@ -197,7 +207,14 @@ impl Agent {
 
     /// The tool policy for a session, given the model that will answer.
     pub fn policy(&self, session: &SessionKey) -> Policy {
-        policy_for(&self.config, session, &self.failover.primary().to_string())
+        let mut policy = policy_for(
+            &self.home,
+            &self.config,
+            session,
+            &self.failover.primary().to_string(),
+        );
+        policy.group |= self.untrusted_input;
+        policy
     }
 
     /// The specs of the tools the session is offered.
@@ -473,6 +490,17 @@ pub(crate) fn append_assistant(
         &entry.session_id,
         &[message_entry(Message::assistant(text, Vec::new()))],
     )
+}
+
+/// Appends a user-role message to `session`'s transcript outside a turn (a cron job's system
+/// event, injected without a model call).
+///
+/// # Errors
+/// Store failures.
+pub(crate) fn append_user(home: &Home, session: &SessionKey, text: &str) -> Result<(), AgentError> {
+    let sessions = Sessions::open(home, session.agent_id());
+    let entry = sessions.get_or_create(session)?;
+    sessions.append(&entry.session_id, &[message_entry(Message::user(text))])
 }
 
 fn message_entry(message: Message) -> Entry {

@@ -1,7 +1,9 @@
-//! Running one job: under its run lock, a `systemEvent` becomes a turn of the main session
-//! (`wakeMode = now`) or is queued for the next heartbeat's prompt (`next-heartbeat`); an
-//! `agentTurn` runs on `cron:<jobId>` within its timeout. An `announce` delivery sends the
-//! reply through the `message` path. The run is logged and the job's state moved on.
+//! Running one job: under its run lock, a `systemEvent` is the seed's `chat.inject` — appended
+//! to the main session at once, with no model call, and queued for the next heartbeat's prompt;
+//! with `wakeMode = now` a heartbeat turn follows at once, and its failure never loses the
+//! event (it stays in the main session and in the queue). An `agentTurn` runs on
+//! `cron:<jobId>` within its timeout. An `announce` delivery sends the reply through the gate
+//! with the job's creator as the one who asked. The run is logged and the job's state moved on.
 
 use std::time::Duration;
 
@@ -109,7 +111,7 @@ pub async fn run_job_reporting(
                 to: to.clone(),
                 text: reply.clone(),
                 from: SessionKey::parse(&session).unwrap_or_else(|_| SessionKey::main()),
-                owner: true,
+                asker: job.created_by,
             })
             .await
             .map(|_| Some(reply))
@@ -143,27 +145,44 @@ async fn execute(
 ) -> Result<Option<String>, String> {
     match &job.payload {
         Payload::SystemEvent { text } => {
-            let main = SessionKey::main();
             let message = format!("[System event from cron job \"{}\"] {text}", job.name);
-            match job.wake_mode {
-                WakeMode::Now => {
-                    let handle = runtime
-                        .start(TurnRequest::new(main.clone(), message))
-                        .await?;
-                    let timeout = Duration::from_secs(DEFAULT_TIMEOUT_SECONDS);
-                    finish_within(runtime, &main, handle, timeout)
-                        .await
-                        .map(|done| Some(done.text))
-                }
-                WakeMode::NextHeartbeat => {
-                    crate::heartbeat::queue_system_event(
-                        store.home(),
-                        &message,
-                        lurkbot_core::now_ms(),
+            let home = store.home();
+            // Never written into a turn in progress (it would split a tool call from its
+            // result): a running main-session turn is waited out first.
+            let main = SessionKey::main();
+            let waited =
+                tokio::time::timeout(Duration::from_secs(DEFAULT_TIMEOUT_SECONDS), async {
+                    while runtime.busy(&main) {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                })
+                .await;
+            if waited.is_err() {
+                return Err("the main session stayed busy; the event was not injected".into());
+            }
+            crate::runner::append_user(home, &main, &message)
+                .map_err(|e| format!("the event was not injected: {e}"))?;
+            crate::heartbeat::queue_system_event(home, &message, lurkbot_core::now_ms()).map_err(
+                |e| {
+                    format!(
+                        "the event is in the main session but not queued for the heartbeat: {e}"
                     )
-                    .map_err(|e| e.to_string())?;
-                    Ok(None)
-                }
+                },
+            )?;
+            if job.wake_mode == WakeMode::NextHeartbeat {
+                return Ok(None);
+            }
+            let config = lurkbot_core::Config::load(&home.join(lurkbot_core::layout::CONFIG))
+                .unwrap_or_default();
+            let woke =
+                crate::heartbeat::run_heartbeat(runtime, home, &config, lurkbot_core::now_ms())
+                    .await;
+            match woke.status {
+                crate::heartbeat::HeartbeatStatus::Failed => Err(format!(
+                    "the event was injected into the main session and waits for the next heartbeat; the wake turn failed: {}",
+                    woke.reason.unwrap_or_default()
+                )),
+                _ => Ok(woke.preview),
             }
         }
         Payload::AgentTurn {
