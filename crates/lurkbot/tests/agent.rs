@@ -73,6 +73,9 @@ async fn a_turn_streams_text_and_shows_tool_calls() {
     assert_eq!(events[0]["name"], "read");
     assert_eq!(events[4]["model"], "openai/fake-model");
     assert_eq!(events[4]["steps"], 2);
+    // The whole reply is in the final event, as `openclaw agent --json` gives it.
+    assert_eq!(events[4]["text"], "Read it.");
+    assert_eq!(events[4]["payloads"][0]["text"], "Read it.");
     // Same session: the second request carried the first turn.
     let last = &fake.requests()[3].body;
     assert!(last.to_string().contains("what can you do?"));

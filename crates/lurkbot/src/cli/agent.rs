@@ -132,7 +132,8 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> CliResult {
             if json {
                 line(
                     &json!({"type": "done", "session_id": done.session_id, "model": done.model,
-                    "usage": done.usage, "steps": done.steps, "sessionKey": session.as_str()}),
+                    "usage": done.usage, "steps": done.steps, "sessionKey": session.as_str(),
+                    "text": done.text, "payloads": [{"text": done.text, "mediaUrl": null}]}),
                 );
             } else if !done.text.ends_with('\n') {
                 let _ = crate::run::print_stdout("\n");

@@ -197,7 +197,8 @@ async fn handle(
                 } => {
                     if json_mode {
                         line(
-                            &json!({"type": "done", "run_id": run_id, "model": model, "usage": usage, "sessionKey": key}),
+                            &json!({"type": "done", "run_id": run_id, "model": model, "usage": usage, "sessionKey": key,
+                                "text": text, "payloads": [{"text": text, "mediaUrl": null}]}),
                         );
                     } else if !text.ends_with('\n') {
                         crate::run::print_stdout("\n")?;
