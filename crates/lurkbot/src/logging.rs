@@ -73,8 +73,9 @@ pub(crate) fn start_gateway_logging(home: &Home, config: &Config) -> Result<LogL
         ),
     };
     let (filter, handle) = reload::Layer::new(filter);
+    // Never blocks serving: a stuck terminal or pipe costs log lines (counted), not answers.
     let stderr = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(crate::lossy_stderr::LossyStderr::start())
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .with_target(false);
     let path = home.join(GATEWAY_LOG);

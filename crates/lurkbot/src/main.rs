@@ -3,6 +3,7 @@
 mod cli;
 mod error;
 mod logging;
+mod lossy_stderr;
 mod progress;
 mod run;
 

@@ -175,3 +175,80 @@ fn the_start_line_names_where_the_token_came_from() {
     );
     assert!(!line.contains(env_token), "{line}");
 }
+
+/// The gateway never blocks on its own output (ARCHITECTURE.md §9): with stdout and stderr
+/// piped and never read, debug logging and far more than a pipe's 64 KiB of log lines, every
+/// request is still answered; the lines that did not fit are dropped, counted, and kept in the
+/// log file.
+#[test]
+fn a_stderr_nobody_reads_never_stops_the_gateway() {
+    use std::io::{Read, Write};
+    let t = Test::init();
+    let port = lurkbot_test_support::ports::free_port();
+    let mut child = t
+        .command(
+            &["gateway", "--port", &port.to_string()],
+            &[("LURKBOT_LOG", "debug")],
+        )
+        .spawn()
+        .unwrap();
+    lurkbot_test_support::ports::wait_port(port, "the gateway");
+    let token = t.gateway_token();
+    let get = |path: &str| -> String {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answer
+    };
+    let log = t.path("logs/gateway.log");
+    let mut requests = 0;
+    // Until the log holds several pipes' worth of lines (all of them also went to stderr).
+    while std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0) < 512 * 1024 {
+        let answer = get("/v1/models");
+        assert!(
+            answer.starts_with("HTTP/1.1 200"),
+            "request {requests}: {answer:?}"
+        );
+        requests += 1;
+        assert!(
+            requests < 50_000,
+            "the gateway does not log enough to fill a pipe"
+        );
+    }
+    let health = get("/health");
+    assert!(
+        health.starts_with("HTTP/1.1 200"),
+        "after {requests} requests: {health:?}"
+    );
+    // Someone reads stderr again: the lines that did not fit are counted there.
+    let mut pipe = child.stderr.take().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = seen.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !seen.lock().unwrap().contains("log line(s) dropped") {
+        assert!(Instant::now() < deadline, "no count of the dropped lines");
+        get("/health");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
