@@ -67,3 +67,19 @@ fn open_passes_the_token_in_a_private_page_not_in_arguments() {
     assert_eq!(out.status, 1);
     assert!(out.stderr.contains("lurkbot dashboard"), "{}", out.stderr);
 }
+
+/// A gateway running on `--port` is the one opened, not the configured port.
+#[test]
+fn the_running_gateways_own_port_is_the_one_opened() {
+    let t = Test::init();
+    let gw = crate::util::start_gateway(&t, &[]);
+    let out = t.run_env(&["dashboard", "--open"], &[("LURKBOT_OPEN", "cat")]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(&format!("http://{}/#token=", gw.addr)),
+        "{}",
+        out.stdout
+    );
+    assert!(!gw.addr.ends_with(":18789"));
+    drop(gw);
+}

@@ -105,6 +105,43 @@ fn install_writes_a_valid_unit_and_uninstall_removes_it() {
     );
 }
 
+/// A home whose path holds a line break cannot add a line to the unit: it is refused.
+#[test]
+fn a_path_with_a_control_character_is_refused() {
+    let t = Test::new();
+    let odd = t
+        .dir
+        .path()
+        .join("home\nExecStartPre=/bin/touch /tmp/pwned");
+    let (systemctl, calls) = recording_systemctl(&t);
+    let env = [("LURKBOT_SYSTEMCTL", systemctl.as_str()), ("USER", "sam")];
+    let init = t
+        .command(&["--home", odd.to_str().unwrap(), "init"], &env)
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let out = t
+        .command(
+            &["--home", odd.to_str().unwrap(), "gateway", "install"],
+            &env,
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("control character"), "{stderr}");
+    let units = t.dir.path().join(".config/systemd/user");
+    assert!(
+        std::fs::read_dir(&units).map_or(true, |mut d| d.next().is_none()),
+        "no unit was written"
+    );
+    assert!(!calls.exists(), "systemctl was not called");
+}
+
 #[test]
 fn install_without_a_user_systemd_says_what_to_run() {
     let t = Test::init();

@@ -33,7 +33,14 @@ pub(crate) fn run(home_path: &Path, args: &DashboardArgs) -> CliResult {
         bind if bind.contains(':') => format!("[{bind}]"),
         bind => bind.to_string(),
     };
-    let address = format!("http://{host}:{}/", config.gateway.port);
+    // A running gateway's own address wins (it may run on `--port`); else the configured one.
+    let address = match lurkbot_core::RunningGateway::find(&home)
+        .filter(|g| process_alive(g.pid))
+        .and_then(|g| g.loopback_addr())
+    {
+        Some(addr) => format!("http://{addr}/"),
+        None => format!("http://{host}:{}/", config.gateway.port),
+    };
     let token = super::remote::gateway_token(&home);
     let with_token = match &token {
         Some(t) => format!("{address}#token={}", fragment_encode(t)),
@@ -51,6 +58,11 @@ pub(crate) fn run(home_path: &Path, args: &DashboardArgs) -> CliResult {
         );
     }
     Ok(())
+}
+
+/// Whether process `pid` exists (a gateway that died leaves its record behind).
+fn process_alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Percent-encodes what a fragment cannot hold as it is.

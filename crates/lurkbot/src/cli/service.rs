@@ -127,6 +127,19 @@ fn install(home_path: &Path, no_start: bool, force: bool) -> CliResult {
         .root()
         .canonicalize()
         .unwrap_or_else(|_| home.root().to_path_buf());
+    // A line break in a path would start a line of its own in the unit (a directive of the
+    // path's choosing): such paths are refused, whatever the quoting.
+    for (what, p) in [("the home", &home_dir), ("this program's path", &binary)] {
+        if p.to_string_lossy().chars().any(char::is_control) {
+            return Err(CliError::usage(
+                "gateway",
+                format!(
+                    "{what} ({}) holds a control character (a line break?), which cannot go into a systemd unit; move it to a plain path",
+                    p.display().to_string().escape_debug()
+                ),
+            ));
+        }
+    }
     let path = unit_path()?;
     if let Ok(existing) = std::fs::read_to_string(&path)
         && !existing.starts_with(MARKER)
