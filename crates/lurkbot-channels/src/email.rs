@@ -374,9 +374,39 @@ fn is_loopback(host: &str) -> bool {
 }
 
 /// The text of the first text/plain part (else any text part), and attachment names.
+/// A mail's text and its attachments: the first `text/plain` part wherever it stands (a
+/// `multipart/alternative` may put the HTML first), else the visible text of the first
+/// `text/html` part (no markup, comments or hidden elements reach the model), else any text.
 fn collect(
     part: &mailparse::ParsedMail<'_>,
     body: &mut String,
+    attachments: &mut Vec<crate::Media>,
+) {
+    let mut leaves = Vec::new();
+    leaves_of(part, &mut leaves, attachments);
+    let pick = |wanted: &str| {
+        leaves
+            .iter()
+            .find(|p| p.ctype.mimetype.eq_ignore_ascii_case(wanted))
+            .and_then(|p| p.get_body().ok())
+    };
+    let text = pick("text/plain")
+        .or_else(|| pick("text/html").map(|html| lurkbot_core::html_to_text(&html)))
+        .or_else(|| {
+            leaves
+                .iter()
+                .find(|p| p.ctype.mimetype.starts_with("text/"))
+                .and_then(|p| p.get_body().ok())
+        });
+    if let Some(text) = text {
+        body.push_str(&text);
+    }
+}
+
+/// The body parts of `part` that are not attachments (attachments are collected).
+fn leaves_of<'a>(
+    part: &'a mailparse::ParsedMail<'a>,
+    leaves: &mut Vec<&'a mailparse::ParsedMail<'a>>,
     attachments: &mut Vec<crate::Media>,
 ) {
     let disposition = part.get_content_disposition();
@@ -394,16 +424,11 @@ fn collect(
         return;
     }
     if part.subparts.is_empty() {
-        if body.is_empty()
-            && part.ctype.mimetype.starts_with("text/")
-            && let Ok(text) = part.get_body()
-        {
-            body.push_str(&text);
-        }
+        leaves.push(part);
         return;
     }
     for sub in &part.subparts {
-        collect(sub, body, attachments);
+        leaves_of(sub, leaves, attachments);
     }
 }
 

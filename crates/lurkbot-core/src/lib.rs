@@ -19,6 +19,7 @@ mod error;
 mod home;
 mod host_port;
 mod html_entities;
+mod html_text;
 mod ids;
 mod init;
 mod log_file;
@@ -61,6 +62,7 @@ pub use error::CoreError;
 pub use home::{Home, layout};
 pub use host_port::split_host_port;
 pub use html_entities::decode_html_entities;
+pub use html_text::html_to_text;
 pub use ids::{new_run_id, new_session_id, random_hex};
 pub use init::{InitReport, init_home, is_untouched_bootstrap};
 pub use log_file::{

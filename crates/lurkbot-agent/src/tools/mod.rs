@@ -4,7 +4,6 @@
 mod cron;
 mod exec;
 mod fs;
-mod html;
 mod memory;
 mod message;
 mod patch;

@@ -13,8 +13,8 @@ use lurkbot_llm::ToolSpec;
 use lurkbot_term::{NetworkPolicy, OutboundError, PolicedGet, RedirectProblem};
 use serde_json::{Value, json};
 
-use super::html::html_to_text;
 use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+use lurkbot_core::html_to_text;
 
 /// Most redirects followed.
 const MAX_REDIRECTS: usize = 5;

@@ -1,7 +1,9 @@
 """A real mail user for the email channel's tests, on Python's own smtplib and imaplib.
 
 send SMTP_PORT USER PASSWORD TO SUBJECT BODY MESSAGE_ID [HEADER=VALUE ...]
-    submits one mail (AUTH as USER) to TO.
+    submits one mail (AUTH as USER) to TO. `From=...` replaces the From header (a forged one);
+    `X-Test-Html=...` makes the mail multipart/alternative with that HTML part first (or,
+    with BODY empty, an HTML-only mail).
 read IMAP_PORT USER PASSWORD
     prints the INBOX as JSON: [{from, subject, inReplyTo, references, body}].
 """
@@ -20,10 +22,21 @@ def send(port, user, password, to, subject, body, message_id, *headers):
     msg["To"] = to
     msg["Subject"] = subject
     msg["Message-ID"] = message_id
+    html = None
     for header in headers:
         name, value = header.split("=", 1)
+        if name == "X-Test-Html":
+            html = value
+            continue
+        if name == "From":
+            del msg["From"]
         msg[name] = value
-    msg.set_content(body)
+    if html is None:
+        msg.set_content(body)
+    else:
+        msg.set_content(html, subtype="html")
+        if body:
+            msg.add_alternative(body)
     with smtplib.SMTP("127.0.0.1", int(port)) as smtp:
         smtp.login(user, password)
         smtp.send_message(msg)
