@@ -24,6 +24,9 @@ pub struct Inbound {
     /// Their platform username where it is unique and theirs alone (Telegram's `username`),
     /// used once to resolve an `@handle` in `allow_from` to their id; `None` elsewhere.
     pub handle: Option<String>,
+    /// Who first wrote a forwarded message (its origin as the platform gives it): someone
+    /// else's words even when the owner forwards them.
+    pub forwarded_from: Option<String>,
     /// The text (attachments are named in it, never fetched).
     pub text: String,
     /// A group chat rather than a direct message.

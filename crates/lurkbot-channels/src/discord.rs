@@ -124,6 +124,7 @@ fn inbound(d: &Value, me: &str) -> Option<Inbound> {
         sender: author["id"].as_str()?.to_string(),
         sender_name: author["username"].as_str().unwrap_or_default().to_string(),
         handle: None,
+        forwarded_from: None,
         text,
         group: d.get("guild_id").is_some_and(|g| !g.is_null()),
         mentioned,

@@ -272,6 +272,7 @@ impl Email {
             sender: address,
             sender_name: name,
             handle: None,
+            forwarded_from: None,
             text,
             group: false,
             mentioned: true,

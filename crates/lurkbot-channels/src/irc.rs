@@ -49,6 +49,7 @@ fn inbound(message: &InboundMessage, nick: &str) -> Inbound {
         sender: message.nick.clone(),
         sender_name: message.nick.clone(),
         handle: None,
+        forwarded_from: None,
         text: message.text.clone(),
         group,
         mentioned: !nick.is_empty() && lower.contains(&nick.to_lowercase()),

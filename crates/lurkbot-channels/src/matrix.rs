@@ -301,6 +301,7 @@ impl Matrix {
                     sender: sender.to_string(),
                     sender_name: sender.to_string(),
                     handle: None,
+                    forwarded_from: None,
                     text,
                     group,
                     mentioned,

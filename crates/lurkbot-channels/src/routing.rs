@@ -72,6 +72,7 @@ mod tests {
             sender: "42".into(),
             sender_name: "ada".into(),
             handle: None,
+            forwarded_from: None,
             text: "hi".into(),
             group,
             mentioned: true,

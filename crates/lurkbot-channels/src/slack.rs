@@ -124,6 +124,7 @@ fn inbound(event: &Value, me: &str) -> Option<Inbound> {
         sender: user.to_string(),
         sender_name: user.to_string(),
         handle: None,
+        forwarded_from: None,
         text,
         group: !direct,
         mentioned: kind == "app_mention" || (!me.is_empty() && raw.contains(&mention)),

@@ -167,6 +167,7 @@ impl Telegram {
             sender: from["id"].as_i64()?.to_string(),
             sender_name,
             handle: from["username"].as_str().map(str::to_string),
+            forwarded_from: forward_origin(message),
             text: text.trim().to_string(),
             group,
             mentioned,
@@ -175,6 +176,47 @@ impl Telegram {
             media,
         })
     }
+}
+
+/// Who first wrote a forwarded message: Bot API 7's `forward_origin` (a user, a hidden user, a
+/// chat or a channel), else the older `forward_from*` fields; `None` for the sender's own words.
+fn forward_origin(message: &Value) -> Option<String> {
+    let user = |u: &Value| {
+        let name = [u["first_name"].as_str(), u["last_name"].as_str()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+        format!("{name} (telegram user {})", u["id"])
+    };
+    let chat = |c: &Value| {
+        format!(
+            "{} (telegram chat {})",
+            c["title"].as_str().unwrap_or_default(),
+            c["id"]
+        )
+    };
+    if let Some(origin) = message.get("forward_origin") {
+        return Some(match origin["type"].as_str() {
+            Some("user") => user(&origin["sender_user"]),
+            Some("hidden_user") => format!(
+                "{} (a hidden telegram user)",
+                origin["sender_user_name"].as_str().unwrap_or("someone")
+            ),
+            Some("chat") => chat(&origin["sender_chat"]),
+            Some("channel") => chat(&origin["chat"]),
+            _ => "someone else".to_string(),
+        });
+    }
+    if let Some(u) = message.get("forward_from") {
+        return Some(user(u));
+    }
+    if let Some(c) = message.get("forward_from_chat") {
+        return Some(chat(c));
+    }
+    message["forward_sender_name"]
+        .as_str()
+        .map(|n| format!("{n} (a hidden telegram user)"))
 }
 
 impl Channel for Telegram {

@@ -112,6 +112,28 @@ impl TelegramServer {
         self.message_from(chat_id, user, "private", text)
     }
 
+    /// A user forwards into a private chat a message first written by `origin_name` (Bot API
+    /// 7's `forward_origin` of type `user`).
+    pub fn user_forwards(
+        &self,
+        chat_id: i64,
+        from: i64,
+        username: &str,
+        origin_name: &str,
+        text: &str,
+    ) -> i64 {
+        let user =
+            json!({"id": from, "is_bot": false, "first_name": username, "username": username});
+        let id = self.message_from(chat_id, user, "private", text);
+        let (lock, _) = &*self.state;
+        let mut s = lock.lock().unwrap();
+        if let Some(update) = s.updates.iter_mut().rev().find(|u| u["update_id"] == id) {
+            update["message"]["forward_origin"] = json!({"type": "user", "date": 1_795_400_000,
+                "sender_user": {"id": 999, "is_bot": false, "first_name": origin_name}});
+        }
+        id
+    }
+
     fn message_from(&self, chat_id: i64, user: serde_json::Value, kind: &str, text: &str) -> i64 {
         let (lock, wake) = &*self.state;
         let mut s = lock.lock().unwrap();
