@@ -62,6 +62,9 @@ struct Turn {
     message: String,
     model: String,
     stream: bool,
+    /// `stream_options.include_usage`: a usage chunk before `[DONE]` (and `usage: null` on
+    /// every other chunk), as OpenAI's API sends it.
+    include_usage: bool,
     /// A fresh session made for this request: released when it ends.
     fresh: bool,
 }
@@ -154,6 +157,10 @@ fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, H
             .get("stream")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        include_usage: request
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         fresh,
     })
 }
@@ -239,13 +246,19 @@ async fn complete(state: AppState, turn: Turn) -> Response {
 fn stream(state: AppState, turn: Turn) -> Response {
     let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
     let id = completion_id();
+    let usage_id = id.clone();
     let created = now_secs();
     let model = turn.model.clone();
+    let include_usage = turn.include_usage;
     let chunk = move |delta: Value, finish: Value| {
-        let v = json!({"id": id, "object": "chat.completion.chunk", "created": created,
+        let mut v = json!({"id": id, "object": "chat.completion.chunk", "created": created,
             "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        if include_usage {
+            v["usage"] = Value::Null;
+        }
         Bytes::from(format!("data: {v}\n\n"))
     };
+    let usage_model = turn.model.clone();
     let sender = tx.clone();
     let text_chunk = chunk.clone();
     let on_event = Box::new(move |event: &AgentEvent| {
@@ -265,14 +278,22 @@ fn stream(state: AppState, turn: Turn) -> Response {
         Err(e) => return busy(e).into_response(),
     };
     tokio::spawn(async move {
-        let error = match handle.await {
-            Ok(Ok(_)) => None,
-            Ok(Err(e)) => Some(("unavailable", e.message)),
-            Err(_) => Some(("aborted", "the turn was aborted".to_string())),
+        let (error, usage) = match handle.await {
+            Ok(Ok(done)) => (None, Some(done.usage)),
+            Ok(Err(e)) => (Some(("unavailable", e.message)), None),
+            Err(_) => (Some(("aborted", "the turn was aborted".to_string())), None),
         };
         match error {
             None => {
                 let _ = tx.send(chunk(json!({}), json!("stop")));
+                if let (true, Some(usage)) = (include_usage, usage) {
+                    let v = json!({"id": usage_id, "object": "chat.completion.chunk",
+                        "created": created, "model": usage_model, "choices": [],
+                        "usage": {"prompt_tokens": usage.input_tokens,
+                            "completion_tokens": usage.output_tokens,
+                            "total_tokens": usage.input_tokens + usage.output_tokens}});
+                    let _ = tx.send(Bytes::from(format!("data: {v}\n\n")));
+                }
             }
             Some((kind, message)) => {
                 let error = json!({"error": {"message": message, "type": kind}});

@@ -1,6 +1,6 @@
 //! The official `openai` Python package (installed in the test venv by `scripts/test.sh`) talks
-//! to a gateway backed by the scripted provider: models, a completion, a streamed completion,
-//! and a wrong key raising its authentication error.
+//! to a gateway backed by the scripted provider: models, a completion, a streamed completion
+//! (also with `stream_options.include_usage`), and a wrong key raising its authentication error.
 
 use lurkbot_llm::fake::Step;
 use serde_json::Value;
@@ -21,6 +21,13 @@ for chunk in client.chat.completions.create(model="lurkbot/main", stream=True,
     if chunk.choices and chunk.choices[0].delta.content:
         pieces.append(chunk.choices[0].delta.content)
 out["pieces"] = pieces
+usage = []
+for chunk in client.chat.completions.create(model="lurkbot", stream=True,
+        stream_options={"include_usage": True},
+        messages=[{"role": "user", "content": "count"}]):
+    usage.append({"choices": len(chunk.choices),
+        "usage": chunk.usage.model_dump() if chunk.usage else None})
+out["usage"] = usage
 try:
     openai.OpenAI(base_url=base, api_key="wrong", max_retries=0).models.list()
     out["wrong"] = "accepted"
@@ -38,6 +45,7 @@ async fn the_openai_python_sdk_talks_to_the_gateway() {
         vec![
             Step::text("Hello from LurkBot."),
             Step::text("Streamed in pieces."),
+            Step::text("Counted."),
         ],
     )
     .await;
@@ -66,4 +74,26 @@ async fn the_openai_python_sdk_talks_to_the_gateway() {
     assert!(pieces.len() >= 2, "{pieces:?}");
     assert_eq!(pieces.concat(), "Streamed in pieces.");
     assert_eq!(result["wrong"], 401);
+    // stream_options.include_usage: one more chunk before [DONE], with no choices and the
+    // turn's usage; every other chunk says usage null.
+    let usage = result["usage"].as_array().unwrap();
+    let last = usage.last().unwrap();
+    assert_eq!(last["choices"], 0, "{usage:?}");
+    assert!(
+        last["usage"]["prompt_tokens"].as_u64().unwrap() > 0,
+        "{last}"
+    );
+    assert_eq!(
+        last["usage"]["total_tokens"].as_u64(),
+        Some(
+            last["usage"]["prompt_tokens"].as_u64().unwrap()
+                + last["usage"]["completion_tokens"].as_u64().unwrap()
+        )
+    );
+    assert!(
+        usage[..usage.len() - 1]
+            .iter()
+            .all(|c| c["usage"].is_null()),
+        "{usage:?}"
+    );
 }
