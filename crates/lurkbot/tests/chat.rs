@@ -43,6 +43,16 @@ async fn a_chat_session_with_commands_and_an_approval() {
     assert_ne!(status[0], status[1], "/new starts a new session id");
     assert!(out.stdout.contains("turns: 1\n") && out.stdout.contains("turns: 0\n"));
     assert!(out.stdout.contains("thinking: high"));
+    // The context counts what the next request sends: system prompt and tools too (a "hello"
+    // turn alone sends about 3,000 tokens), not the history's few words.
+    let context: u64 = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("context: about "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(context > 1_000, "{}", out.stdout);
     assert!(
         out.stderr.contains("unknown thinking level 'bogus'"),
         "{}",

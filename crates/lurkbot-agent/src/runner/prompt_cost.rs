@@ -1,5 +1,6 @@
 //! ARCHITECTURE.md §9's prompt cost, measured without calling a model: the first request of a
-//! "hello" turn on the main session of a fresh home, as [`Agent::turn`] would build it.
+//! "hello" turn on the main session of a fresh home, and the next request of any session, as
+//! [`Agent::turn`] would build them.
 
 use lurkbot_core::{Secrets, SessionKey};
 use lurkbot_llm::Message;
@@ -19,12 +20,46 @@ impl Agent {
     /// # Errors
     /// An unknown tool profile in the configuration.
     pub fn hello_request_tokens(&self) -> Result<u64, AgentError> {
-        let session = SessionKey::main();
-        let policy = self.policy(&session);
+        self.request_tokens_for(&SessionKey::main(), &[Message::user("hello")], None, true)
+    }
+
+    /// The estimated input tokens of the next request on `session` as it stands: the system
+    /// prompt, the tools offered and the context kept (the compaction summary and the messages
+    /// since), as a turn would send them (`/status` in `lurkbot chat`).
+    ///
+    /// # Errors
+    /// The transcript cannot be read, or an unknown tool profile.
+    pub fn next_request_tokens(&self, session: &SessionKey) -> Result<u64, AgentError> {
+        let sessions = crate::Sessions::open(&self.home, session.agent_id());
+        let entry = sessions.get_or_create(session)?;
+        let context = sessions.context(&entry.session_id)?;
+        self.request_tokens_for(
+            session,
+            &context.messages,
+            context.summary.as_deref(),
+            false,
+        )
+    }
+
+    fn request_tokens_for(
+        &self,
+        session: &SessionKey,
+        messages: &[Message],
+        summary: Option<&str>,
+        first_run: bool,
+    ) -> Result<u64, AgentError> {
+        let policy = self.policy(session);
         let offered = self.offered_by(&policy)?;
         let secrets = Secrets::load(&self.home);
         let skills = crate::skills::offered(&self.home, &self.config, &secrets);
-        let files = bootstrap(&self.home, SessionKind::Direct, true);
+        let kind = if policy.subagent {
+            SessionKind::Subagent
+        } else if policy.group {
+            SessionKind::Group
+        } else {
+            SessionKind::Direct
+        };
+        let files = bootstrap(&self.home, kind, first_run);
         let (host, os) = host_and_os();
         let model = self.failover.primary().to_string();
         let system = build(
@@ -34,21 +69,17 @@ impl Agent {
                 skills: &skills,
                 agent_id: session.agent_id(),
                 session: session.as_str(),
-                kind: SessionKind::Direct,
+                kind,
                 model: &model,
                 date: &today(),
                 host: &host,
                 os: &os,
                 thinking: &self.thinking,
                 sandbox: policy.sandbox,
-                summary: None,
+                summary,
             },
             &files,
         );
-        Ok(request_tokens(
-            &system,
-            &[Message::user("hello")],
-            tools_tokens(&offered),
-        ))
+        Ok(request_tokens(&system, messages, tools_tokens(&offered)))
     }
 }

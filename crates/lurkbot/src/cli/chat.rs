@@ -98,8 +98,8 @@ async fn chat(
                 },
                 "status" => {
                     let entry = sessions.get_or_create(&session)?;
-                    let context =
-                        lurkbot_agent::context_tokens(&sessions.context(&entry.session_id)?);
+                    // What the next request would send: system prompt, tools and history.
+                    let context = agent.next_request_tokens(&session)?;
                     let window = agent.context_window().max(1);
                     crate::run::print_stdout(&format!(
                         "session: {}\nid: {}\nmodel: {}\nturns: {}\ntokens: {} in, {} out\ncontext: about {context} of {window} tokens ({:.1} %)\nthinking: {}\n",
