@@ -153,6 +153,21 @@ async fn exec_and_agent_run_inside_the_gateway() {
     assert_eq!(out.status, 2);
 }
 
+/// A gateway with no model configured: `agent --gateway` exits 2 (nothing configured), as
+/// the in-process `agent` does, with the fix in its message.
+#[test]
+fn agent_through_a_gateway_without_a_model_exits_2() {
+    let t = Test::init();
+    let gw = start(&t, &[]);
+    let token = t.gateway_token();
+    let out = t.run_env(
+        &["agent", "--gateway", &gw.ws, "-m", "hello"],
+        &[("LURKBOT_GATEWAY_TOKEN", token.as_str())],
+    );
+    assert_eq!(out.status, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("LURKBOT_MODEL"), "{}", out.stderr);
+}
+
 #[test]
 fn the_start_line_names_where_the_token_came_from() {
     let t = Test::init();

@@ -215,7 +215,16 @@ async fn handle(
                     if json_mode {
                         line(&json!({"type": "error", "message": message}));
                     }
-                    return Ok(Some(Err(CliError::failed("agent", message))));
+                    // Nothing configured is exit 2, through the gateway as in-process.
+                    let unconfigured = lurkbot_agent::setup::NO_MODEL
+                        .split('.')
+                        .next()
+                        .is_some_and(|first| message.contains(first));
+                    return Ok(Some(Err(if unconfigured {
+                        CliError::usage("agent", message)
+                    } else {
+                        CliError::failed("agent", message)
+                    })));
                 }
             }
         }
