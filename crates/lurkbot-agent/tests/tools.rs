@@ -214,3 +214,48 @@ async fn the_cron_tool_adds_lists_and_refuses_what_breaks_the_rules() {
     // Without a session host, running a job says what it needs.
     assert!(results[4].0.contains("needs a running session host"));
 }
+
+/// A refusal only the human can lift says so to the model, in the model's envelope; the
+/// command's own hint (shown to a human at a terminal too) just says how.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_only_the_human_can_fix_is_said_to_the_model() {
+    let s = crate::common::setup(vec![]).await;
+    let results = crate::common::call_each_in(
+        &s,
+        &lurkbot_core::SessionKey::main(),
+        "",
+        "terminal_exec",
+        &[
+            serde_json::json!({"command": "cal list-calendars"}),
+            serde_json::json!({"command": "help"}),
+        ],
+    )
+    .await;
+    assert!(
+        results[0].0.contains("PermissionDenied"),
+        "{}",
+        results[0].0
+    );
+    assert!(
+        results[0].0.contains("Only your human can fix this"),
+        "{}",
+        results[0].0
+    );
+    assert!(
+        results[0]
+            .0
+            .contains("grant it with: lurkbot config set permissions.calendar"),
+        "{}",
+        results[0].0
+    );
+    assert!(
+        !results[0].0.contains("ask your human to"),
+        "{}",
+        results[0].0
+    );
+    assert!(
+        !results[1].0.contains("Only your human"),
+        "{}",
+        results[1].0
+    );
+}

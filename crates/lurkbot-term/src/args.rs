@@ -149,7 +149,7 @@ impl ParsedArgs {
                 ErrorCode::ConfirmRequired,
                 format!("{what} needs --confirm"),
             )
-            .with_hint("add --confirm once you are sure (ask your human when in doubt)"))
+            .with_hint("add --confirm once you are sure"))
         }
     }
 

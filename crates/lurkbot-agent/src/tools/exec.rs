@@ -41,19 +41,37 @@ impl Tool for TerminalExecTool {
                 .map(str::to_string);
             request.timeout_ms = args.get("timeout_ms").and_then(Value::as_u64);
             let envelope = ctx.exec.run(request).await;
-            let text = json!({
+            let mut shown = json!({
                 "exit_code": envelope.exit_code,
                 "stdout": envelope.stdout,
                 "stderr": envelope.stderr,
                 "error_code": envelope.error_code,
                 "result": envelope.result,
                 "artifacts": envelope.artifacts,
-            })
-            .to_string();
+            });
+            // The hints speak to whoever runs the command; what only the human can do is said
+            // to the model here, in its own envelope.
+            if let Some(note) = envelope.error_code.as_deref().and_then(needs_the_human) {
+                shown["note"] = json!(note);
+            }
+            let text = shown.to_string();
             ToolOutput {
                 text,
                 is_error: envelope.exit_code != 0,
             }
         })
+    }
+}
+
+/// What the model should do about a refusal only its human can lift.
+fn needs_the_human(code: &str) -> Option<&'static str> {
+    match code {
+        "MissingCredentials" | "PermissionDenied" => {
+            Some("Only your human can fix this (the hint says how): ask them; do not retry first.")
+        }
+        "ConfirmRequired" => Some(
+            "Add --confirm only when your human asked for exactly this; ask them when in doubt.",
+        ),
+        _ => None,
     }
 }

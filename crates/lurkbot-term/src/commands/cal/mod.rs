@@ -300,7 +300,7 @@ fn require_access(ctx: &CommandCtx<'_>, write: bool) -> Result<(), CommandError>
         ),
     )
     .with_hint(format!(
-        "ask your human to grant it with: lurkbot config set permissions.calendar {needed}"
+        "grant it with: lurkbot config set permissions.calendar {needed}"
     )))
 }
 

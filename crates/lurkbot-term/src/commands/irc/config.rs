@@ -76,7 +76,7 @@ impl IrcConfig {
                 format!("{} not set in {CREDENTIALS_FILE}", missing.join(", ")),
             )
             .with_hint(format!(
-                "ask your human to fill in {CREDENTIALS_FILE} (see {CREDENTIALS_FILE}.example; mode 0600){quoting}"
+                "fill in {CREDENTIALS_FILE} (see {CREDENTIALS_FILE}.example; mode 0600){quoting}"
             )));
         }
         let (server, channel, nick) = (
