@@ -20,15 +20,15 @@ use serde_json::json;
 
 use crate::common::{Setup, setup, tool_names};
 
-const MAIN: &str = "session=agent:main:main";
+pub(crate) const MAIN: &str = "session=agent:main:main";
 const CHILD: &str = "Subagent Context";
-const HEARTBEAT: &str = "session=cron:heartbeat";
+pub(crate) const HEARTBEAT: &str = "session=cron:heartbeat";
 /// 2026-03-02T10:00:00Z.
-const T0: u64 = 1_772_445_600_000;
+pub(crate) const T0: u64 = 1_772_445_600_000;
 
 /// A runtime over the home, its model the scripted provider; `extra` is appended to
 /// config.toml.
-fn local(s: &Setup, extra: &str) -> (Arc<LocalRuntime>, Config) {
+pub(crate) fn local(s: &Setup, extra: &str) -> (Arc<LocalRuntime>, Config) {
     let text = format!("[agent]\nmodel = \"openai/m\"\n{extra}");
     std::fs::write(s.home.join("config.toml"), &text).unwrap();
     std::fs::write(
@@ -47,7 +47,7 @@ fn local(s: &Setup, extra: &str) -> (Arc<LocalRuntime>, Config) {
 }
 
 /// The user and assistant texts of a session, in order.
-fn texts(s: &Setup, key: &str) -> Vec<(Role, String)> {
+pub(crate) fn texts(s: &Setup, key: &str) -> Vec<(Role, String)> {
     let key = SessionKey::parse(key).unwrap();
     let sessions = Sessions::open(&s.home, key.agent_id());
     let Some(entry) = sessions.list().unwrap().remove(key.as_str()) else {
@@ -66,7 +66,7 @@ fn texts(s: &Setup, key: &str) -> Vec<(Role, String)> {
         .collect()
 }
 
-fn job(schedule: Schedule, payload: Payload) -> CronJob {
+pub(crate) fn job(schedule: Schedule, payload: Payload) -> CronJob {
     let session_target = match payload {
         Payload::SystemEvent { .. } => SessionTarget::Main,
         Payload::AgentTurn { .. } => SessionTarget::Isolated,
@@ -162,144 +162,6 @@ async fn due_and_forced_runs_missed_runs_once_and_announce_to_webchat() {
         .unwrap();
     assert_eq!(forced.reply.as_deref(), Some("Nothing new."));
     assert_eq!(store.runs(&id).unwrap().len(), 2);
-}
-
-#[tokio::test]
-async fn system_events_wake_the_main_session_or_wait_for_the_heartbeat() {
-    let s = setup(vec![]).await;
-    let (runtime, _) = local(&s, "");
-    let store = CronStore::open(&s.home);
-    let at = Schedule::At { at_ms: T0 };
-    let mut tea = job(
-        at.clone(),
-        Payload::SystemEvent {
-            text: "tea is ready".into(),
-        },
-    );
-    tea.delete_after_run = true;
-    tea.wake_mode = WakeMode::Now;
-    let tea = store.add(tea, T0 - 1_000).unwrap();
-    // The event is injected into the main session; the wake is a heartbeat turn, whose alert
-    // reaches the owner's chat (target `last`).
-    s.fake
-        .route(HEARTBEAT, vec![Step::text("Your tea is ready.")]);
-    let clock = || T0;
-    let done = run_job(&*runtime, &store, &tea.id, RunMode::Due, &clock)
-        .await
-        .unwrap();
-    assert_eq!(done.record.session_key, "agent:main:main");
-    // deleteAfterRun: gone after its successful run; its log stays.
-    assert!(done.job.is_none());
-    assert!(store.jobs().unwrap().is_empty());
-    assert_eq!(store.runs(&tea.id).unwrap().len(), 1);
-    let main = texts(&s, "agent:main:main");
-    assert_eq!(
-        main[0].1,
-        "[System event from cron job \"report\"] tea is ready"
-    );
-    assert_eq!(main[1].1, "Your tea is ready.");
-
-    // next-heartbeat (the default): injected and queued for the next heartbeat's prompt, no
-    // model call now.
-    let mut later = job(
-        at,
-        Payload::SystemEvent {
-            text: "stand up".into(),
-        },
-    );
-    later.wake_mode = WakeMode::NextHeartbeat;
-    assert_eq!(WakeMode::default(), WakeMode::NextHeartbeat);
-    let later = store.add(later, T0 - 1_000).unwrap();
-    let calls = s.fake.requests().len();
-    let done = run_job(&*runtime, &store, &later.id, RunMode::Due, &clock)
-        .await
-        .unwrap();
-    assert_eq!(done.record.status, RunStatus::Ok);
-    assert_eq!(s.fake.requests().len(), calls);
-    assert_eq!(
-        texts(&s, "agent:main:main").last().unwrap().1,
-        "[System event from cron job \"report\"] stand up"
-    );
-    // An `at` job that ran is disabled, with no next run.
-    let after = done.job.unwrap();
-    assert!(!after.enabled && after.state.next_run_at_ms.is_none());
-    // The heartbeat runs for the event although there is no HEARTBEAT.md, and takes it.
-    s.fake.route(HEARTBEAT, vec![Step::text("HEARTBEAT_OK")]);
-    let (_, config) = local(&s, "");
-    let event = run_heartbeat(&*runtime, &s.home, &config, T0).await;
-    assert_eq!(event.status, HeartbeatStatus::OkToken);
-    let prompt = s.fake.requests().last().unwrap().body.to_string();
-    assert!(
-        prompt.contains(
-            "System events since the last heartbeat:\\n- [System event from cron job \\\"report\\\"] stand up"
-        ),
-        "{prompt}"
-    );
-    let event = run_heartbeat(&*runtime, &s.home, &config, T0).await;
-    assert_eq!(
-        (event.status, event.reason.as_deref()),
-        (HeartbeatStatus::Skipped, Some("no-heartbeat-file"))
-    );
-}
-
-/// A system event is the seed's `chat.inject`: it needs no model. With no model configured a
-/// `next-heartbeat` job's run is ok, and a `now` job's failed wake turn loses nothing: the event
-/// is in the main session and still waits for the next heartbeat.
-#[tokio::test]
-async fn a_system_event_needs_no_model_and_a_failed_wake_loses_nothing() {
-    let s = setup(vec![]).await;
-    std::fs::write(s.home.join("config.toml"), "").unwrap();
-    let runtime = LocalRuntime::new(
-        s.home.clone(),
-        Config::default(),
-        Arc::new(NoHuman),
-        Arc::new(|_, _| {}),
-    );
-    let store = CronStore::open(&s.home);
-    let clock = || T0;
-    let mut quiet = job(
-        Schedule::At { at_ms: T0 },
-        Payload::SystemEvent {
-            text: "water the plants".into(),
-        },
-    );
-    quiet.wake_mode = WakeMode::NextHeartbeat;
-    let quiet = store.add(quiet, T0 - 1_000).unwrap();
-    let done = run_job(&*runtime, &store, &quiet.id, RunMode::Force, &clock)
-        .await
-        .unwrap();
-    assert_eq!(done.record.status, RunStatus::Ok, "{:?}", done.record.error);
-    let mut loud = job(
-        Schedule::At { at_ms: T0 },
-        Payload::SystemEvent {
-            text: "call mum".into(),
-        },
-    );
-    loud.wake_mode = WakeMode::Now;
-    let loud = store.add(loud, T0 - 1_000).unwrap();
-    let done = run_job(&*runtime, &store, &loud.id, RunMode::Force, &clock)
-        .await
-        .unwrap();
-    assert_eq!(done.record.status, RunStatus::Error);
-    let error = done.record.error.unwrap_or_default();
-    assert!(error.contains("injected into the main session"), "{error}");
-    let main: Vec<String> = texts(&s, "agent:main:main")
-        .into_iter()
-        .map(|(_, t)| t)
-        .collect();
-    assert_eq!(
-        main,
-        [
-            "[System event from cron job \"report\"] water the plants",
-            "[System event from cron job \"report\"] call mum"
-        ]
-    );
-    let queued = std::fs::read_to_string(s.home.join("cron/heartbeat-events.json")).unwrap();
-    assert!(
-        queued.contains("water the plants") && queued.contains("call mum"),
-        "{queued}"
-    );
-    assert!(s.fake.requests().is_empty(), "no model was called");
 }
 
 #[tokio::test]

@@ -14,4 +14,5 @@ mod autonomy;
 mod compaction;
 mod prompt;
 mod protection;
+mod system_events;
 mod tools;

@@ -1,6 +1,6 @@
 //! `[budgets]`, `[agents.<id>.budgets]` and `[models."<provider>/<model>"]`: the spending caps
 //! checked before every model call and the prices usage records are costed with
-//! (ARCHITECTURE.md §6.2). Nothing is guessed: without a price a record has no cost, and a USD
+//! (ARCHITECTURE.md §7c). Nothing is guessed: without a price a record has no cost, and a USD
 //! cap counts only costed records.
 
 use schemars::JsonSchema;

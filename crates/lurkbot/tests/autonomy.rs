@@ -91,10 +91,14 @@ async fn cron_jobs_from_add_to_runs() {
         "+20m",
         "--system-event",
         "Tea is ready",
+        "--wake",
+        "now",
         "--json",
     ]);
     assert_eq!(out.status, 0, "{}", out.stderr);
     let job = out.json();
+    assert_eq!(job["wakeMode"], "now");
+    assert_eq!(job["createdBy"], "owner");
     let id = job["id"].as_str().unwrap().to_string();
     assert_eq!(job["sessionTarget"], "main");
     assert_eq!(
@@ -153,8 +157,12 @@ async fn cron_jobs_from_add_to_runs() {
     let out = t.run(&["cron", "disable", &id]);
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert!(t.run(&["cron", "list"]).stdout.contains("disabled"));
-    // Forced: the system event wakes the main session now.
-    fake.route(MAIN, vec![Step::text("Your tea is ready.")]);
+    // Forced: the system event is injected into the main session and a heartbeat turn runs
+    // now (its alert is the reply shown).
+    fake.route(
+        "session=cron:heartbeat",
+        vec![Step::text("Your tea is ready.")],
+    );
     let out = run(&t, &["cron", "run", &id, "--force"], &fake);
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert_eq!(out.stdout, "Your tea is ready.\n");
@@ -162,6 +170,11 @@ async fn cron_jobs_from_add_to_runs() {
     assert_eq!(runs.as_array().unwrap().len(), 1);
     assert_eq!(runs[0]["status"], "ok");
     assert_eq!(runs[0]["sessionKey"], "agent:main:main");
+    let history = t.run(&["sessions", "history", "agent:main:main"]).stdout;
+    assert!(
+        history.contains("[System event from cron job \"tea\"] Tea is ready"),
+        "{history}"
+    );
     let out = t.run(&["cron", "enable", &id]);
     assert_eq!(out.status, 0, "{}", out.stderr);
 

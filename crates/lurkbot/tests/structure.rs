@@ -143,6 +143,79 @@ fn the_architecture_document_names_only_what_exists() {
     );
 }
 
+/// Every section cited as ARCHITECTURE's (`ARCHITECTURE.md §7c` in code and documents, a bare
+/// `§4.6` inside ARCHITECTURE.md) is a heading there, so no citation points at nothing.
+#[test]
+fn every_cited_architecture_section_exists() {
+    let architecture = std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let sections: Vec<String> = architecture
+        .lines()
+        .filter(|l| l.starts_with("## ") || l.starts_with("### "))
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .map(|id| id.trim_end_matches('.').to_string())
+        .collect();
+    assert!(sections.len() > 15, "{sections:?}");
+    let cited = |line: &str| -> Vec<String> {
+        // Only what follows the mention of ARCHITECTURE (a seed's own section may come before).
+        let line = line.find("ARCHITECTURE").map_or(line, |at| &line[at..]);
+        line.split('§')
+            .skip(1)
+            .map(|rest| {
+                rest.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+                    .collect::<String>()
+                    .trim_end_matches('.')
+                    .to_string()
+            })
+            .filter(|id| !id.is_empty())
+            .collect()
+    };
+    let mut sources: Vec<(String, String)> = all_rust_files()
+        .iter()
+        .filter_map(|f| Some((f.display().to_string(), std::fs::read_to_string(f).ok()?)))
+        .collect();
+    for doc in [
+        "README.md",
+        "CONTRIBUTING.md",
+        "CHANGELOG.md",
+        "docs/CONFIG.md",
+    ] {
+        if let Ok(text) = std::fs::read_to_string(root().join(doc)) {
+            sources.push((doc.to_string(), text));
+        }
+    }
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for (name, text) in &sources {
+        for line in text
+            .lines()
+            .filter(|l| l.contains("ARCHITECTURE") && l.contains('§'))
+        {
+            for id in cited(line) {
+                checked += 1;
+                if !sections.contains(&id) {
+                    missing.push(format!("{name}: §{id}"));
+                }
+            }
+        }
+    }
+    for line in architecture.lines().filter(|l| l.contains('§')) {
+        for id in cited(line) {
+            checked += 1;
+            if !sections.contains(&id) {
+                missing.push(format!("docs/ARCHITECTURE.md: §{id}"));
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} citations checked");
+    missing.sort();
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "cited but not in ARCHITECTURE.md: {missing:?}"
+    );
+}
+
 /// ARCHITECTURE.md §5.1: the owner's authority is made only where the owner acts — the CLI's
 /// cron command, the operator protocol's cron methods, the heartbeat's configured target — and
 /// in the gate that defines it; everything else carries the asker it was given.

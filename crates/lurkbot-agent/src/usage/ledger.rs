@@ -83,7 +83,7 @@ impl Ledger {
     /// Checks a call with `allowed` (given the totals, holds included) and, when it passes,
     /// holds `amount` for `agent` until the returned [`Held`] is dropped — both under one lock,
     /// so calls made at once cannot all pass a cap that only one of them fits under
-    /// (ARCHITECTURE.md §5.1, §6.2).
+    /// (ARCHITECTURE.md §5.1, §7c).
     ///
     /// # Errors
     /// What `allowed` says; nothing is held then.

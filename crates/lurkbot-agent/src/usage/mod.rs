@@ -1,4 +1,4 @@
-//! Usage records and budgets (ARCHITECTURE.md §6.2). Every model call appends one record to
+//! Usage records and budgets (ARCHITECTURE.md §7c). Every model call appends one record to
 //! `usage/YYYY-MM.jsonl` (the month of the user's zone): the provider's token counts, or an
 //! estimate marked `estimated` when it reported none, and a cost when the model has prices in
 //! `[models]`. [`Ledger`] keeps the day's and month's totals from those files for the caps that

@@ -1,6 +1,6 @@
 //! `lurkbot usage [--since 7d|YYYY-MM-DD] [--by agent|model|session|day] [--json]`: what model
 //! calls used, from `usage/*.jsonl`, summed by one key, and the budgets' fill
-//! (ARCHITECTURE.md §6.2).
+//! (ARCHITECTURE.md §7c).
 
 use crate::error::{CliError, CliResult};
 use std::path::Path;
