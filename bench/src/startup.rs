@@ -77,9 +77,9 @@ pub(crate) fn startup(bin: &Path, runs: usize) -> Result<(), String> {
         3.0,
         None,
     );
-    let prompt = hello_prompt_tokens()?;
+    let prompt = hello_prompt_tokens(bin)?;
     row(
-        "hello-turn prompt (chars/4)",
+        "hello-turn prompt on the wire",
         prompt as f64,
         "tok",
         lurkbot_agent::PROMPT_BUDGET_TOKENS as f64,
@@ -102,22 +102,54 @@ pub(crate) fn startup(bin: &Path, runs: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// The first request of a "hello" turn on a fresh home with the default tools, estimated as
-/// `lurkbot doctor` does (no model is called).
-fn hello_prompt_tokens() -> Result<u64, String> {
+/// The first request of a "hello" turn on a fresh home with the default tools, measured on the
+/// wire (ARCHITECTURE.md §9): `lurkbot agent -m hello` against the scripted provider, the
+/// request's messages and tools as compact JSON, characters / 4.
+fn hello_prompt_tokens(bin: &Path) -> Result<u64, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let home = lurkbot_core::Home::open(dir.path()).map_err(|e| e.to_string())?;
-    // As `lurkbot init` makes it: the bundled skills are offered in the prompt.
-    let skills = lurkbot_term::bundled_skills(&lurkbot_term::default_registry());
-    lurkbot_core::init_home(&home, &skills).map_err(|e| e.to_string())?;
-    let model: lurkbot_llm::ModelRef = "openai/gpt-4o-mini".parse().map_err(|e| format!("{e}"))?;
-    let failover = lurkbot_llm::Failover::new(vec![model], &|_: &str| None, None)
+    let home = dir.path().join("home");
+    // A runtime with a worker of its own: the scripted model answers while this thread waits.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
         .map_err(|e| e.to_string())?;
-    let config = lurkbot_core::Config::load(&home.join(lurkbot_core::layout::CONFIG))
+    let fake = runtime.block_on(lurkbot_llm::fake::FakeProvider::start(vec![
+        lurkbot_llm::fake::Step::text("Hello!"),
+    ]));
+    let init = Command::new(bin)
+        .arg("--home")
+        .arg(&home)
+        .arg("init")
+        .stdout(Stdio::null())
+        .status()
         .map_err(|e| e.to_string())?;
-    lurkbot_agent::Agent::new(home, config, failover)
-        .hello_request_tokens()
-        .map_err(|e| e.to_string())
+    if !init.success() {
+        return Err("lurkbot init failed".into());
+    }
+    let base = format!("{}/v1", fake.url);
+    let turn = Command::new(bin)
+        .arg("--home")
+        .arg(&home)
+        .args(["agent", "-m", "hello"])
+        .env("LURKBOT_MODEL", "openai/gpt-4o-mini")
+        .env("OPENAI_BASE_URL", &base)
+        .env("OPENAI_API_KEY", "bench")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !turn.success() {
+        return Err("lurkbot agent -m hello failed against the scripted model".into());
+    }
+    let request = fake
+        .requests()
+        .into_iter()
+        .next()
+        .ok_or("the scripted model received no request")?;
+    let chars = request.body["messages"].to_string().chars().count()
+        + request.body["tools"].to_string().chars().count();
+    Ok(chars.div_ceil(4) as u64)
 }
 
 fn row(name: &str, value: f64, unit: &str, budget: f64, peer: Option<(&str, f64)>) {

@@ -451,9 +451,20 @@ impl Agent {
     }
 }
 
-/// The estimated input tokens of a request (characters / 4, as ARCHITECTURE.md §5 counts).
+/// Characters a message's JSON envelope adds around its text on the wire
+/// (`{"role":"assistant","content":…}`, a comma).
+const MESSAGE_ENVELOPE_CHARS: u64 = 32;
+
+/// The estimated input tokens of a request as the provider receives it (its messages and tools
+/// as compact JSON, characters / 4, ARCHITECTURE.md §9): the system prompt is measured as the
+/// JSON string it travels as (line breaks and quotes escaped), each message with its envelope.
 pub(crate) fn request_tokens(system: &str, messages: &[Message], tool_tokens: u64) -> u64 {
-    estimate_tokens(system) + tool_tokens + messages_tokens(messages)
+    let system_chars = serde_json::to_string(system)
+        .map(|s| s.chars().count() as u64)
+        .unwrap_or(system.len() as u64);
+    (system_chars + MESSAGE_ENVELOPE_CHARS * (messages.len() as u64 + 1)) / 4
+        + tool_tokens
+        + messages_tokens(messages)
 }
 
 /// About how many tokens the tools' descriptions and schemas take in a request (the same for
@@ -461,7 +472,11 @@ pub(crate) fn request_tokens(system: &str, messages: &[Message], tool_tokens: u6
 pub(crate) fn tools_tokens(tools: &[ToolSpec]) -> u64 {
     tools
         .iter()
-        .map(|t| estimate_tokens(&t.description) + estimate_tokens(&t.parameters.to_string()))
+        .map(|t| {
+            let wire = serde_json::json!({"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters}});
+            estimate_tokens(&wire.to_string())
+        })
         .sum()
 }
 
