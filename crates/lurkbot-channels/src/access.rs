@@ -34,6 +34,13 @@ pub fn decide(
     message: &Inbound,
     now_ms: u64,
 ) -> Result<Decision, PairingError> {
+    if !message.authenticated {
+        // A sender nobody vouches for (a mail without a trusted Authentication-Results) is not
+        // answered: a pairing code sent to a forged address would go to someone else.
+        return Ok(Decision::Ignore(
+            "an unauthenticated sender (set trusted_authserv_id to your mail server's authserv-id)",
+        ));
+    }
     // Identities only: a display name is anybody's to choose.
     let owner = lurkbot_core::is_owner_account(
         pairings.home(),
@@ -143,6 +150,7 @@ mod tests {
             sender_name: format!("user{sender}"),
             handle: None,
             forwarded_from: None,
+            authenticated: true,
             text: "hi\u{7}there".into(),
             group,
             mentioned,
@@ -218,6 +226,7 @@ mod tests {
         // The owner's forward is still someone else's text.
         let forwarded = Inbound {
             forwarded_from: Some("Mallory (telegram user 9)".into()),
+            authenticated: true,
             ..m
         };
         let text = for_agent(&forwarded, true, 100);

@@ -27,6 +27,9 @@ pub struct Inbound {
     /// Who first wrote a forwarded message (its origin as the platform gives it): someone
     /// else's words even when the owner forwards them.
     pub forwarded_from: Option<String>,
+    /// Whether the platform vouches for `sender` (always, except an e-mail whose `From:` no
+    /// trusted `Authentication-Results` confirms): an unauthenticated sender is nobody known.
+    pub authenticated: bool,
     /// The text (attachments are named in it, never fetched).
     pub text: String,
     /// A group chat rather than a direct message.

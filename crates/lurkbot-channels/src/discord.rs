@@ -125,6 +125,7 @@ fn inbound(d: &Value, me: &str) -> Option<Inbound> {
         sender_name: author["username"].as_str().unwrap_or_default().to_string(),
         handle: None,
         forwarded_from: None,
+        authenticated: true,
         text,
         group: d.get("guild_id").is_some_and(|g| !g.is_null()),
         mentioned,

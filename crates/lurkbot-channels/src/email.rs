@@ -39,6 +39,9 @@ pub struct EmailSettings {
     pub password: String,
     /// The address replies come from.
     pub from: String,
+    /// The authserv-id whose topmost `Authentication-Results` vouches for senders
+    /// (`[channels.email] trusted_authserv_id`; see `mail_auth.rs`).
+    pub trusted_authserv_id: Option<String>,
 }
 
 type Session = async_imap::Session<Box<dyn Io>>;
@@ -240,6 +243,20 @@ impl Email {
         if address == self.settings.from.to_ascii_lowercase() {
             return None;
         }
+        let results: Vec<String> = mailparse::MailHeaderMap::get_all_values(
+            mail.headers.as_slice(),
+            "Authentication-Results",
+        );
+        let authenticated = crate::mail_auth::authenticated(
+            &results,
+            &address,
+            self.settings.trusted_authserv_id.as_deref(),
+        );
+        if !authenticated {
+            tracing::info!(
+                "a mail whose From: no trusted Authentication-Results vouches for was not answered"
+            );
+        }
         let subject = header("Subject");
         let message_id = header("Message-ID").trim().to_string();
         let mut body = String::new();
@@ -273,6 +290,7 @@ impl Email {
             sender_name: name,
             handle: None,
             forwarded_from: None,
+            authenticated,
             text,
             group: false,
             mentioned: true,
@@ -482,6 +500,7 @@ mod tests {
                 user: "bot".into(),
                 password: "pw".into(),
                 from: "bot@example.org".into(),
+                trusted_authserv_id: None,
             },
             dir,
         )

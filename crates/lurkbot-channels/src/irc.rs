@@ -50,6 +50,7 @@ fn inbound(message: &InboundMessage, nick: &str) -> Inbound {
         sender_name: message.nick.clone(),
         handle: None,
         forwarded_from: None,
+        authenticated: true,
         text: message.text.clone(),
         group,
         mentioned: !nick.is_empty() && lower.contains(&nick.to_lowercase()),

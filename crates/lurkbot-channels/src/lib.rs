@@ -14,6 +14,7 @@ pub mod discord;
 pub mod email;
 mod http;
 pub mod irc;
+pub mod mail_auth;
 pub mod matrix;
 mod net;
 pub mod pairing;

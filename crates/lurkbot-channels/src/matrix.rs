@@ -302,6 +302,7 @@ impl Matrix {
                     sender_name: sender.to_string(),
                     handle: None,
                     forwarded_from: None,
+                    authenticated: true,
                     text,
                     group,
                     mentioned,

@@ -73,6 +73,7 @@ mod tests {
             sender_name: "ada".into(),
             handle: None,
             forwarded_from: None,
+            authenticated: true,
             text: "hi".into(),
             group,
             mentioned: true,

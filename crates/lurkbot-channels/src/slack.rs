@@ -125,6 +125,7 @@ fn inbound(event: &Value, me: &str) -> Option<Inbound> {
         sender_name: user.to_string(),
         handle: None,
         forwarded_from: None,
+        authenticated: true,
         text,
         group: !direct,
         mentioned: kind == "app_mention" || (!me.is_empty() && raw.contains(&mention)),

@@ -168,6 +168,7 @@ impl Telegram {
             sender_name,
             handle: from["username"].as_str().map(str::to_string),
             forwarded_from: forward_origin(message),
+            authenticated: true,
             text: text.trim().to_string(),
             group,
             mentioned,

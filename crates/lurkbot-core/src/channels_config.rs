@@ -24,7 +24,9 @@ pub struct ChannelConfig {
     /// else until `lurkbot pairing approve`), `allowlist` (only `allow_from`), `open` (anyone),
     /// `disabled` (no direct messages).
     pub dm_policy: String,
-    /// Senders always allowed (platform user ids or usernames).
+    /// The owner's own accounts, by platform identity: user ids (Telegram's numeric id, a
+    /// Discord or Slack user id, a full Matrix id, an e-mail address); a Telegram `@username`
+    /// is resolved to its id once. Never display names.
     pub allow_from: Vec<String>,
     /// Whether a group message must mention the bot to be answered (default true).
     pub require_mention: bool,
@@ -35,6 +37,12 @@ pub struct ChannelConfig {
     pub fetch_media: bool,
     /// The largest attachment downloaded, in bytes (default 10,000,000).
     pub max_media_bytes: u64,
+    /// Email only: the authserv-id of your own mail server (`mx.example.org`), whose topmost
+    /// `Authentication-Results` header is believed. A mail counts as from its `From:` address
+    /// only when that header says `dmarc=pass`, `dkim=pass` for the From domain, or
+    /// `auth=pass` by the From address itself (SMTP AUTH); any other mail is unauthenticated
+    /// and not answered. Unset: no mail is authenticated.
+    pub trusted_authserv_id: Option<String>,
 }
 
 impl Default for ChannelConfig {
@@ -48,6 +56,7 @@ impl Default for ChannelConfig {
             max_inbound_chars: 4000,
             fetch_media: false,
             max_media_bytes: 10_000_000,
+            trusted_authserv_id: None,
         }
     }
 }

@@ -152,6 +152,7 @@ fn build(state: &AppState, name: &str) -> Result<Arc<dyn Channel>, String> {
                 user: need("EMAIL_USER")?,
                 password: need("EMAIL_PASSWORD")?,
                 from: need("EMAIL_FROM")?,
+                trusted_authserv_id: settings.trusted_authserv_id.clone(),
             };
             let dir = state.home.join(layout::CHANNELS).join("email");
             Ok(Arc::new(lurkbot_channels::email::Email::new(settings, dir)) as Arc<dyn Channel>)

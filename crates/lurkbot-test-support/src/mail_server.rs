@@ -1,11 +1,16 @@
 //! A real mail system on loopback for the email channel's tests: Dovecot (Debian
 //! `dovecot-imapd`, its own instance, configuration and maildirs in a temporary folder, users in
 //! a passwd file) for IMAP, and an SMTP submission server on aiosmtpd (in the test venv) that
-//! requires AUTH and delivers each accepted mail into the recipient's Dovecot INBOX over IMAP.
+//! requires AUTH and delivers each accepted mail into the recipient's Dovecot INBOX over IMAP,
+//! stamped on top with `Authentication-Results: mail.test; auth=pass smtp.auth=<login>` as a
+//! real submission server records who authenticated ([`AUTHSERV_ID`]).
 //! Stopped when dropped.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+
+/// The authserv-id the SMTP side stamps its `Authentication-Results` with.
+pub const AUTHSERV_ID: &str = "mail.test";
 
 /// The SMTP side: accepts mail for the known users (AUTH with their passwords) and APPENDs it
 /// to the recipient's INBOX.
@@ -21,15 +26,17 @@ class Deliver:
         envelope.rcpt_tos.append(address)
         return "250 OK"
     async def handle_DATA(self, server, session, envelope):
+        login = session.auth_data.login.decode() if session.auth_data else ""
+        stamp = ("Authentication-Results: mail.test; auth=pass smtp.auth=" + login + "\r\n").encode()
         for rcpt in envelope.rcpt_tos:
             box = imaplib.IMAP4("127.0.0.1", imap_port)
             box.login(rcpt, users[rcpt.lower()])
-            box.append("INBOX", None, None, envelope.original_content)
+            box.append("INBOX", None, None, stamp + envelope.original_content)
             box.logout()
         return "250 OK delivered"
 def check(server, session, envelope, mechanism, auth_data):
     if isinstance(auth_data, LoginPassword) and users.get(auth_data.login.decode().lower()) == auth_data.password.decode():
-        return AuthResult(success=True)
+        return AuthResult(success=True, auth_data=auth_data)
     return AuthResult(success=False, handled=False)
 controller = Controller(Deliver(), hostname="127.0.0.1", port=port, authenticator=check,
                         auth_require_tls=False, auth_required=True)
