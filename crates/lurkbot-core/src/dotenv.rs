@@ -112,6 +112,53 @@ pub fn parse(text: &str) -> Vec<Result<(String, String), DotenvError>> {
     out
 }
 
+/// `NAME="value"`: double-quoted with `\\`, `"` and `$` escaped, so [`parse`] reads the value
+/// back exactly; `None` for a value with a control character (a line break would start a line
+/// of its own: another variable).
+pub fn assignment(name: &str, value: &str) -> Option<String> {
+    if value.chars().any(char::is_control) {
+        return None;
+    }
+    let escaped = value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('$', "\\$");
+    Some(format!("{name}=\"{escaped}\""))
+}
+
+/// Sets `vars` in the `.env` file at `path` (created 0600): a line that sets a name is
+/// replaced, other lines (comments included) are kept, new names are appended; written
+/// atomically.
+///
+/// # Errors
+/// A value with a control character (named), or the file failing.
+pub fn set_in_file(path: &std::path::Path, vars: &[(&str, &str)]) -> Result<(), String> {
+    let mut lines: Vec<String> = std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    for (name, value) in vars {
+        let line = assignment(name, value).ok_or_else(|| {
+            format!(
+                "{name}: the value holds a control character (a line break?) and was not written"
+            )
+        })?;
+        let sets = |l: &String| {
+            let l = l.trim_start();
+            let l = l.strip_prefix("export ").unwrap_or(l).trim_start();
+            l.strip_prefix(*name)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        };
+        match lines.iter_mut().find(|l| sets(l)) {
+            Some(existing) => *existing = line,
+            None => lines.push(line),
+        }
+    }
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    crate::write_atomic_with_mode(path, text.as_bytes(), 0o600).map_err(|e| e.to_string())
+}
+
 /// The variables of `text`, the last of a repeated name winning, and the errors.
 pub fn parse_map(text: &str) -> (BTreeMap<String, String>, Vec<DotenvError>) {
     let mut vars = BTreeMap::new();
@@ -259,6 +306,22 @@ mod tests {
         assert_eq!(v["N"], "");
         assert_eq!(v["L"], "VAL-VAL# not a comment-$-\\$");
         assert_eq!(v["M"], "$A");
+    }
+
+    #[test]
+    fn assignments_read_back_exactly_and_files_keep_their_other_lines() {
+        for value in ["plain", "sk-\"q\"-$HOME-\\x #not a comment", ""] {
+            let line = assignment("K", value).unwrap_or_default();
+            assert_eq!(vars(&line)["K"], value, "{line}");
+        }
+        assert_eq!(assignment("K", "a\nB=planted"), None);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join(".env");
+        std::fs::write(&path, "# mine\nexport A=1\nB=2\n").unwrap_or_default();
+        set_in_file(&path, &[("A", "one"), ("C", "three")]).unwrap_or_default();
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        assert_eq!(text, "# mine\nA=\"one\"\nB=2\nC=\"three\"\n");
+        assert!(set_in_file(&path, &[("D", "x\ny")]).is_err());
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub(crate) fn run(cli: Cli) -> CliResult {
     let home_path = Home::locate(cli.home.as_deref())?;
     match cli.command {
         Sub::Init(args) => crate::cli::init::run(&home_path, &args),
+        Sub::Setup(args) => crate::cli::setup::run(&home_path, &args),
         Sub::Exec(args) => crate::cli::exec::run(&home_path, args),
         Sub::Config(args) => crate::cli::config::run(&home_path, &args),
         Sub::Agent(args) => crate::cli::agent::run(&home_path, args),

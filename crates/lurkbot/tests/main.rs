@@ -28,6 +28,7 @@ mod mcp;
 mod memory;
 mod rss;
 mod service;
+mod setup;
 mod skills;
 mod structure;
 mod usage;

@@ -191,20 +191,14 @@ pub fn apply(home: &Home, plan: &ImportPlan, overwrite: bool, now_ms: u64) -> Ve
     outcomes
 }
 
-/// `NAME="value"` for `.env`: double-quoted with `\\`, `"` and `$` escaped, so the value is
-/// read back exactly (ARCHITECTURE.md §2); a value with a control character (a line break
-/// would start a line of its own: another variable) is refused, naming the variable.
+/// `NAME="value"` for `.env` (`lurkbot_core::dotenv::assignment`); a value with a control
+/// character (a line break would start a variable of its own) is refused, naming it.
 fn env_line(name: &str, value: &str) -> Result<String, String> {
-    if value.chars().any(char::is_control) {
-        return Err(format!(
+    lurkbot_core::dotenv::assignment(name, value).ok_or_else(|| {
+        format!(
             "{name}: the value holds a control character (a line break?) and was not written; check it in openclaw.json and set it in .env by hand"
-        ));
-    }
-    let escaped = value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('$', "\\$");
-    Ok(format!("{name}=\"{escaped}\""))
+        )
+    })
 }
 
 /// Whether `path`, every link followed, is inside `root` (itself resolved).

@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use clap::Args;
 use lurkbot_core::{Config, GatewayAuth, Home, layout};
-use lurkbot_llm::{ChatRequest, Message};
 use serde::Serialize;
 
 /// Flags of `lurkbot doctor`.
@@ -305,37 +304,16 @@ fn model(home: &Home, config: &Config) -> Check {
         }
     };
     let name = failover.primary().to_string();
-    let request = ChatRequest {
-        model: String::new(),
-        system: "Answer with one word.".into(),
-        messages: vec![Message::user("Say OK.")],
-        tools: Vec::new(),
-        max_tokens: 8,
-        reasoning: None,
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => return bad("model", Status::Fail, e.to_string(), "retry"),
-    };
-    let answered = runtime.block_on(async {
-        tokio::time::timeout(
-            Duration::from_secs(20),
-            failover.chat(&request, &mut |_| {}),
-        )
-        .await
-    });
+    let answered = super::probe::one_word(&mut failover, Duration::from_secs(20));
     match answered {
-        Ok(Ok(a)) => ok("model", format!("{} answers", a.model)),
-        Ok(Err(e)) => bad(
+        Ok(model) => ok("model", format!("{model} answers")),
+        Err(super::probe::NoAnswer::Failed(e)) => bad(
             "model",
             Status::Fail,
             format!("{name} does not answer: {e}"),
             "check the API key and base URL (OPENAI_API_KEY/OPENAI_BASE_URL or ANTHROPIC_…)",
         ),
-        Err(_) => bad(
+        Err(super::probe::NoAnswer::TimedOut) => bad(
             "model",
             Status::Fail,
             format!("{name} did not answer within 20 s"),

@@ -26,7 +26,7 @@ pub(crate) fn run(home_path: &Path, args: &InitArgs) -> CliResult {
         for k in &report.kept {
             text.push_str(&format!("  kept     {k} (exists)\n"));
         }
-        text.push_str("Next: `lurkbot exec help` lists the terminal commands; `lurkbot config path` shows the settings file.\n");
+        text.push_str("Next: `lurkbot setup` chooses the model (provider, model, key; a server on this machine needs no key), then `lurkbot chat`.\n");
         crate::run::print_stdout(&text)?;
     }
     Ok(())

@@ -23,10 +23,12 @@ pub(crate) mod markdown;
 pub(crate) mod mcp;
 pub(crate) mod memory;
 pub(crate) mod pairing;
+pub(crate) mod probe;
 pub(crate) mod reload;
 pub(crate) mod remote;
 pub(crate) mod service;
 pub(crate) mod sessions;
+pub(crate) mod setup;
 pub(crate) mod skills;
 pub(crate) mod usage;
 
@@ -55,6 +57,9 @@ pub(crate) enum Sub {
     /// Create the home: config.toml (0600), workspace bootstrap files, bundled skills.
     /// Never overwrites a file that exists.
     Init(init::InitArgs),
+    /// Choose the model: provider, model and key (asked on a terminal, or flags), checked with
+    /// one call.
+    Setup(setup::SetupArgs),
     /// Run one terminal_exec command (exactly what the agent would pass) and print its result.
     Exec(exec::ExecArgs),
     /// Read or change config.toml by dotted key, keeping its comments.

@@ -1,0 +1,226 @@
+//! `lurkbot setup`: from a fresh home to a first conversation. It asks (on a terminal) or takes
+//! from flags a provider, a model and a key, writes the model to config.toml and the base URL
+//! and key to the home's `.env` (0600; the key is read from the terminal without echo, or from
+//! stdin with `--key-stdin`, never from the command line), checks them with one small call, and
+//! says how to chat. A server on this machine (Ollama, llama-server, vLLM) needs no key.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Args;
+use lurkbot_core::{ConfigDoc, Home, layout};
+
+use crate::error::{CliError, CliResult};
+
+/// Flags of `lurkbot setup`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 set up and checked, 1 the check failed (the settings are kept), 2 a bad flag.\n\nExamples:\n  lurkbot setup                                   # asks\n  printf %s \"$KEY\" | lurkbot setup --provider openai --model gpt-4o-mini --key-stdin\n  lurkbot setup --provider openai --model llama3.2 --base-url http://127.0.0.1:11434/v1"
+)]
+pub(crate) struct SetupArgs {
+    /// `openai` (any OpenAI-compatible server) or `anthropic`.
+    #[arg(long, value_parser = ["openai", "anthropic"])]
+    provider: Option<String>,
+    /// The model's name at the provider (`gpt-4o-mini`, `claude-sonnet-4-5`, `llama3.2`).
+    #[arg(long)]
+    model: Option<String>,
+    /// The API's base URL with its `/v1` (default the provider's public one).
+    #[arg(long)]
+    base_url: Option<String>,
+    /// Read the API key from standard input (the key never goes on a command line).
+    #[arg(long)]
+    key_stdin: bool,
+    /// Write the settings without the check call.
+    #[arg(long)]
+    no_check: bool,
+}
+
+/// The provider's variables and defaults.
+struct Provider {
+    key: &'static str,
+    base: &'static str,
+    default_base: &'static str,
+    default_model: &'static str,
+}
+
+fn provider(name: &str) -> Provider {
+    if name == "anthropic" {
+        Provider {
+            key: "ANTHROPIC_API_KEY",
+            base: "ANTHROPIC_BASE_URL",
+            default_base: "https://api.anthropic.com",
+            default_model: "claude-sonnet-4-5",
+        }
+    } else {
+        Provider {
+            key: "OPENAI_API_KEY",
+            base: "OPENAI_BASE_URL",
+            default_base: "https://api.openai.com/v1",
+            default_model: "gpt-4o-mini",
+        }
+    }
+}
+
+pub(crate) fn run(home_path: &Path, args: &SetupArgs) -> CliResult {
+    let home = Home::open(home_path)?;
+    if !home.join(layout::CONFIG).exists() {
+        let skills = lurkbot_term::bundled_skills(&lurkbot_term::default_registry());
+        lurkbot_core::init_home(&home, &skills)?;
+    }
+    let asking = std::io::stdin().is_terminal() && !args.key_stdin;
+    let ask = |question: &str, default: &str| -> Result<String, CliError> {
+        if !asking {
+            return Ok(default.to_string());
+        }
+        eprint!("{question} [{default}]: ");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        let line = line.trim();
+        Ok(if line.is_empty() { default } else { line }.to_string())
+    };
+    let name = match &args.provider {
+        Some(p) => p.clone(),
+        None => ask(
+            "Provider (openai: any OpenAI-compatible server; anthropic)",
+            "openai",
+        )?,
+    };
+    if name != "openai" && name != "anthropic" {
+        return Err(CliError::usage(
+            "setup",
+            format!("unknown provider '{name}': openai or anthropic"),
+        ));
+    }
+    let p = provider(&name);
+    let model = match &args.model {
+        Some(m) => m.clone(),
+        None => ask("Model", p.default_model)?,
+    };
+    let base = match &args.base_url {
+        Some(b) => b.clone(),
+        None => ask(
+            "Base URL (a local server such as Ollama: http://127.0.0.1:11434/v1)",
+            p.default_base,
+        )?,
+    };
+    let local = url_is_local(&base);
+    let key = if args.key_stdin {
+        let mut key = String::new();
+        std::io::stdin().lock().read_line(&mut key)?;
+        key.trim().to_string()
+    } else if asking && !local {
+        read_hidden(&format!("{} (not shown)", p.key))?
+    } else {
+        String::new()
+    };
+    if key.is_empty() && !local && lurkbot_agent::setup::variables(&home)(p.key).is_none() {
+        return Err(CliError::usage(
+            "setup",
+            format!(
+                "{base} needs an API key: pass it on stdin with --key-stdin (never on the command line)"
+            ),
+        ));
+    }
+    for (what, value) in [(p.key, key.as_str()), (p.base, base.as_str())] {
+        if lurkbot_core::dotenv::assignment(what, value).is_none() {
+            return Err(CliError::usage(
+                "setup",
+                format!(
+                    "{what}: the value holds a control character (a line break?); nothing was written"
+                ),
+            ));
+        }
+    }
+    let model_ref = format!("{name}/{model}");
+    model_ref
+        .parse::<lurkbot_llm::ModelRef>()
+        .map_err(|e| CliError::usage("setup", format!("{model_ref}: {e}")))?;
+    let mut doc = ConfigDoc::load(&home.join(layout::CONFIG))?;
+    doc.set("agent.model", &format!("\"{model_ref}\""))?;
+    doc.save()?;
+    let mut vars = vec![(p.base, base.as_str())];
+    if !key.is_empty() {
+        vars.push((p.key, key.as_str()));
+    }
+    lurkbot_core::dotenv::set_in_file(&home.join(".env"), &vars)
+        .map_err(|e| CliError::usage("setup", e))?;
+    let mut out = format!(
+        "model: {model_ref} (agent.model in config.toml)\n{}: {base} (.env)\n",
+        p.base
+    );
+    if !key.is_empty() {
+        out.push_str(&format!("{}: set (.env, 0600)\n", p.key));
+    }
+    crate::run::print_stdout(&out)?;
+    if !args.no_check {
+        check(&home, &model_ref)?;
+    }
+    crate::run::print_stdout(
+        "Next: `lurkbot chat` to talk here, or `lurkbot gateway` and `lurkbot dashboard --open` for the web UI.\n",
+    )?;
+    Ok(())
+}
+
+/// Whether `url` names this machine (a local server needs no key).
+fn url_is_local(url: &str) -> bool {
+    let host = url
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.split(['/', '?']).next())
+        .map(|authority| lurkbot_core::split_host_port(authority).0)
+        .unwrap_or_default();
+    host == "localhost"
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// One small call with the new settings: the model answers, or the error says what is wrong.
+fn check(home: &Home, model_ref: &str) -> CliResult {
+    let config = lurkbot_core::Config::load(&home.join(layout::CONFIG))?;
+    let mut failover = lurkbot_agent::setup::failover(home, &config, Some(model_ref))
+        .map_err(|e| CliError::failed("setup", e.to_string()))?;
+    let answered = super::probe::one_word(&mut failover, Duration::from_secs(30));
+    match answered {
+        Ok(model) => {
+            crate::run::print_stdout(&format!("check: {model} answers\n"))?;
+            Ok(())
+        }
+        Err(super::probe::NoAnswer::Failed(e)) => Err(CliError::failed(
+            "setup",
+            format!(
+                "{model_ref} does not answer: {e}. The settings are written; fix the key or base URL and run `lurkbot setup` again"
+            ),
+        )),
+        Err(_) => Err(CliError::failed(
+            "setup",
+            format!(
+                "{model_ref} did not answer within 30 s. The settings are written; run `lurkbot doctor` to check again"
+            ),
+        )),
+    }
+}
+
+/// A line read from the terminal with echo off (the key is not shown).
+fn read_hidden(prompt: &str) -> Result<String, CliError> {
+    eprint!("{prompt}: ");
+    let _ = std::io::stderr().flush();
+    let stdin = std::io::stdin();
+    let saved = rustix::termios::tcgetattr(&stdin).ok();
+    if let Some(saved) = &saved {
+        let mut quiet = saved.clone();
+        quiet.local_modes.remove(rustix::termios::LocalModes::ECHO);
+        let _ = rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &quiet);
+    }
+    let mut line = String::new();
+    let read = stdin.lock().read_line(&mut line);
+    if let Some(saved) = &saved {
+        let _ = rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, saved);
+    }
+    eprintln!();
+    read?;
+    Ok(line.trim().to_string())
+}

@@ -1,0 +1,164 @@
+//! `lurkbot setup`: from a fresh home to a first conversation without reading the README —
+//! provider, model and key from flags (the key on stdin, never the command line), written to
+//! config.toml and a private `.env`, checked with one call, then `lurkbot agent` answers with no
+//! variable set; a server on this machine needs no key; a remote one without a key, a key with
+//! a line break and an unknown provider are refused with what to do.
+
+use std::os::unix::fs::PermissionsExt;
+
+use lurkbot_llm::fake::{FakeProvider, Step};
+
+use crate::util::Test;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_writes_checks_and_a_first_turn_answers() {
+    let t = Test::init();
+    let init = t.run(&["init"]);
+    assert!(
+        init.stdout.contains("lurkbot setup"),
+        "init leads on: {}",
+        init.stdout
+    );
+    let fake = FakeProvider::start(vec![Step::text("OK"), Step::text("Hello, human.")]).await;
+    let base = format!("{}/v1", fake.url);
+    let out = t.run_full(
+        &[
+            "setup",
+            "--provider",
+            "openai",
+            "--model",
+            "fake-model",
+            "--base-url",
+            &base,
+            "--key-stdin",
+        ],
+        Some("sk-setup-secret-123\n"),
+        &[],
+    );
+    assert_eq!(out.status, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("check: openai/fake-model answers"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("lurkbot chat"), "{}", out.stdout);
+    assert!(
+        !out.stdout.contains("sk-setup-secret-123"),
+        "the key is never shown"
+    );
+    assert_eq!(
+        fake.requests()[0].key.as_deref(),
+        Some("sk-setup-secret-123"),
+        "the check used the key"
+    );
+    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    assert!(config.contains("model = \"openai/fake-model\""), "{config}");
+    assert!(!config.contains("sk-setup"), "no key in config.toml");
+    let env = std::fs::read_to_string(t.path(".env")).unwrap();
+    assert!(
+        env.contains("OPENAI_API_KEY=\"sk-setup-secret-123\""),
+        "{env}"
+    );
+    let mode = std::fs::metadata(t.path(".env"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    // A first conversation with nothing else set.
+    let out = t.run(&["agent", "-m", "hello"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "Hello, human.\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_server_needs_no_key_and_refusals_say_what_to_do() {
+    let t = Test::init();
+    let fake = FakeProvider::start(vec![Step::text("OK")]).await;
+    let base = format!("{}/v1", fake.url);
+    let out = t.run_full(
+        &[
+            "setup",
+            "--provider",
+            "openai",
+            "--model",
+            "llama3.2",
+            "--base-url",
+            &base,
+        ],
+        None,
+        &[],
+    );
+    assert_eq!(out.status, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        !std::fs::read_to_string(t.path(".env"))
+            .unwrap()
+            .contains("OPENAI_API_KEY")
+    );
+
+    let remote = t.run_full(
+        &[
+            "setup",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o-mini",
+            "--base-url",
+            "https://api.example.test/v1",
+            "--no-check",
+        ],
+        None,
+        &[],
+    );
+    assert_eq!(remote.status, 2, "{}", remote.stderr);
+    assert!(remote.stderr.contains("--key-stdin"), "{}", remote.stderr);
+    let planted = t.run_full(
+        &[
+            "setup",
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            "https://api.example.test/v1",
+            "--key-stdin",
+            "--no-check",
+        ],
+        Some("sk-a\u{7}LURKBOT_GATEWAY_TOKEN=x\n"),
+        &[],
+    );
+    assert_eq!(planted.status, 2, "{}", planted.stderr);
+    assert!(
+        planted.stderr.contains("control character"),
+        "{}",
+        planted.stderr
+    );
+    assert!(
+        !std::fs::read_to_string(t.path(".env"))
+            .unwrap()
+            .contains("LURKBOT_GATEWAY_TOKEN")
+    );
+    let unknown = t.run(&["setup", "--provider", "mistery", "--model", "m"]);
+    assert_eq!(unknown.status, 2);
+    // A check that fails says so and keeps the settings.
+    let dead = t.run_full(
+        &[
+            "setup",
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ],
+        None,
+        &[],
+    );
+    assert_eq!(dead.status, 1, "{}", dead.stderr);
+    assert!(dead.stderr.contains("does not answer"), "{}", dead.stderr);
+    assert!(
+        std::fs::read_to_string(t.path("config.toml"))
+            .unwrap()
+            .contains("openai/m")
+    );
+}
