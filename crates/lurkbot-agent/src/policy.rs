@@ -155,6 +155,19 @@ fn profile_allows(profile: Option<&str>, tool: &str) -> Result<bool, String> {
 }
 
 impl Policy {
+    /// The kind of prompt the session gets: a sub-agent's, a group's (also anyone's but the
+    /// owner's), or a direct one.
+    pub(crate) fn session_kind(&self) -> crate::prompt::SessionKind {
+        use crate::prompt::SessionKind;
+        if self.subagent {
+            SessionKind::Subagent
+        } else if self.group {
+            SessionKind::Group
+        } else {
+            SessionKind::Direct
+        }
+    }
+
     /// Whether `tool` passes every layer; the error names an unknown profile.
     ///
     /// # Errors

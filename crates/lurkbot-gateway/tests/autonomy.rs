@@ -218,6 +218,16 @@ async fn missed_runs_run_once_and_one_gateway_per_home_runs_them() {
     third.stop().await;
 }
 
+/// Waits for the end of a main-session turn (a cron run's own turn ends on its session).
+async fn main_turn_ended(c: &mut Client) {
+    c.event(|e| {
+        e["event"] == "chat"
+            && e["payload"]["state"] == "final"
+            && e["payload"]["sessionKey"] == "agent:main:main"
+    })
+    .await;
+}
+
 /// Sends `cron.run` for `id` without waiting for its answer (it waits for an approval).
 async fn start_run(c: &mut Client, id: &str) {
     let frame = lurkbot_gateway::protocol::request("run-held", "cron.run", json!({"jobId": id}));
@@ -286,12 +296,7 @@ async fn an_announce_to_irc_reaches_a_real_irc_client() {
         )
         .await;
     assert_eq!(denied["ok"], true, "{denied}");
-    c.event(|e| {
-        e["event"] == "chat"
-            && e["payload"]["state"] == "final"
-            && e["payload"]["sessionKey"] == "agent:main:main"
-    })
-    .await;
+    main_turn_ended(&mut c).await;
     let last = gw.fake.requests().last().unwrap().body.to_string();
     assert!(
         last.contains("held for approval and not approved"),
@@ -316,12 +321,7 @@ async fn an_announce_to_irc_reaches_a_real_irc_client() {
     );
     c.request("chat.send", json!({"message": "schedule it"}))
         .await;
-    c.event(|e| {
-        e["event"] == "chat"
-            && e["payload"]["state"] == "final"
-            && e["payload"]["sessionKey"] == "agent:main:main"
-    })
-    .await;
+    main_turn_ended(&mut c).await;
     let jobs = c.request("cron.list", json!({})).await;
     let job = jobs["payload"]["jobs"]
         .as_array()
@@ -394,12 +394,7 @@ async fn an_announce_to_irc_reaches_a_real_irc_client() {
     );
     c.request("chat.send", json!({"message": "rename the report"}))
         .await;
-    c.event(|e| {
-        e["event"] == "chat"
-            && e["payload"]["state"] == "final"
-            && e["payload"]["sessionKey"] == "agent:main:main"
-    })
-    .await;
+    main_turn_ended(&mut c).await;
     let jobs = c.request("cron.list", json!({})).await;
     let owners = jobs["payload"]["jobs"]
         .as_array()

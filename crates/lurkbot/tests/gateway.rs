@@ -244,20 +244,7 @@ fn a_stderr_nobody_reads_never_stops_the_gateway() {
         "after {requests} requests: {health:?}"
     );
     // Someone reads stderr again: the lines that did not fit are counted there.
-    let mut pipe = child.stderr.take().unwrap();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let sink = seen.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
+    let (seen, _reader) = crate::util::drain(child.stderr.take().unwrap());
     let deadline = Instant::now() + Duration::from_secs(20);
     while !seen.lock().unwrap().contains("log line(s) dropped") {
         assert!(Instant::now() < deadline, "no count of the dropped lines");

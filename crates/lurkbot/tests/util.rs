@@ -192,8 +192,31 @@ impl Drop for Running {
 }
 
 /// Starts `lurkbot gateway --port 0` on `t`'s home and waits for its address line.
+/// Reads `pipe` to its end on a thread of its own; what was read so far, and the thread.
+pub fn drain(
+    mut pipe: impl std::io::Read + Send + 'static,
+) -> (
+    std::sync::Arc<std::sync::Mutex<String>>,
+    std::thread::JoinHandle<()>,
+) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = seen.clone();
+    let thread = std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    (seen, thread)
+}
+
 pub fn start_gateway(t: &Test, env: &[(&str, &str)]) -> Running {
-    use std::io::{BufRead, BufReader, Read};
+    use std::io::{BufRead, BufReader};
     let mut child = t.command(&["gateway", "--port", "0"], env).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
@@ -208,20 +231,7 @@ pub fn start_gateway(t: &Test, env: &[(&str, &str)]) -> Running {
         .trim_end_matches('/')
         .to_string();
     let ws = format!("ws://{addr}/ws");
-    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let mut pipe = child.stderr.take().unwrap();
-    let sink = stderr.clone();
-    let drain = std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
+    let (stderr, drain) = drain(child.stderr.take().unwrap());
     Running {
         child,
         ws,

@@ -7,7 +7,7 @@ use lurkbot_llm::Message;
 
 use super::{Agent, host_and_os, request_tokens, today, tools_tokens};
 use crate::error::AgentError;
-use crate::prompt::{PromptInput, SessionKind, bootstrap, build};
+use crate::prompt::{PromptInput, bootstrap, build};
 
 /// The budget of that request, in tokens (characters / 4).
 pub const PROMPT_BUDGET_TOKENS: u64 = 3_000;
@@ -52,13 +52,7 @@ impl Agent {
         let offered = self.offered_by(&policy)?;
         let secrets = Secrets::load(&self.home);
         let skills = crate::skills::offered(&self.home, &self.config, &secrets);
-        let kind = if policy.subagent {
-            SessionKind::Subagent
-        } else if policy.group {
-            SessionKind::Group
-        } else {
-            SessionKind::Direct
-        };
+        let kind = policy.session_kind();
         let files = bootstrap(&self.home, kind, first_run);
         let (host, os) = host_and_os();
         let model = self.failover.primary().to_string();

@@ -61,13 +61,7 @@ impl Agent {
             &[message_entry(Message::user(message))],
             false,
         )?;
-        let kind = if policy.subagent {
-            SessionKind::Subagent
-        } else if policy.group {
-            SessionKind::Group
-        } else {
-            SessionKind::Direct
-        };
+        let kind = policy.session_kind();
         let mode = match (self.config.agent.prompt_mode, kind) {
             (PromptMode::Full, SessionKind::Subagent) => PromptMode::Minimal,
             (mode, _) => mode,
