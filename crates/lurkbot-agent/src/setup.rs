@@ -29,6 +29,78 @@ pub fn variables(home: &Home) -> impl Fn(&str) -> Option<String> + Send + Sync +
     }
 }
 
+/// A provider's variables and public endpoint.
+pub struct ProviderVars {
+    /// The key's variable (`OPENAI_API_KEY`).
+    pub key: &'static str,
+    /// The base URL's variable (`OPENAI_BASE_URL`).
+    pub base: &'static str,
+    /// The public endpoint.
+    pub default_base: &'static str,
+    /// A model to suggest.
+    pub default_model: &'static str,
+}
+
+/// The variables of `provider` (`openai`: any OpenAI-compatible server; `anthropic`).
+pub fn provider_vars(provider: &str) -> Option<ProviderVars> {
+    match provider {
+        "openai" => Some(ProviderVars {
+            key: "OPENAI_API_KEY",
+            base: "OPENAI_BASE_URL",
+            default_base: "https://api.openai.com/v1",
+            default_model: "gpt-4o-mini",
+        }),
+        "anthropic" => Some(ProviderVars {
+            key: "ANTHROPIC_API_KEY",
+            base: "ANTHROPIC_BASE_URL",
+            default_base: "https://api.anthropic.com",
+            default_model: "claude-sonnet-4-5",
+        }),
+        _ => None,
+    }
+}
+
+/// Chooses the model as the owner asked (`lurkbot setup`, the web UI's welcome card):
+/// `agent.model` in config.toml, the base URL and (when given) the key in the home's `.env`
+/// (0600). Everything is checked before anything is written; the key is never echoed.
+///
+/// # Errors
+/// An unknown provider, a model that does not parse, a value with a control character, or the
+/// files failing — in words for the owner.
+pub fn write_model_choice(
+    home: &Home,
+    provider: &str,
+    model: &str,
+    base_url: &str,
+    key: Option<&str>,
+) -> Result<String, String> {
+    let vars = provider_vars(provider)
+        .ok_or_else(|| format!("unknown provider '{provider}': openai or anthropic"))?;
+    let model_ref = format!("{provider}/{}", model.trim());
+    model_ref
+        .parse::<ModelRef>()
+        .map_err(|e| format!("{model_ref}: {e}"))?;
+    let key = key.map(str::trim).filter(|k| !k.is_empty());
+    let mut pairs = vec![(vars.base, base_url.trim())];
+    if let Some(key) = key {
+        pairs.push((vars.key, key));
+    }
+    for (name, value) in &pairs {
+        if lurkbot_core::dotenv::assignment(name, value).is_none() {
+            return Err(format!(
+                "{name}: the value holds a control character (a line break?); nothing was written"
+            ));
+        }
+    }
+    let mut doc =
+        lurkbot_core::ConfigDoc::load(&home.join(layout::CONFIG)).map_err(|e| e.to_string())?;
+    doc.set("agent.model", &format!("\"{model_ref}\""))
+        .map_err(|e| e.to_string())?;
+    doc.save().map_err(|e| e.to_string())?;
+    lurkbot_core::dotenv::set_in_file(&home.join(".env"), &pairs)?;
+    Ok(model_ref)
+}
+
 /// The models to try: the primary one, then the fallbacks.
 ///
 /// # Errors

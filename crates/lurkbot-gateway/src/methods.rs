@@ -124,6 +124,11 @@ pub(crate) const METHODS: &[Method] = &[
         handler: |s, p| Box::pin(async { crate::ops::gateway_reload(s, p) }),
     },
     Method {
+        name: method::SETUP_MODEL,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { setup_model(s, p) }),
+    },
+    Method {
         name: method::SESSIONS_WAIT,
         scope: Scope::Read,
         handler: |s, p| Box::pin(wait_idle(s, p)),
@@ -401,6 +406,38 @@ async fn terminal_exec(state: &AppState, params: &Value) -> Result<Value, Method
     let envelope = state.exec.run(request).await;
     serde_json::to_value(&envelope)
         .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))
+}
+
+/// `setup.model {provider, model, baseUrl?, key?}`: the owner chooses the model from the web
+/// UI, as `lurkbot setup` does; the settings are reloaded at once. The key is written to
+/// `.env` and never logged or echoed.
+fn setup_model(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let provider = str_param(params, "provider")?;
+    let vars = lurkbot_agent::setup::provider_vars(provider).ok_or_else(|| {
+        MethodError::invalid(format!(
+            "unknown provider '{provider}': openai or anthropic"
+        ))
+    })?;
+    let base = params
+        .get("baseUrl")
+        .and_then(Value::as_str)
+        .filter(|b| !b.trim().is_empty())
+        .unwrap_or(vars.default_base);
+    let key = params.get("key").and_then(Value::as_str);
+    let model = lurkbot_agent::setup::write_model_choice(
+        &state.home,
+        provider,
+        str_param(params, "model")?,
+        base,
+        key,
+    )
+    .map_err(MethodError::invalid)?;
+    state
+        .reload()
+        .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.0))?;
+    Ok(
+        json!({"model": model, "baseUrl": base, "keySet": key.is_some_and(|k| !k.trim().is_empty())}),
+    )
 }
 
 fn resolve(state: &AppState, params: &Value) -> Result<Value, MethodError> {

@@ -126,7 +126,7 @@ pub(crate) async fn click(b: &Browser, css: &str) {
         .unwrap();
 }
 
-async fn type_into(b: &Browser, css: &str, text: &str) {
+pub(crate) async fn type_into(b: &Browser, css: &str, text: &str) {
     b.find(Locator::Css(css))
         .await
         .unwrap()

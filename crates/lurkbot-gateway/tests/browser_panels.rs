@@ -138,3 +138,77 @@ async fn the_channels_panel_shows_states_and_approves_a_pairing_in_chromium() {
     .await;
     b.clone().close().await.unwrap();
 }
+
+/// With no model configured, the welcome card offers the owner `lurkbot setup`'s three choices
+/// instead of a command to copy: saved through `setup.model`, the model answers the next
+/// message with the key given, and the key is in `.env` (0600), not in config.toml.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_welcome_card_chooses_the_model_in_chromium() {
+    use std::os::unix::fs::PermissionsExt;
+    let gw = Gateway::start_raw(
+        "",
+        vec![lurkbot_llm::fake::Step::text(
+            "Hi from the model you chose.",
+        )],
+        Some(crate::common::TOKEN),
+        None,
+    )
+    .await;
+    let ui = Ui::signed_in(&gw).await;
+    let b = &ui.browser;
+    until(
+        b,
+        "the model form",
+        "document.querySelector('.card.welcome form.model-setup')",
+    )
+    .await;
+    let base = format!("{}/v1", gw.fake.url);
+    crate::browser::type_into(b, "form.model-setup input[name=model]", "ui-model").await;
+    crate::browser::type_into(b, "form.model-setup input[name=baseUrl]", &base).await;
+    crate::browser::type_into(
+        b,
+        "form.model-setup input[name=key]",
+        "sk-ui-key-0123456789",
+    )
+    .await;
+    click(b, "form.model-setup button[type=submit]").await;
+    let said = until(
+        b,
+        "the saved model",
+        "((t) => t.includes('Model in use') ? t : null)(document.querySelector('.model-setup-result').textContent)",
+    )
+    .await;
+    assert!(said.to_string().contains("openai/ui-model"), "{said}");
+    let config = std::fs::read_to_string(gw.home.join("config.toml")).unwrap();
+    assert!(config.contains("model = \"openai/ui-model\""), "{config}");
+    assert!(!config.contains("sk-ui-key"));
+    let env = std::fs::read_to_string(gw.home.join(".env")).unwrap();
+    assert!(
+        env.contains("OPENAI_API_KEY=\"sk-ui-key-0123456789\""),
+        "{env}"
+    );
+    let mode = std::fs::metadata(gw.home.join(".env"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    // The next message is answered by the chosen model, with the key given.
+    let (mut c, _) = crate::common::Client::connect(&gw, crate::common::TOKEN).await;
+    c.request("chat.send", json!({"message": "hello"})).await;
+    let done = c
+        .event(|e| e["event"] == "chat" && e["payload"]["state"] == "final")
+        .await;
+    assert_eq!(
+        done["payload"]["text"], "Hi from the model you chose.",
+        "{done}"
+    );
+    let sent = &gw.fake.requests()[0];
+    assert_eq!(sent.key.as_deref(), Some("sk-ui-key-0123456789"));
+    assert_eq!(sent.body["model"], "ui-model");
+    // Refused: an unknown provider, with nothing written.
+    let refused = c
+        .request("setup.model", json!({"provider": "mistery", "model": "m"}))
+        .await;
+    assert_eq!(refused["error"]["code"], "INVALID_REQUEST", "{refused}");
+}

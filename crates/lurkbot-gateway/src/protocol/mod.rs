@@ -60,6 +60,8 @@ pub mod method {
     pub const LOGS_TAIL: &str = "logs.tail";
     /// Re-read config.toml.
     pub const GATEWAY_RELOAD: &str = "gateway.reload";
+    /// Chooses the model (the web UI's welcome card): provider, model, base URL, key.
+    pub const SETUP_MODEL: &str = "setup.model";
     /// Wait until a session runs nothing, background work included (`lurkbot agent --gateway`
     /// waits for its sub-agents' reports with it).
     pub const SESSIONS_WAIT: &str = "sessions.wait";

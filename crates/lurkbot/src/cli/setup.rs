@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use clap::Args;
-use lurkbot_core::{ConfigDoc, Home, layout};
+use lurkbot_core::{Home, layout};
 
 use crate::error::{CliError, CliResult};
 
@@ -34,32 +34,6 @@ pub(crate) struct SetupArgs {
     /// Write the settings without the check call.
     #[arg(long)]
     no_check: bool,
-}
-
-/// The provider's variables and defaults.
-struct Provider {
-    key: &'static str,
-    base: &'static str,
-    default_base: &'static str,
-    default_model: &'static str,
-}
-
-fn provider(name: &str) -> Provider {
-    if name == "anthropic" {
-        Provider {
-            key: "ANTHROPIC_API_KEY",
-            base: "ANTHROPIC_BASE_URL",
-            default_base: "https://api.anthropic.com",
-            default_model: "claude-sonnet-4-5",
-        }
-    } else {
-        Provider {
-            key: "OPENAI_API_KEY",
-            base: "OPENAI_BASE_URL",
-            default_base: "https://api.openai.com/v1",
-            default_model: "gpt-4o-mini",
-        }
-    }
 }
 
 pub(crate) fn run(home_path: &Path, args: &SetupArgs) -> CliResult {
@@ -87,13 +61,12 @@ pub(crate) fn run(home_path: &Path, args: &SetupArgs) -> CliResult {
             "openai",
         )?,
     };
-    if name != "openai" && name != "anthropic" {
+    let Some(p) = lurkbot_agent::setup::provider_vars(&name) else {
         return Err(CliError::usage(
             "setup",
             format!("unknown provider '{name}': openai or anthropic"),
         ));
-    }
-    let p = provider(&name);
+    };
     let model = match &args.model {
         Some(m) => m.clone(),
         None => ask("Model", p.default_model)?,
@@ -123,29 +96,9 @@ pub(crate) fn run(home_path: &Path, args: &SetupArgs) -> CliResult {
             ),
         ));
     }
-    for (what, value) in [(p.key, key.as_str()), (p.base, base.as_str())] {
-        if lurkbot_core::dotenv::assignment(what, value).is_none() {
-            return Err(CliError::usage(
-                "setup",
-                format!(
-                    "{what}: the value holds a control character (a line break?); nothing was written"
-                ),
-            ));
-        }
-    }
-    let model_ref = format!("{name}/{model}");
-    model_ref
-        .parse::<lurkbot_llm::ModelRef>()
-        .map_err(|e| CliError::usage("setup", format!("{model_ref}: {e}")))?;
-    let mut doc = ConfigDoc::load(&home.join(layout::CONFIG))?;
-    doc.set("agent.model", &format!("\"{model_ref}\""))?;
-    doc.save()?;
-    let mut vars = vec![(p.base, base.as_str())];
-    if !key.is_empty() {
-        vars.push((p.key, key.as_str()));
-    }
-    lurkbot_core::dotenv::set_in_file(&home.join(".env"), &vars)
-        .map_err(|e| CliError::usage("setup", e))?;
+    let model_ref =
+        lurkbot_agent::setup::write_model_choice(&home, &name, &model, &base, Some(key.as_str()))
+            .map_err(|e| CliError::usage("setup", e))?;
     let mut out = format!(
         "model: {model_ref} (agent.model in config.toml)\n{}: {base} (.env)\n",
         p.base
