@@ -46,6 +46,17 @@ pub(crate) fn local(s: &Setup, extra: &str) -> (Arc<LocalRuntime>, Config) {
     (runtime, config)
 }
 
+/// A runtime over the home with no model configured (and nobody to approve).
+pub(crate) fn without_a_model(s: &Setup) -> Arc<LocalRuntime> {
+    std::fs::write(s.home.join("config.toml"), "").unwrap();
+    LocalRuntime::new(
+        s.home.clone(),
+        Config::default(),
+        Arc::new(NoHuman),
+        Arc::new(|_, _| {}),
+    )
+}
+
 /// The user and assistant texts of a session, in order.
 pub(crate) fn texts(s: &Setup, key: &str) -> Vec<(Role, String)> {
     let key = SessionKey::parse(key).unwrap();
@@ -168,13 +179,7 @@ async fn due_and_forced_runs_missed_runs_once_and_announce_to_webchat() {
 async fn failures_back_off_are_logged_and_a_running_job_is_not_run_twice() {
     let s = setup(vec![]).await;
     // No model: every run fails before any model call.
-    std::fs::write(s.home.join("config.toml"), "").unwrap();
-    let runtime = LocalRuntime::new(
-        s.home.clone(),
-        Config::default(),
-        Arc::new(NoHuman),
-        Arc::new(|_, _| {}),
-    );
+    let runtime = without_a_model(&s);
     let store = CronStore::open(&s.home);
     let every = Schedule::Every {
         every_ms: 60_000,

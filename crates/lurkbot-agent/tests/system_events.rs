@@ -2,13 +2,8 @@
 //! call, waking a heartbeat turn with `wakeMode = now`, queued for the next heartbeat otherwise;
 //! a failed wake loses nothing.
 
-use std::sync::Arc;
-
-use lurkbot_agent::LocalRuntime;
-use lurkbot_agent::NoHuman;
 use lurkbot_agent::cron::{CronStore, Payload, RunMode, RunStatus, Schedule, WakeMode, run_job};
 use lurkbot_agent::heartbeat::{HeartbeatStatus, run_heartbeat};
-use lurkbot_core::Config;
 use lurkbot_llm::fake::Step;
 
 use crate::autonomy::{HEARTBEAT, T0, job, local, texts};
@@ -98,13 +93,7 @@ async fn system_events_wake_the_main_session_or_wait_for_the_heartbeat() {
 #[tokio::test]
 async fn a_system_event_needs_no_model_and_a_failed_wake_loses_nothing() {
     let s = setup(vec![]).await;
-    std::fs::write(s.home.join("config.toml"), "").unwrap();
-    let runtime = LocalRuntime::new(
-        s.home.clone(),
-        Config::default(),
-        Arc::new(NoHuman),
-        Arc::new(|_, _| {}),
-    );
+    let runtime = crate::autonomy::without_a_model(&s);
     let store = CronStore::open(&s.home);
     let clock = || T0;
     let mut quiet = job(
