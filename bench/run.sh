@@ -28,8 +28,9 @@ if [ "${1:-}" = peers ]; then
   peers="${LURKBOT_PEERS_DIR:-$HOME/.cache/lurkbot-bench/peers}"
   mkdir -p "$peers"
   scripts/openclaw-cli.sh "$peers/openclaw"
-  for pkg in hermes-agent==0.19.0 nanobot-ai==0.3.5; do
-    name="${pkg%%-*}"
+  # Hermes Agent's gateway needs aiohttp, which only its `messaging` extra installs.
+  for pkg in 'hermes-agent[messaging]==0.19.0' nanobot-ai==0.3.5; do
+    name="${pkg%%[-[]*}"
     if [ ! -f "$peers/$name/.complete-$pkg" ]; then
       echo "installing $pkg into $peers/$name"
       rm -rf "${peers:?}/$name"
@@ -42,6 +43,11 @@ if [ "${1:-}" = peers ]; then
 fi
 # Two builds, the measured binary last: built together, cargo would unify features and the
 # bench's scripted model server (lurkbot-llm's `fake`) would end up in the binary it measures.
+# LURKBOT_BIN measures a binary already built (a release build takes minutes) instead.
 cargo build --release -q -p lurkbot-bench
-cargo build --release -q -p lurkbot
-"$CARGO_TARGET_DIR/release/lurkbot-bench" "$@" --bin "$CARGO_TARGET_DIR/release/lurkbot" "${extra[@]}"
+bin="${LURKBOT_BIN:-}"
+if [ -z "$bin" ]; then
+  cargo build --release -q -p lurkbot
+  bin="$CARGO_TARGET_DIR/release/lurkbot"
+fi
+"$CARGO_TARGET_DIR/release/lurkbot-bench" "$@" --bin "$bin" "${extra[@]}"

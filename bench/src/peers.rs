@@ -84,7 +84,11 @@ pub(crate) fn peers(
         .map_err(|e| e.to_string())?;
     let fake = runtime.block_on(FakeProvider::start(Vec::new()));
     fake.record(false);
-    fake.respond(one_round_trip);
+    // Every program's tool result is checked: a turn whose tool did not read the file is not
+    // the same work (LurkBot's `read` once answered "No such file" here while the peers read it).
+    let results = std::sync::Arc::new(std::sync::Mutex::new((0usize, Vec::<String>::new())));
+    let seen = results.clone();
+    fake.respond(move |body| one_round_trip(body, &seen));
     // Every program runs in its own folder: a relative --bin would not be found from there.
     let bin = &std::fs::canonicalize(bin).map_err(|e| format!("{}: {e}", bin.display()))?;
     let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -103,7 +107,17 @@ pub(crate) fn peers(
     let mut table = Vec::new();
     for peer in &programs {
         println!("measuring {} …", peer.name);
+        if let Ok(mut r) = results.lock() {
+            *r = (0, Vec::new());
+        }
         let figures = measure_peer(peer, runs, idle_secs)?;
+        let (read, missed) = results.lock().map(|r| r.clone()).unwrap_or_default();
+        if read == 0 || !missed.is_empty() {
+            return Err(format!(
+                "{}: its file tool did not return README.md's text ({read} read; not read: {missed:?}); the turns are not the same work",
+                peer.name
+            ));
+        }
         println!(
             "  {}: install {:.1} MiB, --version {:.1} ms, ready {:.1} ms, idle {:.1} MiB, turn {:.1} ms wall / {:.0} ms CPU / {:.1} MiB",
             figures.version,
@@ -120,15 +134,28 @@ pub(crate) fn peers(
     write_table(&table, runs, idle_secs, readme)
 }
 
-/// The scripted model: a tool call until the conversation holds a tool result, then a sentence.
-fn one_round_trip(body: &Value) -> Step {
+/// What README.md says (every program's copy), and so what its file tool must return.
+const README_TEXT: &str = "All systems nominal.";
+
+/// The scripted model: a tool call until the conversation holds a tool result, then a sentence;
+/// each tool result is counted in `results` as read (it holds [`README_TEXT`]) or not.
+fn one_round_trip(body: &Value, results: &std::sync::Mutex<(usize, Vec<String>)>) -> Step {
     let messages = body["messages"]
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or(&[]);
-    let answered = messages
+    let result = messages
         .iter()
-        .any(|m| matches!(m["role"].as_str(), Some("tool" | "function")));
+        .find(|m| matches!(m["role"].as_str(), Some("tool" | "function")));
+    let answered = result.is_some();
+    if let (Some(m), Ok(mut r)) = (result, results.lock()) {
+        let text = m["content"].to_string();
+        if text.contains(README_TEXT) {
+            r.0 += 1;
+        } else {
+            r.1.push(text.chars().take(200).collect());
+        }
+    }
     let tools: Vec<&str> = body["tools"]
         .as_array()
         .map(|t| {
@@ -259,8 +286,11 @@ fn prepare(scratch: &Path, name: &str) -> Result<(PathBuf, PathBuf), String> {
     let work = scratch.join(name).join("work");
     std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
-    std::fs::write(work.join("README.md"), "# Notes\n\nAll systems nominal.\n")
-        .map_err(|e| e.to_string())?;
+    std::fs::write(
+        work.join("README.md"),
+        format!("# Notes\n\n{README_TEXT}\n"),
+    )
+    .map_err(|e| e.to_string())?;
     Ok((home, work))
 }
 
@@ -281,9 +311,10 @@ fn lurkbot(bin: &Path, scratch: &Path, base: &str) -> Result<Peer, String> {
         return Err("lurkbot init failed".into());
     }
     let workspace = lurk_home.join("workspace");
+    // LurkBot's `read` takes paths relative to its home: that is where "README.md" is read.
     std::fs::write(
-        workspace.join("README.md"),
-        "# Notes\n\nAll systems nominal.\n",
+        lurk_home.join("README.md"),
+        format!("# Notes\n\n{README_TEXT}\n"),
     )
     .map_err(|e| e.to_string())?;
     let port = free_port();
