@@ -29,7 +29,7 @@ pub use approvals::{
 };
 pub use compaction::{MERGE_SUMMARIES_INSTRUCTIONS, SUMMARIZER_SYSTEM, context_tokens};
 pub use error::AgentError;
-pub use local_runtime::{EventSink, LocalRuntime, append_to_main};
+pub use local_runtime::{EventSink, LocalRuntime, append_to_main, append_user};
 pub use policy::Policy;
 pub use policy_config::policy_for;
 pub use prompt::{

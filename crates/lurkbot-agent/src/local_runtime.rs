@@ -246,6 +246,17 @@ impl Runtime for LocalRuntime {
         })
     }
 
+    fn inject<'a>(
+        &'a self,
+        session: &'a SessionKey,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let _free = self.lock_for(session).lock_owned().await;
+            append_user(&self.home, session, text)
+        })
+    }
+
     fn track(&self, _requester: &SessionKey, task: BoxFuture<'static, ()>) {
         self.tracked.fetch_add(1, Ordering::SeqCst);
         let me = self.me.clone();
@@ -261,6 +272,15 @@ impl Runtime for LocalRuntime {
     fn subagents(&self) -> &Subagents {
         &self.subagents
     }
+}
+
+/// Appends `text` to `session` as a user-role message outside a turn (the caller waits until
+/// no turn runs there: [`Runtime::inject`]).
+///
+/// # Errors
+/// The store failing.
+pub fn append_user(home: &Home, session: &SessionKey, text: &str) -> Result<(), String> {
+    crate::runner::append_user(home, session, text).map_err(|e| e.to_string())
 }
 
 /// Appends `text` to the main session as an assistant message (what the web UI shows).

@@ -459,12 +459,23 @@ const MESSAGE_ENVELOPE_CHARS: u64 = 32;
 /// as compact JSON, characters / 4, ARCHITECTURE.md §9): the system prompt is measured as the
 /// JSON string it travels as (line breaks and quotes escaped), each message with its envelope.
 pub(crate) fn request_tokens(system: &str, messages: &[Message], tool_tokens: u64) -> u64 {
-    let system_chars = serde_json::to_string(system)
-        .map(|s| s.chars().count() as u64)
-        .unwrap_or(system.len() as u64);
+    let system_chars = json_string_chars(system);
     (system_chars + MESSAGE_ENVELOPE_CHARS * (messages.len() as u64 + 1)) / 4
         + tool_tokens
         + messages_tokens(messages)
+}
+
+/// The characters of `text` written as a JSON string (quotes and escapes included), counted
+/// without writing it: this runs on every step of a turn.
+fn json_string_chars(text: &str) -> u64 {
+    2 + text
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+            c if c.is_control() && (c as u32) < 0x20 => 6,
+            _ => 1,
+        })
+        .sum::<u64>()
 }
 
 /// About how many tokens the tools' descriptions and schemas take in a request (the same for
@@ -543,4 +554,24 @@ fn host_and_os() -> (String, String) {
 
 fn today() -> String {
     chrono::Utc::now().format("%Y-%m-%d").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn json_string_length_is_counted_as_serde_json_writes_it() {
+        for text in [
+            "plain",
+            "a \"quoted\" line\nand a tab\t\\ \u{1} end",
+            "",
+            "ünïcödé ☃",
+        ] {
+            let written = serde_json::to_string(text).unwrap_or_default();
+            assert_eq!(
+                super::json_string_chars(text),
+                written.chars().count() as u64,
+                "{text:?}"
+            );
+        }
+    }
 }

@@ -96,6 +96,14 @@ pub trait Runtime: Send + Sync {
     fn abort<'a>(&'a self, session: &'a SessionKey) -> BoxFuture<'a, ()>;
     /// Delivers a message; the answer says where it went.
     fn deliver(&self, message: Outbound) -> BoxFuture<'_, Result<String, String>>;
+    /// Appends `text` as a user-role entry to `session`'s transcript without a model call (a
+    /// cron job's system event), once no turn runs there — never between a running turn's tool
+    /// call and its result — and resolves when it is written.
+    fn inject<'a>(
+        &'a self,
+        session: &'a SessionKey,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>>;
     /// Runs `task` (a sub-agent's run and announce) in the background on behalf of
     /// `requester`: the owner waits for it ([`LocalRuntime::idle`](crate::LocalRuntime::idle))
     /// or aborts it with the requester.

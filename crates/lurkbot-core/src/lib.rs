@@ -69,7 +69,7 @@ pub use log_file::{
     DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, GATEWAY_LOG, RotatingLog, TailWindow, tail,
 };
 pub use owner_accounts::{OWNER_HANDLES_FILE, is_owner as is_owner_account, owner_ids};
-pub use paths::{HomePath, PathError};
+pub use paths::{HomePath, PathError, confined_to};
 pub use plugin_config::{EMBEDDERS, McpConfig, McpServerConfig, MemoryConfig};
 pub use printable::{REPLACEMENT, is_unprintable, printable};
 pub use private_files::{

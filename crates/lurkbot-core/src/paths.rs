@@ -110,6 +110,17 @@ impl HomePath {
     }
 }
 
+/// Where `raw` (relative to `folder`) leads when it stays inside `folder` once every symbolic
+/// link is followed: the home's own confinement rules, for a folder that is not the home (the
+/// source folder of `lurkbot import openclaw`). `None` when it escapes or is unusable.
+pub fn confined_to(folder: &Path, raw: &str) -> Option<PathBuf> {
+    let root = folder.canonicalize().ok()?;
+    if raw.is_empty() {
+        return Some(root);
+    }
+    HomePath::resolve(&root, raw).ok().map(|p| p.absolute)
+}
+
 /// `C:`, `c:foo` — any single ASCII letter followed by a colon at the start.
 fn has_drive_letter(path: &str) -> bool {
     let b = path.as_bytes();

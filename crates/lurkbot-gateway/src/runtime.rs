@@ -369,6 +369,21 @@ impl Runtime for HostRuntime {
         Box::pin(async move { self.host()?.deliver(message).await })
     }
 
+    fn inject<'a>(
+        &'a self,
+        session: &'a SessionKey,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let host = self.host()?;
+            let slot = host.slot(session);
+            // The session's agent lock is held by a running turn: waited out, then kept while
+            // the entry is written.
+            let _free = slot.agent.lock().await;
+            lurkbot_agent::append_user(&host.home, session, text)
+        })
+    }
+
     fn track(&self, requester: &SessionKey, task: BoxFuture<'static, ()>) {
         let Ok(host) = self.host() else {
             return;

@@ -79,6 +79,24 @@ async fn inbox(server: &MailServer, user: &str, password: &str, n: usize) -> Vec
     }
 }
 
+/// Polls `channels.status` until the email channel is connected (at most [`WAIT`]).
+async fn connected(c: &mut Client, server: &MailServer) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let status =
+            c.request("channels.status", json!({})).await["payload"]["channels"][0].clone();
+        if status["state"] == "connected" {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{status} (log: {})",
+            server.log().display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn email_in_and_a_threaded_reply_out_through_dovecot() {
     let users = [
@@ -111,20 +129,7 @@ async fn email_in_and_a_threaded_reply_out_through_dovecot() {
     )
     .await;
     let (mut c, _) = Client::connect(&gw, TOKEN).await;
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let status =
-            c.request("channels.status", json!({})).await["payload"]["channels"][0].clone();
-        if status["state"] == "connected" {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{status} (log: {})",
-            server.log().display()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    connected(&mut c, &server).await;
 
     send(
         &server,
@@ -230,16 +235,7 @@ async fn a_display_name_is_no_identity_and_html_reaches_the_model_as_visible_tex
     )
     .await;
     let (mut c, _) = Client::connect(&gw, TOKEN).await;
-    let deadline = Instant::now() + WAIT;
-    while c.request("channels.status", json!({})).await["payload"]["channels"][0]["state"]
-        != "connected"
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the email channel did not connect"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    connected(&mut c, &server).await;
     send(
         &server,
         "eve@localhost",

@@ -8,7 +8,22 @@ use std::os::unix::fs::PermissionsExt;
 
 use lurkbot_llm::fake::{FakeProvider, Step};
 
-use crate::util::Test;
+use crate::util::{Output, Test};
+
+/// `lurkbot setup --provider openai --model MODEL --base-url BASE EXTRA…` with `stdin`.
+fn setup(t: &Test, model: &str, base: &str, extra: &[&str], stdin: Option<&str>) -> Output {
+    let mut args = vec![
+        "setup",
+        "--provider",
+        "openai",
+        "--model",
+        model,
+        "--base-url",
+        base,
+    ];
+    args.extend_from_slice(extra);
+    t.run_full(&args, stdin, &[])
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setup_writes_checks_and_a_first_turn_answers() {
@@ -21,19 +36,12 @@ async fn setup_writes_checks_and_a_first_turn_answers() {
     );
     let fake = FakeProvider::start(vec![Step::text("OK"), Step::text("Hello, human.")]).await;
     let base = format!("{}/v1", fake.url);
-    let out = t.run_full(
-        &[
-            "setup",
-            "--provider",
-            "openai",
-            "--model",
-            "fake-model",
-            "--base-url",
-            &base,
-            "--key-stdin",
-        ],
+    let out = setup(
+        &t,
+        "fake-model",
+        &base,
+        &["--key-stdin"],
         Some("sk-setup-secret-123\n"),
-        &[],
     );
     assert_eq!(out.status, 0, "{}{}", out.stdout, out.stderr);
     assert!(
@@ -76,19 +84,7 @@ async fn a_local_server_needs_no_key_and_refusals_say_what_to_do() {
     let t = Test::init();
     let fake = FakeProvider::start(vec![Step::text("OK")]).await;
     let base = format!("{}/v1", fake.url);
-    let out = t.run_full(
-        &[
-            "setup",
-            "--provider",
-            "openai",
-            "--model",
-            "llama3.2",
-            "--base-url",
-            &base,
-        ],
-        None,
-        &[],
-    );
+    let out = setup(&t, "llama3.2", &base, &[], None);
     assert_eq!(out.status, 0, "{}{}", out.stdout, out.stderr);
     assert!(
         !std::fs::read_to_string(t.path(".env"))
@@ -96,36 +92,21 @@ async fn a_local_server_needs_no_key_and_refusals_say_what_to_do() {
             .contains("OPENAI_API_KEY")
     );
 
-    let remote = t.run_full(
-        &[
-            "setup",
-            "--provider",
-            "openai",
-            "--model",
-            "gpt-4o-mini",
-            "--base-url",
-            "https://api.example.test/v1",
-            "--no-check",
-        ],
+    let remote = setup(
+        &t,
+        "gpt-4o-mini",
+        "https://api.example.test/v1",
+        &["--no-check"],
         None,
-        &[],
     );
     assert_eq!(remote.status, 2, "{}", remote.stderr);
     assert!(remote.stderr.contains("--key-stdin"), "{}", remote.stderr);
-    let planted = t.run_full(
-        &[
-            "setup",
-            "--provider",
-            "openai",
-            "--model",
-            "m",
-            "--base-url",
-            "https://api.example.test/v1",
-            "--key-stdin",
-            "--no-check",
-        ],
+    let planted = setup(
+        &t,
+        "m",
+        "https://api.example.test/v1",
+        &["--key-stdin", "--no-check"],
         Some("sk-a\u{7}LURKBOT_GATEWAY_TOKEN=x\n"),
-        &[],
     );
     assert_eq!(planted.status, 2, "{}", planted.stderr);
     assert!(
@@ -141,19 +122,7 @@ async fn a_local_server_needs_no_key_and_refusals_say_what_to_do() {
     let unknown = t.run(&["setup", "--provider", "mistery", "--model", "m"]);
     assert_eq!(unknown.status, 2);
     // A check that fails says so and keeps the settings.
-    let dead = t.run_full(
-        &[
-            "setup",
-            "--provider",
-            "openai",
-            "--model",
-            "m",
-            "--base-url",
-            "http://127.0.0.1:9/v1",
-        ],
-        None,
-        &[],
-    );
+    let dead = setup(&t, "m", "http://127.0.0.1:9/v1", &[], None);
     assert_eq!(dead.status, 1, "{}", dead.stderr);
     assert!(dead.stderr.contains("does not answer"), "{}", dead.stderr);
     assert!(

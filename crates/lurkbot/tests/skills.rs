@@ -160,6 +160,13 @@ fn bundled_skills_precedence_and_refusals() {
     let again = t.run(&["skills", "approve", "nope"]);
     assert_eq!(again.status, 1);
     assert!(again.stderr.contains("no skill 'nope'"), "{}", again.stderr);
+    let bundled = t.run(&["skills", "approve", "archive-zip"]);
+    assert_eq!(bundled.status, 1);
+    assert!(
+        bundled.stderr.contains("is not pending"),
+        "{}",
+        bundled.stderr
+    );
     // The approvals are state: the model's file tools cannot write them.
     assert!(!lurkbot_core::classify_relative(lurkbot_core::SKILL_APPROVALS_FILE).writable());
 

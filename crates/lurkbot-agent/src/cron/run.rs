@@ -148,20 +148,15 @@ async fn execute(
             let message = format!("[System event from cron job \"{}\"] {text}", job.name);
             let home = store.home();
             // Never written into a turn in progress (it would split a tool call from its
-            // result): a running main-session turn is waited out first.
+            // result): the runtime waits a running main-session turn out.
             let main = SessionKey::main();
-            let waited =
-                tokio::time::timeout(Duration::from_secs(DEFAULT_TIMEOUT_SECONDS), async {
-                    while runtime.busy(&main) {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                })
-                .await;
-            if waited.is_err() {
-                return Err("the main session stayed busy; the event was not injected".into());
-            }
-            crate::runner::append_user(home, &main, &message)
-                .map_err(|e| format!("the event was not injected: {e}"))?;
+            let injected = tokio::time::timeout(
+                Duration::from_secs(DEFAULT_TIMEOUT_SECONDS),
+                runtime.inject(&main, &message),
+            )
+            .await
+            .map_err(|_| "the main session stayed busy; the event was not injected".to_string())?;
+            injected.map_err(|e| format!("the event was not injected: {e}"))?;
             crate::heartbeat::queue_system_event(home, &message, lurkbot_core::now_ms()).map_err(
                 |e| {
                     format!(

@@ -201,12 +201,14 @@ fn env_line(name: &str, value: &str) -> Result<String, String> {
     })
 }
 
-/// Whether `path`, every link followed, is inside `root` (itself resolved).
+/// Whether `path` (written under `root`) stays inside `root` once every link is followed: the
+/// home's confinement rules (`lurkbot_core::confined_to`) applied to the source folder.
 pub(crate) fn inside(root: &Path, path: &Path) -> bool {
-    match (root.canonicalize(), path.canonicalize()) {
-        (Ok(root), Ok(path)) => path.starts_with(root),
-        _ => false,
-    }
+    let Ok(rel) = path.strip_prefix(root) else {
+        return false;
+    };
+    let rel = rel.to_string_lossy().replace('\\', "/");
+    lurkbot_core::confined_to(root, &rel).is_some()
 }
 
 /// Copies one file; false when it exists and `overwrite` is off. Only a regular file that is
