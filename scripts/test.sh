@@ -30,13 +30,14 @@ fi
 # iCalendar parser the cal tests check exports with), the official `openai` package (the
 # gateway's OpenAI-compatible API is tested with it) and the official MCP SDK `mcp` (the MCP
 # servers and client the MCP tests run), and jsonschema (frames sent on OpenClaw's protocol are
-# validated against its published schema) and aiosmtpd (the SMTP submission server of the
-# email channel's tests). Tests find it through LURKBOT_TEST_VENV.
+# validated against its published schema), aiosmtpd (the SMTP submission server of the
+# email channel's tests) and Pillow (it makes the pictures of the image tests and reads what
+# LurkBot sends). Tests find it through LURKBOT_TEST_VENV.
 venv="${LURKBOT_TEST_VENV:-$HOME/.cache/lurkbot-test/venv}"
-if ! "$venv/bin/python" -c 'import radicale, vobject, openai, mcp, jsonschema, aiosmtpd' 2>/dev/null; then
-  echo "creating $venv (radicale, openai, mcp, jsonschema, aiosmtpd)"
+if ! "$venv/bin/python" -c 'import radicale, vobject, openai, mcp, jsonschema, aiosmtpd, PIL' 2>/dev/null; then
+  echo "creating $venv (radicale, openai, mcp, jsonschema, aiosmtpd, pillow)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q radicale openai 'mcp>=2.3,<3' jsonschema aiosmtpd
+  "$venv/bin/pip" install -q radicale openai 'mcp>=2.3,<3' jsonschema aiosmtpd pillow
 fi
 export LURKBOT_TEST_VENV="$venv"
 

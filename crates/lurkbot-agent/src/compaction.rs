@@ -40,6 +40,7 @@ pub(crate) fn estimate_tokens(text: &str) -> u64 {
 /// Estimated tokens of a message (its text and its tool calls).
 pub(crate) fn message_tokens(message: &Message) -> u64 {
     estimate_tokens(&message.content)
+        + crate::images::IMAGE_TOKENS * message.images.len() as u64
         + message
             .tool_calls
             .iter()

@@ -7,6 +7,7 @@ pub mod cron;
 mod error;
 pub mod gate;
 pub mod heartbeat;
+pub mod images;
 pub mod import;
 mod local_runtime;
 pub mod mcp;
@@ -23,6 +24,7 @@ mod tools;
 mod transcript;
 mod untrusted;
 pub mod usage;
+pub mod web;
 
 pub use approvals::{
     APPROVALS_FILE, ApprovalRequest, Approvals, Approver, Decision, DecisionFuture, NoHuman,

@@ -31,7 +31,8 @@ impl BudgetsConfig {
     }
 }
 
-/// `[models."<provider>/<model>"]`: what a model costs, in US dollars per million tokens.
+/// `[models."<provider>/<model>"]`: what a model costs, in US dollars per million tokens, and
+/// whether it sees images.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct ModelPrice {
@@ -41,6 +42,8 @@ pub struct ModelPrice {
     pub output_per_mtok: Option<f64>,
     /// Input tokens served from the provider's cache (default: the input price).
     pub cached_input_per_mtok: Option<f64>,
+    /// Whether the model takes images (default true); `false` keeps images away from it.
+    pub vision: Option<bool>,
 }
 
 impl ModelPrice {
@@ -117,6 +120,7 @@ mod tests {
             input_per_mtok: Some(2.0),
             output_per_mtok: Some(8.0),
             cached_input_per_mtok: Some(0.5),
+            vision: None,
         };
         let cost = price
             .cost_usd(1_000_000, 500_000, 400_000)

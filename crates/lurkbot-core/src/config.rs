@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::{WebConfig, WebFetchConfig};
+
 /// Settings read from `config.toml` (all sections optional).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
@@ -332,28 +334,8 @@ pub struct ToolsConfig {
     pub sandbox: SandboxMode,
     /// `[tools.web_fetch]`.
     pub web_fetch: WebFetchConfig,
-}
-
-/// `[tools.web_fetch]` settings.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(default)]
-pub struct WebFetchConfig {
-    /// Older alias of `[network] allow_private` (either one allows non-public addresses).
-    pub allow_private: bool,
-    /// Most bytes read from one answer (default 2,000,000).
-    pub max_bytes: u64,
-    /// Whole-request timeout in seconds (default 30).
-    pub timeout_seconds: u64,
-}
-
-impl Default for WebFetchConfig {
-    fn default() -> Self {
-        Self {
-            allow_private: false,
-            max_bytes: 2_000_000,
-            timeout_seconds: 30,
-        }
-    }
+    /// `[tools.web]`: `[tools.web.search]`.
+    pub web: WebConfig,
 }
 
 /// A `config.toml` that cannot be read or does not match the expected types.

@@ -36,6 +36,7 @@ mod stale_temp;
 mod templates;
 pub mod tls;
 mod untrusted_frame;
+mod web_config;
 mod zone;
 
 pub use atomic::{
@@ -53,7 +54,6 @@ pub use clock::now_ms;
 pub use config::{
     AgentOverride, ApprovalsConfig, CalendarPermission, Config, ConfigError, GatewayAuth,
     LOG_LEVELS, LogConfig, NetworkConfig, PromptMode, RESTART_KEYS, SandboxMode, ToolLayerConfig,
-    WebFetchConfig,
 };
 pub use config_check::ConfigProblem;
 pub use config_doc::{ConfigDoc, ConfigDocError, is_secret_key, mask_secret_values};
@@ -86,4 +86,5 @@ pub use stale_temp::{
     STALE_AFTER, Sweep, sweep_stale_temp, sweep_stale_temp_at, sweep_stale_temp_in,
 };
 pub use untrusted_frame::frame_untrusted;
+pub use web_config::{WebConfig, WebFetchConfig, WebSearchConfig};
 pub use zone::{UnknownZone, Zone};

@@ -118,11 +118,14 @@ pub fn classify_relative(relative: &str) -> Protection {
             State("channel pairings are changed only with 'lurkbot pairing' or by the gateway")
         }
         ["memory", ..] => State("the memory index is written only by 'lurkbot memory'"),
-        ["logs", ..] => State("the gateway's logs are written only by the gateway"),
+        ["logs", ..] => State("LurkBot's logs are written only by LurkBot"),
         ["history", ..] => State("chat history is written only by lurkbot chat"),
         ["run", ..] => State("the running gateway's address is written only by the gateway"),
         ["artifacts", "terminal_exec", ..] => {
             State("the terminal_exec audit log is written only by terminal_exec")
+        }
+        ["artifacts", "images", ..] => {
+            State("images shown to the model are written only by the image tool")
         }
         ["workspace", "cal", db] if db.starts_with("calendar.db") => {
             State("the calendar is changed only with the cal command")

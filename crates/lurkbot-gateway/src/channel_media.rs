@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use lurkbot_channels::{Channel, Inbound, Media, MediaSource};
-use lurkbot_term::{NetworkPolicy, OutboundError, PolicedGet};
+use lurkbot_term::{OutboundError, PolicedGet};
 
 use crate::state::AppState;
 
@@ -69,7 +69,8 @@ async fn download(
     bearer: Option<&str>,
     max: u64,
 ) -> Result<Vec<u8>, String> {
-    let policy = NetworkPolicy::from_config(&state.config());
+    let policy =
+        lurkbot_agent::gate::web_rules(lurkbot_agent::gate::UrlFrom::Elsewhere, &state.config());
     let mut headers = reqwest::header::HeaderMap::new();
     if let Some(token) = bearer
         && let Ok(value) = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))

@@ -45,7 +45,11 @@ pub fn body(request: &ChatRequest) -> Value {
 
 fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
     match m.role {
-        Role::User => ("user", vec![json!({"type": "text", "text": m.content})]),
+        Role::User => {
+            let mut out = vec![json!({"type": "text", "text": m.content})];
+            out.extend(m.images.iter().map(image_block));
+            ("user", out)
+        }
         Role::Assistant => {
             let mut out = Vec::new();
             if !m.content.is_empty() {
@@ -60,16 +64,34 @@ fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
             }
             ("assistant", out)
         }
-        Role::Tool => (
-            "user",
-            vec![json!({
-                "type": "tool_result",
-                "tool_use_id": m.tool_call_id.clone().unwrap_or_default(),
-                "content": m.content,
-                "is_error": m.is_error,
-            })],
-        ),
+        Role::Tool => {
+            let content = if m.images.is_empty() {
+                json!(m.content)
+            } else {
+                let mut parts = vec![json!({"type": "text", "text": m.content})];
+                parts.extend(m.images.iter().map(image_block));
+                Value::Array(parts)
+            };
+            (
+                "user",
+                vec![json!({
+                    "type": "tool_result",
+                    "tool_use_id": m.tool_call_id.clone().unwrap_or_default(),
+                    "content": content,
+                    "is_error": m.is_error,
+                })],
+            )
+        }
     }
+}
+
+/// An `image` content block with its base64 source.
+fn image_block(image: &crate::types::ImagePart) -> Value {
+    json!({"type": "image", "source": {
+        "type": "base64",
+        "media_type": image.media_type,
+        "data": image.data.as_deref().unwrap_or_default(),
+    }})
 }
 
 /// Sends the request and streams the answer.

@@ -19,7 +19,9 @@ pub use embeddings::EmbeddingsClient;
 pub use error::{ErrorKind, LlmError};
 pub use failover::{Answered, Failover, ProfileState, cooldown_ms};
 pub use provider::{AuthProfile, Endpoint, ModelRef, ProviderKind};
-pub use types::{ChatRequest, ChatResponse, Message, Role, StreamEvent, ToolCall, ToolSpec, Usage};
+pub use types::{
+    ChatRequest, ChatResponse, ImagePart, Message, Role, StreamEvent, ToolCall, ToolSpec, Usage,
+};
 
 /// Request bodies as sent, for tests and debugging.
 pub mod wire {

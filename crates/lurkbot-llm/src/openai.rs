@@ -12,7 +12,26 @@ use crate::types::{ChatRequest, ChatResponse, Message, Role, StreamEvent, ToolCa
 /// The request body.
 pub fn body(request: &ChatRequest) -> Value {
     let mut messages = vec![json!({"role": "system", "content": request.system})];
-    messages.extend(request.messages.iter().map(message));
+    // Chat Completions has no image in a tool message: the images of a run of tool results
+    // follow it as one user message (the tool messages must stay together after their call).
+    let mut shown: Vec<Value> = Vec::new();
+    for (i, m) in request.messages.iter().enumerate() {
+        messages.push(message(m));
+        if m.role == Role::Tool {
+            shown.extend(m.images.iter().map(image_part));
+            let run_ends = request
+                .messages
+                .get(i + 1)
+                .is_none_or(|n| n.role != Role::Tool);
+            if run_ends && !shown.is_empty() {
+                let mut content = vec![
+                    json!({"type": "text", "text": "The images the tool results above refer to:"}),
+                ];
+                content.append(&mut shown);
+                messages.push(json!({"role": "user", "content": content}));
+            }
+        }
+    }
     let mut body = json!({
         "model": request.model,
         "stream": true,
@@ -38,7 +57,12 @@ pub fn body(request: &ChatRequest) -> Value {
 
 fn message(m: &Message) -> Value {
     match m.role {
-        Role::User => json!({"role": "user", "content": m.content}),
+        Role::User if m.images.is_empty() => json!({"role": "user", "content": m.content}),
+        Role::User => {
+            let mut content = vec![json!({"type": "text", "text": m.content})];
+            content.extend(m.images.iter().map(image_part));
+            json!({"role": "user", "content": content})
+        }
         Role::Assistant if m.tool_calls.is_empty() => {
             json!({"role": "assistant", "content": m.content})
         }
@@ -55,6 +79,10 @@ fn message(m: &Message) -> Value {
             "content": m.content,
         }),
     }
+}
+
+fn image_part(image: &crate::types::ImagePart) -> Value {
+    json!({"type": "image_url", "image_url": {"url": image.data_url()}})
 }
 
 /// Sends the request and streams the answer.

@@ -25,6 +25,30 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// An image shown to the model with a message. The transcript keeps it by reference (`path`,
+/// home-relative); the base64 data is loaded before a request and never written to disk again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImagePart {
+    /// `image/jpeg`, `image/png`, …
+    pub media_type: String,
+    /// The file, relative to the home.
+    pub path: String,
+    /// Its bytes as base64, once loaded.
+    #[serde(skip)]
+    pub data: Option<std::sync::Arc<str>>,
+}
+
+impl ImagePart {
+    /// The `data:` URL OpenAI takes (empty data until loaded).
+    pub fn data_url(&self) -> String {
+        format!(
+            "data:{};base64,{}",
+            self.media_type,
+            self.data.as_deref().unwrap_or_default()
+        )
+    }
+}
+
 /// One message of the conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
@@ -42,6 +66,9 @@ pub struct Message {
     /// For a tool message: whether the tool failed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// Images shown with the message (a user's photo, the `image` tool's result).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImagePart>,
 }
 
 impl Message {
@@ -53,6 +80,7 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -64,6 +92,7 @@ impl Message {
             tool_calls,
             tool_call_id: None,
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -75,7 +104,15 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: Some(call_id.into()),
             is_error,
+            images: Vec::new(),
         }
+    }
+
+    /// The same message showing `images` too.
+    #[must_use]
+    pub fn with_images(mut self, images: Vec<ImagePart>) -> Self {
+        self.images = images;
+        self
     }
 }
 

@@ -11,6 +11,7 @@ pub mod irc_server;
 pub mod mail_server;
 pub mod openclaw;
 pub mod ports;
+pub mod search_servers;
 pub mod slack_server;
 pub mod synapse;
 pub mod telegram_server;

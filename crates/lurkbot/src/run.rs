@@ -24,6 +24,7 @@ pub(crate) fn run(cli: Cli) -> CliResult {
         Sub::Cron(args) => crate::cli::cron::run(&home_path, args),
         Sub::Heartbeat(args) => crate::cli::heartbeat::run(&home_path, &args),
         Sub::Usage(args) => crate::cli::usage::run(&home_path, &args),
+        Sub::Search(args) => crate::cli::search::run(&home_path, &args),
         Sub::Import(args) => crate::cli::import::run(&home_path, &args),
         Sub::Channels(args) => crate::cli::channels::run(&home_path, &args),
         Sub::Pairing(args) => crate::cli::pairing::run(&home_path, &args),

@@ -27,6 +27,7 @@ mod logs;
 mod mcp;
 mod memory;
 mod rss;
+mod search;
 mod service;
 mod setup;
 mod skills;

@@ -257,6 +257,40 @@ fn owner_authority_is_made_only_at_owner_entry_points() {
     }
 }
 
+/// ARCHITECTURE.md §5.1: every fetcher of the agent and the gateway takes its network rules from
+/// the gate (`gate::web_rules`), which decides them from where the URL came from; only the
+/// gate and `terminal_exec`'s own commands (a lower crate) read the policy from the settings.
+#[test]
+fn network_rules_come_from_the_gate() {
+    let allowed = ["crates/lurkbot-agent/src/gate/web.rs"];
+    let root = root();
+    let needle = concat!("NetworkPolicy", "::", "from_config");
+    let mut readers: Vec<String> = all_rust_files()
+        .iter()
+        .filter(|f| !f.components().any(|c| c.as_os_str() == "tests"))
+        .filter(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains(needle)))
+        .filter_map(|f| {
+            let relative = f
+                .strip_prefix(&root)
+                .ok()?
+                .to_string_lossy()
+                .replace('\\', "/");
+            let own = relative.starts_with("crates/lurkbot-term/");
+            (!own && !allowed.contains(&relative.as_str())).then_some(relative)
+        })
+        .collect();
+    readers.sort();
+    assert!(
+        readers.is_empty(),
+        "network rules read outside the gate: {readers:?}"
+    );
+    let gate = std::fs::read_to_string(root.join(allowed[0])).unwrap_or_default();
+    assert!(
+        gate.contains(needle),
+        "the gate no longer reads them: update the test"
+    );
+}
+
 #[test]
 fn events_are_built_only_in_the_protocol_module() {
     // The gateway's events are `lurkbot_gateway::protocol::Event`s; a JSON event frame or a
@@ -284,6 +318,7 @@ fn crate_dependencies_point_one_way() {
         "lurkbot-term",
         "lurkbot-llm",
         "lurkbot-memory",
+        "lurkbot-media",
         "lurkbot-agent",
         "lurkbot-channels",
         "lurkbot-gateway",

@@ -11,10 +11,12 @@
 //! `Asker::Owner` out of every other file.
 
 mod origin;
+mod web;
 
 use serde::{Deserialize, Serialize};
 
 pub use origin::{dm_peer, group_of, is_owner_account, is_third_party};
+pub use web::{UrlFrom, web_rules};
 
 use crate::approvals::{ApprovalRequest, Approvals, Approver, Decision};
 

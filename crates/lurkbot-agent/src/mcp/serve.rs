@@ -93,6 +93,7 @@ impl LurkBotServer {
             sessions: &sessions,
             exec: &self.exec,
             config: &self.config,
+            model: "",
             runtime: None,
             others: false,
         };

@@ -99,7 +99,8 @@ impl Agent {
     ) -> Result<ChatResponse, AgentError> {
         let mut compacted = false;
         let answered = loop {
-            let context = turn.tracked.context();
+            let mut context = turn.tracked.context();
+            crate::images::load(&self.home, &mut context.messages);
             let system = build(
                 &PromptInput {
                     mode: turn.mode,
@@ -207,6 +208,7 @@ impl Agent {
             sessions: &turn.sessions,
             exec: &self.exec,
             config: &self.config,
+            model: &turn.model,
             runtime: self.runtime.as_ref(),
             others: turn.policy.group,
         };
@@ -243,11 +245,14 @@ impl Agent {
                     .take(200)
                     .collect(),
             });
-            results.push(message_entry(Message::tool(
-                call.id.clone(),
-                wrap(&call.name, &output.text),
-                output.is_error,
-            )));
+            results.push(message_entry(
+                Message::tool(
+                    call.id.clone(),
+                    wrap(&call.name, &output.text),
+                    output.is_error,
+                )
+                .with_images(output.images),
+            ));
         }
         results
     }

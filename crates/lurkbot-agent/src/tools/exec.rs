@@ -55,9 +55,10 @@ impl Tool for TerminalExecTool {
                 shown["note"] = json!(note);
             }
             let text = shown.to_string();
-            ToolOutput {
-                text,
-                is_error: envelope.exit_code != 0,
+            if envelope.exit_code == 0 {
+                ToolOutput::ok(text)
+            } else {
+                ToolOutput::error(text)
             }
         })
     }

@@ -4,6 +4,7 @@
 mod cron;
 mod exec;
 mod fs;
+mod image;
 mod memory;
 mod message;
 mod patch;
@@ -25,13 +26,14 @@ use crate::transcript::{SessionEntry, Sessions};
 pub(crate) use cron::CronTool;
 pub(crate) use exec::TerminalExecTool;
 pub(crate) use fs::{EditTool, ReadTool, WriteTool};
+pub(crate) use image::ImageTool;
 pub(crate) use memory::{MemoryGetTool, MemorySearchTool};
 pub(crate) use message::MessageTool;
 pub(crate) use patch::ApplyPatchTool;
 pub(crate) use send::{AgentsListTool, SessionsSendTool};
 pub(crate) use sessions::{SessionStatusTool, SessionsHistoryTool, SessionsListTool};
 pub(crate) use spawn::SessionsSpawnTool;
-pub(crate) use web::WebFetchTool;
+pub(crate) use web::{WebFetchTool, WebSearchTool};
 
 /// What a tool returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +42,8 @@ pub struct ToolOutput {
     pub text: String,
     /// Whether the call failed.
     pub is_error: bool,
+    /// Images shown to the model with the result.
+    pub images: Vec<lurkbot_llm::ImagePart>,
 }
 
 impl ToolOutput {
@@ -48,6 +52,7 @@ impl ToolOutput {
         Self {
             text: text.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -56,7 +61,15 @@ impl ToolOutput {
         Self {
             text: text.into(),
             is_error: true,
+            images: Vec::new(),
         }
+    }
+
+    /// The same output showing `images` to the model.
+    #[must_use]
+    pub fn with_images(mut self, images: Vec<lurkbot_llm::ImagePart>) -> Self {
+        self.images = images;
+        self
     }
 }
 
@@ -74,6 +87,8 @@ pub struct ToolCtx<'a> {
     pub exec: &'a TerminalExec,
     /// The settings.
     pub config: &'a Config,
+    /// The model of the turn (`provider/model`).
+    pub model: &'a str,
     /// Who runs other sessions and delivers messages, when there is one.
     pub runtime: Option<&'a std::sync::Arc<dyn crate::runtime::Runtime>>,
     /// The turn acts on someone other than the owner's words (a group, a third party's
@@ -172,7 +187,9 @@ fn builtin_tools() -> Vec<Box<dyn Tool>> {
         Box::new(WriteTool),
         Box::new(EditTool),
         Box::new(ApplyPatchTool),
+        Box::new(WebSearchTool),
         Box::new(WebFetchTool),
+        Box::new(ImageTool),
         Box::new(SessionStatusTool),
         Box::new(SessionsListTool),
         Box::new(SessionsHistoryTool),

@@ -1,23 +1,13 @@
-//! `web_fetch`: GET one http(s) URL and return its text.
-//!
-//! Safe by default: every URL, the first and each redirect, passes the shared network policy
-//! ([`NetworkPolicy`]: http/https only, no credentials, public addresses only unless `[network]
-//! allow_private` or `allow_hosts` say otherwise). The connection is pinned to the address that
-//! was checked (no DNS rebinding), redirects are followed by hand (at most 5). At
-//! most `max_bytes` are read; HTML is turned into plain text (scripts and styles dropped).
+//! `web_fetch` and `web_search`: thin tools over [`crate::web`], which the owner's `lurkbot
+//! search` shares. Their answers are third-party text; the loop wraps them as untrusted.
 
-use std::time::Duration;
-
-use lurkbot_core::WebFetchConfig;
 use lurkbot_llm::ToolSpec;
-use lurkbot_term::{NetworkPolicy, OutboundError, PolicedGet, RedirectProblem};
 use serde_json::{Value, json};
 
 use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
-use lurkbot_core::html_to_text;
-
-/// Most redirects followed.
-const MAX_REDIRECTS: usize = 5;
+use crate::web::article::ExtractMode;
+use crate::web::fetch::{FetchRequest, MAX_CHARS, fetch_page};
+use crate::web::search::{Freshness, MAX_COUNT, SearchRequest, search};
 
 /// The `web_fetch` tool.
 pub(crate) struct WebFetchTool;
@@ -26,11 +16,13 @@ impl Tool for WebFetchTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "web_fetch".into(),
-            description: "Fetch one web page or file over http(s) and return its text (HTML is converted to plain text). Private and local addresses are refused.".into(),
+            description: "Fetch a URL; HTML pages come back as their main article.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "url": {"type": "string", "description": "an http:// or https:// URL"}
+                    "url": {"type": "string"},
+                    "extractMode": {"type": "string", "enum": ["markdown", "text"]},
+                    "maxChars": {"type": "integer"}
                 },
                 "required": ["url"]
             }),
@@ -43,8 +35,27 @@ impl Tool for WebFetchTool {
                 Ok(u) => u,
                 Err(e) => return e,
             };
-            let policy = NetworkPolicy::from_config(ctx.config);
-            match fetch(url, &policy, &ctx.config.tools.web_fetch).await {
+            let mode = match args.get("extractMode").and_then(Value::as_str) {
+                None => ExtractMode::Markdown,
+                Some(m) => match ExtractMode::parse(m) {
+                    Some(mode) => mode,
+                    None => {
+                        return ToolOutput::error(format!(
+                            "extractMode is markdown or text, not '{m}'"
+                        ));
+                    }
+                },
+            };
+            let max_chars = args
+                .get("maxChars")
+                .and_then(Value::as_u64)
+                .map_or(MAX_CHARS, |n| usize::try_from(n).unwrap_or(MAX_CHARS));
+            let request = FetchRequest {
+                url: url.to_string(),
+                mode,
+                max_chars,
+            };
+            match fetch_page(ctx.home, ctx.config, &request, ctx.session.as_str()).await {
                 Ok(text) => ToolOutput::ok(text),
                 Err(message) => ToolOutput::error(message),
             }
@@ -52,96 +63,77 @@ impl Tool for WebFetchTool {
     }
 }
 
-async fn fetch(
-    start: &str,
-    policy: &NetworkPolicy,
-    config: &WebFetchConfig,
-) -> Result<String, String> {
-    let url = reqwest::Url::parse(start).map_err(|e| format!("not a URL: {start} ({e})"))?;
-    let get = PolicedGet {
-        policy,
-        user_agent: concat!("LurkBot/", env!("CARGO_PKG_VERSION")),
-        headers: reqwest::header::HeaderMap::new(),
-        timeout: Some(Duration::from_secs(config.timeout_seconds.max(1))),
-        max_redirects: MAX_REDIRECTS,
-    };
-    match get.send(url).await {
-        Ok(answer) => read_body(answer.url.as_str(), answer.response, config.max_bytes).await,
-        Err(OutboundError::Refused { refusal, .. }) => Err(refusal.to_string()),
-        Err(OutboundError::Network { url, source }) => Err(format!(
-            "cannot fetch {url}: {}",
-            lurkbot_term::root_cause(&source)
-        )),
-        Err(OutboundError::Client(message)) => Err(message),
-        Err(OutboundError::Redirect(bad)) => Err(match bad.problem {
-            RedirectProblem::NoLocation => {
-                format!("{} answered {} without a Location", bad.from, bad.status)
+/// The `web_search` tool.
+pub(crate) struct WebSearchTool;
+
+impl Tool for WebSearchTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "web_search".into(),
+            description: "Search the web; returns title, url, snippet.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "count": {"type": "integer", "maximum": MAX_COUNT},
+                    "freshness": {"type": "string", "enum": ["day", "week", "month", "year"]},
+                    "country": {"type": "string"},
+                    "language": {"type": "string"}
+                },
+                "required": ["query"]
+            }),
+        }
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let query = match string_arg(args, "query") {
+                Ok(q) => q,
+                Err(e) => return e,
+            };
+            let request = match request_from(args, query, ctx.config.tools.web.search.count) {
+                Ok(r) => r,
+                Err(e) => return e,
+            };
+            match search(ctx.home, ctx.config, request, ctx.session.as_str()).await {
+                Ok(found) => {
+                    ToolOutput::ok(serde_json::to_string(&found).unwrap_or_else(|e| e.to_string()))
+                }
+                Err(e) => ToolOutput::error(format!("{}: {e}", e.code())),
             }
-            RedirectProblem::NotAUrl { error, .. } => {
-                format!("bad redirect from {}: {error}", bad.from)
-            }
-            RedirectProblem::Scheme(next) => format!(
-                "{} redirected to {next}: only http and https are followed",
-                bad.from
-            ),
-            RedirectProblem::TooMany(_) => {
-                format!("more than {MAX_REDIRECTS} redirects from {start}")
-            }
-        }),
+        })
     }
 }
 
-async fn read_body(
-    url: &str,
-    mut response: reqwest::Response,
-    max_bytes: u64,
-) -> Result<String, String> {
-    let status = response.status();
-    let content_type = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let textual = content_type.is_empty()
-        || content_type.starts_with("text/")
-        || ["json", "xml", "javascript", "yaml", "csv"]
-            .iter()
-            .any(|t| content_type.contains(t));
-    if !textual {
-        return Err(format!(
-            "{url} is '{content_type}', not text; only text, HTML, JSON and XML are returned"
-        ));
-    }
-    let mut body = Vec::new();
-    let mut truncated = false;
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| format!("reading {url} failed: {}", lurkbot_term::root_cause(&e)))?
-    {
-        let room = usize::try_from(max_bytes).unwrap_or(usize::MAX) - body.len();
-        if chunk.len() > room {
-            body.extend_from_slice(&chunk[..room]);
-            truncated = true;
-            break;
-        }
-        body.extend_from_slice(&chunk);
-    }
-    let raw = String::from_utf8_lossy(&body);
-    let text =
-        if content_type.contains("html") || (content_type.is_empty() && raw.contains("<html")) {
-            html_to_text(&raw)
-        } else {
-            raw.into_owned()
-        };
-    let mut out = format!("URL: {url}\nStatus: {}\n\n{text}", status.as_u16());
-    if truncated {
-        out.push_str(&format!("\n[cut: the answer is over {max_bytes} bytes]"));
-    }
-    if status.is_success() {
-        Ok(out)
-    } else {
-        Err(out)
-    }
+fn request_from(args: &Value, query: &str, default_count: u8) -> Result<SearchRequest, ToolOutput> {
+    let count = match args.get("count") {
+        None | Some(Value::Null) => default_count.clamp(1, MAX_COUNT),
+        Some(v) => match v.as_u64().and_then(|n| u8::try_from(n).ok()) {
+            Some(n) => n,
+            None => {
+                return Err(ToolOutput::error(format!(
+                    "count is a whole number from 1 to {MAX_COUNT}"
+                )));
+            }
+        },
+    };
+    let freshness = match args.get("freshness").and_then(Value::as_str) {
+        None => None,
+        Some(f) => Some(Freshness::parse(f).ok_or_else(|| {
+            ToolOutput::error(format!("freshness is day, week, month or year, not '{f}'"))
+        })?),
+    };
+    let text = |name: &str| {
+        args.get(name)
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_string)
+    };
+    Ok(SearchRequest {
+        query: query.to_string(),
+        count,
+        freshness,
+        country: text("country"),
+        language: text("language"),
+    })
 }

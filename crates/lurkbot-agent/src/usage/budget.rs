@@ -300,6 +300,7 @@ mod tests {
                 input_per_mtok: Some(1.0),
                 output_per_mtok: Some(1.0),
                 cached_input_per_mtok: None,
+                vision: None,
             },
         );
         assert!(check(&config, &ledger, &zone, NOON, "main", "openai/m", 40_000).is_ok());

@@ -41,7 +41,6 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> CliResult {
     }
     let home = Home::open(home_path)?;
     let config = Config::load(&home.join(layout::CONFIG))?;
-    lurkbot_core::sweep_stale_temp(&home);
     let vars = lurkbot_agent::setup::variables(&home);
     let mut token_source = "gateway.token in config.toml";
     let token = match config.gateway.auth {
@@ -125,6 +124,10 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> CliResult {
         crate::run::print_stdout(&format!("{line}\n"))?;
         tracing::info!(address = %local, "gateway listening");
         let home = state.home.clone();
+        // Stale temporary files (over an hour old, so none of this run's) are swept beside
+        // serving, not before it: a home with years of transcripts must not delay `/health`.
+        let sweep_home = home.clone();
+        std::thread::spawn(move || lurkbot_core::sweep_stale_temp(&sweep_home));
         let served = lurkbot_gateway::serve(listener, state, stop_signal()).await;
         RunningGateway::clear(&home);
         match served {

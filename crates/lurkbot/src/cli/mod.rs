@@ -26,6 +26,7 @@ pub(crate) mod pairing;
 pub(crate) mod probe;
 pub(crate) mod reload;
 pub(crate) mod remote;
+pub(crate) mod search;
 pub(crate) mod service;
 pub(crate) mod sessions;
 pub(crate) mod setup;
@@ -91,6 +92,8 @@ pub(crate) enum Sub {
     /// Run one heartbeat now (workspace/HEARTBEAT.md).
     #[command(subcommand)]
     Heartbeat(heartbeat::HeartbeatArgs),
+    /// Search the web through the configured providers (as the web_search tool does).
+    Search(search::SearchArgs),
     /// What model calls used: tokens and cost by day, agent, model or session.
     Usage(usage::UsageArgs),
     /// Messaging channels: the configured ones (list) and what they do (status).

@@ -1,0 +1,176 @@
+//! `image {path | url, prompt?}` (OpenClaw's `view_image`): shows the model one picture — a home
+//! file read through the protection model (the resolved path), or a URL fetched under the
+//! network rules the gate gives a URL from outside the settings — after `lurkbot-media` has
+//! recognised it by content, refused it past 20 MiB or 50 megapixels before decoding, scaled it
+//! to at most 2,048 pixels and dropped its metadata. The picture travels as an image part of the
+//! tool result (each provider's own format) and stays in the transcript as a file reference.
+
+use std::time::Duration;
+
+use lurkbot_llm::ToolSpec;
+use lurkbot_media::{MAX_BYTES, MediaError, Prepared};
+use lurkbot_term::{OutboundError, PolicedGet};
+use serde_json::{Value, json};
+
+use super::fs::{readable, resolve_path};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput};
+
+/// The `image` tool.
+pub(crate) struct ImageTool;
+
+impl Tool for ImageTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "image".into(),
+            description: "Look at an image: a home file (path) or a URL.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "url": {"type": "string"},
+                    "prompt": {"type": "string"}
+                }
+            }),
+        }
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a> {
+        Box::pin(async move {
+            match look(ctx, args).await {
+                Ok(output) => output,
+                Err(e) => e,
+            }
+        })
+    }
+}
+
+async fn look(ctx: &ToolCtx<'_>, args: &Value) -> Result<ToolOutput, ToolOutput> {
+    let text = |name: &str| {
+        args.get(name)
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+    };
+    let (bytes, source) = match (text("path"), text("url")) {
+        (Some(path), None) => (read_home_file(ctx, path)?, path.to_string()),
+        (None, Some(url)) => (download(ctx, url).await?, url.to_string()),
+        _ => {
+            return Err(ToolOutput::error(
+                "InvalidArgs: give exactly one of path (a file in the home) or url",
+            ));
+        }
+    };
+    if !sees_images(ctx) {
+        return Err(ToolOutput::error(format!(
+            "ModelCannotSeeImages: {} is set as a model without vision ([models.\"{}\"] vision = false in config.toml); switch to a model that sees images, or remove that setting if it does",
+            ctx.model, ctx.model
+        )));
+    }
+    let prepared = tokio::task::spawn_blocking(move || lurkbot_media::prepare(&bytes))
+        .await
+        .map_err(|e| ToolOutput::error(format!("ImageDamaged: {e}")))?
+        .map_err(|e: MediaError| ToolOutput::error(format!("{}: {source}: {e}", e.code())))?;
+    let part = crate::images::keep(ctx.home, &prepared)
+        .map_err(|e| ToolOutput::error(format!("cannot keep the image: {e}")))?;
+    let mut note = describe(&source, &prepared, &part.path);
+    if let Some(prompt) = text("prompt") {
+        note.push_str(&format!("\nLook for: {prompt}"));
+    }
+    Ok(ToolOutput::ok(note).with_images(vec![part]))
+}
+
+fn describe(source: &str, prepared: &Prepared, kept: &str) -> String {
+    let (w, h) = prepared.original;
+    let (sw, sh) = prepared.size;
+    let scaled = if (w, h) == (sw, sh) {
+        String::new()
+    } else {
+        format!(", shown at {sw}×{sh}")
+    };
+    format!(
+        "Image {source} ({} {w}×{h}{scaled}; metadata removed; kept as {kept}) is attached.",
+        prepared.source_format.name()
+    )
+}
+
+/// Whether the model of this turn takes images (`[models."<p>/<m>"] vision`, default true).
+fn sees_images(ctx: &ToolCtx<'_>) -> bool {
+    ctx.config
+        .models
+        .get(ctx.model)
+        .and_then(|m| m.vision)
+        .unwrap_or(true)
+}
+
+fn read_home_file(ctx: &ToolCtx<'_>, raw: &str) -> Result<Vec<u8>, ToolOutput> {
+    let path = resolve_path(ctx, raw)?;
+    readable(ctx, &path)?;
+    let size = std::fs::metadata(path.absolute())
+        .map_err(|e| ToolOutput::error(format!("{raw}: {e}")))?
+        .len();
+    if size > MAX_BYTES {
+        let e = MediaError::TooLarge { bytes: size };
+        return Err(ToolOutput::error(format!("{}: {raw}: {e}", e.code())));
+    }
+    std::fs::read(path.absolute()).map_err(|e| ToolOutput::error(format!("{raw}: {e}")))
+}
+
+async fn download(ctx: &ToolCtx<'_>, url: &str) -> Result<Vec<u8>, ToolOutput> {
+    let policy = crate::gate::web_rules(crate::gate::UrlFrom::Elsewhere, ctx.config);
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| ToolOutput::error(format!("not a URL: {url} ({e})")))?;
+    let get = PolicedGet {
+        policy: &policy,
+        user_agent: concat!("LurkBot/", env!("CARGO_PKG_VERSION")),
+        headers: reqwest::header::HeaderMap::new(),
+        timeout: Some(Duration::from_secs(
+            ctx.config.tools.web_fetch.timeout_seconds.max(1),
+        )),
+        max_redirects: 5,
+    };
+    let mut answer = match get.send(parsed).await {
+        Ok(a) => a,
+        Err(OutboundError::Refused { refusal, .. }) => {
+            return Err(ToolOutput::error(refusal.to_string()));
+        }
+        Err(OutboundError::Network { url, source }) => {
+            return Err(ToolOutput::error(format!(
+                "cannot fetch {url}: {}",
+                lurkbot_term::root_cause(&source)
+            )));
+        }
+        Err(OutboundError::Client(m)) => return Err(ToolOutput::error(m)),
+        Err(OutboundError::Redirect(bad)) => {
+            return Err(ToolOutput::error(format!(
+                "cannot follow the redirect from {}",
+                bad.from
+            )));
+        }
+    };
+    let status = answer.response.status();
+    if !status.is_success() {
+        return Err(ToolOutput::error(format!(
+            "{url} answered HTTP {}",
+            status.as_u16()
+        )));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = answer.response.chunk().await.map_err(|e| {
+        ToolOutput::error(format!(
+            "reading {url} failed: {}",
+            lurkbot_term::root_cause(&e)
+        ))
+    })? {
+        body.extend_from_slice(&chunk);
+        if body.len() as u64 > MAX_BYTES {
+            let e = MediaError::TooLarge {
+                bytes: body.len() as u64,
+            };
+            return Err(ToolOutput::error(format!(
+                "{}: {url}: over {} MiB; refused",
+                e.code(),
+                MAX_BYTES / 1024 / 1024
+            )));
+        }
+    }
+    Ok(body)
+}

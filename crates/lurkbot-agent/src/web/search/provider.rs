@@ -1,0 +1,223 @@
+//! The search providers, their order, and what each failure means for the next one.
+
+use std::time::Duration;
+
+use lurkbot_core::{Home, WebSearchConfig};
+use reqwest::{Response, StatusCode};
+
+use super::{SearchError, SearchHit, SearchRequest};
+
+/// A search provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// Brave Search API (`BRAVE_API_KEY`).
+    Brave,
+    /// Tavily (`TAVILY_API_KEY`).
+    Tavily,
+    /// The owner's SearXNG (`searxng_url`).
+    Searxng,
+    /// DuckDuckGo's HTML endpoint (no key).
+    DuckDuckGo,
+}
+
+impl Provider {
+    const ALL: [Self; 4] = [Self::Brave, Self::Tavily, Self::Searxng, Self::DuckDuckGo];
+
+    /// The name config and messages use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Brave => "brave",
+            Self::Tavily => "tavily",
+            Self::Searxng => "searxng",
+            Self::DuckDuckGo => "duckduckgo",
+        }
+    }
+
+    /// Asks this provider.
+    pub(super) async fn ask(
+        self,
+        settings: &WebSearchConfig,
+        keys: &Keys,
+        request: &SearchRequest,
+    ) -> Result<Vec<SearchHit>, Failure> {
+        let client = client(settings)?;
+        match self {
+            Self::Brave => {
+                let key = keys.brave.as_deref().ok_or_else(|| {
+                    Failure::NotSetUp("BRAVE_API_KEY is not set in the home's .env".into())
+                })?;
+                super::brave::ask(&client, &settings.brave_url, key, request).await
+            }
+            Self::Tavily => {
+                let key = keys.tavily.as_deref().ok_or_else(|| {
+                    Failure::NotSetUp("TAVILY_API_KEY is not set in the home's .env".into())
+                })?;
+                super::tavily::ask(&client, &settings.tavily_url, key, request).await
+            }
+            Self::Searxng => {
+                let base = settings.searxng_url.as_deref().ok_or_else(|| {
+                    Failure::NotSetUp(
+                        "set [tools.web.search] searxng_url to your instance in config.toml".into(),
+                    )
+                })?;
+                super::searxng::ask(&client, base, request).await
+            }
+            Self::DuckDuckGo => {
+                super::duckduckgo::ask(&client, &settings.duckduckgo_url, request).await
+            }
+        }
+    }
+}
+
+/// The providers' keys, from the environment or the home's `.env`.
+pub(super) struct Keys {
+    pub(super) brave: Option<String>,
+    pub(super) tavily: Option<String>,
+}
+
+impl Keys {
+    pub(super) fn from_home(home: &Home) -> Self {
+        let vars = crate::setup::variables(home);
+        let key = |name: &str| vars(name).filter(|v| !v.trim().is_empty());
+        Self {
+            brave: key("BRAVE_API_KEY"),
+            tavily: key("TAVILY_API_KEY"),
+        }
+    }
+}
+
+/// The providers to ask, in order: those `providers` names, or when it is empty every provider
+/// that is set up and then DuckDuckGo.
+pub(super) fn order(settings: &WebSearchConfig, keys: &Keys) -> Result<Vec<Provider>, SearchError> {
+    if settings.providers.is_empty() {
+        let mut order = Vec::new();
+        if keys.brave.is_some() {
+            order.push(Provider::Brave);
+        }
+        if keys.tavily.is_some() {
+            order.push(Provider::Tavily);
+        }
+        if settings.searxng_url.is_some() {
+            order.push(Provider::Searxng);
+        }
+        order.push(Provider::DuckDuckGo);
+        return Ok(order);
+    }
+    let mut order = Vec::new();
+    for name in &settings.providers {
+        let provider = Provider::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(name.trim()))
+            .ok_or_else(|| SearchError::UnknownProvider(name.clone()))?;
+        if !order.contains(&provider) {
+            order.push(provider);
+        }
+    }
+    Ok(order)
+}
+
+/// Why a provider gave no results; every kind but a bad query moves on to the next.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Failure {
+    /// Its key or URL is missing.
+    #[error("not set up ({0})")]
+    NotSetUp(String),
+    /// It refused the key.
+    #[error("refused the key (HTTP {status}); check {variable} in the home's .env")]
+    KeyRefused {
+        /// The status.
+        status: u16,
+        /// The variable holding the key.
+        variable: &'static str,
+    },
+    /// It limits the rate.
+    #[error("rate limited{}", .0.map(|s| format!(" (retry after {s} s)")).unwrap_or_default())]
+    RateLimited(Option<u64>),
+    /// It refused the query itself (HTTP 400/422 not about the key).
+    #[error("refused the query: {0}")]
+    BadQuery(String),
+    /// It could not be reached, failed, or answered something unreadable.
+    #[error("{0}")]
+    Outage(String),
+}
+
+fn client(settings: &WebSearchConfig) -> Result<reqwest::Client, Failure> {
+    lurkbot_term::http_client_builder()
+        .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION")))
+        .timeout(Duration::from_secs(settings.timeout_seconds.max(1)))
+        .redirect(reqwest::redirect::Policy::limited(3))
+        .build()
+        .map_err(|e| Failure::Outage(format!("cannot make an HTTP client: {e}")))
+}
+
+/// A base URL with `path` appended (`https://host:port/base` + `/res/v1/web/search`).
+pub(super) fn endpoint(base: &str, path: &str) -> Result<reqwest::Url, Failure> {
+    let joined = format!("{}{path}", base.trim_end_matches('/'));
+    reqwest::Url::parse(&joined)
+        .map_err(|e| Failure::NotSetUp(format!("'{base}' is not a base URL: {e}")))
+}
+
+/// A request's failure to reach the provider.
+pub(super) fn unreachable(error: &reqwest::Error) -> Failure {
+    Failure::Outage(format!(
+        "cannot reach it: {}",
+        lurkbot_term::root_cause(error)
+    ))
+}
+
+/// The body of a successful answer, or the failure its status means.
+pub(super) async fn answer_text(
+    response: Response,
+    key_variable: Option<&'static str>,
+) -> Result<String, Failure> {
+    let status = response.status();
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let body = response.text().await.map_err(|e| {
+        Failure::Outage(format!(
+            "its answer was cut off: {}",
+            lurkbot_term::root_cause(&e)
+        ))
+    })?;
+    if status.is_success() {
+        return Ok(body);
+    }
+    let excerpt: String = body.chars().take(200).collect();
+    Err(match status {
+        StatusCode::TOO_MANY_REQUESTS => Failure::RateLimited(retry_after),
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => match key_variable {
+            Some(variable) => Failure::KeyRefused {
+                status: status.as_u16(),
+                variable,
+            },
+            None => Failure::Outage(format!("HTTP {}: {excerpt}", status.as_u16())),
+        },
+        s if s.is_server_error() => Failure::Outage(format!("HTTP {}", s.as_u16())),
+        s => Failure::BadQuery(format!("HTTP {}: {excerpt}", s.as_u16())),
+    })
+}
+
+/// Text with white space runs made one space and HTML tags the provider left (`<strong>`)
+/// removed.
+pub(super) fn clean(text: &str) -> String {
+    let decoded = lurkbot_core::decode_html_entities(text);
+    let mut out = String::with_capacity(decoded.len());
+    let mut in_tag = false;
+    for c in decoded.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            _ if in_tag => {}
+            c if c.is_whitespace() => {
+                if !out.ends_with(' ') && !out.is_empty() {
+                    out.push(' ');
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.trim_end().to_string()
+}

@@ -1,0 +1,72 @@
+//! `[tools.web_fetch]` and `[tools.web.search]`: how the agent reads the web (ARCHITECTURE.md
+//! §5.2). Search providers' base URLs are the owner's settings (not filtered by the network
+//! policy); their keys live in `.env` (`BRAVE_API_KEY`, `TAVILY_API_KEY`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `[tools.web_fetch]` settings.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(default)]
+pub struct WebFetchConfig {
+    /// Older alias of `[network] allow_private` (either one allows non-public addresses).
+    pub allow_private: bool,
+    /// Most bytes read from one answer (default 2,000,000).
+    pub max_bytes: u64,
+    /// Whole-request timeout in seconds (default 30).
+    pub timeout_seconds: u64,
+}
+
+impl Default for WebFetchConfig {
+    fn default() -> Self {
+        Self {
+            allow_private: false,
+            max_bytes: 2_000_000,
+            timeout_seconds: 30,
+        }
+    }
+}
+
+/// `[tools.web]` settings.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(default)]
+pub struct WebConfig {
+    /// `[tools.web.search]`.
+    pub search: WebSearchConfig,
+}
+
+/// `[tools.web.search]`: the providers `web_search` and `lurkbot search` ask, in order.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(default)]
+pub struct WebSearchConfig {
+    /// Providers tried in order: `brave`, `tavily`, `searxng`, `duckduckgo`. Empty (the
+    /// default): every provider that is set up (a key in `.env`, a `searxng_url`), then
+    /// DuckDuckGo, which needs no key.
+    pub providers: Vec<String>,
+    /// Brave Search API base URL (LurkBot appends `/res/v1/web/search`).
+    pub brave_url: String,
+    /// Tavily API base URL (LurkBot appends `/search`).
+    pub tavily_url: String,
+    /// Your SearXNG instance (LurkBot appends `/search`; its JSON format must be enabled).
+    pub searxng_url: Option<String>,
+    /// DuckDuckGo's HTML endpoint base URL (LurkBot appends `/html/`).
+    pub duckduckgo_url: String,
+    /// Results when the model does not say (at most 10).
+    pub count: u8,
+    /// Seconds one provider may take before the next is tried (default 15).
+    pub timeout_seconds: u64,
+}
+
+impl Default for WebSearchConfig {
+    fn default() -> Self {
+        Self {
+            providers: Vec::new(),
+            brave_url: "https://api.search.brave.com".into(),
+            tavily_url: "https://api.tavily.com".into(),
+            searxng_url: None,
+            duckduckgo_url: "https://html.duckduckgo.com".into(),
+            count: 5,
+            timeout_seconds: 15,
+        }
+    }
+}
