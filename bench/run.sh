@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the release binary and runs a benchmark (ARCHITECTURE.md §9).
-# Usage: bench/run.sh [startup|archive|rss|agent|gateway|memory|soak|peers] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
+# Usage: bench/run.sh [startup|archive|rss|agent|gateway|memory|soak|peers|media] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
 #   startup  binary size, --version and exec help against the budgets (default)
 #   archive  zip/tar throughput against Info-ZIP zip/unzip and GNU tar, as ratios, and peak RSS
 #   rss      feed parse and fetch+parse against Python feedparser (installed here in a venv)
+#   media    web_fetch's article extraction on a 2 MiB page; a 24-megapixel JPEG prepared for the
+#            model beside Pillow doing the same resize (time, peak RSS)
 #   agent    agent loop overhead per tool round trip, peak RSS of a 200-turn chat session
 #   gateway  start to /health, idle RSS after 60 s, 1,000 WebSocket clients doing health
 #   memory   the memory index at 50,000 chunks: build time, memory_search p50/p99 keyword and hybrid
@@ -16,11 +18,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 extra=()
-if [ "${1:-}" = rss ]; then
+if [ "${1:-}" = rss ] || [ "${1:-}" = media ]; then
   venv="${LURKBOT_BENCH_VENV:-$HOME/.cache/lurkbot-bench/venv}"
-  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import feedparser' 2>/dev/null; then
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import feedparser, PIL' 2>/dev/null; then
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q feedparser
+    "$venv/bin/pip" install -q feedparser pillow
   fi
   extra=(--python "$venv/bin/python")
 fi

@@ -8,6 +8,8 @@
 //! `lurkbot-bench agent --bin target/release/lurkbot [--runs 200]` (turns),
 //! `lurkbot-bench gateway --bin target/release/lurkbot [--runs 20] [--idle-secs 60]`,
 //! `lurkbot-bench memory [--runs 200]` (queries),
+//! `lurkbot-bench media --python VENV/bin/python [--runs 5]` (article extraction on a 2 MiB page,
+//! a 24-megapixel JPEG prepared for the model beside Pillow),
 //! `lurkbot-bench soak --bin target/release/lurkbot [--runs 10000] [--cycles 10000]` (API turns
 //! and WebSocket cycles),
 //! `lurkbot-bench peers --bin target/release/lurkbot --peers DIR [--readme README.md]` (LurkBot
@@ -21,6 +23,7 @@
 mod agent;
 mod archive;
 mod gateway;
+mod media;
 mod memory;
 mod peers;
 mod peers_table;
@@ -51,8 +54,18 @@ fn main() -> ExitCode {
     let mut iter = args.iter();
     while let Some(a) = iter.next() {
         match a.as_str() {
-            "startup" | "archive" | "rss" | "agent" | "gateway" | "memory" | "soak" | "peers" => {
-                which = a.clone()
+            "startup" | "archive" | "rss" | "agent" | "gateway" | "memory" | "soak" | "peers"
+            | "media" => which = a.clone(),
+            "child-article" | "child-image" => {
+                let path = iter.next().map(PathBuf::from).unwrap_or_default();
+                let runs = iter.next().and_then(|r| r.parse().ok()).unwrap_or(5);
+                return match media::child(a, &path, runs) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("lurkbot-bench: {e}");
+                        ExitCode::from(1)
+                    }
+                };
             }
             "--cycles" => cycles = iter.next().and_then(|r| r.parse().ok()),
             "--peers" => peers_dir = iter.next().map(PathBuf::from),
@@ -77,7 +90,7 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory|soak|peers] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory|soak|peers|media] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
                 );
                 return ExitCode::from(2);
             }
@@ -89,6 +102,7 @@ fn main() -> ExitCode {
         "agent" => agent::agent(&bin, runs.unwrap_or(200).max(10)),
         "gateway" => gateway::gateway(&bin, runs.unwrap_or(20).max(3), idle_secs, 1000),
         "memory" => memory::memory(runs.unwrap_or(200).max(10)),
+        "media" => media::media(&python, runs.unwrap_or(5).max(3)),
         "soak" => soak::soak(
             &bin,
             runs.unwrap_or(10_000).max(200),

@@ -48,6 +48,34 @@ pub fn keep(home: &Home, prepared: &Prepared) -> std::io::Result<ImagePart> {
     })
 }
 
+/// Whether `model` (`provider/model`) takes images: `[models."<p>/<m>"] vision`, default true.
+pub fn sees_images(config: &lurkbot_core::Config, model: &str) -> bool {
+    config
+        .models
+        .get(model)
+        .and_then(|m| m.vision)
+        .unwrap_or(true)
+}
+
+/// The images `model` is shown, and a note for the message when it is set without vision (the
+/// pictures stay saved; only the model does not get them).
+pub(crate) fn for_model(
+    config: &lurkbot_core::Config,
+    model: &str,
+    images: Vec<ImagePart>,
+) -> (Vec<ImagePart>, Option<String>) {
+    if images.is_empty() || sees_images(config, model) {
+        return (images, None);
+    }
+    let paths: Vec<&str> = images.iter().map(|i| i.path.as_str()).collect();
+    let note = format!(
+        "\n[{} image(s) not shown ({}): {model} is set without vision ([models.\"{model}\"] vision = false)]",
+        images.len(),
+        paths.join(", ")
+    );
+    (Vec::new(), Some(note))
+}
+
 /// Loads every referenced image that is not loaded yet (messages read back from a transcript).
 /// An image whose file is gone, or is no longer under [`IMAGES_DIR`], is dropped and named in
 /// the message's text instead.
@@ -81,4 +109,68 @@ pub(crate) fn load(home: &Home, messages: &mut [Message]) {
                 .push_str(&format!("\n[image {path} is no longer available]"));
         }
     }
+}
+
+/// A description of `image` in words by `[tools.media] image_model`, for a turn whose model
+/// cannot see: one call under the same budgets as every model call (reserved, then recorded).
+///
+/// # Errors
+/// Why no description came: the setting is missing or wrong, a cap, the provider's failure.
+pub(crate) async fn describe(
+    ctx: &crate::tools::ToolCtx<'_>,
+    image: &ImagePart,
+    prompt: Option<&str>,
+) -> Result<(String, String), String> {
+    let model = ctx
+        .config
+        .tools
+        .media
+        .image_model
+        .as_deref()
+        .ok_or("no [tools.media] image_model is set")?;
+    let parsed = model
+        .parse::<lurkbot_llm::ModelRef>()
+        .map_err(|e| format!("[tools.media] image_model '{model}': {e}"))?;
+    let mut failover = lurkbot_llm::Failover::new(
+        vec![parsed],
+        &crate::setup::variables(ctx.home),
+        Some(
+            ctx.home
+                .join(lurkbot_core::layout::AUTH)
+                .join("profiles.json"),
+        ),
+    )
+    .map_err(|e| format!("[tools.media] image_model '{model}': {e}"))?;
+    let zone = crate::usage::zone(ctx.config);
+    let meter = crate::usage::Meter {
+        config: ctx.config,
+        zone: &zone,
+        home: ctx.home,
+        agent: ctx.session.agent_id(),
+        session: ctx.session.as_str(),
+        run_budget: None,
+    };
+    let ask = prompt
+        .unwrap_or("Describe this image: what it shows, every text in it, and anything notable.");
+    let estimate = IMAGE_TOKENS + 100;
+    let _held = meter
+        .reserve(model, estimate, 0)
+        .map_err(|e| e.to_string())?;
+    let request = lurkbot_llm::ChatRequest {
+        model: String::new(),
+        system: "You describe images for an assistant that cannot see them. Be factual and complete; transcribe any text exactly.".into(),
+        messages: vec![Message::user(ask).with_images(vec![image.clone()])],
+        tools: Vec::new(),
+        max_tokens: 1024,
+        reasoning: None,
+    };
+    let answered = failover
+        .chat(&request, &mut |_| {})
+        .await
+        .map_err(|e| format!("{model} could not describe it: {e}"))?;
+    let text = answered.response.text.clone();
+    meter.record(&answered.model.to_string(), answered.response.usage, || {
+        (estimate, crate::compaction::estimate_tokens(&text))
+    });
+    Ok((answered.model.to_string(), text))
 }

@@ -109,6 +109,8 @@ pub struct Agent {
     /// The next turns' messages are someone else's text (an auto-forwarded IRC line): they
     /// run with the group tool policy, whatever the session.
     untrusted_input: bool,
+    /// Images shown with the next turn's message (a photo sent on a channel); that turn takes them.
+    images: Vec<lurkbot_llm::ImagePart>,
     thinking: String,
     /// The last session's context, reused while its transcript is unchanged.
     cache: Option<Tracked>,
@@ -137,6 +139,7 @@ impl Agent {
             mcp: None,
             run_budget: None,
             untrusted_input: false,
+            images: Vec::new(),
             thinking: "off".into(),
             cache: None,
             learned_window: None,
@@ -182,6 +185,11 @@ impl Agent {
     /// line): the group tool policy applies and the owner's private memory stays out.
     pub fn set_untrusted_input(&mut self, untrusted: bool) {
         self.untrusted_input = untrusted;
+    }
+
+    /// Shows `images` with the next turn's message (made by [`crate::images::keep`]).
+    pub fn attach_images(&mut self, images: Vec<lurkbot_llm::ImagePart>) {
+        self.images = images;
     }
 
     /// Caps the tokens of the turns that follow (`None`: only `[budgets]` apply).

@@ -268,3 +268,66 @@ async fn a_model_without_vision_is_told_so() {
     );
     assert!(!shown.contains("data:image/"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_without_vision_gets_a_description_from_the_image_model() {
+    let s = setup(vec![]).await;
+    let out = std::process::Command::new(test_python())
+        .args([
+            "-c",
+            "import sys; from PIL import Image; Image.new('RGB', (320, 200), (10, 120, 200)).save(sys.argv[1])",
+            s.home.join("workspace/blue.png").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // The describer is reached the way any configured model is: its base URL and key from .env.
+    std::fs::write(
+        s.home.join(".env"),
+        format!(
+            "ANTHROPIC_BASE_URL={}\nANTHROPIC_API_KEY=test-key\n",
+            s.fake.url
+        ),
+    )
+    .unwrap();
+    let before = s.fake.requests().len();
+    s.fake.push(vec![
+        Step::calls(&[(
+            "c0",
+            "image",
+            json!({"path": "workspace/blue.png", "prompt": "what colour?"}),
+        )]),
+        Step::text("A blue rectangle, wider than tall."),
+        Step::text("It is blue."),
+    ]);
+    let config =
+        "[models.\"openai/m\"]\nvision = false\n[tools.media]\nimage_model = \"anthropic/seer\"\n";
+    let mut a = agent(&s, "openai/m", config);
+    let done = a
+        .turn(&SessionKey::main(), "look", &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(done.text, "It is blue.");
+    let requests = s.fake.requests();
+    let described = &requests[before + 1];
+    assert_eq!(described.body["model"], "seer");
+    let blocks = described.body["messages"][0]["content"].as_array().unwrap();
+    assert_eq!(blocks[0]["text"], "what colour?");
+    assert_eq!(blocks[1]["type"], "image");
+    let answered = requests[before + 2].body["messages"].to_string();
+    assert!(
+        answered.contains("anthropic/seer described it") && answered.contains("A blue rectangle"),
+        "{answered}"
+    );
+    assert!(
+        !answered.contains("data:image/"),
+        "the seeing-impaired model gets words only"
+    );
+    // The description call is counted like any model call.
+    let usage: String = std::fs::read_dir(s.home.join("usage"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert!(usage.contains("anthropic/seer"), "{usage}");
+}

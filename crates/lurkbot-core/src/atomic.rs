@@ -43,7 +43,7 @@ fn write_atomic_streamed_with_mode(
     mode: u32,
     fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), CoreError> {
-    let (dir, tmp) = write_synced_temp_with(path, mode, fill)?;
+    let (dir, tmp) = write_synced_temp_with(path, mode, true, fill)?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         CoreError::io("rename into place", path, e)
@@ -61,6 +61,21 @@ fn write_atomic_streamed_with_mode(
 /// Any I/O failure, with the path concerned. The temp file is removed on failure.
 pub fn write_atomic_may_revert(path: &Path, bytes: &[u8]) -> Result<(), CoreError> {
     let (_, tmp) = write_synced_temp(path, bytes, 0o600)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        CoreError::io("rename into place", path, e)
+    })
+}
+
+/// Like [`write_atomic`] without any fsync, for files that describe only the running process
+/// (the gateway's address and pid in `run/`): after a crash they are stale whatever they hold,
+/// so durability buys nothing, and the two fsyncs (a millisecond or more) sat on the path to the
+/// gateway's first answer. A reader still sees the old content or the new, never a mix.
+///
+/// # Errors
+/// Any I/O failure, with the path concerned. The temp file is removed on failure.
+pub fn write_atomic_volatile(path: &Path, bytes: &[u8]) -> Result<(), CoreError> {
+    let (_, tmp) = write_synced_temp_with(path, 0o600, false, &mut |w| w.write_all(bytes))?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         CoreError::io("rename into place", path, e)
@@ -98,13 +113,14 @@ fn write_synced_temp(
     bytes: &[u8],
     mode: u32,
 ) -> Result<(PathBuf, PathBuf), CoreError> {
-    write_synced_temp_with(path, mode, &mut |w| w.write_all(bytes))
+    write_synced_temp_with(path, mode, true, &mut |w| w.write_all(bytes))
 }
 
 /// Like [`write_synced_temp`], the content coming from `fill` (written through a buffer).
 fn write_synced_temp_with(
     path: &Path,
     mode: u32,
+    sync: bool,
     fill: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(PathBuf, PathBuf), CoreError> {
     let dir = match path.parent() {
@@ -143,7 +159,11 @@ fn write_synced_temp_with(
             }
             #[cfg(not(unix))]
             let _ = mode;
-            file.sync_all().map_err(|e| CoreError::io("sync", &tmp, e))
+            if sync {
+                file.sync_all().map_err(|e| CoreError::io("sync", &tmp, e))
+            } else {
+                Ok(())
+            }
         });
     match written {
         Ok(()) => Ok((dir, tmp)),
@@ -177,6 +197,13 @@ mod tests {
         assert_eq!(std::fs::read(&p)?, b"two");
         write_atomic_may_revert(&p, b"three")?;
         assert_eq!(std::fs::read(&p)?, b"three");
+        write_atomic_volatile(&p, b"four")?;
+        assert_eq!(std::fs::read(&p)?, b"four");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&p)?.permissions().mode() & 0o777, 0o600);
+        }
         let names: Vec<_> = std::fs::read_dir(dir.path().join("sub"))?
             .filter_map(|e| e.ok())
             .map(|e| e.file_name())

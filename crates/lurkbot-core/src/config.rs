@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{WebConfig, WebFetchConfig};
+use crate::{MediaToolsConfig, WebConfig, WebFetchConfig};
 
 /// Settings read from `config.toml` (all sections optional).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
@@ -336,6 +336,8 @@ pub struct ToolsConfig {
     pub web_fetch: WebFetchConfig,
     /// `[tools.web]`: `[tools.web.search]`.
     pub web: WebConfig,
+    /// `[tools.media]`.
+    pub media: MediaToolsConfig,
 }
 
 /// A `config.toml` that cannot be read or does not match the expected types.

@@ -40,8 +40,8 @@ mod web_config;
 mod zone;
 
 pub use atomic::{
-    write_atomic, write_atomic_may_revert, write_atomic_streamed, write_atomic_with_mode,
-    write_new_atomic,
+    write_atomic, write_atomic_may_revert, write_atomic_streamed, write_atomic_volatile,
+    write_atomic_with_mode, write_new_atomic,
 };
 pub use autonomy_config::{
     ActiveHours, HeartbeatConfig, SubagentsConfig, parse_period_ms, within_window,
@@ -86,5 +86,5 @@ pub use stale_temp::{
     STALE_AFTER, Sweep, sweep_stale_temp, sweep_stale_temp_at, sweep_stale_temp_in,
 };
 pub use untrusted_frame::frame_untrusted;
-pub use web_config::{WebConfig, WebFetchConfig, WebSearchConfig};
+pub use web_config::{MediaToolsConfig, WebConfig, WebFetchConfig, WebSearchConfig};
 pub use zone::{UnknownZone, Zone};

@@ -36,7 +36,7 @@ impl RunningGateway {
             crate::create_private_dir(dir)?;
         }
         let text = serde_json::to_string(&me).unwrap_or_default();
-        crate::write_atomic_with_mode(&path, text.as_bytes(), 0o600)?;
+        crate::write_atomic_volatile(&path, text.as_bytes())?;
         Ok(me)
     }
 

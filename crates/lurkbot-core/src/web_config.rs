@@ -1,5 +1,5 @@
-//! `[tools.web_fetch]` and `[tools.web.search]`: how the agent reads the web (ARCHITECTURE.md
-//! §5.2). Search providers' base URLs are the owner's settings (not filtered by the network
+//! `[tools.web_fetch]`, `[tools.web.search]` and `[tools.media]`: how the agent reads the web
+//! and looks at pictures (ARCHITECTURE.md §5.2). Search providers' base URLs are the owner's settings (not filtered by the network
 //! policy); their keys live in `.env` (`BRAVE_API_KEY`, `TAVILY_API_KEY`).
 
 use schemars::JsonSchema;
@@ -69,4 +69,13 @@ impl Default for WebSearchConfig {
             timeout_seconds: 15,
         }
     }
+}
+
+/// `[tools.media]` settings.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(default)]
+pub struct MediaToolsConfig {
+    /// A model that sees images (`provider/model`), asked to describe a picture in words when
+    /// the turn's model is set with `vision = false`.
+    pub image_model: Option<String>,
 }

@@ -335,13 +335,17 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
     }
     live.channel.typing(&message.chat).await;
     let mut text = for_agent(&message, owner, settings.max_inbound_chars);
+    let mut options = TurnOptions::default();
     if settings.fetch_media && !message.media.is_empty() {
         let max = settings.max_media_bytes;
-        text.push_str(&crate::channel_media::fetch_all(state, &*live.channel, &message, max).await);
+        let (notes, images) =
+            crate::channel_media::fetch_all(state, &*live.channel, &message, max).await;
+        text.push_str(&notes);
+        options.images = images;
     }
     let started = state
         .host
-        .start_when_free(key.clone(), text, TurnOptions::default(), false)
+        .start_when_free(key.clone(), text, options, false)
         .await;
     let reply = match started {
         Ok((_, task)) => match task.await {

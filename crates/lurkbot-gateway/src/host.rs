@@ -190,6 +190,7 @@ impl SessionHost {
                 )));
             agent.set_run_budget(options.budget.clone());
             agent.set_untrusted_input(options.untrusted);
+            agent.attach_images(options.images.clone());
             if let Some(level) = options.thinking.as_deref()
                 && let Err(e) = agent.set_thinking(level)
             {

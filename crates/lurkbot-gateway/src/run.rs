@@ -42,4 +42,6 @@ pub struct TurnOptions {
     /// The message is someone else's text (an auto-forwarded IRC line): the turn runs with
     /// the group tool policy (ARCHITECTURE.md §5.1).
     pub untrusted: bool,
+    /// Images shown with the message (photos sent on a channel).
+    pub images: Vec<lurkbot_llm::ImagePart>,
 }

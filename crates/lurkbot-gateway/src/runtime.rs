@@ -323,6 +323,7 @@ impl Runtime for HostRuntime {
                 thinking: request.thinking.clone(),
                 budget: request.budget.clone(),
                 untrusted: false,
+                images: Vec::new(),
             };
             let (run_id, task) = host
                 .start_when_free(

@@ -12,6 +12,7 @@ mod autonomy;
 mod bounded;
 mod browser;
 mod browser_panels;
+mod channel_images;
 mod channels;
 mod discord;
 mod email;

@@ -294,3 +294,102 @@ async fn matrix_rooms_mentions_pairing_and_a_restart_against_synapse() {
     );
     drop(synapse);
 }
+
+/// A photo the owner sends in their direct room (an `m.image` event pointing at media uploaded
+/// to Synapse) is fetched with the bot's token through the network policy and reaches the
+/// model as an image part of the turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_photo_in_a_matrix_room_reaches_the_model_as_an_image() {
+    let synapse = tokio::task::spawn_blocking(|| {
+        let s = Synapse::start();
+        s.register("bot", "bot-pass-1");
+        s.register("owner", "owner-pass-1");
+        s
+    })
+    .await
+    .unwrap();
+    let host = synapse.url.trim_start_matches("http://").to_string();
+    let gw = Gateway::start_with_env(
+        &format!(
+            "[channels.matrix]\nbase_url = \"{}\"\nallow_from = [\"@owner:localhost\"]\nfetch_media = true\n[network]\nallow_hosts = [\"{host}\"]\n",
+            synapse.url
+        ),
+        vec![Step::text("A red square.")],
+        "MATRIX_USER=bot\nMATRIX_PASSWORD=bot-pass-1\n",
+    )
+    .await;
+    let owner = User::login(&synapse, "owner", "owner-pass-1").await;
+    let dm = owner.create_room(&["@bot:localhost"], true).await;
+    owner.wait_joined(&dm, "@bot:localhost").await;
+    // A 64×64 PNG, written here (Synapse stores whatever it is given).
+    let png = {
+        let out = std::process::Command::new(lurkbot_test_support::venv::test_python())
+            .args([
+                "-c",
+                "import sys, io; from PIL import Image; b = io.BytesIO(); Image.new('RGB', (64, 64), (220, 20, 20)).save(b, 'PNG'); sys.stdout.buffer.write(b.getvalue())",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        out.stdout
+    };
+    let uploaded: Value = serde_json::from_slice(
+        &owner
+            .http
+            .post(format!(
+                "{}/_matrix/media/v3/upload?filename=square.png",
+                owner.url
+            ))
+            .bearer_auth(&owner.token)
+            .header("Content-Type", "image/png")
+            .body(png)
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let mxc = uploaded["content_uri"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{uploaded}"));
+    owner
+        .call(
+            reqwest::Method::PUT,
+            &format!(
+                "/_matrix/client/v3/rooms/{}/send/m.room.message/img1",
+                enc(&dm)
+            ),
+            Some(
+                json!({"msgtype": "m.image", "body": "square.png", "url": mxc,
+                "info": {"mimetype": "image/png", "w": 64, "h": 64}}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        owner.wait_bodies(&dm, "@bot:localhost", 1).await,
+        ["A red square."]
+    );
+    let user = gw.fake.requests()[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let parts = user["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{user}"))
+        .clone();
+    assert!(
+        parts[0]["text"].as_str().unwrap().contains("square.png"),
+        "{user}"
+    );
+    assert!(
+        parts[1]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/jpeg;base64,"),
+        "{user}"
+    );
+}

@@ -177,6 +177,45 @@ impl TelegramServer {
         wake.notify_all();
     }
 
+    /// A user sends a photo (`bytes`, the largest size; Telegram also lists a thumbnail) with
+    /// `caption` in a private chat.
+    pub fn user_sends_photo(
+        &self,
+        chat_id: i64,
+        from: i64,
+        username: &str,
+        bytes: &[u8],
+        caption: &str,
+    ) {
+        let (lock, wake) = &*self.state;
+        let mut s = lock.lock().unwrap();
+        s.next_update += 1;
+        s.next_message += 1;
+        let id = s.next_update;
+        let (thumb, large) = (format!("thumb{id}"), format!("photo{id}"));
+        s.files.push((
+            thumb.clone(),
+            format!("photos/file_{id}_s.jpg"),
+            bytes.to_vec(),
+        ));
+        s.files.push((
+            large.clone(),
+            format!("photos/file_{id}.jpg"),
+            bytes.to_vec(),
+        ));
+        let update = json!({"update_id": id, "message": {
+            "message_id": s.next_message, "date": 1_795_500_000, "caption": caption,
+            "photo": [
+                {"file_id": thumb, "file_unique_id": format!("u{thumb}"), "width": 90, "height": 60, "file_size": bytes.len()},
+                {"file_id": large, "file_unique_id": format!("u{large}"), "width": 1280, "height": 853, "file_size": bytes.len()}
+            ],
+            "from": {"id": from, "is_bot": false, "first_name": username, "username": username},
+            "chat": {"id": chat_id, "type": "private"}}});
+        s.known_chats.insert(chat_id.to_string());
+        s.updates.push(update);
+        wake.notify_all();
+    }
+
     /// A user opened a chat with the bot (`/start`) without a message waiting: the bot may
     /// write to it.
     pub fn user_started(&self, chat_id: i64) {

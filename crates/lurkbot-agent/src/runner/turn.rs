@@ -56,9 +56,16 @@ impl Agent {
         let policy = self.policy(session);
         let offered = self.offered_by(&policy)?;
         let mut tracked = sessions.tracked(&entry.session_id, self.cache.take())?;
+        let model = self.failover.primary().to_string();
+        let (images, note) =
+            crate::images::for_model(&self.config, &model, std::mem::take(&mut self.images));
+        let text = match note {
+            Some(note) => format!("{message}{note}"),
+            None => message.to_string(),
+        };
         sessions.append_tracked(
             &mut tracked,
-            &[message_entry(Message::user(message))],
+            &[message_entry(Message::user(text).with_images(images))],
             false,
         )?;
         let kind = policy.session_kind();

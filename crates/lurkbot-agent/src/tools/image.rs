@@ -59,12 +59,6 @@ async fn look(ctx: &ToolCtx<'_>, args: &Value) -> Result<ToolOutput, ToolOutput>
             ));
         }
     };
-    if !sees_images(ctx) {
-        return Err(ToolOutput::error(format!(
-            "ModelCannotSeeImages: {} is set as a model without vision ([models.\"{}\"] vision = false in config.toml); switch to a model that sees images, or remove that setting if it does",
-            ctx.model, ctx.model
-        )));
-    }
     let prepared = tokio::task::spawn_blocking(move || lurkbot_media::prepare(&bytes))
         .await
         .map_err(|e| ToolOutput::error(format!("ImageDamaged: {e}")))?
@@ -72,10 +66,25 @@ async fn look(ctx: &ToolCtx<'_>, args: &Value) -> Result<ToolOutput, ToolOutput>
     let part = crate::images::keep(ctx.home, &prepared)
         .map_err(|e| ToolOutput::error(format!("cannot keep the image: {e}")))?;
     let mut note = describe(&source, &prepared, &part.path);
-    if let Some(prompt) = text("prompt") {
-        note.push_str(&format!("\nLook for: {prompt}"));
+    if crate::images::sees_images(ctx.config, ctx.model) {
+        if let Some(prompt) = text("prompt") {
+            note.push_str(&format!("\nLook for: {prompt}"));
+        }
+        return Ok(ToolOutput::ok(note).with_images(vec![part]));
     }
-    Ok(ToolOutput::ok(note).with_images(vec![part]))
+    // A model without vision gets the picture in words, when a model that sees is named.
+    if ctx.config.tools.media.image_model.is_none() {
+        return Err(ToolOutput::error(format!(
+            "ModelCannotSeeImages: {} is set as a model without vision ([models.\"{}\"] vision = false in config.toml); set [tools.media] image_model to a model that sees images to get descriptions, or switch models",
+            ctx.model, ctx.model
+        )));
+    }
+    match crate::images::describe(ctx, &part, text("prompt")).await {
+        Ok((model, words)) => Ok(ToolOutput::ok(format!(
+            "{note}\nYour model cannot see images; {model} described it:\n{words}"
+        ))),
+        Err(why) => Err(ToolOutput::error(format!("ModelCannotSeeImages: {why}"))),
+    }
 }
 
 fn describe(source: &str, prepared: &Prepared, kept: &str) -> String {
@@ -90,15 +99,6 @@ fn describe(source: &str, prepared: &Prepared, kept: &str) -> String {
         "Image {source} ({} {w}×{h}{scaled}; metadata removed; kept as {kept}) is attached.",
         prepared.source_format.name()
     )
-}
-
-/// Whether the model of this turn takes images (`[models."<p>/<m>"] vision`, default true).
-fn sees_images(ctx: &ToolCtx<'_>) -> bool {
-    ctx.config
-        .models
-        .get(ctx.model)
-        .and_then(|m| m.vision)
-        .unwrap_or(true)
 }
 
 fn read_home_file(ctx: &ToolCtx<'_>, raw: &str) -> Result<Vec<u8>, ToolOutput> {
