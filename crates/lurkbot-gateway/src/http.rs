@@ -185,19 +185,33 @@ pub(crate) fn check(
 /// Largest request body read (after the credentials were checked).
 pub(crate) const MAX_BODY: usize = 2 * 1024 * 1024;
 
+/// Largest chat completion request: room for a 20 MiB picture as base64 in a data: URL.
+pub(crate) const MAX_CHAT_BODY: usize = 28 * 1024 * 1024;
+
 /// Reads a request body of at most [`MAX_BODY`] bytes.
 ///
 /// # Errors
 /// 413 when it is larger, 400 when it cannot be read.
 pub(crate) async fn read_body(body: axum::body::Body) -> Result<axum::body::Bytes, HttpError> {
-    axum::body::to_bytes(body, MAX_BODY).await.map_err(|e| {
+    read_body_up_to(body, MAX_BODY).await
+}
+
+/// Reads a request body of at most `limit` bytes.
+///
+/// # Errors
+/// 413 when it is larger, 400 when it cannot be read.
+pub(crate) async fn read_body_up_to(
+    body: axum::body::Body,
+    limit: usize,
+) -> Result<axum::body::Bytes, HttpError> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
         let too_large = std::error::Error::source(&e)
             .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
         if too_large {
             HttpError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "invalid_request_error",
-                format!("the body is larger than {MAX_BODY} bytes"),
+                format!("the body is larger than {limit} bytes"),
             )
         } else {
             HttpError::bad_request(format!("the body could not be read: {e}"))

@@ -15,6 +15,7 @@ mod irc_forward;
 mod memory_watch;
 mod methods;
 mod openai;
+mod openai_images;
 mod openclaw;
 mod ops;
 pub mod protocol;

@@ -21,8 +21,9 @@ use lurkbot_llm::Message;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::http::{GatewayAuth, HttpError, read_body};
+use crate::http::{GatewayAuth, HttpError, MAX_CHAT_BODY, read_body_up_to};
 use crate::protocol::MethodError;
+use crate::run::TurnOptions;
 use crate::state::AppState;
 
 /// `GET /v1/models`.
@@ -46,14 +47,23 @@ pub(crate) async fn chat_completions(
 ) -> Response {
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
-    let body = match read_body(body).await {
+    let body = match read_body_up_to(body, MAX_CHAT_BODY).await {
         Ok(b) => b,
         Err(e) => return e.into_response(),
     };
-    match prepare(&state, &headers, &body) {
-        Ok(turn) if turn.stream => stream(state, turn).into_response(),
-        Ok(turn) => complete(state, turn).await,
-        Err(e) => e.into_response(),
+    let mut turn = match prepare(&state, &headers, &body) {
+        Ok(turn) => turn,
+        Err(e) => return e.into_response(),
+    };
+    let raw = std::mem::take(&mut turn.raw_images);
+    turn.options.images = match crate::openai_images::ready(&state, raw).await {
+        Ok(images) => images,
+        Err(e) => return e.into_response(),
+    };
+    if turn.stream {
+        stream(state, turn).into_response()
+    } else {
+        complete(state, turn).await
     }
 }
 
@@ -67,6 +77,10 @@ struct Turn {
     include_usage: bool,
     /// A fresh session made for this request: released when it ends.
     fresh: bool,
+    /// The pictures of the last user message, as sent (`image_url` data URLs).
+    raw_images: Vec<Vec<u8>>,
+    /// The turn's options (its pictures, once made ready).
+    options: TurnOptions,
 }
 
 fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, HttpError> {
@@ -124,7 +138,8 @@ fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, H
         .filter(|m| role_of(m) == "user")
         .ok_or_else(|| HttpError::bad_request("the last message must have role 'user'"))?;
     let message = text_of(last);
-    if message.trim().is_empty() {
+    let raw_images = crate::openai_images::data_urls(last)?;
+    if message.trim().is_empty() && raw_images.is_empty() {
         return Err(HttpError::bad_request("the last user message is empty"));
     }
     let header_key = headers
@@ -162,6 +177,8 @@ fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, H
             .and_then(Value::as_bool)
             .unwrap_or(false),
         fresh,
+        raw_images,
+        options: TurnOptions::default(),
     })
 }
 
@@ -212,9 +229,13 @@ fn busy(e: MethodError) -> HttpError {
 }
 
 async fn complete(state: AppState, turn: Turn) -> Response {
-    let spawned = state
-        .host
-        .spawn_turn(turn.key, turn.message, turn.fresh, Box::new(|_| {}));
+    let spawned = state.host.spawn_with(
+        turn.key,
+        turn.message,
+        turn.options,
+        turn.fresh,
+        Box::new(|_| {}),
+    );
     let handle = match spawned {
         Ok((_, handle)) => handle,
         Err(e) => return busy(e).into_response(),
@@ -270,13 +291,14 @@ fn stream(state: AppState, turn: Turn) -> Response {
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     ));
-    let handle = match state
-        .host
-        .spawn_turn(turn.key, turn.message, turn.fresh, on_event)
-    {
-        Ok((_, handle)) => handle,
-        Err(e) => return busy(e).into_response(),
-    };
+    let handle =
+        match state
+            .host
+            .spawn_with(turn.key, turn.message, turn.options, turn.fresh, on_event)
+        {
+            Ok((_, handle)) => handle,
+            Err(e) => return busy(e).into_response(),
+        };
     tokio::spawn(async move {
         let (error, usage) = match handle.await {
             Ok(Ok(done)) => (None, Some(done.usage)),

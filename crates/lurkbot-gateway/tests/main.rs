@@ -21,6 +21,7 @@ mod http;
 mod irc;
 mod matrix;
 mod memory;
+mod openai_images;
 mod openai_sdk;
 mod openclaw;
 mod openclaw_wire;
