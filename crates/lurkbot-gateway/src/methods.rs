@@ -61,7 +61,7 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: method::CHAT_SEND,
         scope: Scope::Write,
-        handler: |s, p| Box::pin(async { send(s, p) }),
+        handler: |s, p| Box::pin(send(s, p)),
     },
     Method {
         name: method::CHAT_HISTORY,
@@ -76,7 +76,7 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: method::AGENT,
         scope: Scope::Write,
-        handler: |s, p| Box::pin(async { send(s, p) }),
+        handler: |s, p| Box::pin(send(s, p)),
     },
     Method {
         name: method::AGENT_WAIT,
@@ -304,13 +304,40 @@ fn retained(state: &AppState) -> Value {
 }
 
 /// `chat.send` and `agent`: starts a turn, answers its run id at once.
-fn send(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+/// `chat.send {sessionKey, message, images?}`: starts a turn; `images` are data URLs of
+/// pictures shown with the message (the web UI's attach button).
+async fn send(state: &AppState, params: &Value) -> Result<Value, MethodError> {
     let key = session_param(params)?;
     let message = str_param(params, "message")?;
-    if message.trim().is_empty() {
+    let urls: Vec<&str> = match params.get("images") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| {
+                i.as_str()
+                    .ok_or_else(|| MethodError::invalid("images must be data: URL strings"))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(MethodError::invalid("images must be a list of data: URLs")),
+    };
+    if message.trim().is_empty() && urls.is_empty() {
         return Err(MethodError::invalid("message is empty"));
     }
-    let run_id = state.host.start(key.clone(), message.to_string(), false)?;
+    let raw = crate::inbound_images::decode_all(&urls).map_err(MethodError::invalid)?;
+    let images = crate::inbound_images::ready(state, raw)
+        .await
+        .map_err(MethodError::invalid)?;
+    let options = crate::run::TurnOptions {
+        images,
+        ..Default::default()
+    };
+    let (run_id, _) = state.host.spawn_with(
+        key.clone(),
+        message.to_string(),
+        options,
+        false,
+        Box::new(|_| {}),
+    )?;
     if key == SessionKey::main() {
         state.host.note_route("webchat", None);
     }

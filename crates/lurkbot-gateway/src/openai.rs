@@ -56,9 +56,9 @@ pub(crate) async fn chat_completions(
         Err(e) => return e.into_response(),
     };
     let raw = std::mem::take(&mut turn.raw_images);
-    turn.options.images = match crate::openai_images::ready(&state, raw).await {
+    turn.options.images = match crate::inbound_images::ready(&state, raw).await {
         Ok(images) => images,
-        Err(e) => return e.into_response(),
+        Err(e) => return HttpError::bad_request(e).into_response(),
     };
     if turn.stream {
         stream(state, turn).into_response()
@@ -138,7 +138,7 @@ fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, H
         .filter(|m| role_of(m) == "user")
         .ok_or_else(|| HttpError::bad_request("the last message must have role 'user'"))?;
     let message = text_of(last);
-    let raw_images = crate::openai_images::data_urls(last)?;
+    let raw_images = crate::inbound_images::data_urls(last)?;
     if message.trim().is_empty() && raw_images.is_empty() {
         return Err(HttpError::bad_request("the last user message is empty"));
     }

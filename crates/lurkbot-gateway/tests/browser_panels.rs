@@ -212,3 +212,67 @@ async fn the_welcome_card_chooses_the_model_in_chromium() {
         .await;
     assert_eq!(refused["error"]["code"], "INVALID_REQUEST", "{refused}");
 }
+
+/// The chat's attach path in Chromium: a picture handed to the page (as the file picker or a
+/// drop hands it) is scaled in the browser, sent with the message, reaches the model as an
+/// image part, and shows again in the history, fetched with the token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attached_picture_is_sent_and_shown_in_the_history_in_chromium() {
+    let gw = Gateway::start("", vec![lurkbot_llm::fake::Step::text("A red square.")]).await;
+    let ui = Ui::signed_in(&gw).await;
+    let b = &ui.browser;
+    b.execute(
+        "const c = document.createElement('canvas'); c.width = 2400; c.height = 1200; \
+         const g = c.getContext('2d'); g.fillStyle = '#d02020'; g.fillRect(0, 0, 2400, 1200); \
+         c.toBlob((blob) => addImage(new File([blob], 'red.png', {type: 'image/png'})), 'image/png');",
+        vec![],
+    )
+    .await
+    .unwrap();
+    until(
+        b,
+        "a preview",
+        "document.querySelectorAll('#attachments img').length === 1",
+    )
+    .await;
+    crate::browser::type_into(b, "#input", "what is this?").await;
+    click(b, "#send-button").await;
+    until(
+        b,
+        "the answer",
+        "document.body.textContent.includes('A red square.')",
+    )
+    .await;
+    let user = gw.fake.requests()[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(user["content"][0]["text"], "what is this?");
+    assert!(
+        user["content"][1]["image_url"]["url"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("data:image/jpeg;base64,"),
+        "{user}"
+    );
+    assert_eq!(
+        b.execute(
+            "return document.querySelectorAll('#attachments img').length;",
+            vec![]
+        )
+        .await
+        .unwrap(),
+        json!(0),
+        "the preview is cleared once sent"
+    );
+    // Loaded again from the history: the picture comes from /v1/images with the token.
+    b.refresh().await.unwrap();
+    until(
+        b,
+        "the kept picture",
+        "[...document.querySelectorAll('.msg.user img')].some((i) => i.src.startsWith('blob:') && i.naturalWidth === 1600)",
+    )
+    .await;
+}

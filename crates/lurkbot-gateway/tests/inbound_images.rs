@@ -96,3 +96,105 @@ async fn image_url_parts_reach_the_model_and_bad_ones_are_refused() {
         "no refused request reached the model"
     );
 }
+
+/// The web UI's attach button: `chat.send` with `images` shows them with the message; the
+/// history names the kept file, which `GET /v1/images/<name>` serves back with the token only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_send_images_are_shown_kept_and_served_back_with_the_token() {
+    let gw = Gateway::start("", vec![Step::text("Green.")]).await;
+    let (mut c, _) = crate::common::Client::connect(&gw, TOKEN).await;
+    let sent = c
+        .request(
+            "chat.send",
+            json!({"message": "colour?", "images": [png_data_url(300, 200)]}),
+        )
+        .await;
+    let run_id = sent["payload"]["runId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{sent}"))
+        .to_string();
+    let waited = c
+        .request("agent.wait", json!({"runId": run_id, "timeoutMs": 10000}))
+        .await;
+    assert_eq!(waited["payload"]["text"], "Green.");
+    let user = gw.fake.requests()[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        user["content"][1]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/jpeg;base64,")
+    );
+    let history = c.request("chat.history", json!({})).await;
+    let path = history["payload"]["messages"][0]["message"]["images"][0]["path"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{history}"))
+        .to_string();
+    let name = path.rsplit('/').next().unwrap();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let with_token = http
+        .get(gw.url(&format!("/v1/images/{name}")))
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(with_token.status(), 200);
+    assert_eq!(with_token.headers()["content-type"], "image/jpeg");
+    assert_eq!(
+        with_token.bytes().await.unwrap(),
+        std::fs::read(gw.home.join(&path)).unwrap()
+    );
+    let without = http
+        .get(gw.url(&format!("/v1/images/{name}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(without.status(), 401);
+    for bad in [
+        "config.toml",
+        "..%2Fconfig.toml",
+        &format!("{}.jpg", "0".repeat(32)),
+        "x.gif",
+    ] {
+        let res = http
+            .get(gw.url(&format!("/v1/images/{bad}")))
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 404, "{bad}");
+    }
+    // A picture that is not one, or a URL to fetch, is refused before any turn.
+    let refused = c
+        .request(
+            "chat.send",
+            json!({"message": "x", "images": ["https://example.com/a.png"]}),
+        )
+        .await;
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("data: URL"),
+        "{refused}"
+    );
+    let refused = c
+        .request(
+            "chat.send",
+            json!({"message": "x", "images": ["data:image/png;base64,aGVsbG8="]}),
+        )
+        .await;
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("NotAnImage"),
+        "{refused}"
+    );
+    assert_eq!(gw.fake.requests().len(), 1);
+}
