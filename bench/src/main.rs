@@ -56,7 +56,7 @@ fn main() -> ExitCode {
         match a.as_str() {
             "startup" | "archive" | "rss" | "agent" | "gateway" | "memory" | "soak" | "peers"
             | "media" => which = a.clone(),
-            "child-article" | "child-image" => {
+            "child-article" | "child-image" | "child-bomb" => {
                 let path = iter.next().map(PathBuf::from).unwrap_or_default();
                 let runs = iter.next().and_then(|r| r.parse().ok()).unwrap_or(5);
                 return match media::child(a, &path, runs) {

@@ -58,6 +58,14 @@ pub(crate) fn child(kind: &str, path: &Path, runs: usize) -> Result<(), String> 
                     return Err("the article came out empty".into());
                 }
             }
+            "child-bomb" => {
+                if !matches!(
+                    lurkbot_media::prepare(&bytes),
+                    Err(lurkbot_media::MediaError::TooManyPixels { .. })
+                ) {
+                    return Err("the decompression bomb was not refused".into());
+                }
+            }
             _ => {
                 let prepared = lurkbot_media::prepare(&bytes).map_err(|e| e.to_string())?;
                 if prepared.size.0.max(prepared.size.1) != lurkbot_media::MAX_EDGE {
@@ -162,6 +170,22 @@ pub(crate) fn media(python: &Path, runs: usize) -> Result<(), String> {
     let photo_text = photo.to_str().unwrap_or("");
     let (ours_ms, ours_kib) = run_child(&me, &["child-image", photo_text, &runs_text])?;
     let (pil_ms, pil_kib) = run_child(python, &["-c", PILLOW, photo_text, &runs_text])?;
+    // A decompression bomb: 25,000 × 25,000 pixels (625 megapixels) in a small PNG.
+    let bomb = dir.path().join("bomb.png");
+    let made = Command::new(python)
+        .args(["-c", "import sys; from PIL import Image; Image.new('1', (25000, 25000), 0).save(sys.argv[1])", bomb.to_str().unwrap_or("")])
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    if !made.success() {
+        return Err("Pillow could not make the bomb".into());
+    }
+    let bomb_size = std::fs::metadata(&bomb).map(|m| m.len()).unwrap_or(0);
+    let (bomb_ms, bomb_kib) = run_child(&me, &["child-bomb", bomb.to_str().unwrap_or(""), &runs_text])?;
+    println!(
+        "image, decompression bomb (25000×25000 PNG, {} KiB): refused in {bomb_ms:.2} ms, peak RSS {:.1} MiB (decoding it would take 596 MiB as 8-bit grey)",
+        bomb_size / 1024,
+        bomb_kib as f64 / 1024.0
+    );
     println!(
         "image, 6000×4000 JPEG ({:.1} MiB) → 2048 px JPEG q85: LurkBot {ours_ms:.0} ms, peak {:.1} MiB; Pillow {pil_ms:.0} ms ({:.2}×), peak {:.1} MiB ({:.2}×)",
         size as f64 / 1048576.0,

@@ -118,8 +118,11 @@ fn downscale(image: DynamicImage) -> DynamicImage {
     if w.max(h) <= MAX_EDGE {
         return image;
     }
-    // Keeps the aspect ratio inside MAX_EDGE × MAX_EDGE.
-    image.resize(MAX_EDGE, MAX_EDGE, image::imageops::FilterType::Triangle)
+    // Keeps the aspect ratio inside MAX_EDGE × MAX_EDGE. `thumbnail` averages the source pixels
+    // under each target pixel in one pass over 8-bit data: for the large factors of a photo it
+    // is as good as a filtered resize, several times faster, and needs no float copy of the
+    // whole image (a 24-megapixel resize through `resize` held ~290 MiB of f32).
+    image.thumbnail(MAX_EDGE, MAX_EDGE)
 }
 
 fn encode(image: &DynamicImage) -> Result<(Vec<u8>, &'static str), image::ImageError> {
