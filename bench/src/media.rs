@@ -180,7 +180,10 @@ pub(crate) fn media(python: &Path, runs: usize) -> Result<(), String> {
         return Err("Pillow could not make the bomb".into());
     }
     let bomb_size = std::fs::metadata(&bomb).map(|m| m.len()).unwrap_or(0);
-    let (bomb_ms, bomb_kib) = run_child(&me, &["child-bomb", bomb.to_str().unwrap_or(""), &runs_text])?;
+    let (bomb_ms, bomb_kib) = run_child(
+        &me,
+        &["child-bomb", bomb.to_str().unwrap_or(""), &runs_text],
+    )?;
     println!(
         "image, decompression bomb (25000×25000 PNG, {} KiB): refused in {bomb_ms:.2} ms, peak RSS {:.1} MiB (decoding it would take 596 MiB as 8-bit grey)",
         bomb_size / 1024,

@@ -453,3 +453,36 @@ async fn a_hostile_page_is_bounded() {
     );
     assert_eq!(server.requests("/again").len(), 6);
 }
+
+/// A real news page saved by trafilatura's authors (FiveThirtyEight, 2021; `scripts/test.sh`
+/// fetches it from PyPI into `LURKBOT_TEST_PAGES`): the story and its headline, none of the
+/// analytics scripts, navigation or newsletter box around it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_fetch_reads_a_real_saved_news_page() {
+    let dir = std::env::var("LURKBOT_TEST_PAGES").expect(
+        "LURKBOT_TEST_PAGES: run the tests through scripts/test.sh, which fetches the page",
+    );
+    let html =
+        std::fs::read_to_string(std::path::Path::new(&dir).join("news-fivethirtyeight.html"))
+            .expect("the saved news page (scripts/test.sh fetches it)");
+    let server = FeedServer::start();
+    server.route("/features/manchin/", move |_| {
+        Reply::ok("text/html; charset=utf-8", html.clone())
+    });
+    let s = setup(vec![]).await;
+    let results = fetch(&s, &[json!({"url": server.url("/features/manchin/")})]).await;
+    let story = &results[0].0;
+    assert!(
+        story.contains("Title: Could Manchin Actually Leave The Democratic Party?"),
+        "{story}"
+    );
+    assert!(
+        story.contains("Sen. Joe Manchin told reporters Wednesday"),
+        "{story}"
+    );
+    assert!(story.contains("ran as an independent"), "{story}");
+    assert!(!story.contains("Note: no article found"), "{story}");
+    for gone in ["NREUM", "DisneyOneID", "ABCAnalytics", "Newsletter"] {
+        assert!(!story.contains(gone), "{gone} kept: {story}");
+    }
+}
