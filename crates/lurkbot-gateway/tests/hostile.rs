@@ -109,8 +109,10 @@ async fn credentials_are_checked_before_the_body_is_read() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_over_the_cap_are_refused_after_the_token_check() {
     let gw = Gateway::start("", vec![]).await;
-    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(3 * 1024 * 1024));
-    for path in ["/v1/chat/completions", "/hooks/agent"] {
+    // Each route's own cap: 28 MiB for chat completions (room for a picture as a data: URL),
+    // 2 MiB elsewhere.
+    for (path, mib) in [("/v1/chat/completions", 29), ("/hooks/agent", 3)] {
+        let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(mib * 1024 * 1024));
         let token = if path.starts_with("/hooks") {
             crate::common::HOOKS_TOKEN
         } else {
