@@ -76,6 +76,17 @@ pub(crate) fn for_model(
     (Vec::new(), Some(note))
 }
 
+/// The file of a kept picture: `relative` resolved inside the home as every reader resolves it
+/// (links followed, confined), and only when what it resolves to lies under [`IMAGES_DIR`] — a
+/// link planted there that points at `config.toml` is not a picture.
+pub fn kept_file(home: &Home, relative: &str) -> Option<std::path::PathBuf> {
+    let path = home.resolve(relative).ok()?;
+    let resolved = home.relative(path.absolute())?;
+    resolved
+        .starts_with(&format!("{IMAGES_DIR}/"))
+        .then(|| path.absolute().to_path_buf())
+}
+
 /// Loads every referenced image that is not loaded yet (messages read back from a transcript).
 /// An image whose file is gone, or is no longer under [`IMAGES_DIR`], is dropped and named in
 /// the message's text instead.
@@ -86,9 +97,7 @@ pub(crate) fn load(home: &Home, messages: &mut [Message]) {
             if image.data.is_some() {
                 return true;
             }
-            let inside =
-                image.path.starts_with(&format!("{IMAGES_DIR}/")) && !image.path.contains("..");
-            match inside.then(|| std::fs::read(home.join(&image.path))) {
+            match kept_file(home, &image.path).map(std::fs::read) {
                 Some(Ok(bytes)) => {
                     image.data = Some(
                         base64::engine::general_purpose::STANDARD
@@ -173,4 +182,29 @@ pub(crate) async fn describe(
         (estimate, crate::compaction::estimate_tokens(&text))
     });
     Ok((answered.model.to_string(), text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_files_that_resolve_under_the_images_folder_are_kept_pictures() {
+        let dir = tempfile::tempdir().unwrap_or_else(|_| unreachable!());
+        let home = Home::open(&dir.path().join("home")).unwrap_or_else(|_| unreachable!());
+        let images = home.join(IMAGES_DIR);
+        std::fs::create_dir_all(&images).unwrap_or_default();
+        std::fs::write(images.join("a.jpg"), b"x").unwrap_or_default();
+        std::fs::write(home.join("config.toml"), b"token").unwrap_or_default();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(home.join("config.toml"), images.join("b.jpg"))
+            .unwrap_or_default();
+        assert!(kept_file(&home, &format!("{IMAGES_DIR}/a.jpg")).is_some());
+        assert_eq!(kept_file(&home, &format!("{IMAGES_DIR}/b.jpg")), None);
+        assert_eq!(
+            kept_file(&home, &format!("{IMAGES_DIR}/../../config.toml")),
+            None
+        );
+        assert_eq!(kept_file(&home, "config.toml"), None);
+    }
 }

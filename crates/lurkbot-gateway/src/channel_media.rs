@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
+use lurkbot_agent::web::download::{DownloadError, download as download_bytes};
 use lurkbot_channels::{Channel, Inbound, Media, MediaSource};
 use lurkbot_llm::ImagePart;
-use lurkbot_term::{OutboundError, PolicedGet};
 
 use crate::state::AppState;
 
@@ -92,56 +92,28 @@ async fn fetch_one(
     Ok((rel, size, bytes))
 }
 
-/// GET `url` through the policy, at most `max` bytes.
+/// GET `url` through the gate's web rules, at most `max` bytes; no error text carries the URL.
 async fn download(
     state: &AppState,
     url: &str,
     bearer: Option<&str>,
     max: u64,
 ) -> Result<Vec<u8>, String> {
-    let policy =
-        lurkbot_agent::gate::web_rules(lurkbot_agent::gate::UrlFrom::Elsewhere, &state.config());
     let mut headers = reqwest::header::HeaderMap::new();
     if let Some(token) = bearer
         && let Ok(value) = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
     {
         headers.insert(reqwest::header::AUTHORIZATION, value);
     }
-    let get = PolicedGet {
-        policy: &policy,
-        user_agent: concat!("LurkBot/", env!("CARGO_PKG_VERSION")),
-        headers,
-        timeout: Some(Duration::from_secs(60)),
-        max_redirects: 3,
-    };
-    let url = reqwest::Url::parse(url).map_err(|_| "the platform gave no valid URL".to_string())?;
-    let answer = get.send(url).await.map_err(|e| match e {
-        OutboundError::Refused { refusal, .. } => {
-            format!("refused by the network policy: {refusal}")
-        }
-        OutboundError::Network { .. } => "the download failed (network)".to_string(),
-        OutboundError::Redirect(_) => "the download redirected somewhere it may not go".to_string(),
-        OutboundError::Client(e) => e,
-    })?;
-    let mut response = answer.response;
-    if !response.status().is_success() {
-        return Err(format!(
-            "the platform answered {}",
-            response.status().as_u16()
-        ));
-    }
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|_| "the download failed (network)".to_string())?
-    {
-        bytes.extend_from_slice(&chunk);
-        if bytes.len() as u64 > max {
-            return Err(format!("it is over max_media_bytes ({max} bytes)"));
-        }
-    }
-    Ok(bytes)
+    let fetched = download_bytes(&state.config(), url, headers, Duration::from_secs(60), max).await;
+    fetched.map_err(|e| match e {
+        DownloadError::NotAUrl => "the platform gave no valid URL".to_string(),
+        DownloadError::Refused(why) => format!("refused by the network policy: {why}"),
+        DownloadError::Network(_) => "the download failed (network)".to_string(),
+        DownloadError::Status(status) => format!("the platform answered {status}"),
+        DownloadError::TooLarge(_) => format!("it is over max_media_bytes ({max} bytes)"),
+        other => other.to_string(),
+    })
 }
 
 /// A file name safe in the inbox: letters, digits, `.`, `-`, `_` (others as `_`), no leading

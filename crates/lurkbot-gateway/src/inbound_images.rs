@@ -96,10 +96,10 @@ pub(crate) async fn serve(
     {
         return StatusCode::NOT_FOUND.into_response();
     }
-    let path = state
-        .home
-        .join(lurkbot_agent::images::IMAGES_DIR)
-        .join(&name);
+    let relative = format!("{}/{name}", lurkbot_agent::images::IMAGES_DIR);
+    let Some(path) = lurkbot_agent::images::kept_file(&state.home, &relative) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
     match tokio::task::spawn_blocking(move || std::fs::read(path)).await {
         Ok(Ok(bytes)) => (
             [

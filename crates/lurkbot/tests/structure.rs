@@ -216,6 +216,31 @@ fn every_cited_architecture_section_exists() {
     );
 }
 
+/// The source files (tests left out) that contain `needle`, by home-relative path, other than
+/// those `allowed` lists and those `exempt` accepts.
+fn files_with_outside(
+    needle: &str,
+    allowed: &[&str],
+    exempt: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let root = root();
+    let mut found: Vec<String> = all_rust_files()
+        .iter()
+        .filter(|f| !f.components().any(|c| c.as_os_str() == "tests"))
+        .filter(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains(needle)))
+        .filter_map(|f| {
+            let relative = f
+                .strip_prefix(&root)
+                .ok()?
+                .to_string_lossy()
+                .replace('\\', "/");
+            (!allowed.contains(&relative.as_str()) && !exempt(&relative)).then_some(relative)
+        })
+        .collect();
+    found.sort();
+    found
+}
+
 /// ARCHITECTURE.md §5.1: the owner's authority is made only where the owner acts — the CLI's
 /// cron command, the operator protocol's cron methods, the heartbeat's configured target — and
 /// in the gate that defines it; everything else carries the asker it was given.
@@ -227,26 +252,13 @@ fn owner_authority_is_made_only_at_owner_entry_points() {
         "crates/lurkbot-gateway/src/cron_methods.rs",
         "crates/lurkbot/src/cli/cron.rs",
     ];
-    let root = root();
     let needle = concat!("Asker", "::", "Owner");
-    let mut makers: Vec<String> = all_rust_files()
-        .iter()
-        .filter(|f| !f.components().any(|c| c.as_os_str() == "tests"))
-        .filter(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains(needle)))
-        .filter_map(|f| {
-            let relative = f
-                .strip_prefix(&root)
-                .ok()?
-                .to_string_lossy()
-                .replace('\\', "/");
-            (!entry_points.contains(&relative.as_str())).then_some(relative)
-        })
-        .collect();
-    makers.sort();
+    let makers = files_with_outside(needle, &entry_points, |_| false);
     assert!(
         makers.is_empty(),
         "the owner's authority is made outside the owner's entry points: {makers:?}"
     );
+    let root = root();
     // The rule still has something to check: the entry points do make it.
     for file in entry_points {
         let text = std::fs::read_to_string(root.join(file)).unwrap_or_default();
@@ -263,27 +275,13 @@ fn owner_authority_is_made_only_at_owner_entry_points() {
 #[test]
 fn network_rules_come_from_the_gate() {
     let allowed = ["crates/lurkbot-agent/src/gate/web.rs"];
-    let root = root();
     let needle = concat!("NetworkPolicy", "::", "from_config");
-    let mut readers: Vec<String> = all_rust_files()
-        .iter()
-        .filter(|f| !f.components().any(|c| c.as_os_str() == "tests"))
-        .filter(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains(needle)))
-        .filter_map(|f| {
-            let relative = f
-                .strip_prefix(&root)
-                .ok()?
-                .to_string_lossy()
-                .replace('\\', "/");
-            let own = relative.starts_with("crates/lurkbot-term/");
-            (!own && !allowed.contains(&relative.as_str())).then_some(relative)
-        })
-        .collect();
-    readers.sort();
+    let readers = files_with_outside(needle, &allowed, |f| f.starts_with("crates/lurkbot-term/"));
     assert!(
         readers.is_empty(),
         "network rules read outside the gate: {readers:?}"
     );
+    let root = root();
     let gate = std::fs::read_to_string(root.join(allowed[0])).unwrap_or_default();
     assert!(
         gate.contains(needle),

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use lurkbot_llm::ToolSpec;
 use lurkbot_media::{MAX_BYTES, MediaError, Prepared};
-use lurkbot_term::{OutboundError, PolicedGet};
 use serde_json::{Value, json};
 
 use super::fs::{readable, resolve_path};
 use super::{Tool, ToolCtx, ToolFuture, ToolOutput};
+use crate::web::download::DownloadError;
 
 /// The `image` tool.
 pub(crate) struct ImageTool;
@@ -115,62 +115,21 @@ fn read_home_file(ctx: &ToolCtx<'_>, raw: &str) -> Result<Vec<u8>, ToolOutput> {
 }
 
 async fn download(ctx: &ToolCtx<'_>, url: &str) -> Result<Vec<u8>, ToolOutput> {
-    let policy = crate::gate::web_rules(crate::gate::UrlFrom::Elsewhere, ctx.config);
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|e| ToolOutput::error(format!("not a URL: {url} ({e})")))?;
-    let get = PolicedGet {
-        policy: &policy,
-        user_agent: concat!("LurkBot/", env!("CARGO_PKG_VERSION")),
-        headers: reqwest::header::HeaderMap::new(),
-        timeout: Some(Duration::from_secs(
-            ctx.config.tools.web_fetch.timeout_seconds.max(1),
+    let timeout = Duration::from_secs(ctx.config.tools.web_fetch.timeout_seconds.max(1));
+    let fetched = crate::web::download::download(
+        ctx.config,
+        url,
+        reqwest::header::HeaderMap::new(),
+        timeout,
+        MAX_BYTES,
+    )
+    .await;
+    fetched.map_err(|e| match e {
+        DownloadError::Refused(why) => ToolOutput::error(why),
+        DownloadError::TooLarge(_) => ToolOutput::error(format!(
+            "ImageTooLarge: {url}: over {} MiB; refused",
+            MAX_BYTES / 1024 / 1024
         )),
-        max_redirects: 5,
-    };
-    let mut answer = match get.send(parsed).await {
-        Ok(a) => a,
-        Err(OutboundError::Refused { refusal, .. }) => {
-            return Err(ToolOutput::error(refusal.to_string()));
-        }
-        Err(OutboundError::Network { url, source }) => {
-            return Err(ToolOutput::error(format!(
-                "cannot fetch {url}: {}",
-                lurkbot_term::root_cause(&source)
-            )));
-        }
-        Err(OutboundError::Client(m)) => return Err(ToolOutput::error(m)),
-        Err(OutboundError::Redirect(bad)) => {
-            return Err(ToolOutput::error(format!(
-                "cannot follow the redirect from {}",
-                bad.from
-            )));
-        }
-    };
-    let status = answer.response.status();
-    if !status.is_success() {
-        return Err(ToolOutput::error(format!(
-            "{url} answered HTTP {}",
-            status.as_u16()
-        )));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = answer.response.chunk().await.map_err(|e| {
-        ToolOutput::error(format!(
-            "reading {url} failed: {}",
-            lurkbot_term::root_cause(&e)
-        ))
-    })? {
-        body.extend_from_slice(&chunk);
-        if body.len() as u64 > MAX_BYTES {
-            let e = MediaError::TooLarge {
-                bytes: body.len() as u64,
-            };
-            return Err(ToolOutput::error(format!(
-                "{}: {url}: over {} MiB; refused",
-                e.code(),
-                MAX_BYTES / 1024 / 1024
-            )));
-        }
-    }
-    Ok(body)
+        other => ToolOutput::error(format!("cannot fetch {url}: {other}")),
+    })
 }

@@ -4,6 +4,7 @@
 
 pub mod article;
 mod cache;
+pub mod download;
 pub mod fetch;
 mod log;
 pub mod search;

@@ -53,7 +53,8 @@ impl Freshness {
         }
     }
 
-    fn as_str(self) -> &'static str {
+    /// `day`, `week`, `month` or `year` (Tavily's `time_range` and SearXNG's too).
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             Self::Day => "day",
             Self::Week => "week",
@@ -221,8 +222,12 @@ pub async fn search(
         return Ok(found);
     }
     let mut passed_over = Vec::new();
+    let client = match provider::client(settings) {
+        Ok(client) => client,
+        Err(failure) => return Err(SearchError::AllFailed(vec![failure.to_string()])),
+    };
     for provider in order {
-        match provider.ask(settings, &keys, &request).await {
+        match provider.ask(&client, settings, &keys, &request).await {
             Ok(mut results) => {
                 results.truncate(usize::from(request.count));
                 let found = Found {

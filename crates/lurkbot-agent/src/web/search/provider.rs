@@ -36,23 +36,23 @@ impl Provider {
     /// Asks this provider.
     pub(super) async fn ask(
         self,
+        client: &reqwest::Client,
         settings: &WebSearchConfig,
         keys: &Keys,
         request: &SearchRequest,
     ) -> Result<Vec<SearchHit>, Failure> {
-        let client = client(settings)?;
         match self {
             Self::Brave => {
                 let key = keys.brave.as_deref().ok_or_else(|| {
                     Failure::NotSetUp("BRAVE_API_KEY is not set in the home's .env".into())
                 })?;
-                super::brave::ask(&client, &settings.brave_url, key, request).await
+                super::brave::ask(client, &settings.brave_url, key, request).await
             }
             Self::Tavily => {
                 let key = keys.tavily.as_deref().ok_or_else(|| {
                     Failure::NotSetUp("TAVILY_API_KEY is not set in the home's .env".into())
                 })?;
-                super::tavily::ask(&client, &settings.tavily_url, key, request).await
+                super::tavily::ask(client, &settings.tavily_url, key, request).await
             }
             Self::Searxng => {
                 let base = settings.searxng_url.as_deref().ok_or_else(|| {
@@ -60,10 +60,10 @@ impl Provider {
                         "set [tools.web.search] searxng_url to your instance in config.toml".into(),
                     )
                 })?;
-                super::searxng::ask(&client, base, request).await
+                super::searxng::ask(client, base, request).await
             }
             Self::DuckDuckGo => {
-                super::duckduckgo::ask(&client, &settings.duckduckgo_url, request).await
+                super::duckduckgo::ask(client, &settings.duckduckgo_url, request).await
             }
         }
     }
@@ -141,7 +141,8 @@ pub(super) enum Failure {
     Outage(String),
 }
 
-fn client(settings: &WebSearchConfig) -> Result<reqwest::Client, Failure> {
+/// The one HTTP client a search asks its providers with.
+pub(super) fn client(settings: &WebSearchConfig) -> Result<reqwest::Client, Failure> {
     lurkbot_term::http_client_builder()
         .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION")))
         .timeout(Duration::from_secs(settings.timeout_seconds.max(1)))

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use super::provider::{Failure, answer_text, clean, endpoint, unreachable};
-use super::{Freshness, SearchHit, SearchRequest};
+use super::{SearchHit, SearchRequest};
 
 #[derive(Deserialize)]
 struct Answer {
@@ -35,15 +35,7 @@ pub(super) async fn ask(
         query.append_pair("q", &request.query);
         query.append_pair("format", "json");
         if let Some(f) = request.freshness {
-            query.append_pair(
-                "time_range",
-                match f {
-                    Freshness::Day => "day",
-                    Freshness::Week => "week",
-                    Freshness::Month => "month",
-                    Freshness::Year => "year",
-                },
-            );
+            query.append_pair("time_range", f.as_str());
         }
         match (&request.language, &request.country) {
             (Some(l), Some(c)) => {

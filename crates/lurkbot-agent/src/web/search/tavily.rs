@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::provider::{Failure, answer_text, clean, endpoint, unreachable};
-use super::{Freshness, SearchHit, SearchRequest};
+use super::{SearchHit, SearchRequest};
 
 #[derive(Deserialize)]
 struct Answer {
@@ -38,12 +38,7 @@ pub(super) async fn ask(
         "search_depth": "basic",
     });
     if let Some(f) = request.freshness {
-        body["time_range"] = json!(match f {
-            Freshness::Day => "day",
-            Freshness::Week => "week",
-            Freshness::Month => "month",
-            Freshness::Year => "year",
-        });
+        body["time_range"] = json!(f.as_str());
     }
     if let Some(name) = request.country.as_deref().and_then(country_name) {
         // Tavily takes the country's English name, for general searches only.
