@@ -216,8 +216,17 @@ async fn irc_as_a_channel_answers_the_owner_and_pairs_strangers() {
     let (owner, eve) = tokio::task::spawn_blocking(move || {
         let mut owner = IrcPeer::connect(port, "owner", None);
         owner.join("#lurk", None);
-        // The line joins #lurk once the channel connects.
-        owner.expect(|l| l.starts_with(":lurkbot!") && l.contains(" JOIN "));
+        // The line joins #lurk once the channel connects: either after the owner (a JOIN line)
+        // or before (the owner's NAMES reply, 353, lists it).
+        owner.expect(|l| {
+            (l.starts_with(":lurkbot!") && l.contains(" JOIN "))
+                || (l.contains(" 353 ")
+                    && l.split(':').next_back().is_some_and(|names| {
+                        names
+                            .split(' ')
+                            .any(|n| n.trim_start_matches(['@', '+']) == "lurkbot")
+                    }))
+        });
         let eve = IrcPeer::connect(port, "eve", None);
         (owner, eve)
     })
