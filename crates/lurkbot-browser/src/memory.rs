@@ -1,0 +1,63 @@
+//! Chromium's memory for `browser status`: the resident set of the browser process and every
+//! process below it (renderers, GPU and utility helpers), read from `/proc`.
+
+use std::collections::HashMap;
+
+/// RSS in bytes of `pid` and its descendants (shared pages are counted in each process).
+pub(crate) fn tree_rss(pid: u32) -> u64 {
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(p) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if let Some(parent) = parent_of(p) {
+                children.entry(parent).or_default().push(p);
+            }
+        }
+    }
+    let mut total = 0;
+    let mut stack = vec![pid];
+    let mut seen = 0;
+    while let Some(p) = stack.pop() {
+        seen += 1;
+        if seen > 10_000 {
+            break;
+        }
+        total += rss_of(p);
+        if let Some(c) = children.get(&p) {
+            stack.extend(c);
+        }
+    }
+    total
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The name is in parentheses and may hold spaces: fields follow the last ')'.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    rest.split(' ').nth(1)?.parse().ok()
+}
+
+fn rss_of(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn our_own_process_has_memory() {
+        assert!(super::tree_rss(std::process::id()) > 1024 * 1024);
+    }
+}

@@ -1,0 +1,145 @@
+//! What happens in the browser between actions: JavaScript dialogs answered as `[browser]
+//! dialogs` says (a dialog left open would hang the page), and downloads followed to the end —
+//! one over the size cap is cancelled and its partial file removed.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::cdp::Cdp;
+
+/// A finished download, still in the staging folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Download {
+    /// Where Chromium wrote it.
+    pub staged: PathBuf,
+    /// The name the site suggested.
+    pub name: String,
+    /// Its size.
+    pub bytes: u64,
+}
+
+/// Things seen since the last action.
+#[derive(Debug, Default)]
+pub(crate) struct Watched {
+    /// Lines for the next answer (dialogs, refused downloads).
+    pub(crate) notes: Vec<String>,
+    /// Downloads that finished.
+    pub(crate) finished: Vec<Download>,
+    /// Downloads that ended either way (finished or refused) since the counter was read.
+    pub(crate) ended: u64,
+}
+
+/// Follows the browser's events until it exits.
+pub(crate) fn watch(
+    cdp: Arc<Cdp>,
+    watched: Arc<Mutex<Watched>>,
+    accept_dialogs: bool,
+    max_bytes: u64,
+    staging: PathBuf,
+) -> tokio::task::JoinHandle<()> {
+    let mut events = cdp.subscribe();
+    tokio::spawn(async move {
+        let mut names: HashMap<String, String> = HashMap::new();
+        let note = |line: String, ended: bool| {
+            let mut w = watched
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            w.notes.push(line);
+            if ended {
+                w.ended += 1;
+            }
+        };
+        loop {
+            let event = match events.recv().await {
+                Ok(e) => e,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            let p = &event.params;
+            match event.method.as_str() {
+                "Page.javascriptDialogOpening" => {
+                    let _ = cdp
+                        .call(
+                            "Page.handleJavaScriptDialog",
+                            json!({"accept": accept_dialogs}),
+                            event.session.as_deref(),
+                            Duration::from_secs(5),
+                        )
+                        .await;
+                    note(
+                        format!(
+                            "a {} dialog said \"{}\" and was {}",
+                            p["type"].as_str().unwrap_or("page"),
+                            p["message"].as_str().unwrap_or_default(),
+                            if accept_dialogs {
+                                "accepted"
+                            } else {
+                                "dismissed"
+                            }
+                        ),
+                        false,
+                    );
+                }
+                "Browser.downloadWillBegin" => {
+                    let guid = p["guid"].as_str().unwrap_or_default().to_string();
+                    let name = p["suggestedFilename"]
+                        .as_str()
+                        .unwrap_or("download")
+                        .to_string();
+                    names.insert(guid, name);
+                }
+                "Browser.downloadProgress" => {
+                    let guid = p["guid"].as_str().unwrap_or_default().to_string();
+                    let received = p["receivedBytes"].as_f64().unwrap_or(0.0);
+                    let total = p["totalBytes"].as_f64().unwrap_or(0.0);
+                    let state = p["state"].as_str().unwrap_or_default();
+                    let name = names
+                        .get(&guid)
+                        .cloned()
+                        .unwrap_or_else(|| "download".into());
+                    #[allow(clippy::cast_precision_loss)]
+                    let cap = max_bytes as f64;
+                    if state == "inProgress" && (received > cap || total > cap) {
+                        let _ = cdp
+                            .call(
+                                "Browser.cancelDownload",
+                                json!({"guid": guid}),
+                                None,
+                                Duration::from_secs(5),
+                            )
+                            .await;
+                        let _ = std::fs::remove_file(staging.join(&guid));
+                        names.remove(&guid);
+                        note(
+                            format!(
+                                "DownloadTooLarge: {name} was stopped: it is larger than the {max_bytes}-byte cap ([browser] download_max_bytes)"
+                            ),
+                            true,
+                        );
+                    } else if state == "completed" {
+                        names.remove(&guid);
+                        let staged = staging.join(&guid);
+                        let bytes = std::fs::metadata(&staged).map_or(0, |m| m.len());
+                        let mut w = watched
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        w.finished.push(Download {
+                            staged,
+                            name,
+                            bytes,
+                        });
+                        w.ended += 1;
+                    } else if state == "canceled" && names.remove(&guid).is_some() {
+                        let _ = std::fs::remove_file(staging.join(&guid));
+                        note(format!("the download of {name} was cancelled"), true);
+                    }
+                }
+                _ => {}
+            }
+        }
+    })
+}
