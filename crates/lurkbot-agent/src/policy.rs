@@ -23,6 +23,7 @@ pub(crate) const GROUPS: &[(&str, &[&str])] = &[
     ),
     ("group:automation", &["cron", "gateway"]),
     ("group:messaging", &["message"]),
+    ("group:ui", &["browser", "canvas"]),
 ];
 
 /// What each profile allows.
@@ -70,8 +71,9 @@ pub(crate) const SANDBOX_DENY: &[&str] = &[
     "write",
     "edit",
     "apply_patch",
-    // MCP servers run outside any sandbox.
+    // MCP servers and Chromium run outside any sandbox.
     "group:plugins",
+    "browser",
 ];
 
 /// Never offered in group chats.
@@ -87,6 +89,8 @@ pub(crate) const GROUP_DENY: &[&str] = &[
     "memory_get",
     // MCP tools act with the owner's rights outside LurkBot's confinement.
     "group:plugins",
+    // The browser's profile holds the owner's logins.
+    "browser",
 ];
 
 /// The group of MCP tools: every `<server>__<tool>` name (no built-in tool has `__`).

@@ -237,9 +237,20 @@ impl Agent {
         let mcp = self.mcp.as_ref().map(|hub| hub.specs()).unwrap_or_default();
         let mut offered = Vec::with_capacity(self.tools.specs().len() + mcp.len());
         for spec in self.tools.specs().iter().cloned().chain(mcp) {
-            if policy.allows(&spec.name).map_err(AgentError::Config)? {
-                offered.push(spec);
+            if !policy.allows(&spec.name).map_err(AgentError::Config)? {
+                continue;
             }
+            if spec.name == "browser" {
+                // `[browser] enabled = false` hides it; `evaluate` is listed only when allowed.
+                if !self.config.browser.enabled {
+                    continue;
+                }
+                if self.config.browser.evaluate {
+                    offered.push(crate::tools::browser::spec(true));
+                    continue;
+                }
+            }
+            offered.push(spec);
         }
         Ok(offered)
     }

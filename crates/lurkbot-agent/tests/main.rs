@@ -11,6 +11,7 @@ mod common;
 mod agent_loop;
 mod approvals;
 mod autonomy;
+mod browser;
 mod compaction;
 mod images;
 mod prompt;

@@ -60,7 +60,7 @@ fn snapshots_of_representative_prompts() {
         .collect();
     let skills = vec![SkillEntry {
         name: "rss-cli".into(),
-        description: "Built-in terminal_exec command: rss".into(),
+        description: "terminal_exec command: rss".into(),
         location: "skills/rss-cli/SKILL.md".into(),
     }];
     let files = vec![

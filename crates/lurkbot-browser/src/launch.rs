@@ -67,7 +67,7 @@ fn switches(options: &LaunchOptions, proxy: std::net::SocketAddr) -> Vec<String>
         "--disable-domain-reliability".into(),
         "--disable-breakpad".into(),
         "--metrics-recording-only".into(),
-        "--disable-features=Translate,OptimizationHints,OptimizationGuideModelDownloading,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,BackForwardCache,AccountConsistency".into(),
+        "--disable-features=Translate,OptimizationHints,OptimizationGuideModelDownloading,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,BackForwardCache,AccountConsistency,NetworkTimeServiceQuerying".into(),
         "--disable-back-forward-cache".into(),
         "--disable-extensions".into(),
         "--disable-default-apps".into(),
@@ -108,6 +108,9 @@ pub(crate) fn launch(
         .mode(0o700)
         .create(&options.profile)?;
     std::fs::set_permissions(&options.profile, std::fs::Permissions::from_mode(0o700))?;
+    if let Some(dir) = options.log.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

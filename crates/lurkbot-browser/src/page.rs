@@ -63,6 +63,12 @@ impl Page<'_> {
     /// Turns on the events the browser relies on (dialogs, loads).
     pub(crate) async fn enable(&self) -> Result<(), BrowserError> {
         self.call("Page.enable", json!({})).await?;
+        // The same viewport whatever the window: screenshots and layouts are predictable.
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await?;
         Ok(())
     }
 

@@ -20,6 +20,17 @@ const MAX_HEAD: usize = 64 * 1024;
 /// How long Chromium has to send a request head, and a server to accept a connection.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Hosts Chromium calls on its own (component updates, the account check) whatever the flags:
+/// their requests obey the policy like any other, but a refusal is logged, not told to the
+/// model, which did not ask for them.
+const CHROMIUM_OWN_HOSTS: &[&str] = &[
+    "update.googleapis.com",
+    "accounts.google.com",
+    "clients2.google.com",
+    "clientservices.googleapis.com",
+    "optimizationguide-pa.googleapis.com",
+];
+
 /// A refused request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocked {
@@ -237,6 +248,10 @@ async fn refuse(
         reason,
         "browser request refused by the network policy"
     );
+    let host = target.rsplit_once(':').map_or(target, |(h, _)| h);
+    if CHROMIUM_OWN_HOSTS.contains(&host) {
+        return answer_refused(client, reason).await;
+    }
     shared
         .blocked
         .lock()
@@ -248,6 +263,10 @@ async fn refuse(
     shared
         .blocked_total
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    answer_refused(client, reason).await
+}
+
+async fn answer_refused(client: &mut TcpStream, reason: &str) -> std::io::Result<()> {
     let body = format!("LurkBot's network policy refused this request: {reason}\n");
     let answer = format!(
         "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nX-LurkBot-Blocked: 1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",

@@ -48,6 +48,8 @@ pub struct Config {
     pub bindings: Vec<crate::Binding>,
     /// `[session]`: how channel conversations map to sessions.
     pub session: crate::SessionConfig,
+    /// `[browser]`: the managed Chromium of the `browser` tool.
+    pub browser: crate::BrowserConfig,
 }
 
 /// `[log]`: what the gateway logs and how much of it is kept.

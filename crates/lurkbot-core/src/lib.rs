@@ -86,5 +86,5 @@ pub use stale_temp::{
     STALE_AFTER, Sweep, sweep_stale_temp, sweep_stale_temp_at, sweep_stale_temp_in,
 };
 pub use untrusted_frame::frame_untrusted;
-pub use web_config::{MediaToolsConfig, WebConfig, WebFetchConfig, WebSearchConfig};
+pub use web_config::{BrowserConfig, MediaToolsConfig, WebConfig, WebFetchConfig, WebSearchConfig};
 pub use zone::{UnknownZone, Zone};

@@ -2,7 +2,8 @@
 //! or write, decided on the **resolved** path.
 //!
 //! - *Secret* — never read by a tool, never added to an archive, never written by a command:
-//!   `config.toml` and its temporary copies, every `.env` anywhere, `skills/*/secrets/**`.
+//!   `config.toml` and its temporary copies, every `.env` anywhere, `skills/*/secrets/**`,
+//!   `browser/**` (the browser's profile: cookies, logins).
 //! - *State* — written only by the code that owns it: `exec-approvals.json`, `auth/**`,
 //!   `sessions/**`, `cron/**`, `memory/**`, `artifacts/terminal_exec/**`,
 //!   `workspace/cal/calendar.db*`, `workspace/rss/*.json` and `cache/**`, `workspace/irc/**`,
@@ -90,6 +91,11 @@ pub fn classify_relative(relative: &str) -> Protection {
         return Secret(".env files hold keys and tokens and are edited only by hand");
     }
     match segments.as_slice() {
+        ["browser", ..] => {
+            return Secret(
+                "the browser's profile holds cookies and logins and is used only by Chromium",
+            );
+        }
         ["config.toml"] => {
             return Secret(
                 "config.toml holds the gateway token and is changed only with 'lurkbot config set' or by hand",

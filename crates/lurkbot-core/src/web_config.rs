@@ -79,3 +79,41 @@ pub struct MediaToolsConfig {
     /// the turn's model is set with `vision = false`.
     pub image_model: Option<String>,
 }
+
+/// `[browser]`: the managed Chromium of the `browser` tool (ARCHITECTURE.md §5.2).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(default)]
+pub struct BrowserConfig {
+    /// Offer the `browser` tool (default true; it starts Chromium only when used).
+    pub enabled: bool,
+    /// The Chromium executable: a name on `PATH` (default Debian's `chromium`) or a path.
+    pub executable: String,
+    /// Run without a window (default true).
+    pub headless: bool,
+    /// Minutes unused after which Chromium is stopped (default 10).
+    pub idle_minutes: u64,
+    /// Offer the `evaluate` action, which runs the model's JavaScript in the page (default
+    /// false).
+    pub evaluate: bool,
+    /// How JavaScript dialogs are answered: `dismiss` (default) or `accept`.
+    pub dialogs: String,
+    /// Largest download kept in `workspace/downloads/` (default 50,000,000 bytes).
+    pub download_max_bytes: u64,
+    /// Seconds one browser step (a navigation, a wait) may take (default 30).
+    pub timeout_seconds: u64,
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            executable: "chromium".into(),
+            headless: true,
+            idle_minutes: 10,
+            evaluate: false,
+            dialogs: "dismiss".into(),
+            download_max_bytes: 50_000_000,
+            timeout_seconds: 30,
+        }
+    }
+}

@@ -4,6 +4,7 @@
 
 mod accept;
 mod auth;
+mod browser_methods;
 mod channel_media;
 mod channels;
 mod cron_methods;

@@ -56,7 +56,13 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: method::STATUS,
         scope: Scope::Read,
-        handler: |s, _| Box::pin(async { Ok(status(s)) }),
+        handler: |s, _| {
+            Box::pin(async {
+                let mut v = status(s);
+                v["browser"] = crate::browser_methods::state(s).await;
+                Ok(v)
+            })
+        },
     },
     Method {
         name: method::CHAT_SEND,
@@ -182,6 +188,21 @@ pub(crate) const METHODS: &[Method] = &[
         name: method::CHANNELS_PAIRING_DENY,
         scope: Scope::Admin,
         handler: |s, p| Box::pin(async { crate::channels::pairing(s, p, false) }),
+    },
+    Method {
+        name: method::BROWSER_STATUS,
+        scope: Scope::Read,
+        handler: |s, _| Box::pin(async { Ok(crate::browser_methods::state(s).await) }),
+    },
+    Method {
+        name: method::BROWSER_START,
+        scope: Scope::Admin,
+        handler: |s, _| Box::pin(crate::browser_methods::start(s)),
+    },
+    Method {
+        name: method::BROWSER_STOP,
+        scope: Scope::Admin,
+        handler: |s, _| Box::pin(crate::browser_methods::stop(s)),
     },
     Method {
         name: method::USAGE_SUMMARY,

@@ -111,6 +111,8 @@ pub async fn serve(
     channels.iter().for_each(tokio::task::JoinHandle::abort);
     starting.abort();
     mcp.shutdown().await;
+    // Chromium stops with us (a kill -9 stops it too: its DevTools pipe closes).
+    lurkbot_browser::stop_all().await;
     timers.abort();
     // The scheduler's lock is released before this returns (another gateway may take it).
     let _ = timers.await;

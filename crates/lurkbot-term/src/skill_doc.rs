@@ -43,7 +43,7 @@ fn render(skill: &str, specs: &[&CommandSpec]) -> String {
         .collect::<Vec<_>>()
         .join("; ");
     let mut out = format!(
-        "---\nname: {skill}\ndescription: \"Built-in terminal_exec command{}: {} — {}\"\n---\n\n# {skill}\n\n{RULES}",
+        "---\nname: {skill}\ndescription: \"terminal_exec command{}: {} — {}\"\n---\n\n# {skill}\n\n{RULES}",
         if names.len() > 1 { "s" } else { "" },
         names.join(", "),
         summary.replace('"', "'"),

@@ -26,6 +26,7 @@ pub(crate) fn run(cli: Cli) -> CliResult {
         Sub::Usage(args) => crate::cli::usage::run(&home_path, &args),
         Sub::Search(args) => crate::cli::search::run(&home_path, &args),
         Sub::Import(args) => crate::cli::import::run(&home_path, &args),
+        Sub::Browser(args) => crate::cli::browser::run(&home_path, &args),
         Sub::Channels(args) => crate::cli::channels::run(&home_path, &args),
         Sub::Pairing(args) => crate::cli::pairing::run(&home_path, &args),
         Sub::Logs(args) => crate::cli::logs::run(&home_path, &args),

@@ -16,7 +16,7 @@ impl Tool for CronTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "cron".into(),
-            description: "Manage scheduled jobs. action list|add|update|remove|run|runs. add takes job {name, schedule {kind:\"at\", at:\"+20m\"|RFC3339} | {kind:\"every\", everyMs} | {kind:\"cron\", expr, tz}, sessionTarget main (payload {kind:\"systemEvent\", text}) | isolated (payload {kind:\"agentTurn\", message}), delivery? {mode:\"announce\", channel}}; update takes jobId and patch.".into(),
+            description: "Manage scheduled jobs. add takes job {name, schedule {kind:\"at\", at:\"+20m\"|RFC3339} | {kind:\"every\", everyMs} | {kind:\"cron\", expr, tz}, sessionTarget main (payload {kind:\"systemEvent\", text}) | isolated (payload {kind:\"agentTurn\", message}), delivery? {mode:\"announce\", channel}}; update takes jobId and patch.".into(),
             parameters: json!({"type": "object", "properties": {
                 "action": {"type": "string", "enum": ["list", "add", "update", "remove", "run", "runs"]},
                 "jobId": {"type": "string"},

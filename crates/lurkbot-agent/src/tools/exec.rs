@@ -19,8 +19,8 @@ impl Tool for TerminalExecTool {
                 "type": "object",
                 "properties": {
                     "command": {"type": "string", "description": "the whole command line, e.g. `rss fetch --name news`"},
-                    "stdin": {"type": "string", "description": "text given to the command's stdin"},
-                    "timeout_ms": {"type": "integer", "minimum": 1, "description": "cancel after this long"}
+                    "stdin": {"type": "string"},
+                    "timeout_ms": {"type": "integer", "minimum": 1}
                 },
                 "required": ["command"]
             }),

@@ -21,8 +21,8 @@ impl Tool for MemorySearchTool {
             description: "Search long-term memory (MEMORY.md, memory/*.md) by meaning and keywords; returns paths with line ranges to open with memory_get.".into(),
             parameters: json!({"type": "object", "properties": {
                 "query": {"type": "string"},
-                "maxResults": {"type": "integer", "minimum": 1, "maximum": 50},
-                "minScore": {"type": "number", "minimum": 0, "maximum": 1}},
+                "maxResults": {"type": "integer"},
+                "minScore": {"type": "number"}},
                 "required": ["query"]}),
         }
     }

@@ -14,7 +14,7 @@ impl Tool for MessageTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "message".into(),
-            description: "Send a message on a channel: webchat (the web UI), irc (to: #channel or nick), telegram (to: a chat id of someone allowed) or last (where the owner last talked).".into(),
+            description: "Send a message. to: #channel or nick on irc, an allowed chat id on telegram; webchat is the web UI, last where the owner last talked.".into(),
             parameters: json!({"type": "object", "properties": {
                 "channel": {"type": "string", "enum": CHANNELS},
                 "to": {"type": "string"},

@@ -1,6 +1,7 @@
 //! The tools the model may call. Each tool is a [`Tool`]; [`ToolBox`] holds them by name and
 //! hands the model the specs of those the policy allows.
 
+pub(crate) mod browser;
 mod cron;
 mod exec;
 mod fs;
@@ -190,6 +191,7 @@ fn builtin_tools() -> Vec<Box<dyn Tool>> {
         Box::new(WebSearchTool),
         Box::new(WebFetchTool),
         Box::new(ImageTool),
+        Box::new(browser::BrowserTool),
         Box::new(SessionStatusTool),
         Box::new(SessionsListTool),
         Box::new(SessionsHistoryTool),

@@ -16,14 +16,14 @@ impl Tool for SessionsSpawnTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "sessions_spawn".into(),
-            description: "Start a sub-agent on a self-contained task in the background. Returns at once; its result arrives later as a message in this session.".into(),
+            description: "Start a sub-agent on a self-contained task in the background; its result arrives later as a message here.".into(),
             parameters: json!({"type": "object", "properties": {
                 "task": {"type": "string"},
                 "label": {"type": "string"},
                 "model": {"type": "string", "description": "provider/model"},
                 "thinking": {"type": "string"},
-                "runTimeoutSeconds": {"type": "integer", "minimum": 1},
-                "runBudgetTokens": {"type": "integer", "minimum": 1},
+                "runTimeoutSeconds": {"type": "integer"},
+                "runBudgetTokens": {"type": "integer"},
                 "cleanup": {"type": "string", "enum": ["keep", "delete"]}},
                 "required": ["task"]}),
         }
@@ -62,7 +62,8 @@ impl Tool for SessionsSpawnTool {
                 budget_tokens: args
                     .get("runBudgetTokens")
                     .and_then(Value::as_u64)
-                    .or(limits.run_budget_tokens),
+                    .or(limits.run_budget_tokens)
+                    .map(|n| n.max(1)),
                 cleanup,
             };
             match spawn(runtime, ctx.home, limits, ctx.session, request).await {

@@ -87,6 +87,12 @@ pub mod method {
     pub const CHANNELS_PAIRING_APPROVE: &str = "channels.pairing.approve";
     /// Refuse a pairing request (`{channel, code}`).
     pub const CHANNELS_PAIRING_DENY: &str = "channels.pairing.deny";
+    /// The managed Chromium's state.
+    pub const BROWSER_STATUS: &str = "browser.status";
+    /// Start the managed Chromium.
+    pub const BROWSER_START: &str = "browser.start";
+    /// Stop the managed Chromium.
+    pub const BROWSER_STOP: &str = "browser.stop";
 }
 
 /// The body of `GET /health` and of the `health` method.

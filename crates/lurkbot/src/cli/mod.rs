@@ -3,6 +3,7 @@
 
 pub(crate) mod agent;
 pub(crate) mod agent_remote;
+pub(crate) mod browser;
 pub(crate) mod channels;
 pub(crate) mod chat;
 pub(crate) mod completions;
@@ -96,6 +97,9 @@ pub(crate) enum Sub {
     Search(search::SearchArgs),
     /// What model calls used: tokens and cost by day, agent, model or session.
     Usage(usage::UsageArgs),
+    /// The managed Chromium of the browser tool: status, start, stop.
+    #[command(subcommand)]
+    Browser(browser::BrowserArgs),
     /// Messaging channels: the configured ones (list) and what they do (status).
     #[command(subcommand)]
     Channels(channels::ChannelsArgs),
