@@ -45,5 +45,5 @@ pub use subagent::{
     Accepted, Cleanup, SpawnArgs, Subagents, announcement, spawn as spawn_subagent,
 };
 pub use tools::ToolBox;
-pub use tools::browser::{home_browser, page_rules};
+pub use tools::browser::{BROWSER_PROFILE, home_browser, page_rules};
 pub use transcript::{Context, Entry, SessionEntry, Sessions};

@@ -177,5 +177,7 @@ async fn the_model_browses_sees_a_screenshot_and_cannot_upload_secrets() {
         .filter_map(Value::as_str)
         .collect();
     assert!(offered.contains(&"evaluate"), "{offered:?}");
-    lurkbot_browser::stop_all().await;
+    lurkbot_browser::browser_for(&s.home.join(lurkbot_agent::BROWSER_PROFILE))
+        .stop()
+        .await;
 }

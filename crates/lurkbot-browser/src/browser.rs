@@ -99,14 +99,6 @@ pub fn browser_for(profile: &Path) -> Arc<Browser> {
     }))
 }
 
-/// Stops every browser of this process (the gateway is stopping).
-pub async fn stop_all() {
-    let all: Vec<Arc<Browser>> = lock(&BROWSERS).values().cloned().collect();
-    for b in all {
-        b.stop().await;
-    }
-}
-
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

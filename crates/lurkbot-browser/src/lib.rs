@@ -1,4 +1,4 @@
-//! LurkBot's browser (ARCHITECTURE.md §5.2): a managed headless Chromium driven over the DevTools
+//! LurkBot's browser (ARCHITECTURE.md §5.3): a managed headless Chromium driven over the DevTools
 //! protocol on a pipe, pages seen as accessibility snapshots with refs, actions by ref, and the
 //! policy proxy every request of every page goes through — the network policy of §4.6, the
 //! same one `web_fetch` obeys, as a real boundary rather than a check before navigating.
@@ -10,6 +10,7 @@ mod actions;
 mod browser;
 mod cdp;
 mod error;
+mod input;
 mod launch;
 mod memory;
 mod page;
@@ -17,7 +18,7 @@ mod proxy;
 mod snapshot;
 mod watch;
 
-pub use browser::{Browser, Settings, Status, browser_for, stop_all};
+pub use browser::{Browser, Settings, Status, browser_for};
 pub use error::BrowserError;
 pub use launch::{LaunchOptions, find_executable};
 pub use proxy::{Blocked, PolicyProxy};

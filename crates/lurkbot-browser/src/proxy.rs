@@ -1,4 +1,4 @@
-//! The policy proxy (ARCHITECTURE.md §5.2): Chromium sends **every** request through it
+//! The policy proxy (ARCHITECTURE.md §5.3): Chromium sends **every** request through it
 //! (`--proxy-server`, `--proxy-bypass-list=<-loopback>`), and it applies the network policy of
 //! §4.6 that the gate hands it — navigations, redirects (each hop is its own request),
 //! subresources, `fetch`/XHR, popups, workers, WebSockets and `CONNECT` tunnels for HTTPS. The

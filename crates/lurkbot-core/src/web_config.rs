@@ -80,7 +80,7 @@ pub struct MediaToolsConfig {
     pub image_model: Option<String>,
 }
 
-/// `[browser]`: the managed Chromium of the `browser` tool (ARCHITECTURE.md §5.2).
+/// `[browser]`: the managed Chromium of the `browser` tool (ARCHITECTURE.md §5.3).
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(default)]
 pub struct BrowserConfig {

@@ -105,14 +105,15 @@ pub async fn serve(
         async move { mcp.start().await }
     });
     let app = router(state.clone());
+    let profile = state.home.join(lurkbot_agent::BROWSER_PROFILE);
     let served = crate::accept::accept_loop(listener, app, state, stop).await;
     forwarder.abort();
     memory_watch.abort();
     channels.iter().for_each(tokio::task::JoinHandle::abort);
     starting.abort();
     mcp.shutdown().await;
-    // Chromium stops with us (a kill -9 stops it too: its DevTools pipe closes).
-    lurkbot_browser::stop_all().await;
+    // This home's Chromium stops with us (a kill -9 stops it too: its DevTools pipe closes).
+    lurkbot_browser::browser_for(&profile).stop().await;
     timers.abort();
     // The scheduler's lock is released before this returns (another gateway may take it).
     let _ = timers.await;

@@ -276,3 +276,34 @@ async fn an_attached_picture_is_sent_and_shown_in_the_history_in_chromium() {
     )
     .await;
 }
+
+/// The header shows the browser tool's Chromium while it runs (tabs, memory), from `status`;
+/// `browser.start`/`browser.stop` need the admin scope and say what they did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_header_shows_the_managed_browser_while_it_runs_in_chromium() {
+    let gw = Gateway::start("", vec![]).await;
+    let (mut c, _) = crate::common::Client::connect(&gw, crate::common::TOKEN).await;
+    let status = c.request("status", json!({})).await;
+    assert_eq!(status["payload"]["browser"]["running"], false, "{status}");
+    let started = c.request("browser.start", json!({})).await;
+    assert_eq!(started["payload"]["running"], true, "{started}");
+    assert!(started["payload"]["pid"].as_u64().is_some(), "{started}");
+    let ui = Ui::signed_in(&gw).await;
+    let b = &ui.browser;
+    until(
+        b,
+        "the browser's state in the header",
+        "document.getElementById('browser').textContent.startsWith('Browser: 1 tab, ')",
+    )
+    .await;
+    let stopped = c.request("browser.stop", json!({})).await;
+    assert_eq!(stopped["payload"]["stopped"], true, "{stopped}");
+    b.refresh().await.unwrap();
+    until(
+        b,
+        "hidden once stopped",
+        "document.getElementById('browser').offsetParent === null && document.getElementById('status').textContent !== 'offline'",
+    )
+    .await;
+    b.clone().close().await.unwrap();
+}

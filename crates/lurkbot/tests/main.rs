@@ -11,6 +11,7 @@ mod util;
 mod agent;
 mod archive;
 mod autonomy;
+mod browser;
 mod cal;
 mod channels;
 mod chat;

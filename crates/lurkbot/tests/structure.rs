@@ -317,6 +317,7 @@ fn crate_dependencies_point_one_way() {
         "lurkbot-llm",
         "lurkbot-memory",
         "lurkbot-media",
+        "lurkbot-browser",
         "lurkbot-agent",
         "lurkbot-channels",
         "lurkbot-gateway",

@@ -1,4 +1,4 @@
-//! `browser {action, …}` (ARCHITECTURE.md §5.2): the agent's hands on a managed Chromium. The
+//! `browser {action, …}` (ARCHITECTURE.md §5.3): the agent's hands on a managed Chromium. The
 //! tool is thin: `lurkbot-browser` drives Chromium and enforces the network rules **the gate**
 //! gives a URL from outside the settings on every request of every page; this file reads and
 //! writes home files through the protection model (uploads read, PDFs and downloads written)
@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 use super::fs::{readable, resolve_path, writable};
 use super::{Tool, ToolCtx, ToolFuture, ToolOutput};
 use crate::gate::{UrlFrom, web_rules};
+
+/// The browser's profile, home-relative (secret to every tool: cookies, logins).
+pub const BROWSER_PROFILE: &str = "browser/profile";
 
 /// Where downloads and PDFs land.
 const DOWNLOADS: &str = "workspace/downloads";
@@ -52,7 +55,7 @@ pub(crate) fn spec(evaluate: bool) -> ToolSpec {
 
 /// The browser of this home, configured from `config`.
 pub async fn home_browser(home: &Home, config: &Config) -> Arc<Browser> {
-    let browser = browser_for(&home.join("browser/profile"));
+    let browser = browser_for(&home.join(BROWSER_PROFILE));
     browser
         .configure(
             settings(home, config),
@@ -74,7 +77,7 @@ fn settings(home: &Home, config: &Config) -> Settings {
         launch: LaunchOptions {
             executable: b.executable.clone(),
             headless: b.headless,
-            profile: home.join("browser/profile"),
+            profile: home.join(BROWSER_PROFILE),
             log: home.join("logs/browser.log"),
         },
         idle: Duration::from_secs(b.idle_minutes.max(1) * 60),
