@@ -10,6 +10,8 @@
 //! `lurkbot-bench memory [--runs 200]` (queries),
 //! `lurkbot-bench media --python VENV/bin/python [--runs 5]` (article extraction on a 2 MiB page,
 //! a 24-megapixel JPEG prepared for the model beside Pillow),
+//! `lurkbot-bench browser [--runs 5]` (launch → first snapshot, a large page's snapshot, beside
+//! chromium --dump-dom),
 //! `lurkbot-bench soak --bin target/release/lurkbot [--runs 10000] [--cycles 10000]` (API turns
 //! and WebSocket cycles),
 //! `lurkbot-bench peers --bin target/release/lurkbot --peers DIR [--readme README.md]` (LurkBot
@@ -22,6 +24,7 @@
 
 mod agent;
 mod archive;
+mod browser;
 mod gateway;
 mod media;
 mod memory;
@@ -55,7 +58,7 @@ fn main() -> ExitCode {
     while let Some(a) = iter.next() {
         match a.as_str() {
             "startup" | "archive" | "rss" | "agent" | "gateway" | "memory" | "soak" | "peers"
-            | "media" => which = a.clone(),
+            | "media" | "browser" => which = a.clone(),
             "child-article" | "child-image" | "child-bomb" => {
                 let path = iter.next().map(PathBuf::from).unwrap_or_default();
                 let runs = iter.next().and_then(|r| r.parse().ok()).unwrap_or(5);
@@ -90,7 +93,7 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory|soak|peers|media] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory|soak|peers|media|browser] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
                 );
                 return ExitCode::from(2);
             }
@@ -103,6 +106,7 @@ fn main() -> ExitCode {
         "gateway" => gateway::gateway(&bin, runs.unwrap_or(20).max(3), idle_secs, 1000),
         "memory" => memory::memory(runs.unwrap_or(200).max(10)),
         "media" => media::media(&python, runs.unwrap_or(5).max(3)),
+        "browser" => browser::browser(runs.unwrap_or(5).max(3)),
         "soak" => soak::soak(
             &bin,
             runs.unwrap_or(10_000).max(200),

@@ -1,9 +1,11 @@
-//! Chromium's memory for `browser status`: the resident set of the browser process and every
-//! process below it (renderers, GPU and utility helpers), read from `/proc`.
+//! Chromium's memory for `browser status`: the proportional set size (PSS: each shared page
+//! divided among the processes that map it, so the sum is not inflated by the zygote's shared
+//! pages) of the browser process and every process below it (renderers, GPU and utility
+//! helpers), read from `/proc`; the resident set where PSS is not available.
 
 use std::collections::HashMap;
 
-/// RSS in bytes of `pid` and its descendants (shared pages are counted in each process).
+/// Memory in bytes of `pid` and its descendants.
 pub(crate) fn tree_rss(pid: u32) -> u64 {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     if let Ok(dir) = std::fs::read_dir("/proc") {
@@ -44,13 +46,17 @@ fn parent_of(pid: u32) -> Option<u32> {
 }
 
 fn rss_of(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
+    let field = |file: &str, name: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/{file}"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            })
+    };
+    field("smaps_rollup", "Pss:")
+        .or_else(|| field("status", "VmRSS:"))
         .map_or(0, |kb| kb * 1024)
 }
 

@@ -27,6 +27,8 @@ pub(crate) struct Page<'a> {
 #[serde(rename_all = "camelCase")]
 struct Navigated {
     error_text: Option<String>,
+    /// The new document's loader (absent for a navigation within the document).
+    loader_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -63,6 +65,8 @@ impl Page<'_> {
     /// Turns on the events the browser relies on (dialogs, loads).
     pub(crate) async fn enable(&self) -> Result<(), BrowserError> {
         self.call("Page.enable", json!({})).await?;
+        self.call("Page.setLifecycleEventsEnabled", json!({"enabled": true}))
+            .await?;
         // The same viewport whatever the window: screenshots and layouts are predictable.
         self.call(
             "Emulation.setDeviceMetricsOverride",
@@ -90,7 +94,27 @@ impl Page<'_> {
                 message: format!("{url} did not load: {error}"),
             });
         }
-        self.wait_for_load(&mut events, self.timeout).await;
+        // Wait for this navigation's own load: a late event of the tab's first blank page must
+        // not count.
+        if let Some(loader) = answer.loader_id {
+            let _ = tokio::time::timeout(self.timeout, async {
+                loop {
+                    match events.recv().await {
+                        Ok(e)
+                            if e.session.as_deref() == Some(self.session)
+                                && e.method == "Page.lifecycleEvent"
+                                && e.params["name"] == "load"
+                                && e.params["loaderId"].as_str() == Some(loader.as_str()) =>
+                        {
+                            return;
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                        _ => {}
+                    }
+                }
+            })
+            .await;
+        }
         self.settle().await;
         Ok(())
     }
