@@ -181,20 +181,21 @@ impl Browser {
         Ok(note.unwrap_or_else(|| "Chromium is running".into()))
     }
 
-    /// Stops Chromium; whether it was running.
+    /// Stops Chromium; whether it was running. Returns once it has exited (the state stays
+    /// locked until then, so `status` never reports a browser that is still going away).
     pub async fn stop(&self) -> bool {
-        let running = self.state.lock().await.take();
-        let Some(running) = running else {
+        let mut guard = self.state.lock().await;
+        let Some(running) = guard.take() else {
             return false;
         };
-        // Ask politely, then the drop kills what is left.
+        // Ask politely, then the drop kills what is left and reaps it.
         let _ = running
             .cdp
             .call("Browser.close", json!({}), None, Duration::from_secs(2))
             .await;
-        tokio::task::spawn_blocking(move || drop(running))
-            .await
-            .is_ok()
+        let _ = tokio::task::spawn_blocking(move || drop(running)).await;
+        drop(guard);
+        true
     }
 
     /// Makes sure Chromium runs; `Some(note)` when it was (re)started.

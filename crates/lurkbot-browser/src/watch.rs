@@ -44,6 +44,9 @@ pub(crate) fn watch(
     let mut events = cdp.subscribe();
     tokio::spawn(async move {
         let mut names: HashMap<String, String> = HashMap::new();
+        // Downloads this watcher cancelled: their later events (progress already queued, a
+        // late "completed") are ignored and their file removed.
+        let mut cancelled: std::collections::HashSet<String> = std::collections::HashSet::new();
         let note = |line: String, ended: bool| {
             let mut w = watched
                 .lock()
@@ -97,6 +100,12 @@ pub(crate) fn watch(
                     let received = p["receivedBytes"].as_f64().unwrap_or(0.0);
                     let total = p["totalBytes"].as_f64().unwrap_or(0.0);
                     let state = p["state"].as_str().unwrap_or_default();
+                    if cancelled.contains(&guid) {
+                        if state != "inProgress" {
+                            let _ = std::fs::remove_file(staging.join(&guid));
+                        }
+                        continue;
+                    }
                     let name = names
                         .get(&guid)
                         .cloned()
@@ -114,6 +123,7 @@ pub(crate) fn watch(
                             .await;
                         let _ = std::fs::remove_file(staging.join(&guid));
                         names.remove(&guid);
+                        cancelled.insert(guid);
                         note(
                             format!(
                                 "DownloadTooLarge: {name} was stopped: it is larger than the {max_bytes}-byte cap ([browser] download_max_bytes)"

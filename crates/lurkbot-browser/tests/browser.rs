@@ -80,6 +80,8 @@ const FORM: &str = r#"<!doctype html><title>Order form</title>
 <label>Colour <select id="colour"><option value="red">Red</option><option value="green">Green</option></select></label>
 <button type="submit">Send order</button></form>
 <p id="out"></p><a href="/second.html">Next page</a>
+<button onclick="alert('Hi there')">Greet</button>
+<iframe src="/inner.html" name="inner"></iframe>
 <script>
 document.getElementById('f').addEventListener('submit', e => {
   e.preventDefault();
@@ -93,6 +95,11 @@ async fn a_form_is_driven_by_refs_across_tabs() {
     let dir = tempfile::tempdir().unwrap();
     let server = FeedServer::start();
     server.serve_bytes("/form.html", "text/html", FORM.into());
+    server.serve_bytes(
+        "/inner.html",
+        "text/html",
+        b"<!doctype html><title>Inner</title><button>Inner button</button>".to_vec(),
+    );
     server.serve_bytes(
         "/second.html",
         "text/html",
@@ -119,6 +126,42 @@ async fn a_form_is_driven_by_refs_across_tabs() {
     );
     let snap = b.act(Action::Snapshot, policy.clone()).await.unwrap().text;
     assert!(snap.contains("heading \"Order\""), "{snap}");
+    // Frames are part of the snapshot, and their refs work.
+    assert!(snap.contains("- iframe \"inner\""), "{snap}");
+    let inner = ref_of(&snap, "button \"Inner button\"");
+    b.act(Action::Hover { r: inner.clone() }, policy.clone())
+        .await
+        .unwrap();
+    b.act(Action::Click { r: inner }, policy.clone())
+        .await
+        .unwrap();
+    // A dialog is answered (dismissed by default) and told.
+    let greeted = b
+        .act(
+            Action::Click {
+                r: ref_of(&snap, "button \"Greet\""),
+            },
+            policy.clone(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        greeted
+            .notes
+            .iter()
+            .any(|n| n.contains("\"Hi there\"") && n.contains("dismissed")),
+        "{:?}",
+        greeted.notes
+    );
+    b.act(
+        Action::Scroll {
+            r: None,
+            way: "bottom".into(),
+        },
+        policy.clone(),
+    )
+    .await
+    .unwrap();
     let name = ref_of(&snap, "textbox \"Name\"");
     let colour = ref_of(&snap, "combobox \"Colour\"");
 
@@ -394,11 +437,20 @@ async fn downloads_are_capped_and_a_dead_chromium_comes_back() {
         .await
         .unwrap();
     assert!(big.downloads.is_empty(), "{big:?}");
-    assert!(
-        big.notes.iter().any(|n| n.starts_with("DownloadTooLarge")),
+    assert_eq!(
+        big.notes
+            .iter()
+            .filter(|n| n.starts_with("DownloadTooLarge: big.bin"))
+            .count(),
+        1,
         "{:?}",
         big.notes
     );
+    // Only the finished small file is left in the staging folder; the partial one is gone.
+    let staged: Vec<_> = std::fs::read_dir(dir.path().join("staging"))
+        .unwrap()
+        .collect();
+    assert_eq!(staged.len(), 1, "{staged:?}");
 
     // Chromium dies: the next action starts it again and says so.
     let status = b.status().await;
@@ -432,4 +484,26 @@ async fn downloads_are_capped_and_a_dead_chromium_comes_back() {
     );
     assert!(b.stop().await);
     assert!(!b.status().await.running);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unused_browser_stops_after_its_idle_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = NetworkPolicy::default();
+    let b = browser_for(&dir.path().join("profile"));
+    let mut quick = settings(dir.path());
+    quick.idle = Duration::from_millis(300);
+    b.configure(quick, policy.clone()).await;
+    b.act(Action::Tabs, policy.clone()).await.unwrap();
+    let pid = b.status().await.pid.unwrap();
+    // Stopped by the reaper, not by us: wait for it (bounded).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while b.status().await.running {
+        assert!(std::time::Instant::now() < deadline, "still running");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "Chromium {pid} is gone"
+    );
 }
