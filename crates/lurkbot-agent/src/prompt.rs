@@ -181,7 +181,7 @@ pub fn build(input: &PromptInput<'_>, files: &[(String, String)]) -> String {
         );
     }
     if !files.is_empty() {
-        p.push_str("\n## Workspace Files\nInjected below from workspace/, each under its name.\n");
+        p.push_str("\n## Workspace Files\nInjected below from workspace/.\n");
     }
     if full && has("message") {
         p.push_str("\n## Messaging\nUse the `message` tool to send messages to channels.\n");

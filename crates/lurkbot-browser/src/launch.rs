@@ -55,6 +55,9 @@ fn switches(options: &LaunchOptions, proxy: std::net::SocketAddr) -> Vec<String>
         format!("--proxy-server=http://{proxy}"),
         // Without it Chromium sends loopback requests around the proxy.
         "--proxy-bypass-list=<-loopback>".into(),
+        // Chromium resolves no name itself (no DNS prefetch, no lookup around the proxy): every
+        // name maps to "not found"; proxied requests carry the name to the proxy unresolved.
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1".into(),
         // WebRTC may not send UDP around the proxy; QUIC is UDP too.
         "--force-webrtc-ip-handling-policy=disable_non_proxied_udp".into(),
         "--disable-quic".into(),

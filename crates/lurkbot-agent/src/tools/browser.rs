@@ -34,7 +34,7 @@ pub(crate) fn spec(evaluate: bool) -> ToolSpec {
         .collect();
     ToolSpec {
         name: "browser".into(),
-        description: "Drive a web browser; snapshot gives the refs (e1…) actions take.".into(),
+        description: "Drive a browser; snapshot gives refs (e1…) for actions.".into(),
         parameters: json!({
             "type": "object",
             "properties": {

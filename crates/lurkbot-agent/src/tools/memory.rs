@@ -18,7 +18,7 @@ impl Tool for MemorySearchTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "memory_search".into(),
-            description: "Search long-term memory (MEMORY.md, memory/*.md) by meaning and keywords; returns paths with line ranges to open with memory_get.".into(),
+            description: "Search MEMORY.md and memory/*.md by meaning and keywords; returns paths and line ranges for memory_get.".into(),
             parameters: json!({"type": "object", "properties": {
                 "query": {"type": "string"},
                 "maxResults": {"type": "integer"},

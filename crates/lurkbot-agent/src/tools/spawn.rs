@@ -16,7 +16,7 @@ impl Tool for SessionsSpawnTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "sessions_spawn".into(),
-            description: "Start a sub-agent on a self-contained task in the background; its result arrives later as a message here.".into(),
+            description: "Run a sub-agent on a task in the background; its result arrives later as a message here.".into(),
             parameters: json!({"type": "object", "properties": {
                 "task": {"type": "string"},
                 "label": {"type": "string"},
