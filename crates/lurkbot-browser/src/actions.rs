@@ -77,7 +77,13 @@ pub(crate) async fn run(
         Action::Snapshot => {
             let (session, id) = current(&mut v, t).await?;
             let page = page(&v, &session, t);
-            let (tree, refs, document) = page.snapshot().await?;
+            let frames = v
+                .watched
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .frames
+                .clone();
+            let (tree, refs, document) = page.snapshot(&frames).await?;
             let head = here(&page).await;
             *v.refs = refs;
             *v.document = document;

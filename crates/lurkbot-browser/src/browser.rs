@@ -43,6 +43,8 @@ pub struct Settings {
 pub struct Status {
     /// Chromium is running.
     pub running: bool,
+    /// An action is in progress: the other figures are from the last look.
+    pub busy: bool,
     /// Its process id.
     pub pid: Option<u32>,
     /// Open tabs.
@@ -83,6 +85,8 @@ pub struct Browser {
     state: tokio::sync::Mutex<Option<Running>>,
     last_used_ms: AtomicU64,
     settings: Mutex<Option<Settings>>,
+    /// The last full status, shown while an action holds the browser.
+    last: Mutex<Option<Status>>,
 }
 
 static BROWSERS: LazyLock<Mutex<HashMap<PathBuf, Arc<Browser>>>> = LazyLock::new(Mutex::default);
@@ -95,6 +99,7 @@ pub fn browser_for(profile: &Path) -> Arc<Browser> {
             state: tokio::sync::Mutex::new(None),
             last_used_ms: AtomicU64::new(0),
             settings: Mutex::new(None),
+            last: Mutex::new(None),
         })
     }))
 }
@@ -124,9 +129,12 @@ struct Targets {
 impl Browser {
     /// Uses these settings and network rules from now on (called before each use: the owner
     /// may have changed them).
+    /// Never waits for an action in progress: the rules reach the proxy at the next action.
     pub async fn configure(&self, settings: Settings, policy: NetworkPolicy) {
         *lock(&self.settings) = Some(settings);
-        if let Some(running) = self.state.lock().await.as_ref() {
+        if let Ok(guard) = self.state.try_lock()
+            && let Some(running) = guard.as_ref()
+        {
             running.proxy.set_policy(policy);
         }
     }
@@ -143,13 +151,31 @@ impl Browser {
             .as_ref()
             .map(|s| s.launch.executable.clone())
             .unwrap_or_default();
-        let mut guard = self.state.lock().await;
+        let Ok(mut guard) = self.state.try_lock() else {
+            // An action (or a stop) holds the browser: `status` never waits for it; the
+            // figures are those of the last look.
+            let last = lock(&self.last).clone();
+            return Status {
+                busy: true,
+                executable,
+                ..last.unwrap_or(Status {
+                    running: true,
+                    busy: true,
+                    pid: None,
+                    tabs: 0,
+                    rss_bytes: 0,
+                    blocked_requests: 0,
+                    executable: String::new(),
+                })
+            };
+        };
         let alive = guard
             .as_mut()
             .is_some_and(|r| r.cdp.is_alive() && matches!(r.child.try_wait(), Ok(None)));
         let Some(running) = guard.as_ref().filter(|_| alive) else {
             return Status {
                 running: false,
+                busy: false,
                 pid: None,
                 tabs: 0,
                 rss_bytes: 0,
@@ -161,14 +187,17 @@ impl Browser {
         let tabs = pages(&running.cdp, Duration::from_secs(5))
             .await
             .map_or(0, |p| p.len());
-        Status {
+        let status = Status {
             running: true,
+            busy: false,
             pid: Some(pid),
             tabs,
             rss_bytes: crate::memory::tree_rss(pid),
             blocked_requests: running.proxy.blocked_total(),
             executable,
-        }
+        };
+        *lock(&self.last) = Some(status.clone());
+        status
     }
 
     /// Starts Chromium unless it runs; says what happened.

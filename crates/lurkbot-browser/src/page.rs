@@ -67,6 +67,13 @@ impl Page<'_> {
         self.call("Page.enable", json!({})).await?;
         self.call("Page.setLifecycleEventsEnabled", json!({"enabled": true}))
             .await?;
+        // Frames of other sites run in their own processes: attach to them as they appear,
+        // so snapshots can read them.
+        self.call(
+            "Target.setAutoAttach",
+            json!({"autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true}),
+        )
+        .await?;
         // The same viewport whatever the window: screenshots and layouts are predictable.
         self.call(
             "Emulation.setDeviceMetricsOverride",
@@ -228,8 +235,12 @@ impl Page<'_> {
 
     /// The accessibility tree of the page and its frames, with refs, and the document they
     /// belong to.
+    /// `other_sites` maps the sessions Chromium attached to frames of other sites
+    /// (out-of-process iframes) to (their parent's session, their URL): those held by this
+    /// page, and the ones they hold, are read without refs.
     pub(crate) async fn snapshot(
         &self,
+        other_sites: &HashMap<String, (String, String)>,
     ) -> Result<(String, HashMap<String, i64>, String), BrowserError> {
         let mut writer = Writer::new();
         let frames: FrameTree = self
@@ -270,10 +281,38 @@ impl Page<'_> {
             writer.add_line(0, &format!("- iframe{label} ({}):", frame.frame.url));
             match tree {
                 Ok(tree) => writer.add_tree(&tree, 1),
-                // A frame from another site runs in its own process and is not readable here.
-                Err(_) => writer.add_line(1, "- (content of another site's frame not shown)"),
+                Err(_) => writer.add_line(1, "- (content not shown)"),
             }
             stack.extend(frame.children.iter());
+        }
+        // Frames of other sites, read through their own sessions, without refs: their node
+        // ids belong to another process.
+        writer.refs_on = false;
+        let mut pending: Vec<(&str, usize)> = vec![(self.session, 0)];
+        while let Some((parent, depth)) = pending.pop() {
+            for (session, (holder, url)) in other_sites {
+                if holder != parent || depth > 8 {
+                    continue;
+                }
+                writer.add_line(
+                    depth,
+                    &format!("- iframe ({url}), another site: read only, no refs"),
+                );
+                let tree: Result<AxTree, _> = self
+                    .cdp
+                    .call_as(
+                        "Accessibility.getFullAXTree",
+                        json!({}),
+                        Some(session),
+                        self.timeout,
+                    )
+                    .await;
+                match tree {
+                    Ok(tree) => writer.add_tree(&tree, depth + 1),
+                    Err(_) => writer.add_line(depth + 1, "- (content not shown)"),
+                }
+                pending.push((session, depth + 1));
+            }
         }
         let (text, refs) = writer.finish();
         Ok((text, refs, frames.tree.frame.loader))

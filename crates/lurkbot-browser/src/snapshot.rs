@@ -76,6 +76,9 @@ pub(crate) struct Writer {
     next_ref: usize,
     /// Nodes left out because the snapshot was full.
     pub(crate) left_out: usize,
+    /// Whether nodes get refs (not in a frame of another site: its node ids belong to another
+    /// process, and acting on them from the page would hit other nodes).
+    pub(crate) refs_on: bool,
 }
 
 impl Writer {
@@ -85,6 +88,7 @@ impl Writer {
             refs: HashMap::new(),
             next_ref: 1,
             left_out: 0,
+            refs_on: true,
         }
     }
 
@@ -160,7 +164,7 @@ impl Writer {
                 }
             }
         }
-        if let Some(id) = node.backend_dom_node_id {
+        if let Some(id) = node.backend_dom_node_id.filter(|_| self.refs_on) {
             let r = format!("e{}", self.next_ref);
             self.next_ref += 1;
             let _ = write!(line, " [ref={r}]");

@@ -31,6 +31,9 @@ pub(crate) struct Watched {
     pub(crate) finished: Vec<Download>,
     /// Downloads that ended either way (finished or refused) since the counter was read.
     pub(crate) ended: u64,
+    /// Frames of other sites: the session attached to each → (the session of the page or
+    /// frame that holds it, its URL).
+    pub(crate) frames: HashMap<String, (String, String)>,
 }
 
 /// Follows the browser's events until it exits.
@@ -64,6 +67,21 @@ pub(crate) fn watch(
             };
             let p = &event.params;
             match event.method.as_str() {
+                "Target.attachedToTarget" if p["targetInfo"]["type"] == "iframe" => {
+                    if let (Some(parent), Some(session)) =
+                        (event.session.as_deref(), p["sessionId"].as_str())
+                    {
+                        let url = p["targetInfo"]["url"].as_str().unwrap_or_default();
+                        lock(&watched)
+                            .frames
+                            .insert(session.into(), (parent.into(), url.into()));
+                    }
+                }
+                "Target.detachedFromTarget" => {
+                    if let Some(session) = p["sessionId"].as_str() {
+                        lock(&watched).frames.remove(session);
+                    }
+                }
                 "Page.javascriptDialogOpening" => {
                     let _ = cdp
                         .call(
@@ -152,4 +170,8 @@ pub(crate) fn watch(
             }
         }
     })
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -507,3 +507,80 @@ async fn an_unused_browser_stops_after_its_idle_time() {
         "Chromium {pid} is gone"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_of_another_site_is_read_without_refs() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FeedServer::start();
+    let port = server
+        .url("")
+        .trim_start_matches("http://127.0.0.1:")
+        .to_string();
+    server.serve_bytes(
+        "/outer.html",
+        "text/html",
+        format!(
+            "<!doctype html><title>Outer</title><button>Here</button><iframe name=\"away\" src=\"http://localhost:{port}/other.html\"></iframe>"
+        )
+        .into_bytes(),
+    );
+    server.serve_bytes(
+        "/other.html",
+        "text/html",
+        b"<!doctype html><title>Other</title><button>Elsewhere</button>".to_vec(),
+    );
+    let mut policy = allowing(&server);
+    policy.allow_hosts.push(format!("localhost:{port}"));
+    let b = browser_for(&dir.path().join("profile"));
+    b.configure(settings(dir.path()), policy.clone()).await;
+    b.act(
+        Action::Navigate {
+            url: server.url("/outer.html"),
+        },
+        policy.clone(),
+    )
+    .await
+    .unwrap();
+    let snap = b.act(Action::Snapshot, policy.clone()).await.unwrap().text;
+    assert!(snap.contains("button \"Here\" [ref="), "{snap}");
+    assert!(snap.contains("read only, no refs"), "{snap}");
+    let elsewhere = snap
+        .lines()
+        .find(|l| l.contains("button \"Elsewhere\""))
+        .unwrap_or_else(|| panic!("the other site's frame is read: {snap}"));
+    assert!(!elsewhere.contains("[ref="), "{elsewhere}");
+    assert!(!server.requests("/other.html").is_empty());
+
+    // While an action holds the browser, status answers at once (busy) instead of waiting.
+    let mut short = settings(dir.path());
+    short.timeout = Duration::from_secs(3);
+    b.configure(short, policy.clone()).await;
+    let before = b.status().await;
+    assert!(before.running && !before.busy, "{before:?}");
+    let waiting = {
+        let (b, policy) = (b.clone(), policy.clone());
+        tokio::spawn(async move {
+            b.act(
+                Action::Wait {
+                    text: Some("never on the page".into()),
+                },
+                policy,
+            )
+            .await
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = b.status().await;
+        if status.busy {
+            assert!(status.running && status.pid == before.pid, "{status:?}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never busy");
+        tokio::task::yield_now().await;
+    }
+    let timed_out = waiting.await.unwrap().unwrap_err();
+    assert_eq!(timed_out.code(), "Timeout", "{timed_out}");
+    assert!(!b.status().await.busy);
+    assert!(b.stop().await);
+}
