@@ -65,7 +65,7 @@ async fn ours(url: &str, policy: &NetworkPolicy) -> Result<(f64, f64, usize, u64
         .await
         .map_err(|e| e.to_string())?;
     let snapshot_ms = again.elapsed().as_secs_f64() * 1000.0;
-    let rss = b.status().await.rss_bytes;
+    let rss = b.status().await.memory_bytes;
     b.stop().await;
     if first.text.len() != second.text.len() {
         return Err("two snapshots of the same page differ".into());
@@ -147,7 +147,7 @@ pub(crate) fn browser(runs: usize) -> Result<(), String> {
         }
         let (first, snap, dump) = (median(first), median(snap), median(dump));
         println!(
-            "  {name} ({size} bytes of HTML): launch → first snapshot {first:.0} ms ({:.2}× chromium --dump-dom's {dump:.0} ms); a snapshot alone {snap:.1} ms; snapshot {chars} chars (cap {}) vs the DOM dump's {dump_bytes} bytes; Chromium's RSS {:.0} MiB",
+            "  {name} ({size} bytes of HTML): launch → first snapshot {first:.0} ms ({:.2}× chromium --dump-dom's {dump:.0} ms); a snapshot alone {snap:.1} ms; snapshot {chars} chars (cap {}) vs the DOM dump's {dump_bytes} bytes; Chromium and its helpers {:.0} MiB PSS",
             first / dump,
             lurkbot_browser::SNAPSHOT_MAX_CHARS,
             rss as f64 / 1_048_576.0

@@ -49,8 +49,9 @@ pub struct Status {
     pub pid: Option<u32>,
     /// Open tabs.
     pub tabs: usize,
-    /// Resident memory of Chromium and its helper processes, in bytes.
-    pub rss_bytes: u64,
+    /// Memory of Chromium and its helper processes, in bytes: their proportional set sizes
+    /// (shared pages divided among the processes that map them), summed.
+    pub memory_bytes: u64,
     /// Requests the policy proxy refused since the start.
     pub blocked_requests: u64,
     /// The executable.
@@ -163,7 +164,7 @@ impl Browser {
                     busy: true,
                     pid: None,
                     tabs: 0,
-                    rss_bytes: 0,
+                    memory_bytes: 0,
                     blocked_requests: 0,
                     executable: String::new(),
                 })
@@ -178,7 +179,7 @@ impl Browser {
                 busy: false,
                 pid: None,
                 tabs: 0,
-                rss_bytes: 0,
+                memory_bytes: 0,
                 blocked_requests: 0,
                 executable,
             };
@@ -192,7 +193,7 @@ impl Browser {
             busy: false,
             pid: Some(pid),
             tabs,
-            rss_bytes: crate::memory::tree_rss(pid),
+            memory_bytes: crate::memory::tree_memory(pid),
             blocked_requests: running.proxy.blocked_total(),
             executable,
         };

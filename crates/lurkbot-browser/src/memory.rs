@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 /// Memory in bytes of `pid` and its descendants.
-pub(crate) fn tree_rss(pid: u32) -> u64 {
+pub(crate) fn tree_memory(pid: u32) -> u64 {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     if let Ok(dir) = std::fs::read_dir("/proc") {
         for entry in dir.flatten() {
@@ -30,7 +30,7 @@ pub(crate) fn tree_rss(pid: u32) -> u64 {
         if seen > 10_000 {
             break;
         }
-        total += rss_of(p);
+        total += memory_of(p);
         if let Some(c) = children.get(&p) {
             stack.extend(c);
         }
@@ -45,7 +45,7 @@ fn parent_of(pid: u32) -> Option<u32> {
     rest.split(' ').nth(1)?.parse().ok()
 }
 
-fn rss_of(pid: u32) -> u64 {
+fn memory_of(pid: u32) -> u64 {
     let field = |file: &str, name: &str| {
         std::fs::read_to_string(format!("/proc/{pid}/{file}"))
             .ok()
@@ -64,6 +64,6 @@ fn rss_of(pid: u32) -> u64 {
 mod tests {
     #[test]
     fn our_own_process_has_memory() {
-        assert!(super::tree_rss(std::process::id()) > 1024 * 1024);
+        assert!(super::tree_memory(std::process::id()) > 1024 * 1024);
     }
 }

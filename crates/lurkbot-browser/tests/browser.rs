@@ -454,7 +454,7 @@ async fn downloads_are_capped_and_a_dead_chromium_comes_back() {
 
     // Chromium dies: the next action starts it again and says so.
     let status = b.status().await;
-    assert!(status.running && status.rss_bytes > 0, "{status:?}");
+    assert!(status.running && status.memory_bytes > 0, "{status:?}");
     let pid = status.pid.unwrap();
     let _ = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])

@@ -57,7 +57,7 @@ fn the_owner_starts_and_stops_chromium_and_a_killed_gateway_leaves_none() {
     let started = json(&t.run(&["browser", "start", "--json"]));
     assert_eq!(started["running"], true, "{started}");
     assert!(
-        started["rssBytes"].as_u64().unwrap() > 10_000_000,
+        started["memoryBytes"].as_u64().unwrap() > 10_000_000,
         "{started}"
     );
     let profile = t.home.join("browser/profile");

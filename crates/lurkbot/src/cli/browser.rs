@@ -16,7 +16,7 @@ use crate::error::{CliError, CliResult};
 pub(crate) enum BrowserArgs {
     /// Whether Chromium runs, its tabs and memory, and the requests its proxy refused.
     Status {
-        /// `{running, pid, tabs, rssBytes, blockedRequests, executable, enabled}`.
+        /// `{running, busy, pid, tabs, memoryBytes, blockedRequests, executable, enabled}`.
         #[arg(long)]
         json: bool,
     },
@@ -79,9 +79,9 @@ fn print(state: &Value, json: bool) -> CliResult {
     }
     if state["running"] == true {
         #[allow(clippy::cast_precision_loss)]
-        let mib = state["rssBytes"].as_u64().unwrap_or(0) as f64 / 1_048_576.0;
+        let mib = state["memoryBytes"].as_u64().unwrap_or(0) as f64 / 1_048_576.0;
         out.push_str(&format!(
-            "running: pid {}, {} tab(s), {mib:.1} MiB (Chromium and its helpers), {} request(s) refused\n",
+            "running: pid {}, {} tab(s), {mib:.1} MiB PSS (Chromium and its helpers), {} request(s) refused\n",
             state["pid"], state["tabs"], state["blockedRequests"]
         ));
     } else if state["gateway"] == false {
