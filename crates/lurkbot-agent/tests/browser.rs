@@ -177,6 +177,22 @@ async fn the_model_browses_sees_a_screenshot_and_cannot_upload_secrets() {
         .filter_map(Value::as_str)
         .collect();
     assert!(offered.contains(&"evaluate"), "{offered:?}");
+
+    // PDFs and downloads are written through the protection model, on the resolved path: a
+    // workspace/downloads that links into the transcripts is refused, and nothing lands there.
+    std::fs::remove_dir_all(s.home.join("workspace/downloads")).unwrap();
+    std::fs::create_dir_all(s.home.join("sessions")).unwrap();
+    std::os::unix::fs::symlink(s.home.join("sessions"), s.home.join("workspace/downloads"))
+        .unwrap();
+    let body = drive(&s, &open, &[json!({"action": "pdf"})]).await;
+    let texts = tool_texts(&body, 1);
+    assert!(texts[0].contains("cannot be written"), "{}", texts[0]);
+    let written: Vec<_> = std::fs::read_dir(s.home.join("sessions"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".pdf"))
+        .collect();
+    assert!(written.is_empty(), "{written:?}");
     lurkbot_browser::browser_for(&s.home.join(lurkbot_agent::BROWSER_PROFILE))
         .stop()
         .await;

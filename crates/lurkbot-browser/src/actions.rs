@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::browser::{Settings, View, as_text, pages, short};
 use crate::page::Page;
-use crate::{Action, BrowserError, Outcome};
+use crate::{Action, BrowserError, Outcome, lock};
 
 /// Runs `action` (not `status`, `start` or `stop`, which the browser handles itself).
 pub(crate) async fn run(
@@ -77,12 +77,7 @@ pub(crate) async fn run(
         Action::Snapshot => {
             let (session, id) = current(&mut v, t).await?;
             let page = page(&v, &session, t);
-            let frames = v
-                .watched
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .frames
-                .clone();
+            let frames = lock(v.watched).frames.clone();
             let (tree, refs, document) = page.snapshot(&frames).await?;
             let head = here(&page).await;
             *v.refs = refs;
@@ -195,16 +190,14 @@ pub(crate) async fn run(
         }
         Action::Download { r } => {
             let (session, node) = target(&mut v, &r, t).await?;
-            let before = ended(&v);
+            let mut ended = lock(v.watched).ended.subscribe();
+            let before = *ended.borrow_and_update();
             page(&v, &session, t).click(node, &r).await?;
-            let deadline = tokio::time::Instant::now() + t;
-            while ended(&v) == before {
-                if tokio::time::Instant::now() >= deadline {
-                    return Err(BrowserError::Timeout(format!(
-                        "the download started by {r}"
-                    )));
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
+            let done = tokio::time::timeout(t, ended.wait_for(|n| *n != before)).await;
+            if !matches!(done, Ok(Ok(_))) {
+                return Err(BrowserError::Timeout(format!(
+                    "the download started by {r}"
+                )));
             }
             Ok(Outcome::text(format!("Clicked {r} to download.")))
         }
@@ -222,13 +215,6 @@ fn page<'a>(v: &'a View<'_>, session: &'a str, timeout: Duration) -> Page<'a> {
         session,
         timeout,
     }
-}
-
-fn ended(v: &View<'_>) -> u64 {
-    v.watched
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .ended
 }
 
 /// `title (url)` of the page.

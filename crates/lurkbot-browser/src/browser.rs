@@ -18,7 +18,7 @@ use crate::launch::{LaunchOptions, launch};
 use crate::page::Page;
 use crate::proxy::{Blocked, PolicyProxy};
 use crate::watch::{Watched, watch};
-use crate::{Action, BrowserError, Outcome};
+use crate::{Action, BrowserError, Outcome, lock};
 
 /// How the browser behaves (from `[browser]`).
 #[derive(Debug, Clone)]
@@ -103,10 +103,6 @@ pub fn browser_for(profile: &Path) -> Arc<Browser> {
             last: Mutex::new(None),
         })
     }))
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[derive(Deserialize)]

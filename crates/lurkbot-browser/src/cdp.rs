@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
 
-use crate::BrowserError;
+use crate::{BrowserError, lock};
 
 /// Largest message read from Chromium (a full-page screenshot is the biggest).
 const MAX_MESSAGE: usize = 96 * 1024 * 1024;
@@ -147,10 +147,6 @@ impl Cdp {
             message: format!("unexpected answer: {e}"),
         })
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn read_loop(

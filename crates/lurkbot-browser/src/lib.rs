@@ -27,6 +27,11 @@ pub use watch::Download;
 
 use serde_json::Value;
 
+/// A mutex's guard; a panic elsewhere never makes the browser's state unreadable.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Every action of the `browser` tool.
 pub const ACTIONS: &[&str] = &[
     "status",
@@ -323,5 +328,91 @@ impl Outcome {
         let mut lines = self.notes.clone();
         lines.extend(browser::blocked_line(&self.blocked));
         lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn refused(args: Value, evaluate: bool) -> String {
+        match Action::from_args(&args, evaluate) {
+            Err(e) => format!("{}: {e}", e.code()),
+            Ok(a) => panic!("{args} was taken as {a:?}"),
+        }
+    }
+
+    #[test]
+    fn arguments_an_action_cannot_use_are_refused_with_what_to_give() {
+        let cases = [
+            (json!({}), "unknown action ''"),
+            (
+                json!({"action": "dance"}),
+                "unknown action 'dance'; one of: status",
+            ),
+            (
+                json!({"action": "navigate"}),
+                "'navigate' needs the parameter 'url'",
+            ),
+            (
+                json!({"action": "click", "ref": "  "}),
+                "'click' needs the parameter 'ref'",
+            ),
+            (
+                json!({"action": "type", "ref": "e1"}),
+                "'type' needs the parameter 'text'",
+            ),
+            (
+                json!({"action": "select", "ref": "e1"}),
+                "'select' needs 'values'",
+            ),
+            (
+                json!({"action": "upload", "ref": "e1"}),
+                "'upload' needs 'path'",
+            ),
+            (
+                json!({"action": "focus"}),
+                "'focus' needs the parameter 'tabId'",
+            ),
+            (
+                json!({"action": "evaluate", "text": "1"}),
+                "[browser] evaluate = true",
+            ),
+        ];
+        for (args, expected) in cases {
+            let got = refused(args, false);
+            assert!(got.starts_with("InvalidArgs: "), "{got}");
+            assert!(got.contains(expected), "{got} lacks {expected}");
+        }
+        assert_eq!(
+            Action::from_args(&json!({"action": "evaluate", "text": "1"}), true).ok(),
+            Some(Action::Evaluate {
+                expression: "1".into()
+            })
+        );
+        // Typed text keeps its spaces; a single path is a list of one.
+        assert_eq!(
+            Action::from_args(
+                &json!({"action": "type", "ref": "e2", "text": " a "}),
+                false
+            )
+            .ok(),
+            Some(Action::Type {
+                r: "e2".into(),
+                text: " a ".into()
+            })
+        );
+        assert_eq!(
+            Action::from_args(
+                &json!({"action": "upload", "ref": "e3", "path": "f.txt"}),
+                false
+            )
+            .ok(),
+            Some(Action::Upload {
+                r: "e3".into(),
+                files: vec!["f.txt".into()]
+            })
+        );
     }
 }

@@ -98,13 +98,7 @@ impl PolicyProxy {
 
     /// The requests refused since the last call.
     pub fn take_blocked(&self) -> Vec<Blocked> {
-        std::mem::take(
-            &mut *self
-                .shared
-                .blocked
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        std::mem::take(&mut *crate::lock(&self.shared.blocked))
     }
 
     /// Requests refused since the proxy started.
@@ -252,14 +246,10 @@ async fn refuse(
     if CHROMIUM_OWN_HOSTS.contains(&host) {
         return answer_refused(client, reason).await;
     }
-    shared
-        .blocked
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(Blocked {
-            target: target.to_string(),
-            reason: reason.to_string(),
-        });
+    crate::lock(&shared.blocked).push(Blocked {
+        target: target.to_string(),
+        reason: reason.to_string(),
+    });
     shared
         .blocked_total
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::cdp::Cdp;
+use crate::lock;
 
 /// A finished download, still in the staging folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,8 +30,9 @@ pub(crate) struct Watched {
     pub(crate) notes: Vec<String>,
     /// Downloads that finished.
     pub(crate) finished: Vec<Download>,
-    /// Downloads that ended either way (finished or refused) since the counter was read.
-    pub(crate) ended: u64,
+    /// How many downloads have ended either way (finished or refused); an action waiting for
+    /// its download subscribes to it.
+    pub(crate) ended: tokio::sync::watch::Sender<u64>,
     /// Frames of other sites: the session attached to each → (the session of the page or
     /// frame that holds it, its URL).
     pub(crate) frames: HashMap<String, (String, String)>,
@@ -51,12 +53,10 @@ pub(crate) fn watch(
         // late "completed") are ignored and their file removed.
         let mut cancelled: std::collections::HashSet<String> = std::collections::HashSet::new();
         let note = |line: String, ended: bool| {
-            let mut w = watched
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut w = lock(&watched);
             w.notes.push(line);
             if ended {
-                w.ended += 1;
+                w.ended.send_modify(|n| *n += 1);
             }
         };
         loop {
@@ -152,15 +152,13 @@ pub(crate) fn watch(
                         names.remove(&guid);
                         let staged = staging.join(&guid);
                         let bytes = std::fs::metadata(&staged).map_or(0, |m| m.len());
-                        let mut w = watched
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        let mut w = lock(&watched);
                         w.finished.push(Download {
                             staged,
                             name,
                             bytes,
                         });
-                        w.ended += 1;
+                        w.ended.send_modify(|n| *n += 1);
                     } else if state == "canceled" && names.remove(&guid).is_some() {
                         let _ = std::fs::remove_file(staging.join(&guid));
                         note(format!("the download of {name} was cancelled"), true);
@@ -170,8 +168,4 @@ pub(crate) fn watch(
             }
         }
     })
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -12,7 +12,7 @@ use lurkbot_core::{Config, Home};
 use lurkbot_llm::ToolSpec;
 use serde_json::{Value, json};
 
-use super::fs::{readable, resolve_path, writable};
+use super::fs::{readable, resolve_path, writable, write_checked};
 use super::{Tool, ToolCtx, ToolFuture, ToolOutput};
 use crate::gate::{UrlFrom, web_rules};
 
@@ -213,10 +213,7 @@ fn keep_file(ctx: &ToolCtx<'_>, name: &str, bytes: &[u8]) -> Result<String, Stri
             continue;
         }
         writable(ctx, &path).map_err(|o| o.text)?;
-        if let Some(parent) = path.absolute().parent() {
-            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
-        }
-        lurkbot_core::write_atomic(path.absolute(), bytes).map_err(|e| e.to_string())?;
+        write_checked(&path, bytes)?;
         return Ok(path.relative().to_string());
     }
     Err(format!("too many files named {safe} in {DOWNLOADS}"))

@@ -132,19 +132,23 @@ impl Tool for WriteTool {
     }
 }
 
-fn save(path: &HomePath, content: &str) -> ToolOutput {
-    if let Some(dir) = path.absolute().parent()
-        && let Err(e) = std::fs::create_dir_all(dir)
-    {
-        return ToolOutput::error(format!("{}: {e}", path.relative()));
+/// Writes `bytes` atomically at a path already checked with [`writable`], making its folders.
+pub(super) fn write_checked(path: &HomePath, bytes: &[u8]) -> Result<(), String> {
+    if let Some(dir) = path.absolute().parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", path.relative()))?;
     }
-    match lurkbot_core::write_atomic(path.absolute(), content.as_bytes()) {
+    lurkbot_core::write_atomic(path.absolute(), bytes)
+        .map_err(|e| format!("{}: {e}", path.relative()))
+}
+
+fn save(path: &HomePath, content: &str) -> ToolOutput {
+    match write_checked(path, content.as_bytes()) {
         Ok(()) => ToolOutput::ok(format!(
             "wrote {} bytes to {}",
             content.len(),
             path.relative()
         )),
-        Err(e) => ToolOutput::error(format!("{}: {e}", path.relative())),
+        Err(e) => ToolOutput::error(e),
     }
 }
 
