@@ -75,6 +75,11 @@ pub(crate) const METHODS: &[Method] = &[
         handler: |s, p| Box::pin(async { history(s, p) }),
     },
     Method {
+        name: method::CHAT_RENDER,
+        scope: Scope::Read,
+        handler: |_, p| Box::pin(async { crate::markdown::method(p) }),
+    },
+    Method {
         name: method::CHAT_ABORT,
         scope: Scope::Write,
         handler: |s, p| Box::pin(abort(s, p)),

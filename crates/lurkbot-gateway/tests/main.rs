@@ -20,6 +20,7 @@ mod hostile;
 mod http;
 mod inbound_images;
 mod irc;
+mod markdown_ui;
 mod matrix;
 mod memory;
 mod openai_sdk;

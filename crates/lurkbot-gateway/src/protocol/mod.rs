@@ -38,6 +38,8 @@ pub mod method {
     pub const CHAT_SEND: &str = "chat.send";
     /// A session's messages.
     pub const CHAT_HISTORY: &str = "chat.history";
+    /// A reply's Markdown as safe HTML (the web UI's chat).
+    pub const CHAT_RENDER: &str = "chat.render";
     /// Abort a session's running turn.
     pub const CHAT_ABORT: &str = "chat.abort";
     /// Start a turn (OpenClaw's name).
