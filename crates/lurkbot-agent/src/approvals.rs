@@ -45,6 +45,8 @@ pub struct ApprovalRequest {
     pub reason: String,
     /// What allow-always remembers.
     pub key: String,
+    /// Decided for this act alone: allow-always is not offered, and counts as allow-once.
+    pub once: bool,
 }
 
 /// A human's answer.
@@ -197,6 +199,7 @@ impl Approvals {
             summary,
             reason,
             key,
+            once: false,
         })
     }
 

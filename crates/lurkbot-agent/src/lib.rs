@@ -40,7 +40,9 @@ pub use prompt::{
 };
 pub use runner::prompt_cost::PROMPT_BUDGET_TOKENS;
 pub use runner::{Agent, AgentEvent, MAX_STEPS, THINKING_LEVELS, TurnOutcome, record_cancelled};
-pub use runtime::{BoxFuture, CHANNELS, Outbound, Runtime, TurnHandle, TurnRequest, finish_within};
+pub use runtime::{
+    BoxFuture, CHANNELS, GatewayControl, Outbound, Runtime, TurnHandle, TurnRequest, finish_within,
+};
 pub use subagent::{
     Accepted, Cleanup, SpawnArgs, Subagents, announcement, spawn as spawn_subagent,
 };

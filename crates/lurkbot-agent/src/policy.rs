@@ -74,6 +74,8 @@ pub(crate) const SANDBOX_DENY: &[&str] = &[
     // MCP servers and Chromium run outside any sandbox.
     "group:plugins",
     "browser",
+    // The settings are the owner's; a sandboxed session proposes no change to them.
+    "gateway",
 ];
 
 /// Never offered in group chats.
@@ -91,6 +93,8 @@ pub(crate) const GROUP_DENY: &[&str] = &[
     "group:plugins",
     // The browser's profile holds the owner's logins.
     "browser",
+    // The gateway's settings and state are the owner's.
+    "gateway",
 ];
 
 /// The group of MCP tools: every `<server>__<tool>` name (no built-in tool has `__`).

@@ -240,6 +240,10 @@ impl Agent {
             if !policy.allows(&spec.name).map_err(AgentError::Config)? {
                 continue;
             }
+            // Offered only in a gateway's sessions: the CLI has no gateway to read or change.
+            if spec.name == "gateway" && self.runtime.as_ref().and_then(|r| r.gateway()).is_none() {
+                continue;
+            }
             if spec.name == "browser" {
                 // `[browser] enabled = false` hides it; `evaluate` is listed only when allowed.
                 if !self.config.browser.enabled {

@@ -110,6 +110,29 @@ pub trait Runtime: Send + Sync {
     fn track(&self, requester: &SessionKey, task: BoxFuture<'static, ()>);
     /// The running sub-agents.
     fn subagents(&self) -> &Subagents;
+    /// The gateway these sessions run in, for the `gateway` tool; `None` outside one (the
+    /// CLI), where the tool is not offered.
+    fn gateway(&self) -> Option<std::sync::Arc<dyn GatewayControl>> {
+        None
+    }
+}
+
+/// What the `gateway` tool may ask of the gateway its session runs in (ARCHITECTURE.md §5.2).
+pub trait GatewayControl: Send + Sync {
+    /// The gateway's state, as the `status` method answers it.
+    fn status(&self) -> BoxFuture<'_, serde_json::Value>;
+    /// Changes `config.toml` by `patch` (`{section: {key: value}}`), asked by `asker` from
+    /// `session`: decided by the gate (a model's change needs a human's approval each time,
+    /// and keys that widen its powers are refused), validated, written atomically and
+    /// reloaded. The answer says what changed and what the reload did.
+    fn patch<'a>(
+        &'a self,
+        session: &'a SessionKey,
+        patch: &'a serde_json::Value,
+        asker: crate::gate::Asker,
+    ) -> BoxFuture<'a, Result<serde_json::Value, String>>;
+    /// Reads `config.toml` again and puts it in force.
+    fn reload(&self) -> Result<serde_json::Value, String>;
 }
 
 /// Runs a started turn to its end, at most `timeout` long (then it is aborted).

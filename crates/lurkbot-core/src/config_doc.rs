@@ -190,6 +190,18 @@ impl ConfigDoc {
     /// # Errors
     /// Secret keys, malformed keys, and values the typed config rejects.
     pub fn set(&mut self, key: &str, raw: &str) -> Result<(), ConfigDocError> {
+        let value = raw
+            .trim()
+            .parse::<Value>()
+            .unwrap_or_else(|_| Value::from(raw));
+        self.set_value(key, value)
+    }
+
+    /// Sets a dotted key to a TOML value; the same checks as [`ConfigDoc::set`].
+    ///
+    /// # Errors
+    /// Secret keys, malformed keys, and values the typed config rejects.
+    pub fn set_value(&mut self, key: &str, value: Value) -> Result<(), ConfigDocError> {
         let before = Config::check(&self.path, &self.doc.to_string())
             .map(|(_, p)| p)
             .unwrap_or_default();
@@ -200,10 +212,6 @@ impl ConfigDoc {
             });
         }
         let parts = split_key(key)?;
-        let value = raw
-            .trim()
-            .parse::<Value>()
-            .unwrap_or_else(|_| Value::from(raw));
         let (last, tables) = parts.split_last().ok_or_else(|| bad(key, "empty key"))?;
         let mut table: &mut Table = self.doc.as_table_mut();
         for part in tables {

@@ -13,6 +13,7 @@ mod clock;
 mod config;
 mod config_check;
 mod config_doc;
+mod config_patch;
 mod config_schema;
 pub mod dotenv;
 mod error;
@@ -57,6 +58,7 @@ pub use config::{
 };
 pub use config_check::ConfigProblem;
 pub use config_doc::{ConfigDoc, ConfigDocError, is_secret_key, mask_secret_values};
+pub use config_patch::{MAX_PATCH_KEYS, patch_keys};
 pub use config_schema::{config_reference, config_schema};
 pub use error::CoreError;
 pub use home::{Home, layout};

@@ -73,6 +73,9 @@ pub struct SessionHost {
     pub(crate) mcp: Arc<lurkbot_agent::mcp::McpHub>,
     /// The messaging channels the gateway runs (started with it).
     pub(crate) channels: Arc<crate::channels::ChannelSet>,
+    /// The gateway as the `gateway` tool sees it, while [`crate::serve`] serves (it holds the
+    /// gateway's state, so it is let go when serving ends).
+    pub(crate) control: Mutex<Option<Arc<dyn lurkbot_agent::GatewayControl>>>,
     pub(crate) me: Weak<SessionHost>,
 }
 
@@ -116,6 +119,7 @@ impl SessionHost {
             subagents: Subagents::default(),
             last_route: Mutex::new(("webchat".into(), None)),
             channels: Arc::default(),
+            control: Mutex::new(None),
             me: me.clone(),
         })
     }

@@ -106,6 +106,7 @@ impl Approver for ClientApprover {
                 summary: request.summary.clone(),
                 reason: request.reason.clone(),
                 key: request.key.clone(),
+                allow_always: !request.once,
                 timeout_ms: u64::try_from(APPROVAL_TIMEOUT.as_millis()).unwrap_or(u64::MAX),
             };
             if let Ok(mut pending) = self.pending.lock() {

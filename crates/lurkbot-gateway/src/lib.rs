@@ -8,6 +8,7 @@ mod browser_methods;
 mod channel_media;
 mod channels;
 mod cron_methods;
+mod gateway_control;
 mod highlight;
 mod hooks;
 mod host;

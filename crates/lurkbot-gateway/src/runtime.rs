@@ -267,7 +267,9 @@ impl SessionHost {
     /// asked of the connected clients).
     async fn clear(&self, message: &Outbound, act: &Act<'_>) -> Result<(), String> {
         let verdict = gate::decide(message.asker, act);
-        let Act::Message { channel, to, .. } = *act;
+        let Act::Message { channel, to, .. } = *act else {
+            return Err("only a message is delivered here".into());
+        };
         let preview: String = message.text.chars().take(200).collect();
         let (_, _, approvals) = self.current();
         gate::clear(
@@ -405,5 +407,10 @@ impl Runtime for HostRuntime {
 
     fn subagents(&self) -> &Subagents {
         &self.subagents
+    }
+
+    fn gateway(&self) -> Option<Arc<dyn lurkbot_agent::GatewayControl>> {
+        let host = self.host.upgrade()?;
+        host.control.lock().ok()?.clone()
     }
 }

@@ -106,7 +106,10 @@ pub async fn serve(
     });
     let app = router(state.clone());
     let profile = state.home.join(lurkbot_agent::BROWSER_PROFILE);
+    crate::gateway_control::attach(&state);
+    let host = state.host.clone();
     let served = crate::accept::accept_loop(listener, app, state, stop).await;
+    crate::gateway_control::detach(&host);
     forwarder.abort();
     memory_watch.abort();
     channels.iter().for_each(tokio::task::JoinHandle::abort);

@@ -16,6 +16,7 @@ mod channel_images;
 mod channels;
 mod discord;
 mod email;
+mod gateway_tool;
 mod hostile;
 mod http;
 mod inbound_images;

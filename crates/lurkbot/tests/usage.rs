@@ -230,6 +230,11 @@ async fn a_hello_turn_costs_at_most_3000_prompt_tokens() {
     // Measured on the wire: the messages and tools as the provider received them, compact
     // JSON, characters / 4.
     let body = &fake.requests()[0].body;
+    // The `gateway` tool is offered only in a gateway's sessions.
+    assert!(
+        !body["tools"].to_string().contains("\"gateway\""),
+        "the CLI offered the gateway tool"
+    );
     let chars =
         body["messages"].to_string().chars().count() + body["tools"].to_string().chars().count();
     let tokens = chars.div_ceil(4);

@@ -11,11 +11,13 @@
 //! `Asker::Owner` out of every other file.
 
 mod origin;
+mod settings;
 mod web;
 
 use serde::{Deserialize, Serialize};
 
 pub use origin::{dm_peer, group_of, is_owner_account, is_third_party};
+pub use settings::{MODEL_SETTINGS, model_may_change};
 pub use web::{UrlFrom, web_rules};
 
 use crate::approvals::{ApprovalRequest, Approvals, Approver, Decision};
@@ -60,9 +62,14 @@ pub enum Standing {
     Stranger,
 }
 
-/// An act that leaves the home.
+/// An act that leaves the home, or changes what later acts may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Act<'a> {
+    /// A change to `config.toml` (the `gateway` tool's `config.patch`), by dotted key.
+    Settings {
+        /// The keys the change sets or removes.
+        keys: &'a [String],
+    },
     /// A message to a person or a place on a channel (`message`, cron and heartbeat delivery,
     /// announce messages).
     Message {
@@ -89,6 +96,9 @@ pub enum Verdict {
     Allow,
     /// Only after a human approves it (an approval request; nobody answering denies it).
     Approve(String),
+    /// Only after a human approves this very act: allow-always is neither offered nor
+    /// remembered, and an earlier one does not count.
+    ApproveEach(String),
     /// Never; the reason says what would allow it.
     Refuse(String),
 }
@@ -96,6 +106,7 @@ pub enum Verdict {
 /// Decides `act` asked for by `asker`.
 pub fn decide(asker: Asker, act: &Act<'_>) -> Verdict {
     match *act {
+        Act::Settings { keys } => settings::settings(asker, keys),
         Act::Message {
             channel,
             to,
@@ -159,12 +170,13 @@ pub struct Hold<'a> {
 /// # Errors
 /// Why the act may not happen, for the one who asked.
 pub async fn clear(verdict: Verdict, hold: Hold<'_>) -> Result<(), String> {
-    let reason = match verdict {
+    let (reason, once) = match verdict {
         Verdict::Allow => return Ok(()),
         Verdict::Refuse(reason) => return Err(reason),
-        Verdict::Approve(reason) => reason,
+        Verdict::Approve(reason) => (reason, false),
+        Verdict::ApproveEach(reason) => (reason, true),
     };
-    if hold.approvals.is_remembered(&hold.key) {
+    if !once && hold.approvals.is_remembered(&hold.key) {
         return Ok(());
     }
     let request = ApprovalRequest {
@@ -174,9 +186,11 @@ pub async fn clear(verdict: Verdict, hold: Hold<'_>) -> Result<(), String> {
         summary: hold.summary,
         reason: reason.clone(),
         key: hold.key,
+        once,
     };
     match hold.approver.decide(&request).await {
         Decision::AllowOnce => Ok(()),
+        Decision::AllowAlways if once => Ok(()),
         Decision::AllowAlways => {
             if let Err(e) = hold.approvals.remember(&request.key) {
                 tracing::warn!(error = %e, "an allow-always decision was not saved");

@@ -5,6 +5,7 @@ pub(crate) mod browser;
 mod cron;
 mod exec;
 mod fs;
+mod gateway;
 mod image;
 mod memory;
 mod message;
@@ -199,6 +200,7 @@ fn builtin_tools() -> Vec<Box<dyn Tool>> {
         Box::new(SessionsSpawnTool),
         Box::new(AgentsListTool),
         Box::new(CronTool),
+        Box::new(gateway::GatewayTool),
         Box::new(MessageTool),
         Box::new(MemorySearchTool),
         Box::new(MemoryGetTool),

@@ -254,8 +254,16 @@ pub struct ApprovalRequested {
     pub reason: String,
     /// What allow-always remembers.
     pub key: String,
+    /// Whether allow-always may be answered (false: this act is decided each time, and
+    /// allow-always counts as allow-once).
+    #[serde(default = "yes")]
+    pub allow_always: bool,
     /// How long the server waits before it denies.
     pub timeout_ms: u64,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// `irc.status`: only the state — never the server, nick or channel.
@@ -441,9 +449,10 @@ mod tests {
                 summary: "zip".into(),
                 reason: "r".into(),
                 key: "k".into(),
+                allow_always: false,
                 timeout_ms: 10,
             }),
-            json!({"event": "exec.approval.requested", "payload": {"approvalId": "appr_1", "sessionKey": "s", "callId": "c1", "tool": "terminal_exec", "summary": "zip", "reason": "r", "key": "k", "timeoutMs": 10}}),
+            json!({"event": "exec.approval.requested", "payload": {"approvalId": "appr_1", "sessionKey": "s", "callId": "c1", "tool": "terminal_exec", "summary": "zip", "reason": "r", "key": "k", "allowAlways": false, "timeoutMs": 10}}),
         );
     }
 

@@ -164,6 +164,7 @@ async fn handle(
                 summary: asked.summary,
                 reason: asked.reason,
                 key: asked.key,
+                once: !asked.allow_always,
             };
             show(json_mode, &AgentEvent::ApprovalPending(request.clone()));
             let decision = ask().await;

@@ -1,0 +1,132 @@
+//! `gateway`: the agent reads the gateway it runs in — its state and its settings, secrets
+//! masked — and proposes a change (ARCHITECTURE.md §5.2). A change goes through the gate as the
+//! model's act ([`crate::gate::Act::Settings`]): only the keys of
+//! [`MODEL_SETTINGS`](crate::gate::MODEL_SETTINGS), each time with a human's approval; it is
+//! validated, written atomically and reloaded by the gateway ([`crate::GatewayControl`]).
+//! Offered only in a gateway's sessions.
+
+use lurkbot_llm::ToolSpec;
+use serde_json::{Map, Value, json};
+
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+use crate::gate::{Asker, MODEL_SETTINGS};
+
+/// `gateway`.
+pub(crate) struct GatewayTool;
+
+impl Tool for GatewayTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "gateway".into(),
+            description: "This gateway's status and settings (secrets masked). config.patch {patch:{section:{key:value}}} proposes a change the owner approves; config.schema lists what you may change.".into(),
+            parameters: json!({"type": "object", "properties": {
+                "action": {"type": "string", "enum": ["status", "config.get", "config.schema", "config.patch", "reload"]},
+                "patch": {"type": "object"}},
+                "required": ["action"]}),
+        }
+    }
+
+    fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let Some(gateway) = ctx.runtime.and_then(|r| r.gateway()) else {
+                return ToolOutput::error(
+                    "gateway works only in a session of a running gateway (`lurkbot gateway`)",
+                );
+            };
+            let action = match string_arg(args, "action") {
+                Ok(a) => a,
+                Err(e) => return e,
+            };
+            let answer = |v: Value| ToolOutput::ok(v.to_string());
+            match action {
+                "status" => answer(gateway.status().await),
+                "config.get" => match serde_json::to_value(ctx.config) {
+                    Ok(v) => answer(json!({
+                        "path": ctx.home.join("config.toml").display().to_string(),
+                        "config": lurkbot_core::mask_secret_values(v),
+                    })),
+                    Err(e) => ToolOutput::error(format!("the settings could not be read: {e}")),
+                },
+                "config.schema" => answer(changeable()),
+                "config.patch" => match args.get("patch") {
+                    Some(patch) => match gateway.patch(ctx.session, patch, Asker::Model).await {
+                        Ok(done) => answer(done),
+                        Err(e) => ToolOutput::error(e),
+                    },
+                    None => ToolOutput::error(
+                        "config.patch needs patch, such as {\"heartbeat\": {\"every\": \"10m\"}}",
+                    ),
+                },
+                "reload" => match gateway.reload() {
+                    Ok(plan) => answer(plan),
+                    Err(e) => ToolOutput::error(e),
+                },
+                other => ToolOutput::error(format!(
+                    "unknown action '{other}' (status, config.get, config.schema, config.patch, reload)"
+                )),
+            }
+        })
+    }
+}
+
+/// The keys a model may change, each with its description, type and default from the config
+/// schema; every other key is the owner's.
+fn changeable() -> Value {
+    let schema = lurkbot_core::config_schema();
+    let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
+    let mut keys = Map::new();
+    for key in MODEL_SETTINGS {
+        let mut node = &schema;
+        for part in key.split('.') {
+            node = follow(node, &defs);
+            node = node
+                .get("properties")
+                .and_then(|p| p.get(part))
+                .unwrap_or(&Value::Null);
+        }
+        let described = follow(node, &defs);
+        let mut entry = Map::new();
+        for field in ["description", "type", "enum", "default"] {
+            if let Some(v) = node.get(field).or_else(|| described.get(field)) {
+                entry.insert(field.into(), v.clone());
+            }
+        }
+        keys.insert((*key).to_string(), Value::Object(entry));
+    }
+    json!({"changeable": keys, "everythingElse": "the owner's: refused to config.patch"})
+}
+
+/// `node`, or the definition its `$ref` (or `allOf: [{$ref}]`) names.
+fn follow<'a>(node: &'a Value, defs: &'a Value) -> &'a Value {
+    let reference = node.get("$ref").or_else(|| {
+        node.get("allOf")
+            .and_then(|all| all.get(0))
+            .and_then(|first| first.get("$ref"))
+    });
+    match reference
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+    {
+        Some(name) => defs.get(name).unwrap_or(node),
+        None => node,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::changeable;
+
+    #[test]
+    fn the_schema_describes_every_key_a_model_may_change() {
+        let v = changeable();
+        let keys = v["changeable"].as_object().unwrap();
+        assert_eq!(keys.len(), crate::gate::MODEL_SETTINGS.len());
+        for (key, entry) in keys {
+            assert!(
+                entry.get("description").is_some(),
+                "{key} has no description: {entry}"
+            );
+        }
+        assert!(v.to_string().len() < 4000, "{}", v.to_string().len());
+    }
+}
