@@ -2,6 +2,7 @@
 //! policy, and the agent loop over the model providers of `lurkbot-llm`.
 
 mod approvals;
+pub mod canvas;
 mod compaction;
 pub mod cron;
 mod error;

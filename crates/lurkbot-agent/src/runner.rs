@@ -20,6 +20,7 @@ use crate::runtime::Runtime;
 use crate::tools::{ToolBox, ToolCtx, ToolOutput};
 use crate::transcript::{Entry, Sessions, Tracked};
 
+mod offered;
 pub(crate) mod prompt_cost;
 mod turn;
 
@@ -231,32 +232,6 @@ impl Agent {
     /// `Config` for an unknown tool profile.
     pub fn offered(&self, session: &SessionKey) -> Result<Vec<ToolSpec>, AgentError> {
         self.offered_by(&self.policy(session))
-    }
-
-    fn offered_by(&self, policy: &Policy) -> Result<Vec<ToolSpec>, AgentError> {
-        let mcp = self.mcp.as_ref().map(|hub| hub.specs()).unwrap_or_default();
-        let mut offered = Vec::with_capacity(self.tools.specs().len() + mcp.len());
-        for spec in self.tools.specs().iter().cloned().chain(mcp) {
-            if !policy.allows(&spec.name).map_err(AgentError::Config)? {
-                continue;
-            }
-            // Offered only in a gateway's sessions: the CLI has no gateway to read or change.
-            if spec.name == "gateway" && self.runtime.as_ref().and_then(|r| r.gateway()).is_none() {
-                continue;
-            }
-            if spec.name == "browser" {
-                // `[browser] enabled = false` hides it; `evaluate` is listed only when allowed.
-                if !self.config.browser.enabled {
-                    continue;
-                }
-                if self.config.browser.evaluate {
-                    offered.push(crate::tools::browser::spec(true));
-                    continue;
-                }
-            }
-            offered.push(spec);
-        }
-        Ok(offered)
     }
 
     /// Runs one turn.

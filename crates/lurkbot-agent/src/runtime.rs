@@ -133,6 +133,11 @@ pub trait GatewayControl: Send + Sync {
     ) -> BoxFuture<'a, Result<serde_json::Value, String>>;
     /// Reads `config.toml` again and puts it in force.
     fn reload(&self) -> Result<serde_json::Value, String>;
+    /// Whether a client that can show canvas widgets is attached (the web UI, or a client
+    /// whose `connect` lists `"canvas"` in `caps`).
+    fn shows_canvas(&self) -> bool;
+    /// Tells the attached clients a widget changed (event `canvas`).
+    fn canvas_changed(&self, change: crate::canvas::CanvasChange);
 }
 
 /// Runs a started turn to its end, at most `timeout` long (then it is aborted).

@@ -113,4 +113,12 @@ impl GatewayControl for Control {
             .map(|plan| plan.to_json())
             .map_err(|e| e.to_string())
     }
+
+    fn shows_canvas(&self) -> bool {
+        self.state.shows_canvas()
+    }
+
+    fn canvas_changed(&self, change: lurkbot_agent::canvas::CanvasChange) {
+        self.state.hub.emit(crate::protocol::Event::Canvas(change));
+    }
 }

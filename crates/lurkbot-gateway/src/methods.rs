@@ -26,7 +26,7 @@ fn str_param<'a>(params: &'a Value, name: &str) -> Result<&'a str, MethodError> 
         .ok_or_else(|| MethodError::invalid(format!("missing string parameter '{name}'")))
 }
 
-fn session_param(params: &Value) -> Result<SessionKey, MethodError> {
+pub(crate) fn session_param(params: &Value) -> Result<SessionKey, MethodError> {
     match params.get("sessionKey").and_then(Value::as_str) {
         None => Ok(SessionKey::main()),
         Some(raw) => SessionKey::parse(raw).map_err(|e| MethodError::invalid(e.to_string())),
@@ -78,6 +78,17 @@ pub(crate) const METHODS: &[Method] = &[
         name: method::CHAT_RENDER,
         scope: Scope::Read,
         handler: |_, p| Box::pin(async { crate::markdown::method(p) }),
+    },
+    Method {
+        name: method::CANVAS_LIST,
+        scope: Scope::Read,
+        handler: |s, p| {
+            Box::pin(async {
+                let key = session_param(p)?;
+                let widgets = lurkbot_agent::canvas::CanvasStore::open(&s.home, &key).list();
+                Ok(serde_json::json!({"sessionKey": key.as_str(), "widgets": widgets}))
+            })
+        },
     },
     Method {
         name: method::CHAT_ABORT,

@@ -43,6 +43,8 @@ pub struct AppState {
     pub started_ms: u64,
     reload_hook: Option<ReloadHook>,
     live_connections: Arc<AtomicUsize>,
+    /// Connections that show canvas widgets (the web UI, `caps: ["canvas"]`).
+    canvas_viewers: Arc<AtomicUsize>,
     shutdown: Arc<watch::Sender<bool>>,
     bound: Arc<OnceLock<SocketAddr>>,
 }
@@ -73,6 +75,7 @@ impl AppState {
             started_ms: lurkbot_core::now_ms(),
             reload_hook: None,
             live_connections: Arc::new(AtomicUsize::new(0)),
+            canvas_viewers: Arc::new(AtomicUsize::new(0)),
             shutdown: Arc::new(watch::channel(false).0),
             bound: Arc::new(OnceLock::new()),
         }
@@ -127,6 +130,17 @@ impl AppState {
         self.shutdown.subscribe()
     }
 
+    /// Whether a connection that shows canvas widgets is open.
+    pub fn shows_canvas(&self) -> bool {
+        self.canvas_viewers.load(Ordering::Relaxed) > 0
+    }
+
+    /// Counts a canvas-showing connection while the guard lives.
+    pub(crate) fn canvas_viewer(&self) -> CanvasViewer {
+        self.canvas_viewers.fetch_add(1, Ordering::Relaxed);
+        CanvasViewer(self.canvas_viewers.clone())
+    }
+
     /// Open WebSocket connections.
     pub fn connections(&self) -> usize {
         self.live_connections.load(Ordering::Relaxed)
@@ -143,6 +157,15 @@ impl AppState {
 pub struct ConnectionGuard(Arc<AtomicUsize>);
 
 impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One connection that shows canvas widgets, counted while it lives.
+pub(crate) struct CanvasViewer(Arc<AtomicUsize>);
+
+impl Drop for CanvasViewer {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }

@@ -126,6 +126,8 @@ struct Conn {
     version: ProtocolVersion,
     /// Its `sessions.subscribe` (OpenClaw's dialect).
     subscribed: Arc<AtomicBool>,
+    /// Held when its `connect` lists `"canvas"` in `caps` (it shows widgets).
+    _canvas: Option<crate::state::CanvasViewer>,
 }
 
 /// Reads and answers the `connect` request; the connection's scopes and version, or `None`
@@ -248,10 +250,15 @@ async fn handshake(
         hello["scopes"] = grants.names().into();
         let _ = out.send(Out::Frame(protocol::ok(id, hello)));
     }
+    let shows_canvas = p
+        .get("caps")
+        .and_then(Value::as_array)
+        .is_some_and(|caps| caps.iter().any(|c| c == "canvas"));
     Some(Conn {
         grants,
         version,
         subscribed,
+        _canvas: shows_canvas.then(|| state.canvas_viewer()),
     })
 }
 

@@ -12,6 +12,7 @@ mod autonomy;
 mod bounded;
 mod browser;
 mod browser_panels;
+mod canvas_ui;
 mod channel_images;
 mod channels;
 mod discord;

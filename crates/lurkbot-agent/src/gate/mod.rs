@@ -235,6 +235,15 @@ mod tests {
     }
 
     #[test]
+    fn the_owner_changes_any_setting() {
+        let keys = ["network.allow_hosts".to_string()];
+        assert_eq!(
+            decide(Asker::Owner, &Act::Settings { keys: &keys }),
+            Verdict::Allow
+        );
+    }
+
+    #[test]
     fn the_models_messages_keep_their_rules() {
         let model = |s, p, t| decide(Asker::Model, &msg(s, p, t));
         assert_eq!(model(Standing::OwnersDefault, true, false), Verdict::Allow);

@@ -116,12 +116,4 @@ mod tests {
             );
         }
     }
-
-    #[test]
-    fn the_owner_changes_anything() {
-        assert_eq!(
-            verdict(Asker::Owner, &["network.allow_hosts"]),
-            Verdict::Allow
-        );
-    }
 }

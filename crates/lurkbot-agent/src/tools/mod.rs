@@ -2,6 +2,7 @@
 //! hands the model the specs of those the policy allows.
 
 pub(crate) mod browser;
+mod canvas;
 mod cron;
 mod exec;
 mod fs;
@@ -193,6 +194,7 @@ fn builtin_tools() -> Vec<Box<dyn Tool>> {
         Box::new(WebFetchTool),
         Box::new(ImageTool),
         Box::new(browser::BrowserTool),
+        Box::new(canvas::CanvasTool),
         Box::new(SessionStatusTool),
         Box::new(SessionsListTool),
         Box::new(SessionsHistoryTool),

@@ -70,7 +70,8 @@ impl Shaper {
             Event::Lagged(_)
             | Event::IrcStatus(_)
             | Event::MemoryIndexed(_)
-            | Event::BudgetExceeded(_) => Vec::new(),
+            | Event::BudgetExceeded(_)
+            | Event::Canvas(_) => Vec::new(),
         }
     }
 

@@ -50,6 +50,9 @@ pub enum Event {
     /// A model call was not made: it would have passed a budget (the run ended with it).
     #[serde(rename = "budget.exceeded")]
     BudgetExceeded(BudgetExceeded),
+    /// A canvas widget was shown, changed or hidden (the `canvas` tool).
+    #[serde(rename = "canvas")]
+    Canvas(lurkbot_agent::canvas::CanvasChange),
 }
 
 /// `budget.exceeded`.
@@ -79,6 +82,7 @@ impl Event {
         "cron",
         "memory.indexed",
         "budget.exceeded",
+        "canvas",
     ];
 
     /// The wire name.
@@ -96,6 +100,7 @@ impl Event {
             Self::Cron(_) => "cron",
             Self::MemoryIndexed(_) => "memory.indexed",
             Self::BudgetExceeded(_) => "budget.exceeded",
+            Self::Canvas(_) => "canvas",
         }
     }
 }
@@ -477,6 +482,14 @@ mod tests {
                 error: None,
                 duration_ms: Some(3),
                 next_run_at_ms: None,
+            }),
+            Event::Canvas(lurkbot_agent::canvas::CanvasChange {
+                session_key: "agent:main:main".into(),
+                action: "hide".into(),
+                id: "w1".into(),
+                title: "t".into(),
+                html: None,
+                pinned: false,
             }),
         ];
         for event in samples {

@@ -40,6 +40,8 @@ pub mod method {
     pub const CHAT_HISTORY: &str = "chat.history";
     /// A reply's Markdown as safe HTML (the web UI's chat).
     pub const CHAT_RENDER: &str = "chat.render";
+    /// A session's canvas widgets.
+    pub const CANVAS_LIST: &str = "canvas.list";
     /// Abort a session's running turn.
     pub const CHAT_ABORT: &str = "chat.abort";
     /// Start a turn (OpenClaw's name).
