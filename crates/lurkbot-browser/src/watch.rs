@@ -120,7 +120,7 @@ pub(crate) fn watch(
                     let state = p["state"].as_str().unwrap_or_default();
                     if cancelled.contains(&guid) {
                         if state != "inProgress" {
-                            let _ = std::fs::remove_file(staging.join(&guid));
+                            remove_partial(&staging, &guid);
                         }
                         continue;
                     }
@@ -139,7 +139,7 @@ pub(crate) fn watch(
                                 Duration::from_secs(5),
                             )
                             .await;
-                        let _ = std::fs::remove_file(staging.join(&guid));
+                        remove_partial(&staging, &guid);
                         names.remove(&guid);
                         cancelled.insert(guid);
                         note(
@@ -160,7 +160,7 @@ pub(crate) fn watch(
                         });
                         w.ended.send_modify(|n| *n += 1);
                     } else if state == "canceled" && names.remove(&guid).is_some() {
-                        let _ = std::fs::remove_file(staging.join(&guid));
+                        remove_partial(&staging, &guid);
                         note(format!("the download of {name} was cancelled"), true);
                     }
                 }
@@ -168,4 +168,11 @@ pub(crate) fn watch(
             }
         }
     })
+}
+
+/// Removes what a stopped download left in `staging`: the file under its guid, and the
+/// partial Chromium writes beside it while it runs (`<guid>.crdownload`).
+fn remove_partial(staging: &std::path::Path, guid: &str) {
+    let _ = std::fs::remove_file(staging.join(guid));
+    let _ = std::fs::remove_file(staging.join(format!("{guid}.crdownload")));
 }

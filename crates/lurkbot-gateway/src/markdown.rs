@@ -32,7 +32,8 @@ pub(crate) fn render(text: &str) -> String {
         | Options::ENABLE_GFM;
     let mut html = String::with_capacity(text.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut html, Shown::new(Parser::new_ext(text, options)));
-    sanitizer().clean(&html).to_string()
+    // Without the parser's last line break, the message's text is the reply's text.
+    sanitizer().clean(html.trim_end()).to_string()
 }
 
 /// `chat.render {text}` → `{html}`.
