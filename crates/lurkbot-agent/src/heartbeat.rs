@@ -222,7 +222,7 @@ pub fn active(config: &Config, now_ms: u64) -> bool {
 }
 
 /// Only blank lines and `#` comments.
-fn effectively_empty(content: &str) -> bool {
+pub(crate) fn effectively_empty(content: &str) -> bool {
     content
         .lines()
         .map(str::trim)

@@ -119,7 +119,10 @@ pub fn bootstrap(home: &Home, kind: SessionKind, first_run: bool) -> Vec<(String
         let Ok(text) = std::fs::read_to_string(home.join(layout::WORKSPACE).join(name)) else {
             continue;
         };
-        if text.trim().is_empty() {
+        // A HEARTBEAT.md of comments only has no task (heartbeats skip it too): not injected.
+        if text.trim().is_empty()
+            || (*name == "HEARTBEAT.md" && crate::heartbeat::effectively_empty(&text))
+        {
             continue;
         }
         let text = trim(name, &text);

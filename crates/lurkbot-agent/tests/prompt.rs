@@ -161,6 +161,14 @@ fn bootstrap_files_per_session_kind() {
         names(SessionKind::Subagent, true),
         ["AGENTS.md", "TOOLS.md"]
     );
+    // A HEARTBEAT.md of comments only (the template) has no task: it is not injected.
+    std::fs::write(
+        ws.join("HEARTBEAT.md"),
+        "# HEARTBEAT.md\n# - a task goes here\n\n",
+    )
+    .unwrap();
+    assert!(!names(SessionKind::Direct, false).contains(&"HEARTBEAT.md".to_string()));
+    std::fs::write(ws.join("HEARTBEAT.md"), "content of HEARTBEAT.md").unwrap();
     // Over-long files are trimmed to about 18,000 characters each, so all eight fit the total.
     for name in lurkbot_agent::BOOTSTRAP_FILES {
         std::fs::write(ws.join(name), "x".repeat(25_000)).unwrap();

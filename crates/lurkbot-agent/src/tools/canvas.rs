@@ -16,7 +16,7 @@ impl Tool for CanvasTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "canvas".into(),
-            description: "Show a self-contained HTML/SVG widget in the user's chat (scripts run; no network; ≤256 KiB). pin keeps it on the session's dashboard.".into(),
+            description: "Show an HTML/SVG widget in the user's chat (scripts run, no network, ≤256 KiB); pin keeps it on the dashboard.".into(),
             parameters: json!({"type": "object", "properties": {
                 "action": {"type": "string", "enum": ["show", "update", "hide", "list"]},
                 "id": {"type": "string"},

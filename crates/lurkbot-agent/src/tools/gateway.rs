@@ -18,7 +18,7 @@ impl Tool for GatewayTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "gateway".into(),
-            description: "This gateway's status and settings (secrets masked). config.patch {patch:{section:{key:value}}} proposes a change the owner approves; config.schema lists what you may change.".into(),
+            description: "Gateway status and settings (secrets masked). config.patch {patch:{section:{key:value}}} needs the owner's approval.".into(),
             parameters: json!({"type": "object", "properties": {
                 "action": {"type": "string", "enum": ["status", "config.get", "config.schema", "config.patch", "reload"]},
                 "patch": {"type": "object"}},
