@@ -4,11 +4,9 @@
 //! TOML/YAML, SQL, JSON); an unknown language gets the same treatment without keywords.
 //!
 //! Why not a highlighting crate: `syntect` carries the Sublime grammars (megabytes) and
-//! tree-sitter one parser per language; the chat needs colour for reading, not a parse. The
-//! output is escaped here and cleaned again by the sanitizer ([`crate::markdown`]).
-
-/// The classes this module emits: keyword, string, comment, number.
-pub(crate) const CLASSES: [&str; 4] = ["hl-k", "hl-s", "hl-c", "hl-n"];
+//! tree-sitter one parser per language; the chat needs colour for reading, not a parse. Every
+//! character of the code is escaped here; the only markup is the spans of the four classes
+//! `hl-k` (keyword), `hl-s` (string), `hl-c` (comment) and `hl-n` (number).
 
 const KEYWORDS: &[&str] = &[
     "as",

@@ -1,16 +1,22 @@
 //! What the model writes, as the web UI's chat shows it (`chat.render`): CommonMark with tables,
-//! strikethrough and task lists rendered by `pulldown-cmark`, then cleaned by `ammonia`, so no
-//! HTML the model wrote is ever executed.
+//! strikethrough and task lists rendered by `pulldown-cmark`, safe by construction — every piece
+//! of the model's text reaches the page through the renderer's escaping, and nothing else does:
 //!
-//! Three rules before the sanitizer, so that it is the second wall rather than the only one:
-//! raw HTML in the reply (a block, an inline tag, a comment) is shown as text; an image becomes a
-//! link showing its alt text (a picture from anywhere would tell a third party the page was
-//! read); fenced code is highlighted by [`crate::highlight`] from escaped text. The sanitizer
-//! then keeps only its default tags, links of `http`, `https` and `mailto` (opened in a new tab,
-//! `noopener noreferrer`), and the highlighter's classes.
+//! - raw HTML in the reply (a block, an inline tag, a comment) is turned into text;
+//! - a link keeps only an `http`, `https` or `mailto` target (anything else — `javascript:`,
+//!   `data:`, a path into the gateway — leaves its text unlinked) and opens in a new tab with
+//!   `noopener noreferrer`;
+//! - an image becomes such a link showing its alt text (a picture from anywhere would tell a
+//!   third party the page was read);
+//! - fenced code is highlighted by [`crate::highlight`] from escaped text.
+//!
+//! So the page receives only the renderer's own tags and the attributes above. Why not a second
+//! pass through an HTML sanitizer (`ammonia`): it parses the output again with html5ever's tree
+//! builder made for its own document type — 0.22 MiB of binary, past the 14 MiB budget, for a pass
+//! that, given the rules above, finds nothing to remove (ARCHITECTURE.md §6, §9).
 
-use pulldown_cmark::{CodeBlockKind, CowStr, Event, Options, Parser, Tag, TagEnd};
-
+use pulldown_cmark::{CodeBlockKind, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
+use pulldown_cmark_escape::{escape_href, escape_html};
 use serde_json::{Value, json};
 
 use crate::highlight;
@@ -19,6 +25,9 @@ use crate::protocol::MethodError;
 /// The longest text rendered; a longer one is rendered up to here (the chat shows a reply of
 /// this size as a scroll of its own anyway).
 pub(crate) const MAX_CHARS: usize = 512 * 1024;
+
+/// Link targets kept.
+const SCHEMES: [&str; 3] = ["http://", "https://", "mailto:"];
 
 /// The reply `text` as safe HTML.
 pub(crate) fn render(text: &str) -> String {
@@ -32,8 +41,9 @@ pub(crate) fn render(text: &str) -> String {
         | Options::ENABLE_GFM;
     let mut html = String::with_capacity(text.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut html, Shown::new(Parser::new_ext(text, options)));
-    // Without the parser's last line break, the message's text is the reply's text.
-    sanitizer().clean(html.trim_end()).to_string()
+    // Without the renderer's last line break, the message's text is the reply's text.
+    html.truncate(html.trim_end().len());
+    html
 }
 
 /// `chat.render {text}` → `{html}`.
@@ -45,22 +55,33 @@ pub(crate) fn method(params: &Value) -> Result<Value, MethodError> {
     Ok(json!({"html": render(text)}))
 }
 
-/// The sanitizer: ammonia's defaults (no script, no style, no event attribute, no unknown
-/// scheme), links into a new tab, and the highlighter's classes on `span`.
-fn sanitizer() -> ammonia::Builder<'static> {
-    let mut b = ammonia::Builder::default();
-    b.url_schemes(["http", "https", "mailto"].into())
-        .link_rel(Some("noopener noreferrer nofollow"))
-        .set_tag_attribute_value("a", "target", "_blank")
-        .add_allowed_classes("span", highlight::CLASSES)
-        .add_allowed_classes("pre", ["code"])
-        .rm_tags(["img"]);
-    b
+/// The opening tag of a kept link, or `None` when its target is not allowed.
+fn link_open(link_type: LinkType, dest: &str, title: &str) -> Option<String> {
+    let href = match link_type {
+        LinkType::Email => format!("mailto:{dest}"),
+        _ => dest.to_string(),
+    };
+    let lower = href.to_ascii_lowercase();
+    if !SCHEMES.iter().any(|s| lower.starts_with(s)) {
+        return None;
+    }
+    let mut html = String::from("<a href=\"");
+    escape_href(&mut html, &href).ok()?;
+    html.push('"');
+    if !title.is_empty() {
+        html.push_str(" title=\"");
+        escape_html(&mut html, title).ok()?;
+        html.push('"');
+    }
+    html.push_str(" rel=\"noopener noreferrer nofollow\" target=\"_blank\">");
+    Some(html)
 }
 
-/// The parser's events with the three rules applied.
+/// The parser's events with the rules applied.
 struct Shown<'a, I> {
     events: I,
+    /// For each link open now, whether it was kept (its end is written only then).
+    links: Vec<bool>,
     /// A fenced block's language while its text is gathered.
     fence: Option<(String, String)>,
     /// The events waiting after a highlighted block.
@@ -71,6 +92,7 @@ impl<'a, I: Iterator<Item = Event<'a>>> Shown<'a, I> {
     fn new(events: I) -> Self {
         Self {
             events,
+            links: Vec::new(),
             fence: None,
             pending: None,
         }
@@ -113,19 +135,35 @@ impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Shown<'a, I> {
                     continue;
                 }
                 Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
-                Event::Start(Tag::Image {
-                    link_type,
-                    dest_url,
-                    title,
-                    id,
-                }) => Event::Start(Tag::Link {
-                    link_type,
-                    dest_url,
-                    title,
-                    id,
-                }),
-                Event::End(TagEnd::Image) => Event::End(TagEnd::Link),
-                // The sanitizer keeps no form control: a task's box is a character.
+                Event::Start(
+                    Tag::Link {
+                        link_type,
+                        dest_url,
+                        title,
+                        ..
+                    }
+                    | Tag::Image {
+                        link_type,
+                        dest_url,
+                        title,
+                        ..
+                    },
+                ) => {
+                    let open = link_open(link_type, &dest_url, &title);
+                    self.links.push(open.is_some());
+                    match open {
+                        Some(tag) => Event::InlineHtml(tag.into()),
+                        None => continue,
+                    }
+                }
+                Event::End(TagEnd::Link | TagEnd::Image) => {
+                    if self.links.pop() == Some(true) {
+                        Event::InlineHtml("</a>".into())
+                    } else {
+                        continue;
+                    }
+                }
+                // No form control in a message: a task's box is a character.
                 Event::TaskListMarker(done) => Event::Text(if done { "☑ " } else { "☐ " }.into()),
                 other => other,
             });
@@ -159,7 +197,7 @@ mod tests {
             "<code>code</code>",
             "<pre class=\"code\"><code>",
             "<span class=\"hl-k\">fn</span>",
-            "<span class=\"hl-s\">\"x\"</span>",
+            "<span class=\"hl-s\">&quot;x&quot;</span>",
             "<span class=\"hl-c\">// done</span>",
         ] {
             assert!(html.contains(part), "{part} missing from {html}");
@@ -188,6 +226,24 @@ mod tests {
         assert!(
             html.contains("rel=\"noopener noreferrer nofollow\""),
             "{html}"
+        );
+    }
+
+    #[test]
+    fn only_web_and_mail_links_survive() {
+        let html = render(
+            "[a](JaVaScRiPt:alert(1)) [b](data:text/html,x) [c](/v1/models) [d](https://ok.example/?q=\"x\" \"t\\\"<\") <me@mail.example> <https://auto.example>",
+        );
+        for gone in ["javascript", "JaVaScRiPt", "data:", "/v1/models", "<t"] {
+            assert!(!html.contains(gone), "{gone} in {html}");
+        }
+        assert_eq!(html.matches("<a ").count(), 3, "{html}");
+        assert!(html.contains("href=\"mailto:me@mail.example\""), "{html}");
+        assert!(html.contains("href=\"https://auto.example\""), "{html}");
+        assert!(html.contains("title=\"t&quot;&lt;\""), "{html}");
+        assert!(
+            html.starts_with("<p>a b c <a "),
+            "the text of a dropped link stays: {html}"
         );
     }
 
