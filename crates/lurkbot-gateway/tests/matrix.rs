@@ -367,9 +367,24 @@ async fn a_photo_in_a_matrix_room_reaches_the_model_as_an_image() {
             ),
         )
         .await;
+    let bodies = owner.wait_bodies(&dm, "@bot:localhost", 1).await;
+    // On a failure, what reached the model says why (a CI run once saw the apology here).
+    let seen: Vec<String> = gw
+        .fake
+        .requests()
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}",
+                r.path,
+                r.body.to_string().chars().take(300).collect::<String>()
+            )
+        })
+        .collect();
     assert_eq!(
-        owner.wait_bodies(&dm, "@bot:localhost", 1).await,
-        ["A red square."]
+        bodies,
+        ["A red square."],
+        "requests to the model: {seen:#?}"
     );
     let user = gw.fake.requests()[0].body["messages"]
         .as_array()
