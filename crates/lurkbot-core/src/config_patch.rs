@@ -136,6 +136,11 @@ mod tests {
         for bad in [json!([]), json!({"log": 1}), json!({}), json!("x")] {
             assert!(patch_keys(&bad).is_err(), "{bad}");
         }
+        let many: serde_json::Map<String, serde_json::Value> = (0..=MAX_PATCH_KEYS)
+            .map(|i| (format!("k{i}"), json!(1)))
+            .collect();
+        let too_many = patch_keys(&json!({"agents": many})).unwrap_err();
+        assert!(too_many.contains("at most 64"), "{too_many}");
     }
 
     #[test]

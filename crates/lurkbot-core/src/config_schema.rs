@@ -42,6 +42,32 @@ pub fn config_reference() -> String {
     out
 }
 
+/// Each dotted key of `keys` (`heartbeat.every`) with its description, type, allowed values and
+/// default from [`config_schema`] (the `gateway` tool's `config.schema`).
+pub fn keys_schema(keys: &[&str]) -> serde_json::Map<String, Value> {
+    let schema = config_schema();
+    let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
+    let mut out = serde_json::Map::new();
+    for key in keys {
+        let mut node = &schema;
+        for part in key.split('.') {
+            node = resolve(node, &defs)
+                .get("properties")
+                .and_then(|p| p.get(part))
+                .unwrap_or(&Value::Null);
+        }
+        let described = resolve(node, &defs);
+        let mut entry = serde_json::Map::new();
+        for field in ["description", "type", "enum", "default"] {
+            if let Some(v) = node.get(field).or_else(|| described.get(field)) {
+                entry.insert(field.into(), v.clone());
+            }
+        }
+        out.insert((*key).to_string(), Value::Object(entry));
+    }
+    out
+}
+
 /// The definition a property points to (`$ref`, or the one non-null choice of an optional
 /// one), or the property itself.
 fn resolve<'a>(prop: &'a Value, defs: &'a Value) -> &'a Value {

@@ -59,7 +59,7 @@ pub use config::{
 pub use config_check::ConfigProblem;
 pub use config_doc::{ConfigDoc, ConfigDocError, is_secret_key, mask_secret_values};
 pub use config_patch::{MAX_PATCH_KEYS, patch_keys};
-pub use config_schema::{config_reference, config_schema};
+pub use config_schema::{config_reference, config_schema, keys_schema};
 pub use error::CoreError;
 pub use home::{Home, layout};
 pub use host_port::split_host_port;

@@ -58,11 +58,7 @@ impl Control {
 
 impl GatewayControl for Control {
     fn status(&self) -> BoxFuture<'_, Value> {
-        Box::pin(async move {
-            let mut v = crate::methods::status(&self.state);
-            v["browser"] = crate::browser_methods::state(&self.state).await;
-            v
-        })
+        Box::pin(crate::methods::status_with_browser(&self.state))
     }
 
     fn patch<'a>(

@@ -78,34 +78,28 @@ fn link_open(link_type: LinkType, dest: &str, title: &str) -> Option<String> {
 }
 
 /// The parser's events with the rules applied.
-struct Shown<'a, I> {
+struct Shown<I> {
     events: I,
     /// For each link open now, whether it was kept (its end is written only then).
     links: Vec<bool>,
     /// A fenced block's language while its text is gathered.
     fence: Option<(String, String)>,
-    /// The events waiting after a highlighted block.
-    pending: Option<Event<'a>>,
 }
 
-impl<'a, I: Iterator<Item = Event<'a>>> Shown<'a, I> {
+impl<I> Shown<I> {
     fn new(events: I) -> Self {
         Self {
             events,
             links: Vec::new(),
             fence: None,
-            pending: None,
         }
     }
 }
 
-impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Shown<'a, I> {
+impl<'a, I: Iterator<Item = Event<'a>>> Iterator for Shown<I> {
     type Item = Event<'a>;
 
     fn next(&mut self) -> Option<Event<'a>> {
-        if let Some(e) = self.pending.take() {
-            return Some(e);
-        }
         loop {
             let event = match self.events.next() {
                 Some(e) => e,

@@ -56,13 +56,7 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: method::STATUS,
         scope: Scope::Read,
-        handler: |s, _| {
-            Box::pin(async {
-                let mut v = status(s);
-                v["browser"] = crate::browser_methods::state(s).await;
-                Ok(v)
-            })
-        },
+        handler: |s, _| Box::pin(async { Ok(status_with_browser(s).await) }),
     },
     Method {
         name: method::CHAT_SEND,
@@ -327,6 +321,13 @@ pub(crate) fn status(state: &AppState) -> Value {
         "heartbeat": state.autonomy.last_heartbeat(),
         "retained": retained(state),
     })
+}
+
+/// `status`: [`status`] with the managed browser's state (the method, the `gateway` tool).
+pub(crate) async fn status_with_browser(state: &AppState) -> Value {
+    let mut v = status(state);
+    v["browser"] = crate::browser_methods::state(state).await;
+    v
 }
 
 /// What the gateway keeps in memory, counted, with the bounds of those that have one

@@ -126,6 +126,12 @@ pub(crate) async fn click(b: &Browser, css: &str) {
         .unwrap();
 }
 
+/// Types `text` into the chat's box and sends it.
+pub(crate) async fn say(b: &Browser, text: &str) {
+    type_into(b, "#input", text).await;
+    click(b, "#send-button").await;
+}
+
 pub(crate) async fn type_into(b: &Browser, css: &str, text: &str) {
     b.find(Locator::Css(css))
         .await
@@ -205,8 +211,7 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
     .await;
 
     // Send a message and see the streamed reply; the welcome goes.
-    type_into(b, "#input", "hello").await;
-    click(b, "#send-button").await;
+    say(b, "hello").await;
     until(
         b,
         "the reply",
@@ -242,8 +247,7 @@ async fn chat_sessions_approvals_welcome_and_no_irc_light_in_chromium() {
             .unwrap(),
         0
     );
-    type_into(b, "#input", "book the dentist").await;
-    click(b, "#send-button").await;
+    say(b, "book the dentist").await;
     until(
         b,
         "the approval card",

@@ -235,8 +235,7 @@ async fn an_attached_picture_is_sent_and_shown_in_the_history_in_chromium() {
         "document.querySelectorAll('#attachments img').length === 1",
     )
     .await;
-    crate::browser::type_into(b, "#input", "what is this?").await;
-    click(b, "#send-button").await;
+    crate::browser::say(b, "what is this?").await;
     until(
         b,
         "the answer",

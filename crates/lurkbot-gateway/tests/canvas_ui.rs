@@ -14,7 +14,7 @@ use fantoccini::Locator;
 use lurkbot_llm::fake::Step;
 use serde_json::{Value, json};
 
-use crate::browser::{Ui, click, type_into, until};
+use crate::browser::{Ui, until};
 use crate::common::{Client, Gateway, TOKEN};
 
 /// Counts the requests made to it: connections that sent bytes (it answers nothing). A
@@ -97,8 +97,7 @@ async fn a_pinned_widget_runs_sandboxed_without_network_and_survives_a_reload_in
 
     let ui = Ui::signed_in(&gw).await;
     let b = &ui.browser;
-    type_into(b, "#input", "draw it").await;
-    click(b, "#send-button").await;
+    crate::browser::say(b, "draw it").await;
     until(
         b,
         "the pinned widget on the dashboard",
@@ -154,8 +153,7 @@ async fn a_pinned_widget_runs_sandboxed_without_network_and_survives_a_reload_in
     );
 
     // hide removes it live.
-    type_into(b, "#input", "remove it").await;
-    click(b, "#send-button").await;
+    crate::browser::say(b, "remove it").await;
     until(
         b,
         "the dashboard emptied",

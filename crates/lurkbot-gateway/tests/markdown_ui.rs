@@ -6,7 +6,7 @@
 use lurkbot_llm::fake::Step;
 use serde_json::json;
 
-use crate::browser::{Ui, click, type_into, until};
+use crate::browser::{Ui, click, until};
 use crate::common::Gateway;
 
 const REPLY: &str = "## Plan\n\n| step | state |\n|---|---|\n| read | done |\n| write | next |\n\n- first\n- second\n\n```rust\nfn main() { let x = 1; } // go\n```\n\n<img src=x onerror=\"window.__owned = 1\">\n\n<script>window.__owned = 2</script>\n\nSee [this](javascript:window.__owned=3) and <!-- a comment --> **done**.";
@@ -23,8 +23,7 @@ async fn replies_render_as_markdown_and_model_html_never_runs_in_chromium() {
     .await;
     let ui = Ui::signed_in(&gw).await;
     let b = &ui.browser;
-    type_into(b, "#input", "make a plan").await;
-    click(b, "#send-button").await;
+    crate::browser::say(b, "make a plan").await;
     until(
         b,
         "the rendered reply",

@@ -6,7 +6,7 @@
 //! Offered only in a gateway's sessions.
 
 use lurkbot_llm::ToolSpec;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
 use crate::gate::{Asker, MODEL_SETTINGS};
@@ -72,44 +72,10 @@ impl Tool for GatewayTool {
 /// The keys a model may change, each with its description, type and default from the config
 /// schema; every other key is the owner's.
 fn changeable() -> Value {
-    let schema = lurkbot_core::config_schema();
-    let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
-    let mut keys = Map::new();
-    for key in MODEL_SETTINGS {
-        let mut node = &schema;
-        for part in key.split('.') {
-            node = follow(node, &defs);
-            node = node
-                .get("properties")
-                .and_then(|p| p.get(part))
-                .unwrap_or(&Value::Null);
-        }
-        let described = follow(node, &defs);
-        let mut entry = Map::new();
-        for field in ["description", "type", "enum", "default"] {
-            if let Some(v) = node.get(field).or_else(|| described.get(field)) {
-                entry.insert(field.into(), v.clone());
-            }
-        }
-        keys.insert((*key).to_string(), Value::Object(entry));
-    }
-    json!({"changeable": keys, "everythingElse": "the owner's: refused to config.patch"})
-}
-
-/// `node`, or the definition its `$ref` (or `allOf: [{$ref}]`) names.
-fn follow<'a>(node: &'a Value, defs: &'a Value) -> &'a Value {
-    let reference = node.get("$ref").or_else(|| {
-        node.get("allOf")
-            .and_then(|all| all.get(0))
-            .and_then(|first| first.get("$ref"))
-    });
-    match reference
-        .and_then(Value::as_str)
-        .and_then(|r| r.strip_prefix("#/$defs/"))
-    {
-        Some(name) => defs.get(name).unwrap_or(node),
-        None => node,
-    }
+    json!({
+        "changeable": lurkbot_core::keys_schema(MODEL_SETTINGS),
+        "everythingElse": "the owner's: refused to config.patch",
+    })
 }
 
 #[cfg(test)]
