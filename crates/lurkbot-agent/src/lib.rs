@@ -20,6 +20,7 @@ mod runtime;
 mod session_index;
 pub mod setup;
 pub mod skills;
+pub mod speech;
 mod subagent;
 mod tools;
 mod transcript;

@@ -24,6 +24,7 @@ pub(crate) const GROUPS: &[(&str, &[&str])] = &[
     ("group:automation", &["cron", "gateway"]),
     ("group:messaging", &["message"]),
     ("group:ui", &["browser", "canvas"]),
+    ("group:tts", &["tts"]),
 ];
 
 /// What each profile allows.

@@ -87,6 +87,9 @@ pub struct TurnOutcome {
     pub steps: usize,
     /// The session id.
     pub session_id: String,
+    /// Voice notes `tts` made in the turn (file names under `workspace/audio/`), in order:
+    /// a channel sends them with the answer.
+    pub voice_notes: Vec<String>,
 }
 
 /// An agent bound to a home.
@@ -286,7 +289,8 @@ impl Agent {
             if calls.is_empty() {
                 return self.finish(turn, response.text, step);
             }
-            let results = self.run_tools(&turn, &calls, on_event).await;
+            let (results, voice) = self.run_tools(&turn, &calls, on_event).await;
+            turn.voice_notes.extend(voice);
             turn.sessions
                 .append_tracked(&mut turn.tracked, &results, true)?;
         }

@@ -52,6 +52,17 @@ pub struct Media {
     pub name: String,
     /// Where its bytes are.
     pub source: MediaSource,
+    /// A voice note (the platform marks it so): transcribed under `[stt]`.
+    pub voice: bool,
+}
+
+/// A voice note to send: an OGG/Opus file.
+#[derive(Debug, Clone, Copy)]
+pub struct VoiceNote<'a> {
+    /// The file's bytes.
+    pub ogg: &'a [u8],
+    /// Its length in seconds.
+    pub seconds: f64,
 }
 
 /// Where an attachment's bytes are.
@@ -125,6 +136,21 @@ pub trait Channel: Send + Sync {
 
     /// Shows "typing…" in `chat` (best effort).
     fn typing<'a>(&'a self, chat: &'a str) -> BoxFuture<'a, ()>;
+
+    /// Sends a voice note (OGG/Opus) as the platform's voice message, or as an audio file where
+    /// it has none, replying to `reply_to` when given.
+    fn send_voice<'a>(
+        &'a self,
+        _chat: &'a str,
+        _note: VoiceNote<'a>,
+        _reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async {
+            Err(ChannelError::Permanent(
+                "this platform carries no audio".into(),
+            ))
+        })
+    }
 
     /// The URL (and bearer token) of a platform file id (a [`MediaSource::File`]).
     fn media_url<'a>(

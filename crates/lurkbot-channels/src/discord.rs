@@ -142,6 +142,8 @@ fn inbound(d: &Value, me: &str) -> Option<Inbound> {
                         url: a["url"].as_str()?.to_string(),
                         bearer: None,
                     },
+                    // A voice message's attachment carries its length and waveform.
+                    voice: a.get("duration_secs").is_some(),
                 })
             })
             .collect(),

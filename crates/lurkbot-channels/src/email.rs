@@ -439,6 +439,7 @@ fn leaves_of<'a>(
         attachments.push(crate::Media {
             name,
             source: crate::MediaSource::Bytes(bytes),
+            voice: false,
         });
         return;
     }

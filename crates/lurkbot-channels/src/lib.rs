@@ -23,4 +23,6 @@ pub mod slack;
 pub mod telegram;
 mod ws;
 
-pub use channel::{BoxFuture, Channel, ChannelError, ChannelStatus, Inbound, Media, MediaSource};
+pub use channel::{
+    BoxFuture, Channel, ChannelError, ChannelStatus, Inbound, Media, MediaSource, VoiceNote,
+};

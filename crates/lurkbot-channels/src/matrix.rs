@@ -283,6 +283,9 @@ impl Matrix {
                                 ),
                                 bearer: Some(token.to_string()),
                             },
+                            // A voice message is `m.audio` marked by MSC3245.
+                            voice: kind == "m.audio"
+                                && content.get("org.matrix.msc3245.voice").is_some(),
                         });
                     }
                     text = format!("[attachment: {kind} {text}] (not opened)");

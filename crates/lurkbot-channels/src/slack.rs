@@ -151,6 +151,8 @@ fn inbound(event: &Value, me: &str) -> Option<Inbound> {
                         url: f["url_private"].as_str()?.to_string(),
                         bearer: None,
                     },
+                    // Slack's recorded clips are files of subtype `slack_audio`.
+                    voice: f["subtype"] == "slack_audio",
                 })
             })
             .collect(),

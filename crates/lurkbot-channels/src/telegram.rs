@@ -2,8 +2,9 @@
 //! `.env`): long polling with `getUpdates`, its offset kept in `channels/telegram/state.json`
 //! and saved as soon as a batch arrives (a restart never hands a message over twice);
 //! `sendMessage` in MarkdownV2, 4,096 characters a message, the first replying to the message
-//! answered; `sendChatAction` for typing. Groups answer when the bot is @-mentioned or replied
-//! to. Attachments are named in the text, never fetched.
+//! answered; `sendChatAction` for typing; voice notes with `sendVoice` (a multipart upload of
+//! OGG/Opus). Groups answer when the bot is @-mentioned or replied to. Attachments are named in
+//! the text, fetched only under `fetch_media` (voice notes under `[stt]`).
 
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
@@ -12,7 +13,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::http::{classify, client, network};
-use crate::{BoxFuture, Channel, ChannelError, Inbound};
+use lurkbot_core::multipart::Form;
+
+use crate::{BoxFuture, Channel, ChannelError, Inbound, VoiceNote};
 
 /// The public Bot API.
 pub const DEFAULT_BASE_URL: &str = "https://api.telegram.org";
@@ -69,6 +72,11 @@ impl Telegram {
             .send()
             .await
             .map_err(|e| network(method, e))?;
+        Self::result(method, response).await
+    }
+
+    /// An answer's `result`, or its error classified.
+    async fn result(method: &str, response: reqwest::Response) -> Result<Value, ChannelError> {
         let status = response.status().as_u16();
         let bytes = response.bytes().await.map_err(|e| network(method, e))?;
         let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
@@ -84,6 +92,20 @@ impl Telegram {
             &format!("{method}: {description}"),
             retry_after,
         ))
+    }
+
+    /// Calls `method` with a multipart form (an upload); the `result`.
+    async fn upload(&self, method: &str, form: Form) -> Result<Value, ChannelError> {
+        let (kind, body) = form.finish();
+        let response = self
+            .http
+            .post(format!("{}/{method}", self.api))
+            .header(reqwest::header::CONTENT_TYPE, kind)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| network(method, e))?;
+        Self::result(method, response).await
     }
 
     /// The bot's id and username, asked once.
@@ -145,6 +167,7 @@ impl Telegram {
                     media.push(crate::Media {
                         name,
                         source: crate::MediaSource::File(id.to_string()),
+                        voice: kind == "voice",
                     });
                 }
             }
@@ -272,6 +295,26 @@ impl Channel for Telegram {
                     json!({"message_id": id, "allow_sending_without_reply": true});
             }
             self.call("sendMessage", body).await.map(|_| ())
+        })
+    }
+
+    fn send_voice<'a>(
+        &'a self,
+        chat: &'a str,
+        note: VoiceNote<'a>,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            // `sendVoice`: OGG/Opus is shown as a voice message.
+            let mut form = Form::new()
+                .text("chat_id", chat)
+                .text("duration", &(note.seconds.ceil() as u64).to_string());
+            if let Some(id) = reply_to.and_then(|r| r.parse::<i64>().ok()) {
+                let reply = json!({"message_id": id, "allow_sending_without_reply": true});
+                form = form.text("reply_parameters", &reply.to_string());
+            }
+            let form = form.file("voice", "voice.ogg", "audio/ogg", note.ogg.to_vec());
+            self.upload("sendVoice", form).await.map(|_| ())
         })
     }
 

@@ -50,6 +50,10 @@ pub struct Config {
     pub session: crate::SessionConfig,
     /// `[browser]`: the managed Chromium of the `browser` tool.
     pub browser: crate::BrowserConfig,
+    /// `[tts]`: speaking (the `tts` tool, voice answers on channels).
+    pub tts: crate::TtsConfig,
+    /// `[stt]`: hearing voice notes.
+    pub stt: crate::SttConfig,
 }
 
 /// `[log]`: what the gateway logs and how much of it is kept.

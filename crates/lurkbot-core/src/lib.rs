@@ -24,6 +24,7 @@ mod html_text;
 mod ids;
 mod init;
 mod log_file;
+pub mod multipart;
 mod owner_accounts;
 mod paths;
 mod plugin_config;
@@ -33,6 +34,7 @@ mod protection;
 mod running;
 mod secrets;
 mod session_key;
+mod speech_config;
 mod stale_temp;
 mod templates;
 pub mod tls;
@@ -84,6 +86,7 @@ pub use protection::{
 pub use running::{RUNNING_GATEWAY, RunningGateway};
 pub use secrets::Secrets;
 pub use session_key::{SessionKey, SessionKeyError};
+pub use speech_config::{SttConfig, TtsAuto, TtsConfig};
 pub use stale_temp::{
     STALE_AFTER, Sweep, sweep_stale_temp, sweep_stale_temp_at, sweep_stale_temp_in,
 };

@@ -60,7 +60,9 @@ async fn picture(state: &AppState, bytes: Vec<u8>) -> Option<Result<ImagePart, S
     })
 }
 
-async fn fetch_one(
+/// One attachment downloaded (at most `max` bytes) and saved in the inbox: its home-relative
+/// path, size and bytes.
+pub(crate) async fn fetch_one(
     state: &AppState,
     channel: &dyn Channel,
     media: &Media,

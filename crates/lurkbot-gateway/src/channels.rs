@@ -334,6 +334,14 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
         state.host.note_route(name, Some(message.chat.clone()));
     }
     live.channel.typing(&message.chat).await;
+    let mut message = message;
+    let voice_in = crate::channel_voice::hear(
+        state,
+        &*live.channel,
+        &mut message,
+        settings.max_media_bytes,
+    )
+    .await;
     let mut text = for_agent(&message, owner, settings.max_inbound_chars);
     let mut options = TurnOptions::default();
     if settings.fetch_media && !message.media.is_empty() {
@@ -347,9 +355,13 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
         .host
         .start_when_free(key.clone(), text, options, false)
         .await;
+    let mut made = Vec::new();
     let reply = match started {
         Ok((_, task)) => match task.await {
-            Ok(Ok(outcome)) => outcome.text,
+            Ok(Ok(outcome)) => {
+                made = outcome.voice_notes;
+                outcome.text
+            }
             Ok(Err(e)) => {
                 // The details (a provider's error, a budget) are the owner's: logged, not sent.
                 tracing::warn!(
@@ -372,10 +384,21 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
             return;
         }
     };
-    if reply.trim().is_empty() {
-        return;
+    if !reply.trim().is_empty() {
+        let _ = send(live, &message.chat, &reply, Some(&message.message_id)).await;
     }
-    let _ = send(live, &message.chat, &reply, Some(&message.message_id)).await;
+    let reply_to = Some(message.message_id.as_str());
+    let spoken = crate::channel_voice::speak(
+        state,
+        &*live.channel,
+        &message.chat,
+        reply_to,
+        &made,
+        &reply,
+        voice_in,
+    )
+    .await;
+    live.update(|s| s.sent += spoken as u64);
 }
 
 /// `channels.status`: each configured channel with its state and the pending pairings.

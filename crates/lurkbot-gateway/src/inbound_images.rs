@@ -97,9 +97,27 @@ pub(crate) async fn serve(
         return StatusCode::NOT_FOUND.into_response();
     }
     let relative = format!("{}/{name}", lurkbot_agent::images::IMAGES_DIR);
-    let Some(path) = lurkbot_agent::images::kept_file(&state.home, &relative) else {
-        return StatusCode::NOT_FOUND.into_response();
-    };
+    match lurkbot_agent::images::kept_file(&state.home, &relative) {
+        Some(path) => kept_file(path, media_type).await,
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// `GET /v1/audio/<name>`: a voice note `tts` made under `workspace/audio/` (resolved and
+/// confined as every reader does; nothing else is served), for the web UI's player.
+pub(crate) async fn serve_audio(
+    _auth: GatewayAuth,
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Response {
+    match lurkbot_agent::speech::voice_note_file(&state.home, &name) {
+        Some(path) => kept_file(path, "audio/ogg").await,
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// A kept file's bytes as `media_type`, private to the token holder.
+async fn kept_file(path: std::path::PathBuf, media_type: &'static str) -> Response {
     match tokio::task::spawn_blocking(move || std::fs::read(path)).await {
         Ok(Ok(bytes)) => (
             [

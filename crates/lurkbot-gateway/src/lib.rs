@@ -6,6 +6,7 @@ mod accept;
 mod auth;
 mod browser_methods;
 mod channel_media;
+mod channel_voice;
 mod channels;
 mod cron_methods;
 mod gateway_control;

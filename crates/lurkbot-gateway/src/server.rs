@@ -38,6 +38,7 @@ pub fn router(state: AppState) -> Router {
         .route("/ws", get(crate::ws::upgrade))
         .route("/v1/models", get(crate::openai::models))
         .route("/v1/images/{name}", get(crate::inbound_images::serve))
+        .route("/v1/audio/{name}", get(crate::inbound_images::serve_audio))
         .route(
             "/v1/chat/completions",
             post(crate::openai::chat_completions),

@@ -8,3 +8,5 @@ mod prepare;
 
 pub use format::{ImageFormat, recognise};
 pub use prepare::{MAX_BYTES, MAX_EDGE, MAX_PIXELS, MediaError, Prepared, prepare};
+
+pub mod speech;

@@ -4,6 +4,19 @@
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpStream;
 
+/// One part of a `multipart/form-data` body.
+#[derive(Debug, Clone)]
+pub(crate) struct Part {
+    /// The field's name.
+    pub(crate) name: String,
+    /// The file name, for a file.
+    pub(crate) file_name: Option<String>,
+    /// The part's `Content-Type`.
+    pub(crate) content_type: Option<String>,
+    /// Its bytes.
+    pub(crate) bytes: Vec<u8>,
+}
+
 /// A request as received.
 pub(crate) struct HttpRequest {
     /// `GET`, `POST`, …
@@ -58,5 +71,51 @@ impl HttpRequest {
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+
+    /// A `multipart/form-data` body's parts, in order.
+    pub(crate) fn multipart(&self) -> Vec<Part> {
+        let Some(boundary) = self
+            .header("content-type")
+            .and_then(|t| t.split_once("boundary="))
+            .map(|(_, b)| format!("--{}", b.trim_matches('"')))
+        else {
+            return Vec::new();
+        };
+        let body = &self.body;
+        let mut parts = Vec::new();
+        let mut starts: Vec<usize> = body
+            .windows(boundary.len())
+            .enumerate()
+            .filter(|(_, w)| *w == boundary.as_bytes())
+            .map(|(i, _)| i)
+            .collect();
+        starts.dedup();
+        for pair in starts.windows(2) {
+            let part = &body[pair[0] + boundary.len()..pair[1]];
+            let part = part.strip_prefix(b"\r\n").unwrap_or(part);
+            let part = part.strip_suffix(b"\r\n").unwrap_or(part);
+            let Some(split) = part.windows(4).position(|w| w == b"\r\n\r\n") else {
+                continue;
+            };
+            let head = String::from_utf8_lossy(&part[..split]).into_owned();
+            let param = |name: &str| {
+                head.split(';')
+                    .find_map(|p| p.trim().strip_prefix(&format!("{name}=\"")))
+                    .and_then(|v| v.split('"').next())
+                    .map(str::to_string)
+            };
+            let Some(name) = param("name") else { continue };
+            parts.push(Part {
+                name,
+                file_name: param("filename"),
+                content_type: head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Content-Type: "))
+                    .map(str::to_string),
+                bytes: part[split + 4..].to_vec(),
+            });
+        }
+        parts
     }
 }

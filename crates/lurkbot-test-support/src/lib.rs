@@ -13,6 +13,7 @@ pub mod openclaw;
 pub mod ports;
 pub mod search_servers;
 pub mod slack_server;
+pub mod speech_servers;
 pub mod synapse;
 pub mod telegram_server;
 pub mod tls;

@@ -31,6 +31,21 @@ pub struct Sent {
     pub reply_to: Option<i64>,
 }
 
+/// A voice note the bot sent with `sendVoice`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentVoice {
+    /// The chat.
+    pub chat_id: String,
+    /// The uploaded file.
+    pub bytes: Vec<u8>,
+    /// The upload's `Content-Type`.
+    pub content_type: Option<String>,
+    /// `duration` in seconds, as sent.
+    pub duration: Option<u64>,
+    /// The message it replies to.
+    pub reply_to: Option<i64>,
+}
+
 #[derive(Default)]
 struct State {
     updates: Vec<Value>,
@@ -43,6 +58,7 @@ struct State {
     /// Answers for the next sends: (status, description, retry_after).
     scripted: Vec<(u16, String, Option<u64>)>,
     offsets: Vec<i64>,
+    voices: Vec<SentVoice>,
     /// Uploaded files: (file_id, file_path, bytes).
     files: Vec<(String, String, Vec<u8>)>,
 }
@@ -216,6 +232,58 @@ impl TelegramServer {
         wake.notify_all();
     }
 
+    /// A user records a voice note (`bytes`, OGG/Opus) of `duration` seconds in a private
+    /// chat: a `voice` message, whose file Telegram keeps as `voice/file_<n>.oga`.
+    pub fn user_sends_voice(
+        &self,
+        chat_id: i64,
+        from: i64,
+        username: &str,
+        bytes: &[u8],
+        duration: u64,
+    ) {
+        let (lock, wake) = &*self.state;
+        let mut s = lock.lock().unwrap();
+        s.next_update += 1;
+        s.next_message += 1;
+        let id = s.next_update;
+        let file_id = format!("voice{id}");
+        s.files.push((
+            file_id.clone(),
+            format!("voice/file_{id}.oga"),
+            bytes.to_vec(),
+        ));
+        let update = json!({"update_id": id, "message": {
+            "message_id": s.next_message, "date": 1_795_500_000,
+            "voice": {"file_id": file_id, "file_unique_id": format!("u{file_id}"), "duration": duration,
+                "mime_type": "audio/ogg", "file_size": bytes.len()},
+            "from": {"id": from, "is_bot": false, "first_name": username, "username": username},
+            "chat": {"id": chat_id, "type": "private"}}});
+        s.known_chats.insert(chat_id.to_string());
+        s.updates.push(update);
+        wake.notify_all();
+    }
+
+    /// The voice notes the bot sent so far.
+    pub fn voices(&self) -> Vec<SentVoice> {
+        self.state.0.lock().unwrap().voices.clone()
+    }
+
+    /// Waits until the bot sent `n` voice notes (at most `limit`); what it sent.
+    pub fn wait_voices(&self, n: usize, limit: Duration) -> Vec<SentVoice> {
+        let (lock, wake) = &*self.state;
+        let deadline = Instant::now() + limit;
+        let mut s = lock.lock().unwrap();
+        while s.voices.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            s = wake.wait_timeout(s, left).unwrap().0;
+        }
+        s.voices.clone()
+    }
+
     /// A user opened a chat with the bot (`/start`) without a message waiting: the bot may
     /// write to it.
     pub fn user_started(&self, chat_id: i64) {
@@ -303,6 +371,17 @@ impl TelegramServer {
 
 fn serve(stream: TcpStream, shared: &(Mutex<State>, Condvar), prefix: &str) -> std::io::Result<()> {
     let request = crate::http_request::HttpRequest::read(&stream)?;
+    if request.path == format!("{prefix}sendVoice") {
+        let (status, answer) = send_voice(shared, &request);
+        let body = answer.to_string();
+        let mut stream = stream;
+        write!(
+            stream,
+            "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )?;
+        return stream.flush();
+    }
     let (path, body) = (request.path, request.body);
     let params: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
     let file_prefix = format!("/file{}", prefix.trim_end_matches('/'));
@@ -350,6 +429,61 @@ fn serve(stream: TcpStream, shared: &(Mutex<State>, Condvar), prefix: &str) -> s
         body.len()
     )?;
     stream.flush()
+}
+
+/// `sendVoice`, a multipart upload: `chat_id`, the `voice` file (Telegram shows OGG/Opus as a
+/// voice message), `duration`, `reply_parameters` as JSON text.
+fn send_voice(
+    shared: &(Mutex<State>, Condvar),
+    request: &crate::http_request::HttpRequest,
+) -> (u16, Value) {
+    let parts = request.multipart();
+    if parts.is_empty() {
+        return error(400, "Bad Request: there is no voice in the request", None);
+    }
+    let text = |name: &str| {
+        parts
+            .iter()
+            .find(|p| p.name == name && p.file_name.is_none())
+            .map(|p| String::from_utf8_lossy(&p.bytes).into_owned())
+    };
+    let Some(chat) = text("chat_id") else {
+        return error(400, "Bad Request: chat_id is empty", None);
+    };
+    let Some(voice) = parts
+        .iter()
+        .find(|p| p.name == "voice" && p.file_name.is_some())
+    else {
+        return error(400, "Bad Request: there is no voice in the request", None);
+    };
+    let (lock, wake) = shared;
+    let mut s = lock.lock().unwrap();
+    if !s.known_chats.contains(&chat) {
+        return error(400, "Bad Request: chat not found", None);
+    }
+    if s.blocked.contains(&chat) {
+        return error(403, "Forbidden: bot was blocked by the user", None);
+    }
+    let reply_to = text("reply_parameters")
+        .and_then(|r| serde_json::from_str::<Value>(&r).ok())
+        .and_then(|r| r["message_id"].as_i64());
+    s.voices.push(SentVoice {
+        chat_id: chat.clone(),
+        bytes: voice.bytes.clone(),
+        content_type: voice.content_type.clone(),
+        duration: text("duration").and_then(|d| d.parse().ok()),
+        reply_to,
+    });
+    s.next_message += 1;
+    let id = s.next_message;
+    wake.notify_all();
+    (
+        200,
+        json!({"ok": true, "result": {"message_id": id, "chat": {"id": chat},
+            "voice": {"file_id": format!("sent{id}"), "file_unique_id": format!("usent{id}"),
+                "duration": text("duration").and_then(|d| d.parse::<u64>().ok()).unwrap_or(0),
+                "mime_type": "audio/ogg", "file_size": voice.bytes.len()}}}),
+    )
 }
 
 fn error(status: u16, description: &str, retry_after: Option<u64>) -> (u16, Value) {

@@ -41,6 +41,8 @@ pub(super) struct Turn<'a> {
     /// Secret values (home and skill `.env` files), read once: no tool can write a `.env`
     /// file, so they cannot change within the turn.
     redactor: lurkbot_term::Redactor,
+    /// Voice notes made so far.
+    pub(super) voice_notes: Vec<String>,
 }
 
 impl Agent {
@@ -93,6 +95,7 @@ impl Agent {
             host,
             os,
             usage: Usage::default(),
+            voice_notes: Vec::new(),
         })
     }
 
@@ -207,7 +210,7 @@ impl Agent {
         turn: &Turn<'_>,
         calls: &[ToolCall],
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
-    ) -> Vec<Entry> {
+    ) -> (Vec<Entry>, Vec<String>) {
         let ctx = ToolCtx {
             home: &self.home,
             session: turn.session,
@@ -220,6 +223,7 @@ impl Agent {
             others: turn.policy.group,
         };
         let mut results = Vec::with_capacity(calls.len());
+        let mut voice = Vec::new();
         for call in calls {
             on_event(AgentEvent::ToolStart {
                 id: call.id.clone(),
@@ -237,6 +241,7 @@ impl Agent {
                 ms = started.elapsed().as_millis() as u64,
                 "tool call"
             );
+            voice.extend(output.voice.take());
             // Secret values (home and skill .env files) never reach the model.
             output.text = turn.redactor.text(&output.text);
             on_event(AgentEvent::ToolEnd {
@@ -261,7 +266,7 @@ impl Agent {
                 .with_images(output.images),
             ));
         }
-        results
+        (results, voice)
     }
 
     /// Records the turn in the index and keeps its context for the next turn.
@@ -280,6 +285,7 @@ impl Agent {
             usage: turn.usage,
             steps,
             session_id: turn.entry.session_id,
+            voice_notes: turn.voice_notes,
         })
     }
 }

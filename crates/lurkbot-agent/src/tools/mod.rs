@@ -14,6 +14,7 @@ mod patch;
 mod send;
 mod sessions;
 mod spawn;
+mod tts;
 mod web;
 
 use std::future::Future;
@@ -47,6 +48,9 @@ pub struct ToolOutput {
     pub is_error: bool,
     /// Images shown to the model with the result.
     pub images: Vec<lurkbot_llm::ImagePart>,
+    /// A voice note the call made (its file name under `workspace/audio/`), delivered with
+    /// the answer.
+    pub voice: Option<String>,
 }
 
 impl ToolOutput {
@@ -56,6 +60,7 @@ impl ToolOutput {
             text: text.into(),
             is_error: false,
             images: Vec::new(),
+            voice: None,
         }
     }
 
@@ -65,6 +70,7 @@ impl ToolOutput {
             text: text.into(),
             is_error: true,
             images: Vec::new(),
+            voice: None,
         }
     }
 
@@ -72,6 +78,13 @@ impl ToolOutput {
     #[must_use]
     pub fn with_images(mut self, images: Vec<lurkbot_llm::ImagePart>) -> Self {
         self.images = images;
+        self
+    }
+
+    /// The same output carrying the voice note `name`.
+    #[must_use]
+    pub fn with_voice(mut self, name: String) -> Self {
+        self.voice = Some(name);
         self
     }
 }
@@ -195,6 +208,7 @@ fn builtin_tools() -> Vec<Box<dyn Tool>> {
         Box::new(ImageTool),
         Box::new(browser::BrowserTool),
         Box::new(canvas::CanvasTool),
+        Box::new(tts::TtsTool),
         Box::new(SessionStatusTool),
         Box::new(SessionsListTool),
         Box::new(SessionsHistoryTool),
