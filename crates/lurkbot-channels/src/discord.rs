@@ -3,20 +3,21 @@
 //! content intent), heartbeats with their acknowledgements (a missed one reconnects), Resume
 //! after a drop so nothing is lost or repeated, a fresh Identify after an invalid session —
 //! and the REST API for sending (2,000 characters a message, the first replying to the message
-//! answered, mentions never pinging anyone) and typing. Guild messages are answered when the
+//! answered, mentions never pinging anyone), voice notes as an audio upload, and typing. Guild messages are answered when the
 //! bot is mentioned or replied to; direct messages follow `dm_policy`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
+use lurkbot_core::multipart::Form;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::http::{classify, client, network};
 use crate::ws::{Handed, Socket, SocketInbox, open};
-use crate::{BoxFuture, Channel, ChannelError, Inbound};
+use crate::{BoxFuture, Channel, ChannelError, Inbound, VoiceNote};
 
 /// The public API.
 pub const DEFAULT_BASE_URL: &str = "https://discord.com";
@@ -77,6 +78,26 @@ impl Discord {
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.to_string());
         }
+        Self::answer(request).await
+    }
+
+    /// Posts a message with files (`payload_json` and `files[n]` parts).
+    async fn upload(&self, path: &str, form: Form) -> Result<Value, ChannelError> {
+        let (kind, body) = form.finish();
+        let request = self
+            .http
+            .post(format!("{}{path}", self.api))
+            .header(
+                reqwest::header::AUTHORIZATION,
+                format!("Bot {}", self.token),
+            )
+            .header(reqwest::header::CONTENT_TYPE, kind)
+            .body(body);
+        Self::answer(request).await
+    }
+
+    /// Sends `request`; the JSON answer, or its error classified.
+    async fn answer(request: reqwest::RequestBuilder) -> Result<Value, ChannelError> {
         let response = request.send().await.map_err(|e| network("discord", e))?;
         let status = response.status().as_u16();
         let bytes = response.bytes().await.map_err(|e| network("discord", e))?;
@@ -373,6 +394,32 @@ impl Channel for Discord {
             )
             .await
             .map(|_| ())
+        })
+    }
+
+    fn send_voice<'a>(
+        &'a self,
+        chat: &'a str,
+        note: VoiceNote<'a>,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            // An audio upload, which Discord's clients play inline.
+            let mut payload = json!({"attachments": [{"id": 0, "filename": "voice.ogg"}],
+                "allowed_mentions": {"parse": []}});
+            if let Some(id) = reply_to.filter(|r| !r.is_empty()) {
+                payload["message_reference"] =
+                    json!({"message_id": id, "fail_if_not_exists": false});
+            }
+            let form = Form::new().text("payload_json", &payload.to_string()).file(
+                "files[0]",
+                "voice.ogg",
+                "audio/ogg",
+                note.ogg.to_vec(),
+            );
+            self.upload(&format!("/channels/{chat}/messages"), form)
+                .await
+                .map(|_| ())
         })
     }
 

@@ -3,7 +3,8 @@
 //! IDLE waits for it, UIDs remember where reading stopped (`channels/email/state.json`; a first
 //! start skips what is already there, a new UIDVALIDITY starts over) — and replies by SMTP
 //! submission, threaded with `In-Reply-To` and `References` and `Re:` subjects. Plain text
-//! only; attachments are listed, never opened. Automatic mail (`Auto-Submitted`, bulk and list
+//! only, and a voice note as a mail of its own in the thread with `voice.ogg` attached;
+//! attachments are listed, never opened. Automatic mail (`Auto-Submitted`, bulk and list
 //! `Precedence`) and the bot's own mail are never answered, so two robots cannot loop.
 //! `imaps://` and `smtps://` speak TLS from the start, `smtp://…?tls=starttls` upgrades;
 //! plain `imap://`/`smtp://` are for loopback and test servers.
@@ -306,8 +307,10 @@ impl Email {
         to: &str,
         text: &str,
         reply_to: Option<&str>,
+        voice: Option<&[u8]>,
     ) -> Result<(), ChannelError> {
         use lettre::AsyncTransport;
+        use lettre::message::{Attachment, MultiPart, SinglePart, header::ContentType};
         let thread = reply_to
             .and_then(|id| self.threads.lock().ok().and_then(|t| t.get(id).cloned()))
             .unwrap_or_default();
@@ -333,10 +336,21 @@ impl Email {
                 .in_reply_to(id.to_string())
                 .references(thread.references.clone());
         }
-        let mail = builder
-            .header(lettre::message::header::ContentType::TEXT_PLAIN)
-            .body(text.to_string())
-            .map_err(|e| permanent(format!("mail not built: {e}")))?;
+        let mail = match voice {
+            None => builder
+                .header(ContentType::TEXT_PLAIN)
+                .body(text.to_string()),
+            Some(ogg) => {
+                let audio = ContentType::parse("audio/ogg")
+                    .map_err(|e| permanent(format!("mail not built: {e}")))?;
+                builder.multipart(
+                    MultiPart::mixed()
+                        .singlepart(SinglePart::plain(text.to_string()))
+                        .singlepart(Attachment::new("voice.ogg".into()).body(ogg.to_vec(), audio)),
+                )
+            }
+        }
+        .map_err(|e| permanent(format!("mail not built: {e}")))?;
         let transport = self.transport()?;
         transport.send(mail).await.map(|_| ()).map_err(|e| {
             if e.is_permanent() {
@@ -479,7 +493,20 @@ impl Channel for Email {
         text: &'a str,
         reply_to: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(self.submit(chat, text, reply_to))
+        Box::pin(self.submit(chat, text, reply_to, None))
+    }
+
+    fn send_voice<'a>(
+        &'a self,
+        chat: &'a str,
+        note: crate::VoiceNote<'a>,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        let text = format!(
+            "A voice message is attached ({:.0} s, OGG/Opus).",
+            note.seconds.max(1.0)
+        );
+        Box::pin(async move { self.submit(chat, &text, reply_to, Some(note.ogg)).await })
     }
 
     fn typing<'a>(&'a self, _chat: &'a str) -> BoxFuture<'a, ()> {

@@ -2,7 +2,8 @@
 //! `MATRIX_ACCESS_TOKEN` or `MATRIX_USER` + `MATRIX_PASSWORD` in the home's `.env`): `/sync`
 //! long polling with its `since` kept in `channels/matrix/state.json` (the first start skips
 //! the history, so old messages are never answered), `m.room.message` sends with a
-//! transaction id, typing notices. A room of two members is a direct message; any other is a
+//! transaction id, typing notices, voice notes as `m.audio` marked as voice (MSC3245) after an
+//! upload to the media repository. A room of two members is a direct message; any other is a
 //! group, answered when the bot is mentioned. Invites are joined when the inviter may talk to
 //! the bot, or — for a direct room under `pairing` or `open` — so a stranger can receive their
 //! pairing code. End-to-end encrypted rooms are not supported yet: their messages cannot be
@@ -16,7 +17,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::http::{classify, client, network};
-use crate::{BoxFuture, Channel, ChannelError, Inbound};
+use crate::{BoxFuture, Channel, ChannelError, Inbound, VoiceNote};
 
 /// The longest message sent at once (Matrix caps an event at 65,536 bytes).
 pub const MAX_CHARS: usize = 16_000;
@@ -99,6 +100,36 @@ impl Matrix {
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.to_string());
         }
+        Self::answer(request).await
+    }
+
+    /// Uploads `bytes` to the homeserver's media repository; their `mxc://` URI.
+    async fn upload(
+        &self,
+        token: &str,
+        file_name: &str,
+        mime: &str,
+        bytes: Vec<u8>,
+    ) -> Result<String, ChannelError> {
+        let request = self
+            .http
+            .post(format!(
+                "{}/_matrix/media/v3/upload?filename={}",
+                self.base,
+                encode(file_name)
+            ))
+            .bearer_auth(token)
+            .header(reqwest::header::CONTENT_TYPE, mime)
+            .body(bytes);
+        let answer = Self::answer(request).await?;
+        answer["content_uri"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| ChannelError::Permanent("the upload answered no content_uri".into()))
+    }
+
+    /// Sends `request`; the JSON answer, or its error classified.
+    async fn answer(request: reqwest::RequestBuilder) -> Result<Value, ChannelError> {
         let response = request.send().await.map_err(|e| network("matrix", e))?;
         let status = response.status().as_u16();
         let bytes = response.bytes().await.map_err(|e| network("matrix", e))?;
@@ -395,6 +426,42 @@ impl Channel for Matrix {
             if let Some(event) = reply_to.filter(|r| !r.is_empty()) {
                 body["m.relates_to"] = json!({"m.in_reply_to": {"event_id": event}});
             }
+            let path = format!(
+                "/_matrix/client/v3/rooms/{}/send/m.room.message/{txn}",
+                encode(chat)
+            );
+            self.request(reqwest::Method::PUT, &path, Some(&token), Some(body))
+                .await
+                .map(|_| ())
+        })
+    }
+
+    fn send_voice<'a>(
+        &'a self,
+        chat: &'a str,
+        note: VoiceNote<'a>,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let (token, _) = self.session().await?;
+            let url = self
+                .upload(&token, "voice.ogg", "audio/ogg", note.ogg.to_vec())
+                .await?;
+            let millis = (note.seconds * 1000.0).round() as u64;
+            // `m.audio` marked as a voice message (MSC3245, with MSC1767's audio block), which
+            // Element shows as a voice message with a player.
+            let mut body = json!({
+                "msgtype": "m.audio",
+                "body": "Voice message",
+                "url": url,
+                "info": {"mimetype": "audio/ogg", "size": note.ogg.len(), "duration": millis},
+                "org.matrix.msc1767.audio": {"duration": millis},
+                "org.matrix.msc3245.voice": {},
+            });
+            if let Some(event) = reply_to.filter(|r| !r.is_empty()) {
+                body["m.relates_to"] = json!({"m.in_reply_to": {"event_id": event}});
+            }
+            let txn = format!("lurkbot{}", lurkbot_core::random_hex(8));
             let path = format!(
                 "/_matrix/client/v3/rooms/{}/send/m.room.message/{txn}",
                 encode(chat)

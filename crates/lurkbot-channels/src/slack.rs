@@ -3,7 +3,8 @@
 //! `apps.connections.open` gives a WebSocket URL, every envelope is acknowledged with its
 //! `envelope_id` (an unacknowledged one is sent again by Slack), a `disconnect` asks for a
 //! fresh connection — and the Web API's `chat.postMessage` for replies, in mrkdwn, in the
-//! thread of the message answered (threads are topics). Channel messages are answered when the
+//! thread of the message answered (threads are topics); voice notes through the external file
+//! upload (`files.getUploadURLExternal`, the bytes, `files.completeUploadExternal`). Channel messages are answered when the
 //! bot is mentioned; direct messages (`im`) follow `dm_policy`.
 
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::http::{classify, client, network};
 use crate::ws::{Handed, Socket, SocketInbox, open};
-use crate::{BoxFuture, Channel, ChannelError, Inbound};
+use crate::{BoxFuture, Channel, ChannelError, Inbound, VoiceNote};
 
 /// The public Web API.
 pub const DEFAULT_BASE_URL: &str = "https://slack.com";
@@ -74,6 +75,11 @@ async fn call(
         .send()
         .await
         .map_err(|e| network("slack", e))?;
+    answer(method, response).await
+}
+
+/// A Web API answer: its JSON when `ok`, else its error classified.
+async fn answer(method: &str, response: reqwest::Response) -> Result<Value, ChannelError> {
     let status = response.status().as_u16();
     let retry = response
         .headers()
@@ -311,6 +317,71 @@ impl Channel for Slack {
                 &self.api,
                 &self.bot_token,
                 "chat.postMessage",
+                body,
+            )
+            .await
+            .map(|_| ())
+        })
+    }
+
+    fn send_voice<'a>(
+        &'a self,
+        chat: &'a str,
+        note: VoiceNote<'a>,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            // Slack's external upload: ask for an upload URL (arguments as a query: this
+            // method takes no JSON), send the bytes there, then share the file in the channel.
+            let method = "files.getUploadURLExternal";
+            let url = reqwest::Url::parse_with_params(
+                &format!("{}/{method}", self.api),
+                &[
+                    ("filename", "voice.ogg".to_string()),
+                    ("length", note.ogg.len().to_string()),
+                ],
+            )
+            .map_err(|e| ChannelError::Permanent(format!("{method}: {e}")))?;
+            let response = self
+                .http
+                .post(url)
+                .bearer_auth(&self.bot_token)
+                .send()
+                .await
+                .map_err(|e| network("slack", e))?;
+            let asked = answer(method, response).await?;
+            let (Some(upload_url), Some(file_id)) =
+                (asked["upload_url"].as_str(), asked["file_id"].as_str())
+            else {
+                return Err(ChannelError::Permanent(format!(
+                    "{method}: no upload_url or file_id"
+                )));
+            };
+            let uploaded = self
+                .http
+                .post(upload_url)
+                .header(reqwest::header::CONTENT_TYPE, "audio/ogg")
+                .body(note.ogg.to_vec())
+                .send()
+                .await
+                .map_err(|e| network("slack upload", e))?;
+            if !uploaded.status().is_success() {
+                return Err(classify(
+                    uploaded.status().as_u16(),
+                    "slack upload refused",
+                    None,
+                ));
+            }
+            let mut body = json!({"files": [{"id": file_id, "title": "Voice message"}],
+                "channel_id": chat});
+            if let Some(ts) = reply_to.filter(|r| !r.is_empty()) {
+                body["thread_ts"] = json!(ts);
+            }
+            call(
+                &self.http,
+                &self.api,
+                &self.bot_token,
+                "files.completeUploadExternal",
                 body,
             )
             .await

@@ -28,13 +28,12 @@ impl Config {
     pub fn check(file: &Path, text: &str) -> Result<(Self, Vec<ConfigProblem>), ConfigError> {
         let config = Self::parse(file, text)?;
         let mut problems = Vec::new();
-        let mut unknown = Vec::new();
-        if let Ok(deserializer) = toml::Deserializer::parse(text) {
-            let _: Result<Self, _> = serde_ignored::deserialize(deserializer, |path| {
-                unknown.push(path.to_string());
-            });
-        }
         let known = known_keys();
+        let mut unknown = Vec::new();
+        if let Ok(table) = text.parse::<toml::Table>() {
+            let set: std::collections::HashSet<&str> = known.iter().map(String::as_str).collect();
+            unknown_keys(&table, "", &set, &mut unknown);
+        }
         for key in unknown {
             if FREE_FORM.iter().any(|f| key.starts_with(&format!("{f}."))) {
                 continue;
@@ -181,6 +180,33 @@ fn known_keys() -> Vec<String> {
         collect(&value, "", &mut keys);
     }
     keys
+}
+
+/// The keys of `table` (below `prefix`) that are not settings: a table with known keys below
+/// it is walked into, any other known key ends the walk (its value's type is the parser's
+/// business), anything else is unknown. A walk of the parsed file rather than a second deserialization
+/// through `serde_ignored`, which cost the binary a quarter of a megabyte of monomorphized code.
+fn unknown_keys(
+    table: &toml::Table,
+    prefix: &str,
+    known: &std::collections::HashSet<&str>,
+    out: &mut Vec<String>,
+) {
+    for (name, value) in table {
+        let key = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        let below = format!("{key}.");
+        match value {
+            toml::Value::Table(inner) if known.iter().any(|k| k.starts_with(&below)) => {
+                unknown_keys(inner, &key, known, out);
+            }
+            _ if known.contains(key.as_str()) => {}
+            _ => out.push(key),
+        }
+    }
 }
 
 fn collect(value: &serde_json::Value, prefix: &str, keys: &mut Vec<String>) {

@@ -17,30 +17,6 @@ use crate::common::Gateway;
 
 const BOT_TOKEN: &str = "123456:test-bot-token";
 
-/// A real voice note: espeak-ng's speech encoded as LurkBot encodes it.
-async fn recorded_note(text: &str) -> Vec<u8> {
-    let setup = lurkbot_media::speech::TtsSetup {
-        order: vec![lurkbot_media::speech::TtsProvider::Espeak],
-        espeak: lurkbot_browser::find_executable("espeak-ng"),
-        espeak_voice: "en".into(),
-        openai_url: String::new(),
-        openai_key: None,
-        openai_model: String::new(),
-        openai_voice: String::new(),
-        elevenlabs_url: String::new(),
-        elevenlabs_key: None,
-        elevenlabs_model: String::new(),
-        elevenlabs_voice: String::new(),
-        max_chars: 1000,
-        timeout: Duration::from_secs(30),
-    };
-    let client = lurkbot_term::http_client_builder().build().unwrap();
-    lurkbot_media::speech::speak(&client, &setup, text, None)
-        .await
-        .unwrap()
-        .ogg
-}
-
 async fn gateway(server: &TelegramServer, extra: &str, steps: Vec<Step>, env: &str) -> Gateway {
     let port = server.url().rsplit(':').next().unwrap().to_string();
     let config = format!(
@@ -111,7 +87,7 @@ async fn a_voice_note_is_transcribed_and_answered_with_a_voice_note() {
     );
     let steps = vec![Step::text("You have **two** meetings today.")];
     let gw = gateway(&server, &extra, steps, "STT_KEY=sk-stt\n").await;
-    let note = recorded_note("what is on my calendar").await;
+    let note = crate::common::recorded_note("what is on my calendar").await;
     server.user_sends_voice(42, 42, "owner", &note, 2);
     wait_texts(&server, 1).await;
     let voices = wait_voices(&server, 1).await;

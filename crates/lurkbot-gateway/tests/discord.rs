@@ -186,3 +186,31 @@ async fn a_username_is_no_identity_on_discord() {
     let asked = gw.fake.requests()[0].body["messages"].to_string();
     assert!(!asked.contains("untrusted discord message"), "{asked}");
 }
+
+/// With `[tts] auto = "always"`, every answer is also sent as an audio upload: a multipart
+/// message whose `files[0]` is the OGG/Opus voice note, replying to the message answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_is_also_spoken_as_an_audio_upload_on_discord() {
+    let server = Arc::new(DiscordServer::start(BOT_TOKEN, 300));
+    let _gw = Gateway::start_with_env(
+        &format!(
+            "[channels.discord]\nbase_url = \"{}\"\nallow_from = [\"777\"]\n[tts]\nprovider = \"espeak\"\nauto = \"always\"\n",
+            server.url()
+        ),
+        vec![Step::text("The deploy finished.")],
+        &format!("DISCORD_BOT_TOKEN={BOT_TOKEN}\n"),
+    )
+    .await;
+    ready(&server, 1).await;
+    server.user_writes("dm-777", None, "777", "owner", "how did it go?", false);
+    let all = sent(&server, 2).await;
+    assert_eq!(all[0].content, "The deploy finished.");
+    let (name, kind, bytes) = &all[1].files[0];
+    assert_eq!(
+        (name.as_str(), kind.as_deref()),
+        ("voice.ogg", Some("audio/ogg"))
+    );
+    let seconds = lurkbot_media::speech::ogg_opus_seconds(bytes).unwrap();
+    assert!(seconds > 0.8, "{seconds}");
+    assert_eq!(all[1].reply_to, all[0].reply_to);
+}

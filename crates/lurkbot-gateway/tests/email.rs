@@ -330,3 +330,47 @@ async fn a_display_name_is_no_identity_and_html_reaches_the_model_as_visible_tex
         );
     }
 }
+
+/// With `[tts] auto = "always"`, the spoken answer follows the text one as a mail of its own in
+/// the same thread, with the OGG/Opus voice note attached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spoken_answer_arrives_as_an_attachment_by_mail() {
+    let users = [
+        ("bot@localhost", "bot-pass"),
+        ("owner@localhost", "owner-pass"),
+    ];
+    let server = tokio::task::spawn_blocking(move || MailServer::start(&users))
+        .await
+        .unwrap();
+    let env = format!(
+        "EMAIL_IMAP_URL=imap://127.0.0.1:{}\nEMAIL_SMTP_URL=smtp://127.0.0.1:{}\nEMAIL_USER=bot@localhost\nEMAIL_PASSWORD=bot-pass\nEMAIL_FROM=bot@localhost\n",
+        server.imap_port, server.smtp_port
+    );
+    let gw = Gateway::start_with_env(
+        "[channels.email]\nallow_from = [\"owner@localhost\"]\ntrusted_authserv_id = \"mail.test\"\n[tts]\nprovider = \"espeak\"\nauto = \"always\"\n",
+        vec![Step::text("The report is ready.")],
+        &env,
+    )
+    .await;
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    connected(&mut c, &server).await;
+    send(
+        &server,
+        "owner@localhost",
+        "owner-pass",
+        "Report",
+        "Is it done?",
+        "<r1@localhost>",
+        &[],
+    )
+    .await;
+    let mails = inbox(&server, "owner@localhost", "owner-pass", 2).await;
+    assert_eq!(mails.len(), 2, "{mails:?}");
+    assert_eq!(mails[0]["body"], "The report is ready.");
+    assert_eq!(mails[1]["subject"], "Re: Report");
+    assert_eq!(mails[1]["inReplyTo"], "<r1@localhost>");
+    assert_eq!(
+        mails[1]["attachments"],
+        json!([{"name": "voice.ogg", "type": "audio/ogg", "oggOpus": true}])
+    );
+}

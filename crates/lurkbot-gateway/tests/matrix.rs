@@ -408,3 +408,109 @@ async fn a_photo_in_a_matrix_room_reaches_the_model_as_an_image() {
         "{user}"
     );
 }
+
+/// A voice note in the owner's direct room (`m.audio` marked as voice, its OGG/Opus uploaded to
+/// Synapse) is transcribed through `[stt]`, and with `[tts] auto = "inbound-voice"` the answer
+/// comes back as `m.audio` voice whose upload a real decoder reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_voice_note_in_a_matrix_room_is_heard_and_answered_by_voice() {
+    use lurkbot_test_support::speech_servers::{SpeechApi, SpeechServer};
+    let synapse = tokio::task::spawn_blocking(|| {
+        let s = Synapse::start();
+        s.register("bot", "bot-pass-1");
+        s.register("owner", "owner-pass-1");
+        s
+    })
+    .await
+    .unwrap();
+    let stt = SpeechServer::start(SpeechApi::OpenAi, None);
+    stt.set_transcript("remind me to call mum");
+    let host = synapse.url.trim_start_matches("http://").to_string();
+    let gw = Gateway::start_with_env(
+        &format!(
+            "[channels.matrix]\nbase_url = \"{}\"\nallow_from = [\"@owner:localhost\"]\n[network]\nallow_hosts = [\"{host}\"]\n[stt]\nbase_url = \"{}\"\n[tts]\nprovider = \"espeak\"\nauto = \"inbound-voice\"\n",
+            synapse.url,
+            stt.base_url(SpeechApi::OpenAi)
+        ),
+        vec![Step::text("I will remind you.")],
+        "MATRIX_USER=bot\nMATRIX_PASSWORD=bot-pass-1\n",
+    )
+    .await;
+    let owner = User::login(&synapse, "owner", "owner-pass-1").await;
+    let dm = owner.create_room(&["@bot:localhost"], true).await;
+    owner.wait_joined(&dm, "@bot:localhost").await;
+    let note = crate::common::recorded_note("remind me to call mum").await;
+    let upload = |bytes: Vec<u8>| {
+        owner
+            .http
+            .post(format!(
+                "{}/_matrix/media/v3/upload?filename=voice.ogg",
+                owner.url
+            ))
+            .bearer_auth(&owner.token)
+            .header("Content-Type", "audio/ogg")
+            .body(bytes)
+            .send()
+    };
+    let uploaded: Value =
+        serde_json::from_slice(&upload(note).await.unwrap().bytes().await.unwrap()).unwrap();
+    owner
+        .call(
+            reqwest::Method::PUT,
+            &format!("/_matrix/client/v3/rooms/{}/send/m.room.message/v1", enc(&dm)),
+            Some(json!({"msgtype": "m.audio", "body": "Voice message", "url": uploaded["content_uri"],
+                "info": {"mimetype": "audio/ogg", "duration": 1500},
+                "org.matrix.msc1767.audio": {"duration": 1500}, "org.matrix.msc3245.voice": {}})),
+        )
+        .await;
+    let bodies = owner.wait_bodies(&dm, "@bot:localhost", 2).await;
+    assert_eq!(bodies, ["I will remind you.", "Voice message"]);
+    let asked = gw.fake.requests()[0].body.to_string();
+    assert!(
+        asked.contains("[voice note, transcribed] remind me to call mum"),
+        "{asked}"
+    );
+    // The bot's voice message: m.audio marked as voice, its file OGG/Opus.
+    let page = owner
+        .call(
+            reqwest::Method::GET,
+            &format!(
+                "/_matrix/client/v3/rooms/{}/messages?dir=b&limit=10",
+                enc(&dm)
+            ),
+            None,
+        )
+        .await;
+    let voice = page["chunk"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["sender"] == "@bot:localhost" && e["content"]["msgtype"] == "m.audio")
+        .unwrap_or_else(|| panic!("{page}"))["content"]
+        .clone();
+    assert!(voice.get("org.matrix.msc3245.voice").is_some(), "{voice}");
+    assert_eq!(voice["info"]["mimetype"], "audio/ogg");
+    let (server, id) = voice["url"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("mxc://")
+        .split_once('/')
+        .unwrap();
+    let file = owner
+        .http
+        .get(format!(
+            "{}/_matrix/client/v1/media/download/{server}/{id}",
+            owner.url
+        ))
+        .bearer_auth(&owner.token)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let seconds = lurkbot_media::speech::ogg_opus_seconds(&file).unwrap();
+    assert!(seconds > 0.5, "{seconds}");
+    assert_eq!(voice["info"]["duration"], (seconds * 1000.0).round() as u64);
+    assert_eq!(voice["info"]["size"], file.len());
+}

@@ -89,3 +89,48 @@ async fn slack_socket_mode_threads_mentions_rate_limits_and_a_refresh() {
     let (_, acked, _) = server.counts();
     assert!(acked >= 5, "every envelope acknowledged: {acked}");
 }
+
+/// A voice note `tts` made goes to Slack through the external upload — an upload URL asked
+/// for with the file's length, the bytes sent there, the file shared in the thread of the
+/// message answered — and the shared file is the OGG/Opus LurkBot kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_voice_note_is_shared_in_the_thread_on_slack() {
+    let server = Arc::new(SlackServer::start(BOT, APP));
+    let gw = Gateway::start_with_env(
+        &format!(
+            "[channels.slack]\nbase_url = \"{}\"\nallow_from = [\"UOWNER\"]\n[tts]\nprovider = \"espeak\"\n",
+            server.url()
+        ),
+        vec![
+            Step::call("c1", "tts", serde_json::json!({"text": "Standup starts in five minutes."})),
+            Step::text("Reminder sent."),
+        ],
+        &format!("SLACK_BOT_TOKEN={BOT}\nSLACK_APP_TOKEN={APP}\n"),
+    )
+    .await;
+    connections(&server, 1).await;
+    let root = server.user_writes(
+        "CGENERAL",
+        "channel",
+        "UOWNER",
+        "<@UBOT0001> remind us",
+        None,
+    );
+    let all = posted(&server, 1).await;
+    assert_eq!(all[0].text, "Reminder sent.");
+    let server2 = server.clone();
+    let shared = tokio::task::spawn_blocking(move || server2.wait_shared(1, WAIT))
+        .await
+        .unwrap();
+    assert_eq!(shared.len(), 1);
+    assert_eq!(shared[0].channel, "CGENERAL");
+    assert_eq!(shared[0].filename, "voice.ogg");
+    assert_eq!(shared[0].thread_ts.as_deref(), Some(root.as_str()));
+    let kept = std::fs::read_dir(gw.home.join("workspace/audio"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    assert_eq!(std::fs::read(kept).unwrap(), shared[0].bytes);
+}

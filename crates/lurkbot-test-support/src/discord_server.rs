@@ -33,6 +33,8 @@ pub struct Sent {
     pub content: String,
     /// The message it replies to.
     pub reply_to: Option<String>,
+    /// Files uploaded with it (a multipart message): file name, `Content-Type`, bytes.
+    pub files: Vec<(String, Option<String>, Vec<u8>)>,
 }
 
 #[derive(Default)]
@@ -359,9 +361,26 @@ fn serve_rest(
         .header("authorization")
         .unwrap_or_default()
         .to_string();
-    let (method, path, body) = (request.method, request.path, request.body);
-    let params: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let (status, answer) = rest(shared, &method, &path, &auth, &params, ws);
+    // A message with files is multipart: its JSON is the `payload_json` part, each file a
+    // `files[n]` part.
+    let parts = request.multipart();
+    let files: Vec<_> = parts
+        .iter()
+        .filter(|p| p.name.starts_with("files[") && p.file_name.is_some())
+        .map(|p| {
+            (
+                p.file_name.clone().unwrap_or_default(),
+                p.content_type.clone(),
+                p.bytes.clone(),
+            )
+        })
+        .collect();
+    let params: Value = match parts.iter().find(|p| p.name == "payload_json") {
+        Some(payload) => serde_json::from_slice(&payload.bytes).unwrap_or(Value::Null),
+        None => serde_json::from_slice(&request.body).unwrap_or(Value::Null),
+    };
+    let (method, path) = (request.method, request.path);
+    let (status, answer) = rest(shared, &method, &path, &auth, &params, files, ws);
     let body = if status == 204 {
         String::new()
     } else {
@@ -382,6 +401,7 @@ fn rest(
     path: &str,
     auth: &str,
     p: &Value,
+    files: Vec<(String, Option<String>, Vec<u8>)>,
     ws: SocketAddr,
 ) -> (u16, Value) {
     let (lock, wake) = shared;
@@ -416,7 +436,14 @@ fn rest(
                     json!({"message": "Cannot send messages to this user", "code": 50007}),
                 );
             }
-            if content.trim().is_empty() || content.chars().count() > 2000 {
+            // A message needs content or a file (Discord: "Cannot send an empty message").
+            if content.trim().is_empty() && files.is_empty() {
+                return (
+                    400,
+                    json!({"message": "Cannot send an empty message", "code": 50006}),
+                );
+            }
+            if content.chars().count() > 2000 || files.len() > 10 {
                 return (400, json!({"message": "Invalid Form Body", "code": 50035}));
             }
             s.sent.push(Sent {
@@ -426,6 +453,7 @@ fn rest(
                     .pointer("/message_reference/message_id")
                     .and_then(Value::as_str)
                     .map(str::to_string),
+                files,
             });
             s.next_id += 1;
             let id_out = s.next_id.to_string();

@@ -16,5 +16,6 @@ pub mod slack_server;
 pub mod speech_servers;
 pub mod synapse;
 pub mod telegram_server;
+mod telegram_voice;
 pub mod tls;
 pub mod venv;

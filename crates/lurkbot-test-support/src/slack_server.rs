@@ -8,7 +8,7 @@
 //! (`channel_not_found`), an empty text (`no_text`), a text over 40,000 characters
 //! (`msg_too_long`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
@@ -33,6 +33,19 @@ pub struct Posted {
     pub thread_ts: Option<String>,
 }
 
+/// A file the bot shared (`files.completeUploadExternal`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shared {
+    /// The channel.
+    pub channel: String,
+    /// The file's name, as asked for.
+    pub filename: String,
+    /// Its bytes, as uploaded.
+    pub bytes: Vec<u8>,
+    /// The thread it went to.
+    pub thread_ts: Option<String>,
+}
+
 #[derive(Default)]
 struct State {
     bot_token: String,
@@ -46,6 +59,11 @@ struct State {
     attempts: usize,
     rate_limits: Vec<u64>,
     next: u64,
+    /// Upload URLs given: file id → (file name, length asked, bytes uploaded).
+    uploads: HashMap<String, (String, usize, Option<Vec<u8>>)>,
+    shared: Vec<Shared>,
+    /// The REST address (upload URLs point at it).
+    rest_addr: Option<SocketAddr>,
 }
 
 /// The running server.
@@ -90,6 +108,7 @@ impl SlackServer {
         });
         let rest = TcpListener::bind("127.0.0.1:0").unwrap();
         let rest_addr = rest.local_addr().unwrap();
+        state.0.lock().unwrap().rest_addr = Some(rest_addr);
         let rest_state = state.clone();
         std::thread::spawn(move || {
             for stream in rest.incoming().flatten() {
@@ -104,6 +123,12 @@ impl SlackServer {
             state,
             push,
         }
+    }
+
+    /// Waits until the bot shared `n` files (at most `limit`); what it shared.
+    pub fn wait_shared(&self, n: usize, limit: Duration) -> Vec<Shared> {
+        self.wait(limit, |s| s.shared.len() >= n);
+        self.state.0.lock().unwrap().shared.clone()
     }
 
     /// The base URL (`[channels.slack] base_url`).
@@ -271,7 +296,11 @@ fn serve_rest(
         .to_string();
     let (path, body) = (request.path, request.body);
     let params: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let (status, retry, answer) = rest(shared, &path, &auth, &params, ws);
+    let (status, retry, answer) = if let Some(id) = path.strip_prefix("/upload/") {
+        upload(shared, id, body)
+    } else {
+        rest(shared, &path, &auth, &params, ws)
+    };
     let body = answer.to_string();
     let retry = retry
         .map(|r| format!("Retry-After: {r}\r\n"))
@@ -340,6 +369,68 @@ fn rest(
                 json!({"ok": true, "channel": channel, "ts": "1795500001.000100"}),
             )
         }
+        method if method.starts_with("files.getUploadURLExternal") && token == s.bot_token => {
+            let query: HashMap<&str, &str> = method
+                .split_once('?')
+                .map(|(_, q)| q.split('&').filter_map(|p| p.split_once('=')).collect())
+                .unwrap_or_default();
+            let (Some(name), Some(length)) = (
+                query.get("filename"),
+                query.get("length").and_then(|l| l.parse::<usize>().ok()),
+            ) else {
+                return refuse("invalid_arguments");
+            };
+            if length == 0 {
+                return refuse("invalid_arguments");
+            }
+            s.next += 1;
+            let id = format!("F{:08}", s.next);
+            s.uploads
+                .insert(id.clone(), ((*name).to_string(), length, None));
+            (
+                200,
+                None,
+                json!({"ok": true, "upload_url": format!("http://{}/upload/{id}", s.rest_addr.unwrap()), "file_id": id}),
+            )
+        }
+        "files.completeUploadExternal" if token == s.bot_token => {
+            let channel = p["channel_id"].as_str().unwrap_or_default().to_string();
+            if !s.known.contains(&channel) {
+                return refuse("channel_not_found");
+            }
+            let Some(files) = p["files"].as_array().filter(|f| !f.is_empty()) else {
+                return refuse("invalid_arguments");
+            };
+            let mut done = Vec::new();
+            for file in files {
+                let id = file["id"].as_str().unwrap_or_default();
+                match s.uploads.get(id) {
+                    Some((name, _, Some(bytes))) => done.push(Shared {
+                        channel: channel.clone(),
+                        filename: name.clone(),
+                        bytes: bytes.clone(),
+                        thread_ts: p["thread_ts"].as_str().map(str::to_string),
+                    }),
+                    _ => return refuse("file_not_found"),
+                }
+            }
+            s.shared.extend(done);
+            wake.notify_all();
+            (200, None, json!({"ok": true, "files": files}))
+        }
         _ => refuse("invalid_auth"),
+    }
+}
+
+/// The upload URL: the bytes must be as long as `files.getUploadURLExternal` was told.
+fn upload(shared: &(Mutex<State>, Condvar), id: &str, body: Vec<u8>) -> (u16, Option<u64>, Value) {
+    let mut s = shared.0.lock().unwrap();
+    match s.uploads.get_mut(id) {
+        Some((_, length, bytes)) if *length == body.len() => {
+            *bytes = Some(body);
+            (200, None, json!("OK"))
+        }
+        Some(_) => (400, None, json!("length mismatch")),
+        None => (404, None, json!("not found")),
     }
 }

@@ -5,7 +5,8 @@ send SMTP_PORT USER PASSWORD TO SUBJECT BODY MESSAGE_ID [HEADER=VALUE ...]
     `X-Test-Html=...` makes the mail multipart/alternative with that HTML part first (or,
     with BODY empty, an HTML-only mail).
 read IMAP_PORT USER PASSWORD
-    prints the INBOX as JSON: [{from, subject, inReplyTo, references, body}].
+    prints the INBOX as JSON: [{from, subject, inReplyTo, references, body, attachments}], each
+    attachment as {name, type, oggOpus} (whether its bytes are an OGG stream with an OpusHead).
 """
 
 import email
@@ -52,8 +53,15 @@ def read(port, user, password):
         _, parts = box.fetch(num, "(RFC822)")
         msg = email.message_from_bytes(parts[0][1])
         body = msg.get_payload(decode=True) if not msg.is_multipart() else msg.get_payload(0).get_payload(decode=True)
+        attachments = []
+        for part in msg.walk():
+            if part.get_filename():
+                data = part.get_payload(decode=True) or b""
+                attachments.append({"name": part.get_filename(), "type": part.get_content_type(),
+                                    "oggOpus": data[:4] == b"OggS" and b"OpusHead" in data[:64]})
         out.append({"from": msg["From"], "subject": msg["Subject"], "inReplyTo": msg["In-Reply-To"],
-                    "references": msg["References"], "body": (body or b"").decode("utf-8", "replace").strip()})
+                    "references": msg["References"], "body": (body or b"").decode("utf-8", "replace").strip(),
+                    "attachments": attachments})
     box.logout()
     print(json.dumps(out))
 

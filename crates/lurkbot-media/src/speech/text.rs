@@ -82,7 +82,7 @@ mod tests {
     fn pieces_cover_the_text_in_order() {
         let text = "First sentence. Second one! A third? Yes.";
         let pieces = pieces(text, 20);
-        assert_eq!(pieces, ["First sentence.", "Second one!", "A third? Yes."]);
+        assert_eq!(pieces, ["First sentence.", "Second one! A third?", "Yes."]);
         assert_eq!(super::pieces("abcdefghij", 4), ["abcd", "efgh", "ij"]);
     }
 }

@@ -116,7 +116,35 @@ pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> CliResult {
     checks.extend(prompt_cost(&home, &config));
     checks.extend(gateway(&home, &config));
     checks.extend(irc(&home));
+    checks.push(speech(&home, &config));
     report(&checks, args.json)
+}
+
+/// The speech providers `tts` would ask, in order, or how to set one up.
+fn speech(home: &Home, config: &Config) -> Check {
+    let setup = lurkbot_agent::speech::tts_setup(home, config);
+    let order: Vec<&str> = setup.order.iter().map(|p| p.name()).collect();
+    if order.is_empty() {
+        return bad(
+            "speech",
+            Status::Warn,
+            "no speech provider: the tts tool is not offered",
+            "install espeak-ng (Debian: apt-get install espeak-ng), or set [tts] base_url or OPENAI_API_KEY, or ELEVENLABS_API_KEY in the home's .env",
+        );
+    }
+    let espeak = match &setup.espeak {
+        Some(path) => format!("; espeak-ng at {}", path.display()),
+        None => String::new(),
+    };
+    let hearing = if config.stt.base_url.is_some() {
+        "voice notes transcribed through [stt]"
+    } else {
+        "voice notes not transcribed ([stt] base_url unset)"
+    };
+    ok(
+        "speech",
+        format!("tts asks {}{espeak}; {hearing}", order.join(", then ")),
+    )
 }
 
 /// The IRC settings, when the home has any (`skills/irc-cli/secrets/.env`).
