@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the release binary and runs a benchmark (ARCHITECTURE.md §9).
-# Usage: bench/run.sh [startup|archive|rss|agent|gateway|memory|soak|peers|media|browser] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
+# Usage: bench/run.sh [startup|archive|rss|agent|gateway|memory|soak|peers|media|browser|speech] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
 #   startup  binary size, --version and exec help against the budgets (default)
 #   archive  zip/tar throughput against Info-ZIP zip/unzip and GNU tar, as ratios, and peak RSS
 #   rss      feed parse and fetch+parse against Python feedparser (installed here in a venv)
@@ -8,6 +8,8 @@
 #            model beside Pillow doing the same resize (time, peak RSS)
 #   browser  the browser tool's Chromium: launch → first snapshot of a simple page, a snapshot of
 #            a large page (time, size), beside chromium --dump-dom in the same run
+#   speech   tts of a 500-character reply (espeak-ng, OGG/Opus encoded in-process) beside
+#            espeak-ng | ffmpeg libopus in the same run (time, peak RSS)
 #   agent    agent loop overhead per tool round trip, peak RSS of a 200-turn chat session
 #   gateway  start to /health, idle RSS after 60 s, 1,000 WebSocket clients doing health
 #   memory   the memory index at 50,000 chunks: build time, memory_search p50/p99 keyword and hybrid

@@ -10,6 +10,8 @@
 //! `lurkbot-bench memory [--runs 200]` (queries),
 //! `lurkbot-bench media --python VENV/bin/python [--runs 5]` (article extraction on a 2 MiB page,
 //! a 24-megapixel JPEG prepared for the model beside Pillow),
+//! `lurkbot-bench speech [--runs 5]` (tts of a 500-character reply beside espeak-ng piped into
+//! ffmpeg's libopus),
 //! `lurkbot-bench browser [--runs 5]` (launch → first snapshot, a large page's snapshot, beside
 //! chromium --dump-dom),
 //! `lurkbot-bench soak --bin target/release/lurkbot [--runs 10000] [--cycles 10000]` (API turns
@@ -34,6 +36,7 @@ mod proc_group;
 mod rss;
 mod soak;
 mod soak_report;
+mod speech;
 mod startup;
 mod ws_burst;
 mod ws_floor;
@@ -58,7 +61,17 @@ fn main() -> ExitCode {
     while let Some(a) = iter.next() {
         match a.as_str() {
             "startup" | "archive" | "rss" | "agent" | "gateway" | "memory" | "soak" | "peers"
-            | "media" | "browser" => which = a.clone(),
+            | "media" | "browser" | "speech" => which = a.clone(),
+            "child-speech" => {
+                let runs = iter.next().and_then(|r| r.parse().ok()).unwrap_or(5);
+                return match speech::child(runs) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("lurkbot-bench: {e}");
+                        ExitCode::from(1)
+                    }
+                };
+            }
             "child-article" | "child-image" | "child-bomb" => {
                 let path = iter.next().map(PathBuf::from).unwrap_or_default();
                 let runs = iter.next().and_then(|r| r.parse().ok()).unwrap_or(5);
@@ -93,7 +106,7 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory|soak|peers|media|browser] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory|soak|peers|media|browser|speech] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
                 );
                 return ExitCode::from(2);
             }
@@ -107,6 +120,7 @@ fn main() -> ExitCode {
         "memory" => memory::memory(runs.unwrap_or(200).max(10)),
         "media" => media::media(&python, runs.unwrap_or(5).max(3)),
         "browser" => browser::browser(runs.unwrap_or(5).max(3)),
+        "speech" => speech::speech(runs.unwrap_or(5).max(3)),
         "soak" => soak::soak(
             &bin,
             runs.unwrap_or(10_000).max(200),

@@ -80,7 +80,7 @@ pub(crate) fn child(kind: &str, path: &Path, runs: usize) -> Result<(), String> 
     Ok(())
 }
 
-fn peak_kib() -> u64 {
+pub(crate) fn peak_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
