@@ -1,5 +1,5 @@
 //! The system prompt: snapshots pin it for representative contexts (update them with
-//! `LURKBOT_UPDATE_SNAPSHOTS=1 cargo test -p lurkbot-agent --test prompt` and review the diff),
+//! `LURKBOT_UPDATE_SNAPSHOTS=1 cargo test -p lurkbot-agent --test main prompt` and review the diff),
 //! and real turns check the per-session bootstrap rules.
 
 use lurkbot_agent::ToolBox;
@@ -58,11 +58,19 @@ fn snapshots_of_representative_prompts() {
         .iter()
         .map(|n| ToolBox::builtin().get(n).unwrap().spec())
         .collect();
-    let skills = vec![SkillEntry {
-        name: "rss-cli".into(),
-        description: "terminal_exec command: rss".into(),
-        location: "skills/rss-cli/SKILL.md".into(),
-    }];
+    let skills = vec![
+        SkillEntry {
+            name: "rss-cli".into(),
+            description: "terminal_exec rss: subscribe to feeds".into(),
+            location: "skills/rss-cli/SKILL.md".into(),
+        },
+        SkillEntry {
+            // Found elsewhere than `skills/<name>/`: its location is named.
+            name: "notes".into(),
+            description: "Keep notes.".into(),
+            location: "workspace/skills/notes/SKILL.md".into(),
+        },
+    ];
     let files = vec![
         ("AGENTS.md".to_string(), "Be brief.".to_string()),
         ("SOUL.md".to_string(), "Warm and dry.".to_string()),

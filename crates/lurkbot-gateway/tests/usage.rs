@@ -120,3 +120,47 @@ async fn parallel_calls_cannot_overrun_a_budget_together() {
         );
     }
 }
+
+/// ARCHITECTURE.md §9's prompt budget in the web UI: a "hello" from a client that shows widgets
+/// (`caps: ["canvas"]`), on a home with the bundled skills, with every tool a gateway session
+/// is offered — `gateway`, `canvas`, and `tts` where a speech provider is set up (espeak-ng is
+/// installed by scripts/test.sh). Measured on the wire like the CLI's: the messages and tools
+/// as the provider received them, compact JSON, characters / 4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_web_ui_hello_costs_at_most_3000_prompt_tokens() {
+    use crate::common::connect_params;
+    let skills = lurkbot_term::bundled_skills(&lurkbot_term::default_registry());
+    let files: Vec<(&str, String)> = skills
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.clone()))
+        .collect();
+    let gw = Gateway::start_with_files("", vec![Step::text("Hi.")], &files).await;
+    let mut c = Client::open(&gw).await;
+    let challenge = c.recv().await.expect("challenge");
+    assert_eq!(challenge["event"], "connect.challenge");
+    let mut params = connect_params(TOKEN);
+    params["caps"] = json!(["canvas"]);
+    assert_eq!(c.request("connect", params).await["ok"], true);
+    let sent = c.request("chat.send", json!({"message": "hello"})).await;
+    assert_eq!(sent["ok"], true, "{sent}");
+    c.event(|e| e["event"] == "chat" && e["payload"]["state"] == "final")
+        .await;
+    let body = &gw.fake.requests()[0].body;
+    let tools = body["tools"].to_string();
+    for offered in ["\"gateway\"", "\"canvas\""] {
+        assert!(tools.contains(offered), "{offered} not offered: {tools}");
+    }
+    assert!(
+        body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("<available_skills>")
+    );
+    let chars = body["messages"].to_string().chars().count() + tools.chars().count();
+    let tokens = chars.div_ceil(4);
+    eprintln!("web UI hello turn: {tokens} prompt tokens");
+    assert!(
+        tokens <= 3_000,
+        "the web UI's hello prompt is {tokens} tokens, over the 3,000 budget"
+    );
+}

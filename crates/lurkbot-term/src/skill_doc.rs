@@ -43,8 +43,7 @@ fn render(skill: &str, specs: &[&CommandSpec]) -> String {
         .collect::<Vec<_>>()
         .join("; ");
     let mut out = format!(
-        "---\nname: {skill}\ndescription: \"terminal_exec command{}: {} — {}\"\n---\n\n# {skill}\n\n{RULES}",
-        if names.len() > 1 { "s" } else { "" },
+        "---\nname: {skill}\ndescription: \"terminal_exec {}: {}\"\n---\n\n# {skill}\n\n{RULES}",
         names.join(", "),
         summary.replace('"', "'"),
     );

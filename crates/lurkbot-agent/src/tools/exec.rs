@@ -14,7 +14,7 @@ impl Tool for TerminalExecTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "terminal_exec".into(),
-            description: "Run one command of LurkBot's pseudo-terminal (no shell). Run `help` to list commands and `help <command>` for flags. Paths are relative to the LurkBot home. Writes need --confirm.".into(),
+            description: "Run one command of LurkBot's pseudo-terminal (no shell). Run `help` to list commands and `help <command>` for flags. Writes need --confirm.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
