@@ -448,6 +448,12 @@ mod tests {
         let m = inbound(&guild, "999").unwrap();
         assert!(m.group && m.mentioned);
         assert_eq!(m.text, "hi\n[attachment: a.png] (not opened)");
+        // A voice message's attachment carries its length (and waveform).
+        let voice = json!({"id": "m9", "channel_id": "c1", "author": {"id": "7", "username": "ann"},
+            "content": "", "attachments": [{"filename": "voice-message.ogg",
+            "url": "https://cdn.discordapp.com/v.ogg", "duration_secs": 2.5, "waveform": "AAAA"}]});
+        let heard = inbound(&voice, "99").unwrap();
+        assert!(heard.media[0].voice, "{heard:?}");
         let dm = json!({"id": "m2", "channel_id": "d1", "content": "yo", "author": {"id": "42", "username": "ada"}});
         let m = inbound(&dm, "999").unwrap();
         assert!(!m.group && !m.mentioned);

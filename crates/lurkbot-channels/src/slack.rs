@@ -103,11 +103,15 @@ async fn answer(method: &str, response: reqwest::Response) -> Result<Value, Chan
     })
 }
 
-/// One Events API event as an [`Inbound`], unless it is a bot's or an edit.
+/// One Events API event as an [`Inbound`], unless it is a bot's or an edit. A message with
+/// files (a voice clip among them) has the subtype `file_share`; every other subtype (edits,
+/// joins, deletions) is not something someone said.
 fn inbound(event: &Value, me: &str) -> Option<Inbound> {
     let kind = event["type"].as_str()?;
     if !matches!(kind, "message" | "app_mention")
-        || event.get("subtype").is_some()
+        || event
+            .get("subtype")
+            .is_some_and(|s| s.as_str() != Some("file_share"))
         || event.get("bot_id").is_some()
     {
         return None;
@@ -132,7 +136,7 @@ fn inbound(event: &Value, me: &str) -> Option<Inbound> {
         handle: None,
         forwarded_from: None,
         authenticated: true,
-        text,
+        text: text.trim().to_string(),
         group: !direct,
         mentioned: kind == "app_mention" || (!me.is_empty() && raw.contains(&mention)),
         // Replies go in the thread of a channel message (its root); direct messages unthreaded.
@@ -413,6 +417,13 @@ mod tests {
         assert!(!inbound(&im, "UBOT").unwrap().group);
         let edited = json!({"type": "message", "subtype": "message_changed", "channel": "D1"});
         assert!(inbound(&edited, "UBOT").is_none());
+        // A recorded clip: a `file_share` message whose file is `slack_audio`.
+        let clip = json!({"type": "message", "subtype": "file_share", "channel": "D1", "user": "U42",
+            "text": "", "ts": "3.0", "channel_type": "im",
+            "files": [{"name": "audio_message.webm", "subtype": "slack_audio", "url_private": "https://files.slack.com/x"}]});
+        let heard = inbound(&clip, "UBOT").unwrap();
+        assert!(heard.media[0].voice, "{heard:?}");
+        assert_eq!(heard.text, "[attachment: audio_message.webm] (not opened)");
         assert_eq!(mrkdwn("**a** <b> & c"), "*a* &lt;b&gt; &amp; c");
     }
 }
