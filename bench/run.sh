@@ -47,6 +47,12 @@ if [ "${1:-}" = peers ]; then
   done
   extra=(--peers "$peers" --readme README.md)
 fi
+if [ "${1:-}" = speech ]; then
+  # The binary with its symbols (a build of its own: minutes), to measure what the Opus encoder
+  # adds to it.
+  CARGO_PROFILE_RELEASE_STRIP=none cargo build --release -q -p lurkbot --target-dir "$CARGO_TARGET_DIR/symbols"
+  extra=(--symbols "$CARGO_TARGET_DIR/symbols/release/lurkbot")
+fi
 # Two builds, the measured binary last: built together, cargo would unify features and the
 # bench's scripted model server (lurkbot-llm's `fake`) would end up in the binary it measures.
 # LURKBOT_BIN measures a binary already built (a release build takes minutes) instead.

@@ -10,8 +10,9 @@
 //! `lurkbot-bench memory [--runs 200]` (queries),
 //! `lurkbot-bench media --python VENV/bin/python [--runs 5]` (article extraction on a 2 MiB page,
 //! a 24-megapixel JPEG prepared for the model beside Pillow),
-//! `lurkbot-bench speech [--runs 5]` (tts of a 500-character reply beside espeak-ng piped into
-//! ffmpeg's libopus),
+//! `lurkbot-bench speech [--runs 5] [--symbols UNSTRIPPED-BINARY]` (tts of a 500-character
+//! reply beside espeak-ng piped into ffmpeg's libopus; with `--symbols`, the bytes of the
+//! binary that are the Opus encoder),
 //! `lurkbot-bench browser [--runs 5]` (launch → first snapshot, a large page's snapshot, beside
 //! chromium --dump-dom),
 //! `lurkbot-bench soak --bin target/release/lurkbot [--runs 10000] [--cycles 10000]` (API turns
@@ -57,6 +58,7 @@ fn main() -> ExitCode {
     let mut peers_dir: Option<PathBuf> = None;
     let mut readme: Option<PathBuf> = None;
     let mut port = 0u16;
+    let mut symbols: Option<PathBuf> = None;
     let mut iter = args.iter();
     while let Some(a) = iter.next() {
         match a.as_str() {
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
             "--port" => port = iter.next().and_then(|p| p.parse().ok()).unwrap_or(0),
             "ws-floor" => which = a.clone(),
             "--readme" => readme = iter.next().map(PathBuf::from),
+            "--symbols" => symbols = iter.next().map(PathBuf::from),
             "--python" => python = iter.next().map(PathBuf::from).unwrap_or(python),
             "--bin" => bin = iter.next().map(PathBuf::from).unwrap_or(bin),
             "--runs" => runs = iter.next().and_then(|r| r.parse().ok()),
@@ -120,7 +123,7 @@ fn main() -> ExitCode {
         "memory" => memory::memory(runs.unwrap_or(200).max(10)),
         "media" => media::media(&python, runs.unwrap_or(5).max(3)),
         "browser" => browser::browser(runs.unwrap_or(5).max(3)),
-        "speech" => speech::speech(runs.unwrap_or(5).max(3)),
+        "speech" => speech::speech(runs.unwrap_or(5).max(3), symbols.as_deref()),
         "soak" => soak::soak(
             &bin,
             runs.unwrap_or(10_000).max(200),

@@ -78,8 +78,9 @@ fn median(values: &mut [f64]) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
-/// The benchmark.
-pub(crate) fn speech(runs: usize) -> Result<(), String> {
+/// The benchmark; with `symbols` (a release build that kept its symbol table), also what the
+/// encoder adds to the binary.
+pub(crate) fn speech(runs: usize, symbols: Option<&std::path::Path>) -> Result<(), String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
     let out = Command::new(&me)
         .args(["child-speech", &runs.to_string()])
@@ -106,7 +107,49 @@ pub(crate) fn speech(runs: usize) -> Result<(), String> {
         pipe_kib as f64 / 1024.0,
         pipe_kib as f64 / kib.max(1.0)
     );
+    if let Some(path) = symbols {
+        let (encoder, all) = encoder_bytes(path)?;
+        println!(
+            "the encoder in the binary ({}): opus-rs and ogg {:.0} KiB of {:.1} MiB of symbols ({:.1} %)",
+            path.display(),
+            encoder as f64 / 1024.0,
+            all as f64 / 1048576.0,
+            encoder as f64 * 100.0 / all.max(1) as f64
+        );
+    }
     Ok(())
+}
+
+/// The sizes of the symbols of `binary` (`nm -S`) that belong to the encoder's crates, and of
+/// all its sized symbols (code and data).
+fn encoder_bytes(binary: &std::path::Path) -> Result<(u64, u64), String> {
+    let out = Command::new("nm")
+        .args(["-S", "--size-sort"])
+        .arg(binary)
+        .output()
+        .map_err(|e| format!("nm (binutils): {e}"))?;
+    if !out.status.success() || out.stdout.is_empty() {
+        return Err(format!(
+            "{} has no symbols: build it with CARGO_PROFILE_RELEASE_STRIP=none",
+            binary.display()
+        ));
+    }
+    let (mut encoder, mut all) = (0, 0);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(_), Some(size), Some(_), Some(name)) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        let size = u64::from_str_radix(size, 16).unwrap_or(0);
+        all += size;
+        // Legacy mangling names the crate with its length: `_ZN7opus_rs…`, `_ZN3ogg…`.
+        if name.contains("7opus_rs") || name.starts_with("_ZN3ogg") {
+            encoder += size;
+        }
+    }
+    Ok((encoder, all))
 }
 
 /// espeak-ng piped into ffmpeg's libopus at the same bit rate: median milliseconds and the

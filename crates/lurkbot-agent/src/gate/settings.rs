@@ -106,6 +106,13 @@ mod tests {
             "models.openai/gpt.input_per_mtok",
             "session.dm_scope",
             "memory.base_url",
+            // Where speech and voice notes are sent: a model that could point them elsewhere
+            // would read the owner's voice notes.
+            "stt.base_url",
+            "tts.base_url",
+            "tts.elevenlabs_url",
+            "tts.espeak_executable",
+            "tts.api_key_env",
         ] {
             assert!(
                 matches!(
