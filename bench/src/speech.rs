@@ -13,21 +13,8 @@ pub(crate) const REPLY: &str = "Here is your morning summary. You have three mee
 /// The child: `lurkbot-bench child-speech RUNS` prints the median milliseconds of the whole
 /// `tts` path, of the encoding alone, its peak RSS in KiB and the file's bytes and seconds.
 pub(crate) fn child(runs: usize) -> Result<(), String> {
-    let setup = lurkbot_media::speech::TtsSetup {
-        order: vec![lurkbot_media::speech::TtsProvider::Espeak],
-        espeak: lurkbot_browser::find_executable("espeak-ng"),
-        espeak_voice: "en".into(),
-        openai_url: String::new(),
-        openai_key: None,
-        openai_model: String::new(),
-        openai_voice: String::new(),
-        elevenlabs_url: String::new(),
-        elevenlabs_key: None,
-        elevenlabs_model: String::new(),
-        elevenlabs_voice: String::new(),
-        max_chars: 4_000,
-        timeout: Duration::from_secs(60),
-    };
+    let setup =
+        lurkbot_media::speech::TtsSetup::espeak_only(lurkbot_browser::find_executable("espeak-ng"));
     if setup.espeak.is_none() {
         return Err("espeak-ng is not installed (apt-get install espeak-ng)".into());
     }

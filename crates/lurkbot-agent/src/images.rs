@@ -80,11 +80,7 @@ pub(crate) fn for_model(
 /// (links followed, confined), and only when what it resolves to lies under [`IMAGES_DIR`] — a
 /// link planted there that points at `config.toml` is not a picture.
 pub fn kept_file(home: &Home, relative: &str) -> Option<std::path::PathBuf> {
-    let path = home.resolve(relative).ok()?;
-    let resolved = home.relative(path.absolute())?;
-    resolved
-        .starts_with(&format!("{IMAGES_DIR}/"))
-        .then(|| path.absolute().to_path_buf())
+    home.resolve_under(IMAGES_DIR, relative)
 }
 
 /// Loads every referenced image that is not loaded yet (messages read back from a transcript).

@@ -91,19 +91,6 @@ pub fn stt_setup(home: &Home, config: &Config) -> Option<SttSetup> {
     })
 }
 
-/// The HTTP client the speech providers are reached with.
-///
-/// # Errors
-/// When no client can be made (the TLS setup failed).
-pub fn client(timeout: Duration) -> Result<reqwest::Client, String> {
-    lurkbot_term::http_client_builder()
-        .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION")))
-        .timeout(timeout)
-        .redirect(reqwest::redirect::Policy::limited(3))
-        .build()
-        .map_err(|e| format!("cannot make an HTTP client: {e}"))
-}
-
 /// The file of a voice note: `name` (as `tts` names them) resolved inside the home as every
 /// reader resolves it, and only when what it resolves to lies under [`AUDIO_DIR`].
 pub fn voice_note_file(home: &Home, name: &str) -> Option<PathBuf> {
@@ -115,8 +102,6 @@ pub fn voice_note_file(home: &Home, name: &str) -> Option<PathBuf> {
     {
         return None;
     }
-    let path = home.resolve(&format!("{AUDIO_DIR}/{name}")).ok()?;
-    let resolved = home.relative(path.absolute())?;
-    (resolved.starts_with(&format!("{AUDIO_DIR}/")) && path.absolute().is_file())
-        .then(|| path.absolute().to_path_buf())
+    home.resolve_under(AUDIO_DIR, &format!("{AUDIO_DIR}/{name}"))
+        .filter(|path| path.is_file())
 }

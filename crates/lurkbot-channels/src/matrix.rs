@@ -103,6 +103,28 @@ impl Matrix {
         Self::answer(request).await
     }
 
+    /// Sends `body` as an `m.room.message` in `room` (with a fresh transaction id), as a reply
+    /// to the event `reply_to` when given.
+    async fn room_message(
+        &self,
+        token: &str,
+        room: &str,
+        mut body: Value,
+        reply_to: Option<&str>,
+    ) -> Result<(), ChannelError> {
+        if let Some(event) = reply_to.filter(|r| !r.is_empty()) {
+            body["m.relates_to"] = json!({"m.in_reply_to": {"event_id": event}});
+        }
+        let txn = format!("lurkbot{}", lurkbot_core::random_hex(8));
+        let path = format!(
+            "/_matrix/client/v3/rooms/{}/send/m.room.message/{txn}",
+            encode(room)
+        );
+        self.request(reqwest::Method::PUT, &path, Some(token), Some(body))
+            .await
+            .map(|_| ())
+    }
+
     /// Uploads `bytes` to the homeserver's media repository; their `mxc://` URI.
     async fn upload(
         &self,
@@ -421,18 +443,8 @@ impl Channel for Matrix {
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
             let (token, _) = self.session().await?;
-            let txn = format!("lurkbot{}", lurkbot_core::random_hex(8));
-            let mut body = json!({"msgtype": "m.text", "body": text});
-            if let Some(event) = reply_to.filter(|r| !r.is_empty()) {
-                body["m.relates_to"] = json!({"m.in_reply_to": {"event_id": event}});
-            }
-            let path = format!(
-                "/_matrix/client/v3/rooms/{}/send/m.room.message/{txn}",
-                encode(chat)
-            );
-            self.request(reqwest::Method::PUT, &path, Some(&token), Some(body))
-                .await
-                .map(|_| ())
+            let body = json!({"msgtype": "m.text", "body": text});
+            self.room_message(&token, chat, body, reply_to).await
         })
     }
 
@@ -450,7 +462,7 @@ impl Channel for Matrix {
             let millis = (note.seconds * 1000.0).round() as u64;
             // `m.audio` marked as a voice message (MSC3245, with MSC1767's audio block), which
             // Element shows as a voice message with a player.
-            let mut body = json!({
+            let body = json!({
                 "msgtype": "m.audio",
                 "body": "Voice message",
                 "url": url,
@@ -458,17 +470,7 @@ impl Channel for Matrix {
                 "org.matrix.msc1767.audio": {"duration": millis},
                 "org.matrix.msc3245.voice": {},
             });
-            if let Some(event) = reply_to.filter(|r| !r.is_empty()) {
-                body["m.relates_to"] = json!({"m.in_reply_to": {"event_id": event}});
-            }
-            let txn = format!("lurkbot{}", lurkbot_core::random_hex(8));
-            let path = format!(
-                "/_matrix/client/v3/rooms/{}/send/m.room.message/{txn}",
-                encode(chat)
-            );
-            self.request(reqwest::Method::PUT, &path, Some(&token), Some(body))
-                .await
-                .map(|_| ())
+            self.room_message(&token, chat, body, reply_to).await
         })
     }
 

@@ -117,6 +117,17 @@ impl Home {
         HomePath::resolve(&self.root, raw)
     }
 
+    /// The file `raw` leads to, resolved as every reader resolves it (links followed, confined
+    /// to the home), only when what it resolves to lies under the home folder `dir` — a link
+    /// planted there that points at `config.toml` is not one of that folder's files.
+    pub fn resolve_under(&self, dir: &str, raw: &str) -> Option<PathBuf> {
+        let path = self.resolve(raw).ok()?;
+        let resolved = self.relative(path.absolute())?;
+        resolved
+            .starts_with(&format!("{}/", dir.trim_end_matches('/')))
+            .then(|| path.absolute().to_path_buf())
+    }
+
     /// The home-relative form (with `/`) of an absolute path inside the home, if it is inside.
     pub fn relative(&self, abs: &Path) -> Option<String> {
         let rel = abs.strip_prefix(&self.root).ok()?;

@@ -80,7 +80,7 @@ async fn transcribe(
     let (_, _, bytes) =
         crate::channel_media::fetch_one(state, channel, voice, "voice-note", max).await?;
     let (name, mime) = audio_kind(&bytes);
-    let client = lurkbot_agent::speech::client(std::time::Duration::from_secs(
+    let client = lurkbot_agent::web::settings_client(std::time::Duration::from_secs(
         state.config().stt.timeout_seconds.max(1),
     ))?;
     lurkbot_media::speech::transcribe(&client, setup, bytes, name, mime)
@@ -127,7 +127,7 @@ pub(crate) async fn speak(
         let text = spoken_text(answer);
         if !text.trim().is_empty() {
             let setup = lurkbot_agent::speech::tts_setup(&state.home, &config);
-            let spoken = match lurkbot_agent::speech::client(setup.timeout) {
+            let spoken = match lurkbot_agent::web::settings_client(setup.timeout) {
                 Ok(client) => lurkbot_media::speech::speak(&client, &setup, &text, None)
                     .await
                     .map_err(|e| e.to_string()),

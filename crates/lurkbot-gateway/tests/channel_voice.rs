@@ -164,3 +164,22 @@ async fn a_tts_call_is_kept_in_the_workspace_and_sent_as_voice() {
     // auto is off: the text answer is not spoken a second time.
     assert_eq!(server.voices().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transcription_failure_is_said_to_the_turn() {
+    let stt = SpeechServer::start(SpeechApi::OpenAi, None);
+    stt.fail_next(1, 503);
+    let server = Arc::new(TelegramServer::start(BOT_TOKEN));
+    let extra = format!(
+        "[stt]\nbase_url = \"{}\"\n",
+        stt.base_url(SpeechApi::OpenAi)
+    );
+    let gw = gateway(&server, &extra, vec![Step::text("Could you type it?")], "").await;
+    let note = crate::common::recorded_note("hello").await;
+    server.user_sends_voice(42, 42, "owner", &note, 1);
+    wait_texts(&server, 1).await;
+    let asked = gw.fake.requests()[0].body.to_string();
+    assert!(asked.contains("it could not be transcribed"), "{asked}");
+    assert!(asked.contains("HTTP 503"), "{asked}");
+    assert_eq!(stt.heard().len(), 1);
+}

@@ -152,6 +152,18 @@ impl User {
     }
 }
 
+/// A Synapse with the bot and the owner registered.
+async fn bot_and_owner() -> Synapse {
+    tokio::task::spawn_blocking(|| {
+        let s = Synapse::start();
+        s.register("bot", "bot-pass-1");
+        s.register("owner", "owner-pass-1");
+        s
+    })
+    .await
+    .unwrap()
+}
+
 fn enc(s: &str) -> String {
     s.replace('!', "%21")
         .replace(':', "%3A")
@@ -300,14 +312,7 @@ async fn matrix_rooms_mentions_pairing_and_a_restart_against_synapse() {
 /// model as an image part of the turn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_photo_in_a_matrix_room_reaches_the_model_as_an_image() {
-    let synapse = tokio::task::spawn_blocking(|| {
-        let s = Synapse::start();
-        s.register("bot", "bot-pass-1");
-        s.register("owner", "owner-pass-1");
-        s
-    })
-    .await
-    .unwrap();
+    let synapse = bot_and_owner().await;
     let host = synapse.url.trim_start_matches("http://").to_string();
     let gw = Gateway::start_with_env(
         &format!(
@@ -415,14 +420,7 @@ async fn a_photo_in_a_matrix_room_reaches_the_model_as_an_image() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_voice_note_in_a_matrix_room_is_heard_and_answered_by_voice() {
     use lurkbot_test_support::speech_servers::{SpeechApi, SpeechServer};
-    let synapse = tokio::task::spawn_blocking(|| {
-        let s = Synapse::start();
-        s.register("bot", "bot-pass-1");
-        s.register("owner", "owner-pass-1");
-        s
-    })
-    .await
-    .unwrap();
+    let synapse = bot_and_owner().await;
     let stt = SpeechServer::start(SpeechApi::OpenAi, None);
     stt.set_transcript("remind me to call mum");
     let host = synapse.url.trim_start_matches("http://").to_string();

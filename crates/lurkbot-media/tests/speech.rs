@@ -12,18 +12,14 @@ use lurkbot_test_support::speech_servers::{SpeechApi, SpeechServer};
 fn setup(order: &[TtsProvider]) -> TtsSetup {
     TtsSetup {
         order: order.to_vec(),
-        espeak: Some(PathBuf::from("espeak-ng")),
-        espeak_voice: "en".into(),
         openai_url: "http://127.0.0.1:9/v1".into(),
-        openai_key: None,
         openai_model: "gpt-4o-mini-tts".into(),
         openai_voice: "alloy".into(),
         elevenlabs_url: "http://127.0.0.1:9".into(),
-        elevenlabs_key: None,
         elevenlabs_model: "eleven_multilingual_v2".into(),
         elevenlabs_voice: "JBFqnCBsd6RMkjVDRZzb".into(),
-        max_chars: 4_000,
         timeout: Duration::from_secs(30),
+        ..TtsSetup::espeak_only(Some(PathBuf::from("espeak-ng")))
     }
 }
 
@@ -279,4 +275,21 @@ async fn a_voice_note_is_uploaded_as_multipart_and_its_text_comes_back() {
         2,
         "a note over the limit is never sent"
     );
+}
+
+#[tokio::test]
+async fn an_elevenlabs_voice_cannot_change_the_request_path() {
+    let eleven = SpeechServer::start(SpeechApi::ElevenLabs, Some("xi-key"));
+    let mut setup = setup(&[TtsProvider::ElevenLabs]);
+    setup.elevenlabs_url = eleven.base_url(SpeechApi::ElevenLabs);
+    setup.elevenlabs_key = Some("xi-key".into());
+    let client = lurkbot_term::http_client_builder().build().unwrap();
+    let refused = speak(&client, &setup, "hi", Some("../../v1/user")).await;
+    match refused {
+        Err(SpeechError::AllFailed(why)) => {
+            assert!(why[0].contains("not an ElevenLabs voice id"), "{why:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(eleven.heard().is_empty(), "nothing was sent");
 }

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use super::fs::{resolve_path, writable, write_checked};
 use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
-use crate::speech::{AUDIO_DIR, client, tts_setup};
+use crate::speech::{AUDIO_DIR, tts_setup};
+use crate::web::settings_client;
 
 /// `tts`.
 pub(crate) struct TtsTool;
@@ -32,7 +33,7 @@ impl Tool for TtsTool {
             };
             let voice = args.get("voice").and_then(Value::as_str);
             let setup = tts_setup(ctx.home, ctx.config);
-            let client = match client(setup.timeout) {
+            let client = match settings_client(setup.timeout) {
                 Ok(c) => c,
                 Err(e) => return ToolOutput::error(e),
             };

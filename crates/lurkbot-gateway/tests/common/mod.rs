@@ -317,21 +317,8 @@ pub fn connect_params(token: &str) -> Value {
 
 /// A real voice note: espeak-ng's speech encoded as LurkBot encodes it.
 pub async fn recorded_note(text: &str) -> Vec<u8> {
-    let setup = lurkbot_media::speech::TtsSetup {
-        order: vec![lurkbot_media::speech::TtsProvider::Espeak],
-        espeak: lurkbot_browser::find_executable("espeak-ng"),
-        espeak_voice: "en".into(),
-        openai_url: String::new(),
-        openai_key: None,
-        openai_model: String::new(),
-        openai_voice: String::new(),
-        elevenlabs_url: String::new(),
-        elevenlabs_key: None,
-        elevenlabs_model: String::new(),
-        elevenlabs_voice: String::new(),
-        max_chars: 1000,
-        timeout: Duration::from_secs(30),
-    };
+    let setup =
+        lurkbot_media::speech::TtsSetup::espeak_only(lurkbot_browser::find_executable("espeak-ng"));
     let client = lurkbot_term::http_client_builder().build().unwrap();
     lurkbot_media::speech::speak(&client, &setup, text, None)
         .await

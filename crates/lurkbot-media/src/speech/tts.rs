@@ -73,6 +73,28 @@ pub struct TtsSetup {
     pub timeout: Duration,
 }
 
+impl TtsSetup {
+    /// espeak-ng alone (`program`, with voice `en`), and nothing else set up: the local
+    /// speech the tests and benchmarks make.
+    pub fn espeak_only(program: Option<PathBuf>) -> Self {
+        Self {
+            order: vec![TtsProvider::Espeak],
+            espeak: program,
+            espeak_voice: "en".into(),
+            openai_url: String::new(),
+            openai_key: None,
+            openai_model: String::new(),
+            openai_voice: String::new(),
+            elevenlabs_url: String::new(),
+            elevenlabs_key: None,
+            elevenlabs_model: String::new(),
+            elevenlabs_voice: String::new(),
+            max_chars: 4_000,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
 /// Speech made.
 #[derive(Debug, Clone)]
 pub struct Spoken {

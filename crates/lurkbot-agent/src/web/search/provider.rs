@@ -143,12 +143,8 @@ pub(super) enum Failure {
 
 /// The one HTTP client a search asks its providers with.
 pub(super) fn client(settings: &WebSearchConfig) -> Result<reqwest::Client, Failure> {
-    lurkbot_term::http_client_builder()
-        .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION")))
-        .timeout(Duration::from_secs(settings.timeout_seconds.max(1)))
-        .redirect(reqwest::redirect::Policy::limited(3))
-        .build()
-        .map_err(|e| Failure::Outage(format!("cannot make an HTTP client: {e}")))
+    crate::web::settings_client(Duration::from_secs(settings.timeout_seconds.max(1)))
+        .map_err(Failure::Outage)
 }
 
 /// A base URL with `path` appended (`https://host:port/base` + `/res/v1/web/search`).
