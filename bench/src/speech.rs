@@ -5,7 +5,7 @@
 //! `ru_maxrss` of its processes), and the in-process encoder's share is timed alone.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// A reply of 500 characters, as a model writes one.
 pub(crate) const REPLY: &str = "Here is your morning summary. You have three meetings today: the design review at ten, lunch with Maria at half past twelve, and the budget call at four. Two parcels are due before noon, so someone should be home. The weather will be dry and mild, around fourteen degrees, with wind from the west in the afternoon. Your train to Leeds on Friday leaves at eight fifteen from platform two. Finally, the library books are due back on Thursday, and the dentist asked you to confirm next week's appointment.";
