@@ -25,6 +25,7 @@ pub(crate) const GROUPS: &[(&str, &[&str])] = &[
     ("group:messaging", &["message"]),
     ("group:ui", &["browser", "canvas"]),
     ("group:tts", &["tts"]),
+    ("group:nodes", &["nodes"]),
 ];
 
 /// What each profile allows.
@@ -59,6 +60,7 @@ pub(crate) const SUBAGENT_DENY: &[&str] = &[
     "sessions_send",
     "sessions_spawn",
     "gateway",
+    "nodes",
     "agents_list",
     "session_status",
     "cron",
@@ -77,6 +79,8 @@ pub(crate) const SANDBOX_DENY: &[&str] = &[
     "browser",
     // The settings are the owner's; a sandboxed session proposes no change to them.
     "gateway",
+    // Commands on other machines.
+    "nodes",
 ];
 
 /// Never offered in group chats.
@@ -96,6 +100,8 @@ pub(crate) const GROUP_DENY: &[&str] = &[
     "browser",
     // The gateway's settings and state are the owner's.
     "gateway",
+    // The owner's other machines.
+    "nodes",
 ];
 
 /// The group of MCP tools: every `<server>__<tool>` name (no built-in tool has `__`).

@@ -138,6 +138,17 @@ pub trait GatewayControl: Send + Sync {
     fn shows_canvas(&self) -> bool;
     /// Tells the attached clients a widget changed (event `canvas`).
     fn canvas_changed(&self, change: crate::canvas::CanvasChange);
+    /// Whether the owner has approved a node: the `nodes` tool is offered only then.
+    fn has_nodes(&self) -> bool;
+    /// The `nodes` tool's `{action: list|describe|invoke, node?, command?, params?,
+    /// timeoutMs?}`, asked by `asker` from `session`; an invocation passes the gate
+    /// (`gate::Act::NodeCommand`) first.
+    fn nodes<'a>(
+        &'a self,
+        session: &'a SessionKey,
+        args: &'a serde_json::Value,
+        asker: crate::gate::Asker,
+    ) -> BoxFuture<'a, Result<serde_json::Value, String>>;
 }
 
 /// Runs a started turn to its end, at most `timeout` long (then it is aborted).

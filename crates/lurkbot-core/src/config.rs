@@ -54,6 +54,8 @@ pub struct Config {
     pub tts: crate::TtsConfig,
     /// `[stt]`: hearing voice notes.
     pub stt: crate::SttConfig,
+    /// `[nodes]`: node commands the model may run without asking.
+    pub nodes: crate::NodesConfig,
 }
 
 /// `[log]`: what the gateway logs and how much of it is kept.

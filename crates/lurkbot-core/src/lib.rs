@@ -25,6 +25,7 @@ mod ids;
 mod init;
 mod log_file;
 pub mod multipart;
+mod nodes_config;
 mod owner_accounts;
 mod paths;
 mod plugin_config;
@@ -72,6 +73,7 @@ pub use init::{InitReport, init_home, is_untouched_bootstrap};
 pub use log_file::{
     DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, GATEWAY_LOG, RotatingLog, TailWindow, tail,
 };
+pub use nodes_config::NodesConfig;
 pub use owner_accounts::{OWNER_HANDLES_FILE, is_owner as is_owner_account, owner_ids};
 pub use paths::{HomePath, PathError, confined_to};
 pub use plugin_config::{EMBEDDERS, McpConfig, McpServerConfig, MemoryConfig};

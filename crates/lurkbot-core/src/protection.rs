@@ -7,7 +7,8 @@
 //! - *State* — written only by the code that owns it: `exec-approvals.json`, `auth/**`,
 //!   `sessions/**`, `cron/**`, `memory/**`, `artifacts/terminal_exec/**`,
 //!   `workspace/cal/calendar.db*`, `workspace/rss/*.json` and `cache/**`, `workspace/irc/**`,
-//!   `channels/**` (pairings, who may write to the agent), and every temporary file of the atomic writers, extractions and archive creation.
+//!   `channels/**` (pairings, who may write to the agent), `devices/**` (paired nodes; this
+//!   node's own `devices/identity.json` is *secret*), and every temporary file of the atomic writers, extractions and archive creation.
 //!
 //! [`Home::protection`] is the one function every reader and writer calls. It follows every
 //! symbolic link, and treats a hard link to a protected file as that file (device + inode).
@@ -107,6 +108,9 @@ pub fn classify_relative(relative: &str) -> Protection {
         ["skills", _, "secrets", ..] => {
             return Secret("skill secrets are edited only by hand and never leave the home");
         }
+        ["devices", "identity.json"] => {
+            return Secret("this node's private key proves who it is to the gateway it serves");
+        }
         _ => {}
     }
     if is_temp_name(last) || segments.iter().any(|s| s.starts_with(".lurkbot-")) {
@@ -124,6 +128,9 @@ pub fn classify_relative(relative: &str) -> Protection {
             State("channel pairings are changed only with 'lurkbot pairing' or by the gateway")
         }
         ["memory", ..] => State("the memory index is written only by 'lurkbot memory'"),
+        ["devices", ..] => {
+            State("paired devices are changed only with 'lurkbot devices' or by the gateway")
+        }
         ["logs", ..] => State("LurkBot's logs are written only by LurkBot"),
         ["history", ..] => State("chat history is written only by lurkbot chat"),
         ["run", ..] => State("the running gateway's address is written only by the gateway"),

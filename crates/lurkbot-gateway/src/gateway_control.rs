@@ -117,4 +117,21 @@ impl GatewayControl for Control {
     fn canvas_changed(&self, change: lurkbot_agent::canvas::CanvasChange) {
         self.state.hub.emit(crate::protocol::Event::Canvas(change));
     }
+
+    fn has_nodes(&self) -> bool {
+        self.state.nodes.summary()["paired"].as_u64() > Some(0)
+    }
+
+    fn nodes<'a>(
+        &'a self,
+        session: &'a SessionKey,
+        args: &'a Value,
+        asker: Asker,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            crate::node_control::tool(&self.state, session.as_str(), args, asker)
+                .await
+                .map_err(|e| e.message)
+        })
+    }
 }

@@ -223,7 +223,12 @@ pub(crate) const METHODS: &[Method] = &[
 
 /// The names of [`METHODS`], in order.
 pub(crate) fn names() -> Vec<&'static str> {
-    METHODS.iter().map(|m| m.name).collect()
+    table().map(|m| m.name).collect()
+}
+
+/// [`METHODS`] and the device and node methods.
+fn table() -> impl Iterator<Item = &'static Method> {
+    METHODS.iter().chain(crate::node_methods::METHODS)
 }
 
 /// Methods whose answer never waits for anything: answered on the connection's own task, with
@@ -245,7 +250,7 @@ pub(crate) fn call_now(
     if !IMMEDIATE.contains(&method) {
         return None;
     }
-    let m = METHODS.iter().find(|m| m.name == method)?;
+    let m = table().find(|m| m.name == method)?;
     if !grants.allows(m.scope) {
         return None;
     }
@@ -281,7 +286,7 @@ pub(crate) async fn call(
     method: &str,
     params: &Value,
 ) -> Result<Value, MethodError> {
-    match METHODS.iter().find(|m| m.name == method) {
+    match table().find(|m| m.name == method) {
         Some(m) if !grants.allows(m.scope) => Err(MethodError::new(
             ErrorCode::Unauthorized,
             format!(
@@ -318,6 +323,7 @@ pub(crate) fn status(state: &AppState) -> Value {
         "liveSessions": state.host.live_sessions(),
         "pendingApprovals": state.approver.pending(),
         "connections": state.connections(),
+        "nodes": state.nodes.summary(),
         "heartbeat": state.autonomy.last_heartbeat(),
         "retained": retained(state),
     })

@@ -39,6 +39,8 @@ pub struct AppState {
     pub limiter: Arc<FailureLimiter>,
     /// The cron scheduler's and heartbeat's shared state.
     pub autonomy: Arc<crate::scheduler::Autonomy>,
+    /// Paired devices and live node connections.
+    pub nodes: Arc<crate::nodes::Nodes>,
     /// When the state was made (ms since the epoch): the gateway's start, for uptime.
     pub started_ms: u64,
     reload_hook: Option<ReloadHook>,
@@ -61,6 +63,7 @@ impl AppState {
         let approver = Arc::new(ClientApprover::new(hub.clone()));
         let host = SessionHost::new(home.clone(), config.clone(), hub.clone(), approver.clone());
         let exec = host.exec();
+        let nodes = Arc::new(crate::nodes::Nodes::new(&home));
         Self {
             home,
             config: Arc::new(RwLock::new(Arc::new(config))),
@@ -72,6 +75,7 @@ impl AppState {
             exec,
             limiter: Arc::new(FailureLimiter::default()),
             autonomy: Arc::default(),
+            nodes,
             started_ms: lurkbot_core::now_ms(),
             reload_hook: None,
             live_connections: Arc::new(AtomicUsize::new(0)),

@@ -32,7 +32,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const PRE_CONNECT_MAX: usize = 64 * 1024;
 
 /// What a connection sends.
-enum Out {
+pub(crate) enum Out {
     /// A response frame.
     Frame(Value),
     /// An event (numbered when sent).
@@ -98,24 +98,41 @@ async fn connection(socket: WebSocket, state: AppState, ip: IpAddr) {
     // file) get a task of their own, whose answer comes back through `out`.
     let mut writer = Writer::new(sink);
     let (out, mut rx) = mpsc::unbounded_channel::<Out>();
-    let nonce = lurkbot_core::random_hex(16);
-    let challenge = Event::ConnectChallenge(Challenge {
-        nonce,
+    let challenge = Challenge {
+        nonce: lurkbot_core::random_hex(16),
         ts: lurkbot_core::now_ms(),
-    });
-    if !writer.write(Out::Event(challenge)).await {
+    };
+    if !writer
+        .write(Out::Event(Event::ConnectChallenge(challenge.clone())))
+        .await
+    {
         return;
     }
-    let conn = handshake(&state, &mut stream, &out, ip).await;
+    let joined = handshake(&state, &mut stream, &out, ip, &challenge).await;
     while let Ok(item) = rx.try_recv() {
         if !writer.write(item).await {
             return;
         }
     }
-    if let Some(conn) = conn {
-        serve(&state, &conn, &mut stream, (&out, &mut rx), &mut writer).await;
-        tracing::info!(peer = %ip, "WebSocket client left");
+    match joined {
+        Some(Joined::Operator(conn)) => {
+            serve(&state, &conn, &mut stream, (&out, &mut rx), &mut writer).await;
+            tracing::info!(peer = %ip, "WebSocket client left");
+        }
+        Some(Joined::Node(node)) => {
+            drop(out);
+            crate::node_link::serve(&state, &node, &mut stream, &mut rx, &mut writer).await;
+        }
+        None => {}
     }
+}
+
+/// Who a connection turned out to be.
+enum Joined {
+    /// An operator (the CLI, the web UI, OpenClaw's clients).
+    Operator(Conn),
+    /// A node (a device serving commands).
+    Node(crate::node_link::NodeConn),
 }
 
 /// One connection after its handshake.
@@ -137,7 +154,8 @@ async fn handshake(
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
     out: &mpsc::UnboundedSender<Out>,
     ip: IpAddr,
-) -> Option<Conn> {
+    challenge: &Challenge,
+) -> Option<Joined> {
     let refuse = |id: Option<&str>, error: MethodError| {
         let _ = out.send(Out::Frame(protocol::err(id, &error)));
         let _ = out.send(Out::Close(close_code::POLICY, error.message));
@@ -224,6 +242,19 @@ async fn handshake(
             return refuse(Some(id), error);
         }
     }
+    match p.get("role").and_then(Value::as_str).unwrap_or("operator") {
+        "operator" => {}
+        "node" => {
+            return crate::node_link::handshake(state, version, (id, p), challenge, out, ip)
+                .map(Joined::Node);
+        }
+        other => {
+            return refuse(
+                Some(id),
+                MethodError::invalid(format!("unknown role '{other}' (operator or node)")),
+            );
+        }
+    }
     let conn_id = format!("conn_{}", lurkbot_core::random_hex(6));
     tracing::info!(
         peer = %ip,
@@ -254,12 +285,12 @@ async fn handshake(
         .get("caps")
         .and_then(Value::as_array)
         .is_some_and(|caps| caps.iter().any(|c| c == "canvas"));
-    Some(Conn {
+    Some(Joined::Operator(Conn {
         grants,
         version,
         subscribed,
         _canvas: shows_canvas.then(|| state.canvas_viewer()),
-    })
+    }))
 }
 
 /// Requests, answers of requests still running, events, ticks and shutdown until the client
@@ -405,7 +436,7 @@ fn finish(
 
 /// The sending half of a connection: numbers events and shapes them for the connection's
 /// dialect.
-struct Writer {
+pub(crate) struct Writer {
     sink: futures_util::stream::SplitSink<WebSocket, Message>,
     seq: u64,
     /// LurkBot's shapes until a connection speaks OpenClaw's (the challenge is the same in
@@ -432,7 +463,7 @@ impl Writer {
     }
 
     /// Sends one item; `false` when the connection is done (closed, or the client is gone).
-    async fn write(&mut self, item: Out) -> bool {
+    pub(crate) async fn write(&mut self, item: Out) -> bool {
         let message = match item {
             Out::Frame(v) => Message::Text(v.to_string().into()),
             Out::Event(event) => match self.shaper.as_mut() {

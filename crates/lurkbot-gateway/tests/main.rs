@@ -26,6 +26,7 @@ mod irc;
 mod markdown_ui;
 mod matrix;
 mod memory;
+mod nodes_wire;
 mod openai_sdk;
 mod openclaw;
 mod openclaw_wire;

@@ -27,6 +27,7 @@ mod irc;
 mod logs;
 mod mcp;
 mod memory;
+mod nodes;
 mod rss;
 mod search;
 mod service;

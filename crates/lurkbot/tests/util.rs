@@ -216,8 +216,17 @@ pub fn drain(
 }
 
 pub fn start_gateway(t: &Test, env: &[(&str, &str)]) -> Running {
+    start_gateway_on(t, env, 0)
+}
+
+/// Like [`start_gateway`], on `port` (a restart on the same address).
+pub fn start_gateway_on(t: &Test, env: &[(&str, &str)], port: u16) -> Running {
     use std::io::{BufRead, BufReader};
-    let mut child = t.command(&["gateway", "--port", "0"], env).spawn().unwrap();
+    let port = port.to_string();
+    let mut child = t
+        .command(&["gateway", "--port", &port], env)
+        .spawn()
+        .unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)

@@ -10,12 +10,14 @@
 //! The structure test `owner_authority_is_made_only_at_owner_entry_points` keeps
 //! `Asker::Owner` out of every other file.
 
+mod node;
 mod origin;
 mod settings;
 mod web;
 
 use serde::{Deserialize, Serialize};
 
+pub use node::RUN_COMMANDS;
 pub use origin::{dm_peer, group_of, is_owner_account, is_third_party};
 pub use settings::{MODEL_SETTINGS, model_may_change};
 pub use web::{UrlFrom, web_rules};
@@ -87,6 +89,17 @@ pub enum Act<'a> {
         /// the model acting on a stranger's words.
         from_third_party: bool,
     },
+    /// A command sent to a paired node (the `nodes` tool, `lurkbot nodes invoke`).
+    NodeCommand {
+        /// The node's name.
+        node: &'a str,
+        /// The command (`system.run`, `system.which`, …).
+        command: &'a str,
+        /// What `system.run` would run, as a line.
+        line: &'a str,
+        /// Whether the owner's `[nodes] allow` lists it for that node.
+        allowed: bool,
+    },
 }
 
 /// What the gate decided.
@@ -114,6 +127,12 @@ pub fn decide(asker: Asker, act: &Act<'_>) -> Verdict {
             pairing,
             from_third_party,
         } => message(asker, channel, to, standing, pairing, from_third_party),
+        Act::NodeCommand {
+            node,
+            command,
+            line,
+            allowed,
+        } => node::node_command(asker, node, command, line, allowed),
     }
 }
 
@@ -232,6 +251,17 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_owner_runs_anything_on_a_node_without_asking() {
+        let act = Act::NodeCommand {
+            node: "laptop",
+            command: "system.run",
+            line: "zip create --confirm",
+            allowed: false,
+        };
+        assert_eq!(decide(Asker::Owner, &act), Verdict::Allow);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Which tools a session is offered: the policy's, less those a setting turns off (`[browser]
 //! enabled`), and those that need a gateway — `gateway` in any of its sessions, `canvas` only
-//! while a client that can show widgets is attached — and `tts` only where a speech provider is
+//! while a client that can show widgets is attached, `nodes` once a node is paired — and `tts` only where a speech provider is
 //! set up.
 
 use lurkbot_llm::ToolSpec;
@@ -23,6 +23,8 @@ impl Agent {
             match spec.name.as_str() {
                 "gateway" if gateway().is_none() => continue,
                 "canvas" if !gateway().is_some_and(|g| g.shows_canvas()) => continue,
+                // Nodes only once the owner has paired one.
+                "nodes" if !gateway().is_some_and(|g| g.has_nodes()) => continue,
                 // Speech only where a provider is set up (espeak-ng installed, or a key).
                 "tts" if !crate::speech::can_speak(&self.home, &self.config) => continue,
                 _ => {}

@@ -10,6 +10,7 @@ mod gateway;
 mod image;
 mod memory;
 mod message;
+mod nodes;
 mod patch;
 mod send;
 mod sessions;
@@ -217,6 +218,7 @@ fn builtin_tools() -> Vec<Box<dyn Tool>> {
         Box::new(AgentsListTool),
         Box::new(CronTool),
         Box::new(gateway::GatewayTool),
+        Box::new(nodes::NodesTool),
         Box::new(MessageTool),
         Box::new(MemorySearchTool),
         Box::new(MemoryGetTool),

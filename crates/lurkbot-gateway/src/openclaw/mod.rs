@@ -87,6 +87,12 @@ pub(crate) const METHODS: &[Method] = &[
         handler: |s, _, _| Box::pin(async { catalog::config_get(s) }),
     },
     same!(method::LOGS_TAIL, Scope::Read),
+    same!("device.pair.list", Scope::Read),
+    same!("device.pair.approve", Scope::Admin),
+    same!("device.pair.reject", Scope::Admin),
+    same!("node.list", Scope::Read),
+    same!("node.describe", Scope::Read),
+    same!("node.invoke", Scope::Admin),
     Method {
         name: method::AGENT,
         scope: Scope::Write,

@@ -3,7 +3,9 @@
 //! `{"type":"event","event","payload","seq"}`. Events are [`Event`]s. Shared by the
 //! server, the CLI's remote client, the bench and the tests.
 
+pub mod device;
 mod event;
+pub mod node;
 mod scope;
 mod version;
 

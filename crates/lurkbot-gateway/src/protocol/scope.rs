@@ -55,6 +55,11 @@ impl Grants {
         Self(Scope::ALL.to_vec())
     }
 
+    /// No scope (a node).
+    pub fn none() -> Self {
+        Self(Vec::new())
+    }
+
     /// The scopes named in `connect`'s `scopes` (unknown names are ignored); every scope when
     /// the field is absent (or null).
     ///

@@ -26,6 +26,13 @@ EVENTS = {
     "tick": "#/definitions/TickEvent",
     "shutdown": "#/definitions/ShutdownEvent",
     "health": "#/definitions/Snapshot/properties/health",
+    "node.invoke.request": "#/definitions/NodeInvokeRequestEvent",
+}
+# What a node sends (frames marked "sent"): its requests' params.
+PARAMS = {
+    "connect": "ConnectParams",
+    "node.invoke.result": "NodeInvokeResultParams",
+    "node.event": "NodeEventParams",
 }
 
 
@@ -44,11 +51,23 @@ def main():
     for n, line in enumerate(open(sys.argv[2]), 1):
         entry = json.loads(line)
         frame, method = entry["frame"], entry.get("method")
+        if entry.get("sent"):
+            targets = [("#/definitions/RequestFrame", frame)]
+            if method in PARAMS:
+                targets.append(("#/definitions/" + PARAMS[method], frame.get("params")))
+            for ref, value in targets:
+                name = ref.rsplit("/", 1)[-1]
+                checked[name] = checked.get(name, 0) + 1
+                for error in check(ref, value):
+                    failures.append(f"line {n} (sent {method}) as {name}: {error}")
+            continue
         targets = [("#/definitions/GatewayFrame", frame)]
         payload = frame.get("payload")
         if frame.get("type") == "res" and frame.get("ok"):
             if isinstance(payload, dict) and payload.get("type") == "hello-ok":
                 targets.append(("#/definitions/HelloOk", payload))
+            elif method == "node.event":
+                targets.append(("#/definitions/NodeEventResult", payload))
             elif method in RESULTS:
                 targets.append(("#/definitions/" + RESULTS[method], payload))
             elif method == "system-presence":

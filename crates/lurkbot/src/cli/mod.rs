@@ -12,6 +12,7 @@ pub(crate) mod config_list;
 pub(crate) mod console;
 pub(crate) mod cron;
 pub(crate) mod dashboard;
+pub(crate) mod devices;
 pub(crate) mod doctor;
 pub(crate) mod exec;
 pub(crate) mod gateway;
@@ -23,6 +24,8 @@ pub(crate) mod logs;
 pub(crate) mod markdown;
 pub(crate) mod mcp;
 pub(crate) mod memory;
+pub(crate) mod node;
+pub(crate) mod nodes;
 pub(crate) mod pairing;
 pub(crate) mod probe;
 pub(crate) mod reload;
@@ -106,6 +109,15 @@ pub(crate) enum Sub {
     /// Strangers who asked to talk to the agent on a channel: list, approve, deny.
     #[command(subcommand)]
     Pairing(pairing::PairingArgs),
+    /// Devices that asked to join the gateway as nodes: list, approve, reject.
+    #[command(subcommand)]
+    Devices(devices::DevicesArgs),
+    /// The gateway's paired nodes: list, invoke a command on one.
+    #[command(subcommand)]
+    Nodes(nodes::NodesArgs),
+    /// Serve another gateway as a node: node run --gateway URL.
+    #[command(subcommand)]
+    Node(node::NodeArgs),
     /// Move another platform's state into this home (openclaw).
     #[command(subcommand)]
     Import(import::ImportArgs),

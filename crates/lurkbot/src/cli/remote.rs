@@ -72,6 +72,40 @@ pub(crate) fn gateway_token(home: &Home) -> Option<String> {
         .filter(|t| !t.trim().is_empty())
 }
 
+/// Calls `method` on this home's running gateway (found by `run/gateway.json`, loopback only),
+/// for the owner commands that act through it (`devices`, `nodes`).
+///
+/// # Errors
+/// No gateway runs, it cannot be reached, or it refused (`CODE: message`).
+pub(crate) fn call_home_gateway(
+    home: &Home,
+    command: &'static str,
+    method: &str,
+    params: Value,
+) -> Result<Value, crate::error::CliError> {
+    use crate::error::CliError;
+    let Some(addr) = lurkbot_core::RunningGateway::find(home).and_then(|g| g.loopback_addr())
+    else {
+        return Err(CliError::failed(
+            command,
+            "no gateway is running for this home; start it with `lurkbot gateway` (devices and nodes are served by it)",
+        ));
+    };
+    let token = gateway_token(home);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let mut gw = Remote::connect(&format!("ws://{addr}/ws"), token.as_deref())
+            .await
+            .map_err(|e| CliError::failed(command, format!("{e:#}")))?;
+        gw.call(method, params)
+            .await
+            .map_err(|e| CliError::failed(command, format!("{e:#}")))?
+            .map_err(|(code, message)| CliError::failed(command, format!("{code}: {message}")))
+    })
+}
+
 /// A connected, authenticated client.
 pub(crate) struct Remote {
     ws: Socket,

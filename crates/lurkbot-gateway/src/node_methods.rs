@@ -1,0 +1,65 @@
+//! The owner's device and node methods (ARCHITECTURE.md §5.2), behind `lurkbot devices` and
+//! `lurkbot nodes`: `device.pair.list|approve|reject`, `node.list|describe|invoke`. The
+//! operator protocol is an owner entry point, so `node.invoke` asks as the owner (no further
+//! approval: the owner is the human); it still takes the one path of
+//! [`crate::node_control::invoke`], with its checks and its log.
+
+use lurkbot_agent::gate::Asker;
+use serde_json::{Value, json};
+
+use crate::devices::DeviceState;
+use crate::methods::Method;
+use crate::protocol::{MethodError, Scope};
+use crate::state::AppState;
+
+/// The methods, in the gateway's table.
+pub(crate) const METHODS: &[Method] = &[
+    Method {
+        name: "device.pair.list",
+        scope: Scope::Read,
+        handler: |s, _| Box::pin(async { Ok(json!({"devices": s.nodes.devices()?})) }),
+    },
+    Method {
+        name: "device.pair.approve",
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { decide(s, p, DeviceState::Approved) }),
+    },
+    Method {
+        name: "device.pair.reject",
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { decide(s, p, DeviceState::Rejected) }),
+    },
+    Method {
+        name: "node.list",
+        scope: Scope::Read,
+        handler: |s, _| {
+            Box::pin(async { Ok(json!({"ts": lurkbot_core::now_ms(), "nodes": s.nodes.list()?})) })
+        },
+    },
+    Method {
+        name: "node.describe",
+        scope: Scope::Read,
+        handler: |s, p| Box::pin(async { crate::node_control::describe(s, p) }),
+    },
+    Method {
+        name: "node.invoke",
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(invoke(s, p)),
+    },
+];
+
+fn decide(state: &AppState, params: &Value, decision: DeviceState) -> Result<Value, MethodError> {
+    let wanted = ["deviceId", "requestId", "id"]
+        .iter()
+        .find_map(|k| params.get(*k).and_then(Value::as_str))
+        .ok_or_else(|| MethodError::invalid("give deviceId (from device.pair.list)"))?;
+    let record = state.nodes.decide(wanted, decision)?;
+    tracing::info!(device = %record.id, name = %record.name, state = record.state.as_str(), "device decided by the owner");
+    Ok(json!({"device": record.row()}))
+}
+
+async fn invoke(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let call = crate::node_control::Call::from_params(params)?;
+    let outcome = crate::node_control::invoke(state, "owner", Asker::Owner, call).await?;
+    Ok(outcome.to_json())
+}
