@@ -1,11 +1,11 @@
 //! `[heartbeat]` and `[agent.subagents]`: the settings of the autonomy layer (ARCHITECTURE.md §7),
 //! and the period syntax (`30s`, `10m`, `1h`, `1d`) cron jobs and the heartbeat share.
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `[heartbeat]`: the periodic check of `workspace/HEARTBEAT.md`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct HeartbeatConfig {
     /// Whether the gateway runs it (default true; without HEARTBEAT.md it never calls a model).
@@ -38,7 +38,8 @@ impl Default for HeartbeatConfig {
 
 /// `[heartbeat.active_hours]`: a daily window; `start` after `end` crosses midnight; both
 /// empty (default) means always.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct ActiveHours {
     /// `HH:MM`.
@@ -89,7 +90,8 @@ fn hh_mm(raw: &str) -> Result<u32, String> {
 }
 
 /// `[agent.subagents]`: limits of `sessions_spawn`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct SubagentsConfig {
     /// How deep sub-agents may nest: 1 (default) means sub-agents cannot spawn; at most 5.

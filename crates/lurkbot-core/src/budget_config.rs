@@ -3,12 +3,12 @@
 //! (ARCHITECTURE.md §7c). Nothing is guessed: without a price a record has no cost, and a USD
 //! cap counts only costed records.
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Caps on what model calls may use; each unset means no cap. Days and months are those of
 /// `agent.timezone` (else the system's).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct BudgetsConfig {
     /// US dollars a day.
@@ -33,7 +33,8 @@ impl BudgetsConfig {
 
 /// `[models."<provider>/<model>"]`: what a model costs, in US dollars per million tokens, and
 /// whether it sees images.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct ModelPrice {
     /// Input (prompt) tokens.

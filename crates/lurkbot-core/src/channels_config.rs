@@ -3,7 +3,6 @@
 //! map to sessions (ARCHITECTURE.md §6.1). Credentials are never here: they come from the
 //! home's `.env` (`TELEGRAM_BOT_TOKEN`, …).
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The platforms a `[channels.<name>]` table may name.
@@ -13,7 +12,8 @@ pub const CHANNEL_NAMES: &[&str] = &["telegram", "discord", "slack", "matrix", "
 pub const DM_POLICIES: &[&str] = &["pairing", "allowlist", "open", "disabled"];
 
 /// `[channels.<name>]`: one platform.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct ChannelConfig {
     /// Whether the gateway connects (default true once the table exists).
@@ -63,7 +63,8 @@ impl Default for ChannelConfig {
 
 /// `[[bindings]]`: which agent answers a channel's messages (OpenClaw's bindings). The first
 /// rule whose every given field matches wins; no match means `main`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct Binding {
     /// The agent that answers.
@@ -77,7 +78,8 @@ pub struct Binding {
 }
 
 /// `[session]`: how channel conversations map to sessions.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct SessionConfig {
     /// `per-peer` (default: each sender's direct messages are their own session,

@@ -5,13 +5,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{MediaToolsConfig, WebConfig, WebFetchConfig};
 
 /// Settings read from `config.toml` (all sections optional).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct Config {
     /// `[agent]`: model selection.
@@ -59,7 +59,8 @@ pub struct Config {
 }
 
 /// `[log]`: what the gateway logs and how much of it is kept.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct LogConfig {
     /// `error`, `warn`, `info` (default), `debug` or `trace`, optionally per module
@@ -117,7 +118,8 @@ impl LogConfig {
 }
 
 /// `[network]`: the network policy for URLs that come from command or tool arguments.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct NetworkConfig {
     /// Allow loopback, private, link-local and every other non-public address (default false).
@@ -135,7 +137,8 @@ impl Config {
 }
 
 /// `[agent]` settings.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct AgentConfig {
     /// `<provider>/<model>`, e.g. `openai/gpt-4o-mini`.
@@ -175,7 +178,8 @@ impl Default for AgentConfig {
 }
 
 /// How much the system prompt says.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum PromptMode {
     /// Every section (main sessions).
@@ -188,7 +192,8 @@ pub enum PromptMode {
 }
 
 /// `[agents.<id>]`: settings for one agent.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct AgentOverride {
     /// `[agents.<id>.tools]`: the agent's policy layer (and its `by_provider` tables).
@@ -200,7 +205,8 @@ pub struct AgentOverride {
 }
 
 /// One layer of the tool policy as configured.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct ToolLayerConfig {
     /// A profile that narrows this layer.
@@ -214,7 +220,8 @@ pub struct ToolLayerConfig {
 }
 
 /// When tools run sandboxed (no terminal, no file changes).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     /// Never (default).
@@ -227,7 +234,8 @@ pub enum SandboxMode {
 }
 
 /// `[approvals]`: tool calls that wait for a human.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct ApprovalsConfig {
     /// Every `terminal_exec` command carrying `--confirm` needs approval (default true).
@@ -249,7 +257,8 @@ impl Default for ApprovalsConfig {
 }
 
 /// `[gateway]` settings.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct GatewayConfig {
     /// Address to bind; loopback by default.
@@ -283,7 +292,8 @@ impl Default for GatewayConfig {
 }
 
 /// How gateway clients authenticate.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum GatewayAuth {
     /// A shared token is required.
@@ -294,7 +304,8 @@ pub enum GatewayAuth {
 }
 
 /// `[permissions]` grants.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct Permissions {
     /// Access the `cal` command has to calendars.
@@ -302,7 +313,8 @@ pub struct Permissions {
 }
 
 /// `permissions.calendar`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum CalendarPermission {
     /// No access (default): `cal` answers `PermissionDenied`.
@@ -315,7 +327,8 @@ pub enum CalendarPermission {
 }
 
 /// `[calendar]` settings.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct CalendarConfig {
     /// `local` (default) or `caldav`.
@@ -325,7 +338,8 @@ pub struct CalendarConfig {
 }
 
 /// `[tools]` global policy layer.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct ToolsConfig {
     /// `minimal`, `coding`, `messaging` or `full`.

@@ -1,13 +1,20 @@
 //! The schema of `config.toml`, derived from the same types that load and validate it:
 //! `lurkbot config schema` prints it (JSON Schema), and `docs/CONFIG.md` is generated from it.
+//!
+//! The derivation (schemars, feature `schema`) runs at development time: its output is
+//! `config_schema.json` beside this file, embedded in the binary, and a test (run with
+//! `--all-features`, as `scripts/test.sh` does) fails when the types and the file differ —
+//! `LURKBOT_UPDATE_SNAPSHOTS=1` rewrites it. The release binary carries 32 KB of schema instead
+//! of the generator and an implementation per config type (0.2 MiB).
 
 use serde_json::Value;
 
-use crate::Config;
+/// The embedded schema.
+const EMBEDDED: &str = include_str!("config_schema.json");
 
 /// The JSON Schema of `config.toml`.
 pub fn config_schema() -> Value {
-    serde_json::to_value(schemars::schema_for!(Config)).unwrap_or(Value::Null)
+    serde_json::from_str(EMBEDDED).unwrap_or(Value::Null)
 }
 
 /// `docs/CONFIG.md`: every key of [`config_schema`] with its type, default and meaning, one
@@ -281,6 +288,7 @@ fn one_line(description: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Config;
 
     #[test]
     fn every_known_key_is_in_the_reference() {
@@ -334,5 +342,31 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(all(test, feature = "schema"))]
+mod embedded_tests {
+    use super::*;
+
+    /// The schema derived from the config types now (what `config_schema.json` must hold).
+    fn derived_config_schema() -> Value {
+        serde_json::to_value(schemars::schema_for!(crate::Config)).unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn the_embedded_schema_is_the_one_the_types_derive() {
+        let derived = derived_config_schema();
+        assert!(derived.get("properties").is_some());
+        if std::env::var_os("LURKBOT_UPDATE_SNAPSHOTS").is_some() {
+            let path =
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/config_schema.json");
+            std::fs::write(path, derived.to_string() + "\n").unwrap();
+            return;
+        }
+        assert!(
+            config_schema() == derived,
+            "src/config_schema.json is out of step with the config types: run LURKBOT_UPDATE_SNAPSHOTS=1 cargo test -p lurkbot-core --features schema config_schema"
+        );
     }
 }

@@ -3,14 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The embedders `[memory] embedder` may name.
 pub const EMBEDDERS: &[&str] = &["none", "openai", "local"];
 
 /// `[memory]`: how `workspace/MEMORY.md` and `workspace/memory/*.md` are searched.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct MemoryConfig {
     /// `none` (keyword search only, the default), `openai` (any OpenAI-compatible
@@ -51,7 +51,8 @@ impl Default for MemoryConfig {
 }
 
 /// `[mcp]`: Model Context Protocol servers whose tools the agent may call.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct McpConfig {
     /// `[mcp.servers.<name>]`: one server each; its tools are named `<name>__<tool>`.
@@ -60,7 +61,8 @@ pub struct McpConfig {
 
 /// `[mcp.servers.<name>]`: how to reach one MCP server: `command` (stdio) or `url`
 /// (streamable HTTP).
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct McpServerConfig {
     /// The program and its arguments, e.g. `["python3", "server.py"]` (no shell).

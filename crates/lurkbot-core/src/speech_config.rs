@@ -2,11 +2,11 @@
 //! hears voice notes (ARCHITECTURE.md §5.2). Provider URLs are the owner's settings (not
 //! filtered by the network policy); keys live in `.env`, named by `api_key_env`.
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// When a channel's answer is also spoken.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum TtsAuto {
     /// Only when the model calls `tts`.
@@ -19,7 +19,8 @@ pub enum TtsAuto {
 }
 
 /// `[tts]` settings.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct TtsConfig {
     /// The provider asked first: `espeak`, `openai` or `elevenlabs`. Unset: espeak-ng when it is
@@ -78,7 +79,8 @@ impl Default for TtsConfig {
 
 /// `[stt]` settings: voice notes heard through an OpenAI-compatible
 /// `/v1/audio/transcriptions` (hosted Whisper, or a local server speaking the same API).
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct SttConfig {
     /// Base URL with `/v1` (LurkBot appends `/audio/transcriptions`). Unset: voice notes are

@@ -2,11 +2,11 @@
 //! and looks at pictures (ARCHITECTURE.md §5.2). Search providers' base URLs are the owner's settings (not filtered by the network
 //! policy); their keys live in `.env` (`BRAVE_API_KEY`, `TAVILY_API_KEY`).
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// `[tools.web_fetch]` settings.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct WebFetchConfig {
     /// Older alias of `[network] allow_private` (either one allows non-public addresses).
@@ -28,7 +28,8 @@ impl Default for WebFetchConfig {
 }
 
 /// `[tools.web]` settings.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct WebConfig {
     /// `[tools.web.search]`.
@@ -36,7 +37,8 @@ pub struct WebConfig {
 }
 
 /// `[tools.web.search]`: the providers `web_search` and `lurkbot search` ask, in order.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct WebSearchConfig {
     /// Providers tried in order: `brave`, `tavily`, `searxng`, `duckduckgo`. Empty (the
@@ -72,7 +74,8 @@ impl Default for WebSearchConfig {
 }
 
 /// `[tools.media]` settings.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct MediaToolsConfig {
     /// A model that sees images (`provider/model`), asked to describe a picture in words when
@@ -81,7 +84,8 @@ pub struct MediaToolsConfig {
 }
 
 /// `[browser]`: the managed Chromium of the `browser` tool (ARCHITECTURE.md §5.3).
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct BrowserConfig {
     /// Offer the `browser` tool (default true; it starts Chromium only when used).

@@ -306,3 +306,60 @@ async fn the_header_shows_the_managed_browser_while_it_runs_in_chromium() {
     .await;
     b.clone().close().await.unwrap();
 }
+
+/// The Devices panel: a node waiting for the owner is approved from the page, shown connected
+/// with its commands, then rejected (its connection closed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_devices_panel_approves_and_rejects_a_node_in_chromium() {
+    use lurkbot_gateway::protocol::device::Identity;
+    use lurkbot_gateway::protocol::node::connect_params;
+    let gw = Gateway::start("", vec![]).await;
+    let me = Identity::generate().unwrap();
+    let mut node = crate::common::Client::open(&gw).await;
+    let challenge = node.recv().await.unwrap();
+    let (nonce, ts) = (
+        challenge["payload"]["nonce"].as_str().unwrap().to_string(),
+        challenge["payload"]["ts"].as_u64().unwrap(),
+    );
+    let params = connect_params(
+        &me,
+        (&nonce, ts),
+        "tablet",
+        crate::common::TOKEN,
+        &["device.info"],
+    );
+    assert_eq!(node.request("connect", params).await["ok"], true);
+    let ui = Ui::signed_in(&gw).await;
+    let b = &ui.browser;
+    click(b, "#devices-toggle").await;
+    let row = format!("#device-rows tr[data-device=\"{}\"]", me.id());
+    let state = until(
+        b,
+        "the pending row",
+        &format!("document.querySelector('{row} td:nth-child(3)')?.textContent"),
+    )
+    .await;
+    assert_eq!(state, json!("pending"));
+    click(b, &format!("{row} button[data-action=\"Approve\"]")).await;
+    until(
+        b,
+        "the approved row",
+        &format!("document.querySelector('{row} td:nth-child(4)')?.textContent === 'connected: device.info'"),
+    )
+    .await;
+    assert_eq!(gw.state.nodes.devices().unwrap()[0]["state"], "approved");
+    click(b, &format!("{row} button[data-action=\"Reject\"]")).await;
+    until(
+        b,
+        "the rejected row",
+        &format!("document.querySelector('{row} td:nth-child(3)')?.textContent === 'rejected'"),
+    )
+    .await;
+    assert_eq!(gw.state.nodes.devices().unwrap()[0]["state"], "rejected");
+    assert_eq!(
+        node.close_code().await,
+        Some(4001),
+        "its connection is closed"
+    );
+    b.clone().close().await.unwrap();
+}
