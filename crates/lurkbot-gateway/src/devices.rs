@@ -14,6 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::device::ProvenDevice;
 
+/// Most devices waiting for the owner at once: past it a new device is refused until the owner
+/// approves or rejects some (a token holder cannot grow the store without bound).
+pub const MAX_PENDING: usize = 64;
+
 /// The store, relative to the home.
 pub const DEVICES_FILE: &str = "devices/paired.json";
 
@@ -111,6 +115,11 @@ pub enum DeviceError {
     /// Several devices match a prefix or name.
     #[error("'{0}' names more than one device; give more of its id")]
     Ambiguous(String),
+    /// Too many devices wait already.
+    #[error(
+        "{MAX_PENDING} devices already wait for the owner's approval; `lurkbot devices list` shows them, approve or reject some"
+    )]
+    TooManyPending,
     /// The id is known with another key.
     #[error("device {0} is paired with another public key; this connect is refused")]
     KeyMismatch(String),
@@ -200,6 +209,14 @@ impl DeviceStore {
                 known.clone()
             }
             None => {
+                if list
+                    .iter()
+                    .filter(|d| d.state == DeviceState::Pending)
+                    .count()
+                    >= MAX_PENDING
+                {
+                    return Err(DeviceError::TooManyPending);
+                }
                 let record = DeviceRecord {
                     id: proven.id.clone(),
                     public_key: proven.public_key.clone(),
@@ -361,6 +378,27 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         assert!(matches!(store.find("abc"), Err(DeviceError::Unknown(_))));
+    }
+
+    #[test]
+    fn new_devices_wait_in_bounded_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::open(dir.path()).unwrap();
+        let mut store = DeviceStore::open(&home);
+        for n in 0..MAX_PENDING {
+            store
+                .admit(&proven(&format!("d{n}"), "K"), Declared::default())
+                .unwrap();
+        }
+        let refused = store.admit(&proven("one-more", "K"), Declared::default());
+        assert_eq!(refused, Err(DeviceError::TooManyPending));
+        // A decision makes room.
+        store.decide("d0", DeviceState::Rejected).unwrap();
+        assert!(
+            store
+                .admit(&proven("one-more", "K"), Declared::default())
+                .is_ok()
+        );
     }
 
     #[test]

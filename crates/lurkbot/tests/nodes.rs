@@ -379,7 +379,14 @@ async fn a_second_lurkbot_home_serves_as_a_node_through_pairing_approvals_and_th
     // The model: `nodes` is offered now; a `--confirm` command waits for a human.
     let zip = "zip create --src workspace/note.txt --out artifacts/n.zip --confirm";
     fake.push(vec![
-        Step::call("c1", "nodes", json!({"action": "list"})),
+        Step::calls(&[
+            ("c1", "nodes", json!({"action": "list"})),
+            (
+                "c1b",
+                "nodes",
+                json!({"action": "describe", "node": "laptop"}),
+            ),
+        ]),
         Step::call(
             "c2",
             "nodes",
@@ -464,6 +471,11 @@ async fn a_second_lurkbot_home_serves_as_a_node_through_pairing_approvals_and_th
         "the model is offered nodes once one is paired"
     );
     let results = requests.last().unwrap().body["messages"].to_string();
+    let described = requests[1].body["messages"].to_string();
+    assert!(
+        described.contains("device.info") && described.contains("\\\"connected\\\":true"),
+        "{described}"
+    );
     assert!(
         results.contains("laptop") && results.contains("\\\"success\\\":true"),
         "{results}"
