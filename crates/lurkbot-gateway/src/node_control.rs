@@ -150,14 +150,17 @@ pub(crate) async fn invoke(
         record("refused", Some("FORBIDDEN"));
         return Err(MethodError::new(ErrorCode::Forbidden, reason));
     }
-    // LurkBot's node host runs what its own approvals hold only with this mark; OpenClaw's
-    // applies its own exec approvals (an `approved` there must carry OpenClaw's run plan).
-    if runs
-        && human
-        && node.client.starts_with(LURKBOT_NODE)
-        && let Some(p) = call.params.as_object_mut()
-    {
-        p.insert("approved".into(), true.into());
+    let lurkbot_node = node.client.starts_with(LURKBOT_NODE);
+    if runs && let Some(p) = call.params.as_object_mut() {
+        if lurkbot_node && human {
+            // LurkBot's node host runs what its own approvals hold only with this mark;
+            // OpenClaw's applies its own exec approvals (an `approved` there must carry
+            // OpenClaw's run plan).
+            p.insert("approved".into(), true.into());
+        } else if !lurkbot_node && p.get("command").is_some_and(Value::is_string) {
+            // OpenClaw's host takes the command as argv.
+            p.insert("command".into(), json!(words));
+        }
     }
     let answer = state
         .nodes

@@ -148,6 +148,16 @@ fn openclaws_node_host_pairs_answers_survives_a_restart_and_is_refused_once_reje
             .get("no-such-program-here")
             .is_none()
     );
+    // OpenClaw's host runs a command line given as one string (sent as its argv), under its own
+    // exec approvals.
+    let line = r#"{"command": "echo from-openclaw"}"#;
+    let ran = t.run(&["nodes", "invoke", "ocnode", "system.run", "--params", line]);
+    assert_eq!(
+        (ran.status, ran.stdout.as_str()),
+        (0, "from-openclaw\n"),
+        "{}",
+        ran.stderr
+    );
 
     // The gateway restarts on the same address: the host reconnects, still approved.
     let (status, _) = gw.stop();
