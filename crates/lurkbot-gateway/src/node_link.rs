@@ -18,11 +18,10 @@ use tokio::sync::mpsc;
 use crate::devices::Declared;
 use crate::protocol::node::{INVOKE_RESULT, NODE_EVENT};
 use crate::protocol::{
-    self, Challenge, ErrorCode, Event, Grants, MAX_PAYLOAD, MethodError, ProtocolVersion, Shutdown,
-    TICK_INTERVAL_MS, Tick,
+    self, Challenge, ErrorCode, Event, Grants, MethodError, ProtocolVersion, TICK_INTERVAL_MS, Tick,
 };
 use crate::state::AppState;
-use crate::ws::{Out, Writer};
+use crate::ws::{Out, Writer, binary_refused};
 
 /// Methods a node may call.
 const NODE_METHODS: &[&str] = &[
@@ -110,29 +109,19 @@ pub(crate) async fn serve(
         let item = tokio::select! {
             frame = stream.next() => match frame {
                 Some(Ok(Message::Text(text))) => {
-                    if text.len() > MAX_PAYLOAD {
-                        let e = MethodError::invalid(format!("frame of {} bytes is over the {MAX_PAYLOAD}-byte cap", text.len()));
-                        if writer.write(Out::Frame(protocol::err(None, &e))).await {
-                            writer.write(Out::Close(close_code::SIZE, "frame too large".into())).await;
-                        }
+                    if writer.refused_oversized(text.len()).await {
                         break;
                     }
                     Out::Frame(answer(state, node, text.as_str()))
                 }
-                Some(Ok(Message::Binary(_))) => {
-                    let e = MethodError::invalid("binary frames are not part of the protocol");
-                    Out::Frame(protocol::err(None, &e))
-                }
+                Some(Ok(Message::Binary(_))) => binary_refused(),
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
                 Some(Ok(_)) => continue,
             },
             Some(item) = rx.recv() => item,
             _ = tick.tick() => Out::Event(Event::Tick(Tick { ts: lurkbot_core::now_ms() })),
             _ = stopping.changed() => {
-                let reason = "the gateway is stopping".to_string();
-                if writer.write(Out::Event(Event::Shutdown(Shutdown { reason }))).await {
-                    writer.write(Out::Close(close_code::AWAY, "gateway stopping".into())).await;
-                }
+                writer.say_stopping().await;
                 break;
             }
         };

@@ -313,11 +313,7 @@ async fn serve(
         let item = tokio::select! {
             frame = stream.next() => match frame {
                 Some(Ok(Message::Text(text))) => {
-                    if text.len() > MAX_PAYLOAD {
-                        let e = MethodError::invalid(format!("frame of {} bytes is over the {MAX_PAYLOAD}-byte cap", text.len()));
-                        if writer.write(Out::Frame(protocol::err(None, &e))).await {
-                            writer.write(Out::Close(close_code::SIZE, "frame too large".into())).await;
-                        }
+                    if writer.refused_oversized(text.len()).await {
                         return;
                     }
                     match request(state, conn, text.as_str(), out) {
@@ -325,10 +321,7 @@ async fn serve(
                         None => continue,
                     }
                 }
-                Some(Ok(Message::Binary(_))) => {
-                    let e = MethodError::invalid("binary frames are not part of the protocol");
-                    Out::Frame(protocol::err(None, &e))
-                }
+                Some(Ok(Message::Binary(_))) => binary_refused(),
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
                 Some(Ok(_)) => continue,
             },
@@ -343,10 +336,7 @@ async fn serve(
             },
             _ = tick.tick() => Out::Event(Event::Tick(Tick { ts: lurkbot_core::now_ms() })),
             _ = stopping.changed() => {
-                let reason = "the gateway is stopping".to_string();
-                if writer.write(Out::Event(Event::Shutdown(Shutdown { reason }))).await {
-                    writer.write(Out::Close(close_code::AWAY, "gateway stopping".into())).await;
-                }
+                writer.say_stopping().await;
                 return;
             }
         };
@@ -434,6 +424,12 @@ fn finish(
     }
 }
 
+/// The answer to a binary frame (the protocol is JSON text).
+pub(crate) fn binary_refused() -> Out {
+    let e = MethodError::invalid("binary frames are not part of the protocol");
+    Out::Frame(protocol::err(None, &e))
+}
+
 /// The sending half of a connection: numbers events and shapes them for the connection's
 /// dialect.
 pub(crate) struct Writer {
@@ -460,6 +456,34 @@ impl Writer {
                 .to_string()
                 .into(),
         )
+    }
+
+    /// Refuses a frame of `len` bytes over the payload cap and closes the connection; whether
+    /// it was over.
+    pub(crate) async fn refused_oversized(&mut self, len: usize) -> bool {
+        if len <= MAX_PAYLOAD {
+            return false;
+        }
+        let e = MethodError::invalid(format!(
+            "frame of {len} bytes is over the {MAX_PAYLOAD}-byte cap"
+        ));
+        if self.write(Out::Frame(protocol::err(None, &e))).await {
+            self.write(Out::Close(close_code::SIZE, "frame too large".into()))
+                .await;
+        }
+        true
+    }
+
+    /// Tells the client the gateway stops (event `shutdown`) and closes.
+    pub(crate) async fn say_stopping(&mut self) {
+        let reason = "the gateway is stopping".to_string();
+        if self
+            .write(Out::Event(Event::Shutdown(Shutdown { reason })))
+            .await
+        {
+            self.write(Out::Close(close_code::AWAY, "gateway stopping".into()))
+                .await;
+        }
     }
 
     /// Sends one item; `false` when the connection is done (closed, or the client is gone).

@@ -9,7 +9,6 @@ use lurkbot_gateway::devices::DeviceState;
 use lurkbot_gateway::protocol::device::Identity;
 use lurkbot_gateway::protocol::node::{InvokeOutcome, InvokeRequest, connect_params};
 use lurkbot_test_support::openclaw::OpenClaw;
-use lurkbot_test_support::venv::test_python;
 use serde_json::{Value, json};
 
 use crate::common::{Client, Gateway, TOKEN};
@@ -156,25 +155,7 @@ async fn a_node_speaks_openclaws_schema_and_reaches_nothing_before_approval() {
     assert_eq!(nodes["payload"]["nodes"][0]["connected"], true, "{nodes}");
 
     // Validated before the connection is closed by an oversized frame.
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("frames.jsonl");
-    let lines: Vec<String> = rec.0.iter().map(Value::to_string).collect();
-    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/openclaw/validate.py");
-    let output = std::process::Command::new(test_python())
-        .arg(script)
-        .arg(cli.schema())
-        .arg(&file)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "{report}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let checked: Value = serde_json::from_str(report.trim()).unwrap();
+    let (checked, report) = crate::common::validate_openclaw_frames(&cli, &rec.0);
     for definition in [
         "GatewayFrame",
         "HelloOk",

@@ -6,7 +6,6 @@
 
 use lurkbot_llm::fake::Step;
 use lurkbot_test_support::openclaw::OpenClaw;
-use lurkbot_test_support::venv::test_python;
 use serde_json::{Value, json};
 
 use crate::common::{Client, Gateway, TOKEN};
@@ -122,25 +121,7 @@ async fn every_frame_sent_on_protocol_4_validates_against_openclaws_schema() {
         assert!(names.iter().any(|n| n == needed), "no {needed}: {names:?}");
     }
 
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("frames.jsonl");
-    let lines: Vec<String> = frames.iter().map(Value::to_string).collect();
-    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/openclaw/validate.py");
-    let output = std::process::Command::new(test_python())
-        .arg(script)
-        .arg(cli.schema())
-        .arg(&file)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "{report}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let checked: Value = serde_json::from_str(report.trim()).unwrap();
+    let (checked, report) = crate::common::validate_openclaw_frames(&cli, &frames);
     for definition in [
         "GatewayFrame",
         "HelloOk",

@@ -325,3 +325,32 @@ pub async fn recorded_note(text: &str) -> Vec<u8> {
         .unwrap()
         .ogg
 }
+
+/// Checks `frames` (`{"method", "frame", "sent"?}` each) against OpenClaw's published
+/// protocol.schema.json with `tests/openclaw/validate.py`; fails the test naming each frame
+/// that does not validate, else the validator's report (`{"checked": {definition: count}}`)
+/// and its text.
+pub fn validate_openclaw_frames(
+    cli: &lurkbot_test_support::openclaw::OpenClaw,
+    frames: &[Value],
+) -> (Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("frames.jsonl");
+    let lines: Vec<String> = frames.iter().map(Value::to_string).collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/openclaw/validate.py");
+    let output = std::process::Command::new(lurkbot_test_support::venv::test_python())
+        .arg(script)
+        .arg(cli.schema())
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (serde_json::from_str(report.trim()).unwrap(), report)
+}
