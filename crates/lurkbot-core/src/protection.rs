@@ -356,6 +356,7 @@ mod tests {
             "workspace/app/.env.local",
             "skills/irc-cli/secrets",
             "skills/irc-cli/secrets/.env.example",
+            "devices/identity.json",
         ] {
             assert!(matches!(classify_relative(secret), Secret(_)), "{secret}");
         }
@@ -367,6 +368,8 @@ mod tests {
             "cron/jobs.json",
             "channels/pairing.json",
             "channels/telegram/state.json",
+            "devices/paired.json",
+            "devices",
             "memory/index.sqlite",
             "logs/gateway.log",
             "logs/gateway.log.1",
