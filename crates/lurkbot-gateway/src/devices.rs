@@ -73,18 +73,46 @@ pub struct DeviceRecord {
     /// The commands it declared on its last connect.
     #[serde(default)]
     pub commands: Vec<String>,
+    /// The commands the owner approved (those it declared when approved): a device that later
+    /// declares more gets none of the new ones until the owner approves it again.
+    #[serde(default)]
+    pub approved_commands: Vec<String>,
     /// The capabilities it declared on its last connect.
     #[serde(default)]
     pub caps: Vec<String>,
 }
 
 impl DeviceRecord {
+    /// The commands it may be sent: declared on its last connect and approved by the owner.
+    pub fn usable_commands(&self) -> Vec<String> {
+        self.commands
+            .iter()
+            .filter(|c| self.approved_commands.contains(c))
+            .cloned()
+            .collect()
+    }
+
+    /// Commands it declared that the owner has not approved yet (`devices approve` again).
+    pub fn unapproved_commands(&self) -> Vec<String> {
+        self.commands
+            .iter()
+            .filter(|c| !self.approved_commands.contains(c))
+            .cloned()
+            .collect()
+    }
+
     /// The owner CLI's row: `{id, name, platform, role, state, requestedAtMs}`.
+    /// `unapprovedCommands` is added for an approved device that declared more since.
     pub fn row(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut row = serde_json::json!({
             "id": self.id, "name": self.name, "platform": self.platform, "role": self.role,
             "state": self.state.as_str(), "requestedAtMs": self.requested_at_ms,
-        })
+        });
+        let more = self.unapproved_commands();
+        if self.state == DeviceState::Approved && !more.is_empty() {
+            row["unapprovedCommands"] = more.into();
+        }
+        row
     }
 }
 
@@ -228,6 +256,7 @@ impl DeviceStore {
                     requested_at_ms: lurkbot_core::now_ms(),
                     decided_at_ms: None,
                     commands: seen.commands,
+                    approved_commands: Vec::new(),
                     caps: seen.caps,
                 };
                 list.push(record.clone());
@@ -254,6 +283,10 @@ impl DeviceStore {
         };
         record.state = state;
         record.decided_at_ms = Some(lurkbot_core::now_ms());
+        record.approved_commands = match state {
+            DeviceState::Approved => record.commands.clone(),
+            _ => Vec::new(),
+        };
         let record = record.clone();
         self.save()?;
         Ok(record)

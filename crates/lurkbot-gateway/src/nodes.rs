@@ -191,7 +191,8 @@ impl Nodes {
         Ok(all.iter().map(DeviceRecord::row).collect())
     }
 
-    /// `nodes list`: approved devices, `{id, name, platform, connected, commands, caps}`.
+    /// `nodes list`: approved devices, `{id, name, platform, connected, commands, caps}` (the
+    /// commands it may be sent), with `unapprovedCommands` when it declared more since.
     ///
     /// # Errors
     /// The store cannot be read.
@@ -203,8 +204,14 @@ impl Nodes {
             .iter()
             .filter(|d| d.state == DeviceState::Approved)
             .map(|d| {
-                json!({"id": d.id, "name": d.name, "platform": d.platform,
-                    "connected": links.contains_key(&d.id), "commands": d.commands, "caps": d.caps})
+                let mut row = json!({"id": d.id, "name": d.name, "platform": d.platform,
+                    "connected": links.contains_key(&d.id), "commands": d.usable_commands(),
+                    "caps": d.caps});
+                let more = d.unapproved_commands();
+                if !more.is_empty() {
+                    row["unapprovedCommands"] = json!(more);
+                }
+                row
             })
             .collect())
     }
@@ -249,11 +256,20 @@ impl Nodes {
                 format!("node {} is not approved", node.name),
             ));
         }
-        if !node.commands.iter().any(|c| c == command) {
+        if node.unapproved_commands().iter().any(|c| c == command) {
+            return Err(MethodError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "node {} declared '{command}' after it was approved; nothing is sent until the owner approves it again (`lurkbot devices approve {}`)",
+                    node.name, node.id
+                ),
+            ));
+        }
+        if !node.usable_commands().iter().any(|c| c == command) {
             return Err(MethodError::invalid(format!(
                 "node {} does not offer '{command}'; it offers: {}",
                 node.name,
-                node.commands.join(", ")
+                node.usable_commands().join(", ")
             )));
         }
         let timeout = timeout.min(MAX_INVOKE_TIMEOUT);

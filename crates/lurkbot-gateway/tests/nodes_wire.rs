@@ -206,3 +206,70 @@ async fn a_node_speaks_openclaws_schema_and_reaches_nothing_before_approval() {
         .await;
     assert_eq!(res["error"]["code"], "FORBIDDEN", "{res}");
 }
+
+/// A node connection of `me` declaring `commands`, past its hello.
+async fn join(gw: &Gateway, me: &Identity, commands: &[&str]) -> Client {
+    let mut node = Client::open(gw).await;
+    let challenge = node.recv().await.unwrap();
+    let nonce = challenge["payload"]["nonce"].as_str().unwrap().to_string();
+    let ts = challenge["payload"]["ts"].as_u64().unwrap();
+    let res = node
+        .request(
+            "connect",
+            connect_params(me, (&nonce, ts), "grower", TOKEN, commands),
+        )
+        .await;
+    assert_eq!(res["ok"], true, "{res}");
+    node
+}
+
+/// The owner approves what a device declared; a command it declares after that is not sent
+/// until the owner approves the device again (OpenClaw's capability approval).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_a_node_declares_after_approval_wait_for_the_owner_again() {
+    let gw = Gateway::start("", vec![]).await;
+    let me = Identity::generate().unwrap();
+    let first = join(&gw, &me, &["device.info"]).await;
+    gw.state
+        .nodes
+        .decide("grower", DeviceState::Approved)
+        .unwrap();
+    drop(first);
+    let _second = join(&gw, &me, &["device.info", "system.run"]).await;
+    let (mut owner, _) = Client::connect(&gw, TOKEN).await;
+    let nodes = owner.request("node.list", json!({})).await;
+    let row = &nodes["payload"]["nodes"][0];
+    assert_eq!(row["commands"], json!(["device.info"]), "{nodes}");
+    assert_eq!(row["unapprovedCommands"], json!(["system.run"]), "{nodes}");
+    let devices = owner.request("device.pair.list", json!({})).await;
+    assert_eq!(
+        devices["payload"]["devices"][0]["unapprovedCommands"],
+        json!(["system.run"])
+    );
+    let refused = owner
+        .request(
+            "node.invoke",
+            json!({"node": "grower", "command": "system.run",
+            "params": {"command": "help"}}),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], "FORBIDDEN", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("approves it again")
+    );
+    gw.state
+        .nodes
+        .decide("grower", DeviceState::Approved)
+        .unwrap();
+    let nodes = owner.request("node.list", json!({})).await;
+    let row = &nodes["payload"]["nodes"][0];
+    assert_eq!(
+        row["commands"],
+        json!(["device.info", "system.run"]),
+        "{nodes}"
+    );
+    assert!(row.get("unapprovedCommands").is_none());
+}

@@ -59,6 +59,17 @@ pub(crate) fn run(home_path: &Path, args: &DevicesArgs) -> CliResult {
                     text("id")
                 ));
             }
+            for d in &devices {
+                if let Some(more) = d["unapprovedCommands"].as_array() {
+                    let names: Vec<&str> = more.iter().filter_map(Value::as_str).collect();
+                    out.push_str(&format!(
+                        "{} asks for more commands ({}): lurkbot devices approve {} allows them\n",
+                        d["name"].as_str().unwrap_or(""),
+                        names.join(", "),
+                        d["id"].as_str().unwrap_or("")
+                    ));
+                }
+            }
             if devices.iter().any(|d| d["state"] == "pending") {
                 out.push_str("approve one with: lurkbot devices approve ID\n");
             }
