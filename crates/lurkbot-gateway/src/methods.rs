@@ -270,6 +270,16 @@ fn confirms(method: &str, params: &Value) -> bool {
             .is_some_and(|words| words.iter().any(|w| w == "--confirm"))
 }
 
+/// Whether a call of `method` runs a command on a node (`node.invoke` of `system.run`), which
+/// needs `operator.admin` as in OpenClaw; other node commands need `operator.write`.
+fn runs_on_a_node(method: &str, params: &Value) -> bool {
+    method == "node.invoke"
+        && params
+            .get("command")
+            .and_then(Value::as_str)
+            .is_some_and(|c| lurkbot_agent::gate::RUN_COMMANDS.contains(&c))
+}
+
 /// Whether `method` is logged at debug only.
 pub(crate) fn is_quiet(method: &str) -> bool {
     QUIET.contains(&method)
@@ -294,6 +304,15 @@ pub(crate) async fn call(
                 m.scope.as_str()
             ),
         )),
+        Some(m) if runs_on_a_node(m.name, params) && !grants.allows(Scope::Admin) => {
+            Err(MethodError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "missing scope: {} (running a command on a node is an admin's act)",
+                    Scope::Admin.as_str()
+                ),
+            ))
+        }
         Some(m) if confirms(m.name, params) && !grants.allows(Scope::Approvals) => {
             Err(MethodError::new(
                 ErrorCode::Forbidden,

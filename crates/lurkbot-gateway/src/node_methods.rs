@@ -16,17 +16,17 @@ use crate::state::AppState;
 pub(crate) const METHODS: &[Method] = &[
     Method {
         name: "device.pair.list",
-        scope: Scope::Read,
-        handler: |s, _| Box::pin(async { Ok(json!({"devices": s.nodes.devices()?})) }),
+        scope: Scope::Pairing,
+        handler: |s, _| Box::pin(async { s.nodes.pairing_list() }),
     },
     Method {
         name: "device.pair.approve",
-        scope: Scope::Admin,
+        scope: Scope::Pairing,
         handler: |s, p| Box::pin(async { decide(s, p, DeviceState::Approved) }),
     },
     Method {
         name: "device.pair.reject",
-        scope: Scope::Admin,
+        scope: Scope::Pairing,
         handler: |s, p| Box::pin(async { decide(s, p, DeviceState::Rejected) }),
     },
     Method {
@@ -43,7 +43,7 @@ pub(crate) const METHODS: &[Method] = &[
     },
     Method {
         name: "node.invoke",
-        scope: Scope::Admin,
+        scope: Scope::Write,
         handler: |s, p| Box::pin(invoke(s, p)),
     },
 ];
@@ -55,7 +55,7 @@ fn decide(state: &AppState, params: &Value, decision: DeviceState) -> Result<Val
         .ok_or_else(|| MethodError::invalid("give deviceId (from device.pair.list)"))?;
     let record = state.nodes.decide(wanted, decision)?;
     tracing::info!(device = %record.id, name = %record.name, state = record.state.as_str(), "device decided by the owner");
-    Ok(json!({"device": record.row()}))
+    Ok(json!({"requestId": record.id, "deviceId": record.id, "device": record.row()}))
 }
 
 async fn invoke(state: &AppState, params: &Value) -> Result<Value, MethodError> {

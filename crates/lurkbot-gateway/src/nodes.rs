@@ -191,6 +191,44 @@ impl Nodes {
         Ok(all.iter().map(DeviceRecord::row).collect())
     }
 
+    /// `device.pair.list`: every device's row (`devices`), and OpenClaw's view of the same —
+    /// `pending` requests (the request id is the device id) and `paired` devices — for its
+    /// `openclaw devices` command.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub fn pairing_list(&self) -> Result<Value, MethodError> {
+        let store = self.store();
+        let all = store.list().map_err(store_error)?;
+        let openclaw = |d: &DeviceRecord| {
+            json!({"deviceId": d.id, "publicKey": d.public_key, "displayName": d.name,
+                "platform": d.platform, "clientId": d.client, "role": d.role, "roles": [d.role],
+                "scopes": []})
+        };
+        let pending: Vec<Value> = all
+            .iter()
+            .filter(|d| d.state == DeviceState::Pending)
+            .map(|d| {
+                let mut v = openclaw(d);
+                v["requestId"] = json!(d.id);
+                v["ts"] = json!(d.requested_at_ms);
+                v
+            })
+            .collect();
+        let paired: Vec<Value> = all
+            .iter()
+            .filter(|d| d.state == DeviceState::Approved)
+            .map(|d| {
+                let mut v = openclaw(d);
+                v["createdAtMs"] = json!(d.requested_at_ms);
+                v["approvedAtMs"] = json!(d.decided_at_ms);
+                v
+            })
+            .collect();
+        let rows: Vec<Value> = all.iter().map(DeviceRecord::row).collect();
+        Ok(json!({"devices": rows, "pending": pending, "paired": paired}))
+    }
+
     /// `nodes list`: approved devices, `{id, name, platform, connected, commands, caps}` (the
     /// commands it may be sent), with `unapprovedCommands` when it declared more since.
     ///
@@ -206,7 +244,7 @@ impl Nodes {
             .map(|d| {
                 let mut row = json!({"id": d.id, "name": d.name, "platform": d.platform,
                     "connected": links.contains_key(&d.id), "commands": d.usable_commands(),
-                    "caps": d.caps});
+                    "caps": d.caps, "nodeId": d.id, "displayName": d.name, "paired": true});
                 let more = d.unapproved_commands();
                 if !more.is_empty() {
                     row["unapprovedCommands"] = json!(more);

@@ -449,6 +449,13 @@ async fn a_connection_gets_only_the_scopes_it_asked_for() {
             json!({"approvalId": "x", "decision": "deny"}),
         ),
         ("sessions.delete", json!({"sessionKey": "agent:main:main"})),
+        // Devices are operator.pairing's, node commands operator.write's.
+        ("device.pair.list", json!({})),
+        ("device.pair.approve", json!({"deviceId": "x"})),
+        (
+            "node.invoke",
+            json!({"node": "x", "command": "device.info"}),
+        ),
     ] {
         let refused = c.request(method, params).await;
         assert_eq!(
@@ -465,9 +472,54 @@ async fn a_connection_gets_only_the_scopes_it_asked_for() {
     }
     // No scopes listed: everything, as before.
     let (mut all, hello) = Client::connect(&gw, TOKEN).await;
-    assert_eq!(hello["scopes"].as_array().unwrap().len(), 5);
+    assert_eq!(hello["scopes"].as_array().unwrap().len(), 6);
     let exec = all
         .request("terminal.exec", json!({"command": "help"}))
         .await;
     assert_eq!(exec["ok"], true, "{exec}");
+}
+
+/// `operator.pairing` lists and decides devices and nothing else; running a command on a node
+/// needs `operator.admin`, other node commands `operator.write` (OpenClaw's rules).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn devices_need_the_pairing_scope_and_node_runs_the_admin_scope() {
+    let gw = Gateway::start("", vec![]).await;
+    let connect = |scopes: Value| {
+        let gw = &gw;
+        async move {
+            let mut c = Client::open(gw).await;
+            c.recv().await.unwrap();
+            let mut params = connect_params(TOKEN);
+            params["scopes"] = scopes;
+            assert_eq!(c.request("connect", params).await["ok"], true);
+            c
+        }
+    };
+    let mut pairing = connect(json!(["operator.pairing"])).await;
+    let list = pairing.request("device.pair.list", json!({})).await;
+    assert_eq!(list["payload"]["pending"], json!([]), "{list}");
+    let health = pairing.request("status", json!({})).await;
+    assert_eq!(health["error"]["code"], "UNAUTHORIZED", "{health}");
+    let mut writer = connect(json!(["operator.write"])).await;
+    let run = writer
+        .request(
+            "node.invoke",
+            json!({"node": "x", "command": "system.run", "params": {"command": "help"}}),
+        )
+        .await;
+    assert_eq!(run["error"]["code"], "FORBIDDEN", "{run}");
+    assert!(
+        run["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("operator.admin")
+    );
+    // Past the scope check, the node itself is looked up.
+    let other = writer
+        .request(
+            "node.invoke",
+            json!({"node": "x", "command": "device.info"}),
+        )
+        .await;
+    assert_eq!(other["error"]["code"], "NOT_FOUND", "{other}");
 }

@@ -104,13 +104,23 @@ fn openclaws_node_host_pairs_answers_survives_a_restart_and_is_refused_once_reje
     );
     assert_eq!(t.run(&["nodes", "list", "--json"]).json(), json!([]));
 
-    let approved = t.run(&["devices", "approve", &id[..8]]);
-    assert_eq!(approved.status, 0, "{}", approved.stderr);
-    assert!(
-        approved.stdout.contains("approved ocnode"),
-        "{}",
-        approved.stdout
-    );
+    // OpenClaw's own CLI sees the request and approves it, as against its own gateway.
+    let url = format!("ws://127.0.0.1:{port}");
+    let token = t.gateway_token();
+    let target = ["--url", url.as_str(), "--token", token.as_str()];
+    let openclaw = |args: &[&str]| {
+        let output = cli.command(&[args, &target[..]].concat()).output().unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let err = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "openclaw {args:?}: {text}{err}");
+        text
+    };
+    let listed: Value = serde_json::from_str(&openclaw(&["devices", "list", "--json"])).unwrap();
+    assert_eq!(listed["pending"][0]["deviceId"], id.as_str(), "{listed}");
+    assert_eq!(listed["pending"][0]["requestId"], id.as_str(), "{listed}");
+    openclaw(&["devices", "approve", &id]);
+    let devices = t.run(&["devices", "list", "--json"]).json();
+    assert_eq!(named(&devices, "ocnode").unwrap()["state"], "approved");
     let nodes = until(&t, &["nodes", "list", "--json"], |n| {
         named(n, "ocnode").is_some_and(|n| n["connected"] == true)
     });
@@ -121,6 +131,9 @@ fn openclaws_node_host_pairs_answers_survives_a_restart_and_is_refused_once_reje
             "{nodes}"
         );
     }
+    let status: Value = serde_json::from_str(&openclaw(&["nodes", "status", "--json"])).unwrap();
+    assert_eq!(status["nodes"][0]["nodeId"], id.as_str(), "{status}");
+    assert_eq!(status["nodes"][0]["connected"], true, "{status}");
     let which = |t: &Test| {
         let out = t.run(&[
             "nodes",

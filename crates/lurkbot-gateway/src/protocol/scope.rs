@@ -16,6 +16,8 @@ pub enum Scope {
     Approvals,
     /// Reading and answering the agent's questions (OpenClaw's; LurkBot's list is empty).
     Questions,
+    /// Listing, approving and rejecting devices that ask to join as nodes.
+    Pairing,
 }
 
 impl Scope {
@@ -26,6 +28,7 @@ impl Scope {
         Self::Admin,
         Self::Approvals,
         Self::Questions,
+        Self::Pairing,
     ];
 
     /// The wire name.
@@ -36,6 +39,7 @@ impl Scope {
             Self::Admin => "operator.admin",
             Self::Approvals => "operator.approvals",
             Self::Questions => "operator.questions",
+            Self::Pairing => "operator.pairing",
         }
     }
 
