@@ -119,7 +119,7 @@ impl GatewayControl for Control {
     }
 
     fn has_nodes(&self) -> bool {
-        self.state.nodes.summary()["paired"].as_u64() > Some(0)
+        self.state.nodes.any_approved()
     }
 
     fn nodes<'a>(

@@ -98,7 +98,8 @@ pub(crate) async fn invoke(
             "system.run needs params.command: the command line, e.g. {\"command\": \"help\"}",
         ));
     }
-    let line = words.join(" ");
+    // What is shown and logged: secret-carrying flags masked, as the terminal's audit does.
+    let line = lurkbot_term::mask_argv(&words).join(" ");
     let allowed = state
         .config()
         .nodes

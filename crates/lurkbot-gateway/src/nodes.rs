@@ -386,6 +386,13 @@ impl Nodes {
         Ok(())
     }
 
+    /// Whether the owner has approved any device (the `nodes` tool is offered only then).
+    pub fn any_approved(&self) -> bool {
+        self.store()
+            .list()
+            .is_ok_and(|all| all.iter().any(|d| d.state == DeviceState::Approved))
+    }
+
     /// Nodes for `status`: `{paired, connected, pending}`.
     pub fn summary(&self) -> Value {
         let store = self.store();

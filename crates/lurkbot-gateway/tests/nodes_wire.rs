@@ -273,3 +273,56 @@ async fn commands_a_node_declares_after_approval_wait_for_the_owner_again() {
     );
     assert!(row.get("unapprovedCommands").is_none());
 }
+
+/// A node role is spoken on protocol 3–4 only, an unknown role is refused, and an invocation
+/// the node never answers ends at its timeout with `UNAVAILABLE` (the node stays connected).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_roles_are_refused_and_an_unanswered_invocation_times_out() {
+    let gw = Gateway::start("", vec![]).await;
+    let me = Identity::generate().unwrap();
+    for (protocol, role, expected) in [(1, "node", "protocol 3"), (4, "admin", "unknown role")] {
+        let mut c = Client::open(&gw).await;
+        let challenge = c.recv().await.unwrap();
+        let nonce = challenge["payload"]["nonce"].as_str().unwrap().to_string();
+        let ts = challenge["payload"]["ts"].as_u64().unwrap();
+        let mut params = connect_params(&me, (&nonce, ts), "odd", TOKEN, &[]);
+        params["minProtocol"] = json!(protocol);
+        params["maxProtocol"] = json!(protocol);
+        params["role"] = json!(role);
+        let res = c.request("connect", params).await;
+        assert_eq!(res["ok"], false, "{res}");
+        let message = res["error"]["message"].as_str().unwrap();
+        assert!(message.contains(expected), "{message}");
+    }
+    assert!(
+        gw.state.nodes.devices().unwrap().is_empty(),
+        "nothing recorded"
+    );
+
+    let mut silent = join(&gw, &me, &["device.info"]).await;
+    gw.state
+        .nodes
+        .decide("grower", DeviceState::Approved)
+        .unwrap();
+    let (mut owner, _) = Client::connect(&gw, TOKEN).await;
+    let late = owner
+        .request(
+            "node.invoke",
+            json!({"node": "grower", "command": "device.info", "timeoutMs": 300}),
+        )
+        .await;
+    assert_eq!(late["error"]["code"], "UNAVAILABLE", "{late}");
+    assert!(
+        late["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not answer"),
+        "{late}"
+    );
+    // The request did reach the node, and its late answer is refused as nobody's.
+    let asked = silent.event(|e| e["event"] == "node.invoke.request").await;
+    let request = InvokeRequest::parse(&asked["payload"]).unwrap();
+    let params = InvokeOutcome::Ok(json!({})).result_params(&request);
+    let refused = silent.request("node.invoke.result", params).await;
+    assert_eq!(refused["error"]["code"], "NOT_FOUND", "{refused}");
+}

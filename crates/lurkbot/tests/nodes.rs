@@ -398,6 +398,25 @@ async fn a_second_lurkbot_home_serves_as_a_node_through_pairing_approvals_and_th
         .json();
     assert_eq!(info["payload"]["displayName"], "laptop");
     assert_eq!(info["payload"]["deviceId"], id.as_str());
+    // A secret-carrying flag is masked in both logs, as in the terminal's audit.
+    let secret = r#"{"command": "help --token hunter2-secret"}"#;
+    t.run(&[
+        "nodes",
+        "invoke",
+        "laptop",
+        "system.run",
+        "--params",
+        secret,
+    ]);
+    for log in [
+        std::fs::read_to_string(t.path("logs/nodes.jsonl")).unwrap(),
+        std::fs::read_to_string(node_home.path("logs/node.jsonl")).unwrap(),
+    ] {
+        assert!(
+            log.contains("--token") && !log.contains("hunter2-secret"),
+            "{log}"
+        );
+    }
 
     // The model: `nodes` is offered now; a `--confirm` command waits for a human.
     let zip = "zip create --src workspace/note.txt --out artifacts/n.zip --confirm";

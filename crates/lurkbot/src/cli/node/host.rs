@@ -254,7 +254,8 @@ async fn invoke(node: &Node, request: &InvokeRequest) -> InvokeOutcome {
         InvokeOutcome::Err { code, .. } => ("failed", Some(code.as_str())),
     };
     let record = json!({"ts_ms": lurkbot_core::now_ms(), "id": request.id,
-        "command": request.command, "line": line, "outcome": result, "code": code});
+        "command": request.command, "line": line.as_deref().map(lurkbot_term::mask_command_text),
+        "outcome": result, "code": code});
     let path = node.home.join(layout::LOGS).join(NODE_LOG);
     if let Err(e) = lurkbot_core::append_private_line(&path, &record.to_string()) {
         eprintln!("cannot append to logs/{NODE_LOG}: {e}");
@@ -295,7 +296,8 @@ async fn run(node: &Node, request: &InvokeRequest) -> (InvokeOutcome, Option<Str
         let e = InvokeOutcome::Err {
             code: "APPROVAL_REQUIRED".into(),
             message: format!(
-                "this node's approvals hold `{line}` ({}); the gateway must ask its human first. Nothing ran.",
+                "this node's approvals hold `{}` ({}); the gateway must ask its human first. Nothing ran.",
+                lurkbot_term::mask_command_text(&line),
                 held.reason
             ),
         };
