@@ -7,7 +7,7 @@
 //! the connection, so a rejection takes effect at once, and rejecting closes its connections.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use lurkbot_core::Home;
@@ -402,6 +402,3 @@ impl Nodes {
             "connected": self.links().len()})
     }
 }
-
-/// Shared handle.
-pub type SharedNodes = Arc<Nodes>;
