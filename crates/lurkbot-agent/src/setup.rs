@@ -12,16 +12,23 @@ use crate::error::AgentError;
 /// What to say when no model is configured.
 pub const NO_MODEL: &str = "no model is configured. Set one, e.g.:\n  export LURKBOT_MODEL=openai/gpt-4o-mini   (key: OPENAI_API_KEY in the environment or the home's .env)\n  lurkbot config set agent.model anthropic/claude-sonnet-4-5\nAny OpenAI-compatible server works via OPENAI_BASE_URL (Ollama, vLLM, llama-server …).";
 
-/// Variables from the environment, then the home's `.env`.
+/// Variables from the environment, then the home's `.env`, then (for a user's home on a
+/// shared gateway) the gateway home's `.env`: the provider keys the admin shares.
 pub fn variables(home: &Home) -> impl Fn(&str) -> Option<String> + Send + Sync + use<> {
-    let file: Vec<(String, String)> = std::fs::read_to_string(home.join(".env"))
-        .map(|text| {
-            lurkbot_core::dotenv::parse(&text)
-                .into_iter()
-                .filter_map(Result::ok)
-                .collect()
-        })
-        .unwrap_or_default();
+    let read = |dir: &std::path::Path| -> Vec<(String, String)> {
+        std::fs::read_to_string(dir.join(".env"))
+            .map(|text| {
+                lurkbot_core::dotenv::parse(&text)
+                    .into_iter()
+                    .filter_map(Result::ok)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut file = read(home.root());
+    if let Some(shared) = home.shared() {
+        file.extend(read(shared));
+    }
     move |name: &str| {
         std::env::var(name)
             .ok()

@@ -45,6 +45,10 @@ pub struct Approved {
     pub name: String,
     /// When, ms since the epoch.
     pub approved_at_ms: u64,
+    /// On a shared gateway, the user who approved it: the sender is theirs, and talks to
+    /// their agent (ARCHITECTURE.md §6.3). `None`: the gateway owner's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -233,16 +237,49 @@ impl PairingStore {
         code: &str,
         now_ms: u64,
     ) -> Result<PendingPairing, PairingError> {
+        self.approve_for(channel, code, now_ms, None)
+    }
+
+    /// [`PairingStore::approve`] by `user` of a shared gateway (`None`: the owner): the sender
+    /// belongs to that user from now on (an earlier approval of the same sender is replaced).
+    ///
+    /// # Errors
+    /// As [`PairingStore::approve`].
+    pub fn approve_for(
+        &self,
+        channel: &str,
+        code: &str,
+        now_ms: u64,
+        user: Option<&str>,
+    ) -> Result<PendingPairing, PairingError> {
         self.change(now_ms, |state| {
             let request = take(state, channel, code)?;
+            state
+                .approved
+                .retain(|a| !(a.channel == request.channel && a.sender == request.sender));
             state.approved.push(Approved {
                 channel: request.channel.clone(),
                 sender: request.sender.clone(),
                 name: request.name.clone(),
                 approved_at_ms: now_ms,
+                user: user.map(str::to_string),
             });
             Ok(request)
         })
+    }
+
+    /// The user of a shared gateway `sender` on `channel` belongs to, if a user (not the
+    /// owner) approved them.
+    ///
+    /// # Errors
+    /// The state file failing.
+    pub fn user_of(&self, channel: &str, sender: &str) -> Result<Option<String>, PairingError> {
+        Ok(self
+            .read()?
+            .approved
+            .into_iter()
+            .find(|a| a.channel == channel && a.sender == sender)
+            .and_then(|a| a.user))
     }
 
     /// Refuses the request with `code` on `channel` (the sender may ask again later).

@@ -56,6 +56,8 @@ pub struct Config {
     pub stt: crate::SttConfig,
     /// `[nodes]`: node commands the model may run without asking.
     pub nodes: crate::NodesConfig,
+    /// `[users]`: several people sharing this gateway, each with their own home.
+    pub users: crate::UsersConfig,
 }
 
 /// `[log]`: what the gateway logs and how much of it is kept.

@@ -20,6 +20,9 @@ pub enum CoreError {
     /// No home directory could be determined.
     #[error("cannot determine the LurkBot home: set LURKBOT_HOME or pass --home DIR")]
     NoHome,
+    /// A name or value that cannot be used (the message says which and why).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 impl CoreError {

@@ -36,6 +36,8 @@ pub mod layout {
     pub const RUN: &str = "run";
     /// The gateway's log files (`gateway.log` and its rotated copies).
     pub const LOGS: &str = "logs";
+    /// On a shared gateway: `users.json` (who may sign in) and each user's home, `<name>/`.
+    pub const USERS: &str = "users";
     /// Every directory `lurkbot init` creates.
     pub const DIRS: &[&str] = &[
         WORKSPACE,
@@ -55,6 +57,9 @@ pub mod layout {
 #[derive(Debug, Clone)]
 pub struct Home {
     root: PathBuf,
+    /// On a shared gateway, the gateway's own home, whose `.env` supplies the variables a
+    /// user's home lacks (the provider keys the admin shares); `None` for the gateway's home.
+    shared: Option<PathBuf>,
 }
 
 impl Home {
@@ -90,7 +95,38 @@ impl Home {
         let root = root
             .canonicalize()
             .map_err(|e| CoreError::io("resolve", root, e))?;
-        Ok(Self { root })
+        Ok(Self { root, shared: None })
+    }
+
+    /// The home of user `name` on a shared gateway (ARCHITECTURE.md §6.3): `users/<name>/`
+    /// under this one, created private when missing. `name` must already be a valid user name
+    /// (one path segment).
+    ///
+    /// # Errors
+    /// The name is not one plain path segment, or the directory cannot be created.
+    pub fn member(&self, name: &str) -> Result<Self, CoreError> {
+        let plain = !name.is_empty()
+            && !name.starts_with('.')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !plain {
+            return Err(CoreError::Invalid(format!(
+                "'{name}' is not a user name (letters, digits, '-' and '_')"
+            )));
+        }
+        let users = self.join(layout::USERS);
+        if !users.exists() {
+            create_private_dir(&users)?;
+        }
+        let mut home = Self::open(&users.join(name))?;
+        home.shared = Some(self.root.clone());
+        Ok(home)
+    }
+
+    /// The gateway's own home when this is a user's home on a shared gateway.
+    pub fn shared(&self) -> Option<&Path> {
+        self.shared.as_deref()
     }
 
     /// The canonical absolute path of the home.

@@ -19,6 +19,27 @@ pub struct InitReport {
 /// # Errors
 /// A directory or file cannot be created.
 pub fn init_home(home: &Home, extra_files: &[(String, String)]) -> Result<InitReport, CoreError> {
+    init_layout(home, extra_files, true)
+}
+
+/// Creates a user's home on a shared gateway (ARCHITECTURE.md §6.3): the layout, bootstrap
+/// files and `extra_files` of [`init_home`], but no `config.toml` — the gateway's settings are
+/// shared and only the admin changes them.
+///
+/// # Errors
+/// A directory or file cannot be created.
+pub fn init_member_home(
+    home: &Home,
+    extra_files: &[(String, String)],
+) -> Result<InitReport, CoreError> {
+    init_layout(home, extra_files, false)
+}
+
+fn init_layout(
+    home: &Home,
+    extra_files: &[(String, String)],
+    with_config: bool,
+) -> Result<InitReport, CoreError> {
     let mut report = InitReport::default();
     for dir in layout::DIRS {
         let path = home.join(dir);
@@ -29,8 +50,10 @@ pub fn init_home(home: &Home, extra_files: &[(String, String)]) -> Result<InitRe
         }
     }
     let config = templates::CONFIG.replace("@TOKEN@", &crate::random_hex(24));
-    let mut files: Vec<(String, &str, u32)> =
-        vec![(layout::CONFIG.to_string(), config.as_str(), 0o600)];
+    let mut files: Vec<(String, &str, u32)> = Vec::new();
+    if with_config {
+        files.push((layout::CONFIG.to_string(), config.as_str(), 0o600));
+    }
     for (name, content) in templates::BOOTSTRAP {
         files.push((format!("{}/{name}", layout::WORKSPACE), content, 0o600));
     }

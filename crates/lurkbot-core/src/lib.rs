@@ -40,6 +40,7 @@ mod stale_temp;
 mod templates;
 pub mod tls;
 mod untrusted_frame;
+mod users_config;
 mod web_config;
 mod zone;
 
@@ -69,7 +70,7 @@ pub use host_port::split_host_port;
 pub use html_entities::decode_html_entities;
 pub use html_text::html_to_text;
 pub use ids::{new_run_id, new_session_id, random_hex};
-pub use init::{InitReport, init_home, is_untouched_bootstrap};
+pub use init::{InitReport, init_home, init_member_home, is_untouched_bootstrap};
 pub use log_file::{
     DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, GATEWAY_LOG, RotatingLog, TailWindow, tail,
 };
@@ -93,5 +94,6 @@ pub use stale_temp::{
     STALE_AFTER, Sweep, sweep_stale_temp, sweep_stale_temp_at, sweep_stale_temp_in,
 };
 pub use untrusted_frame::frame_untrusted;
+pub use users_config::{DEFAULT_SESSION_HOURS, UsersConfig};
 pub use web_config::{BrowserConfig, MediaToolsConfig, WebConfig, WebFetchConfig, WebSearchConfig};
 pub use zone::{UnknownZone, Zone};

@@ -3,7 +3,8 @@
 //!
 //! - *Secret* — never read by a tool, never added to an archive, never written by a command:
 //!   `config.toml` and its temporary copies, every `.env` anywhere, `skills/*/secrets/**`,
-//!   `browser/**` (the browser's profile: cookies, logins).
+//!   `browser/**` (the browser's profile: cookies, logins), `users/**` (on a shared gateway, the
+//!   other users' homes and the sign-in records: not even the admin's tools read them).
 //! - *State* — written only by the code that owns it: `exec-approvals.json`, `auth/**`,
 //!   `sessions/**`, `cron/**`, `memory/**`, `artifacts/terminal_exec/**`,
 //!   `workspace/cal/calendar.db*`, `workspace/rss/*.json` and `cache/**`, `workspace/irc/**`,
@@ -110,6 +111,11 @@ pub fn classify_relative(relative: &str) -> Protection {
         }
         ["devices", "identity.json"] => {
             return Secret("this node's private key proves who it is to the gateway it serves");
+        }
+        ["users", ..] => {
+            return Secret(
+                "users/ holds the other users' homes and sign-in records; each user's files are theirs alone",
+            );
         }
         _ => {}
     }
@@ -357,6 +363,10 @@ mod tests {
             "skills/irc-cli/secrets",
             "skills/irc-cli/secrets/.env.example",
             "devices/identity.json",
+            "users",
+            "users/users.json",
+            "users/alice/sessions/main/x.jsonl",
+            "users/alice/workspace/notes.md",
         ] {
             assert!(matches!(classify_relative(secret), Secret(_)), "{secret}");
         }

@@ -19,6 +19,8 @@ const MIN_REDACTED_LEN: usize = 3;
 pub struct Secrets {
     by_skill: BTreeMap<String, BTreeMap<String, String>>,
     home_env: BTreeMap<String, String>,
+    /// The gateway home's variables, for a user's home: only redacted, never looked up.
+    shared_env: BTreeMap<String, String>,
     problems: Vec<String>,
 }
 
@@ -30,6 +32,13 @@ impl Secrets {
         let home_env = home.join(".env");
         if home_env.is_file() {
             secrets.home_env = secrets.read_env(&home_env);
+        }
+        // A user's home on a shared gateway: the gateway's own variables are never theirs to
+        // use, but are masked in their output all the same.
+        if let Some(shared) = home.shared().map(|s| s.join(".env"))
+            && shared.is_file()
+        {
+            secrets.shared_env = secrets.read_env(&shared);
         }
         let Ok(entries) = std::fs::read_dir(home.join(layout::SKILLS)) else {
             return secrets;
@@ -83,7 +92,7 @@ impl Secrets {
         let mut values: Vec<String> = self
             .by_skill
             .values()
-            .chain(std::iter::once(&self.home_env))
+            .chain([&self.home_env, &self.shared_env])
             .flat_map(|vars| vars.iter())
             .filter(|(k, v)| is_secret_name(k) && v.chars().count() >= MIN_REDACTED_LEN)
             .map(|(_, v)| v.clone())

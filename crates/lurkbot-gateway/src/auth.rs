@@ -37,23 +37,32 @@ pub fn token_matches(expected: &str, given: &str) -> bool {
     diff == 0
 }
 
-/// Failed-attempt counts per client address.
-#[derive(Debug, Default)]
-pub struct FailureLimiter {
-    failures: Mutex<HashMap<IpAddr, Vec<Instant>>>,
+/// Failed-attempt counts per client address (or, for sign-ins, per user name).
+#[derive(Debug)]
+pub struct FailureLimiter<K = IpAddr> {
+    failures: Mutex<HashMap<K, Vec<Instant>>>,
     global: Mutex<Vec<Instant>>,
 }
 
-impl FailureLimiter {
+impl<K> Default for FailureLimiter<K> {
+    fn default() -> Self {
+        Self {
+            failures: Mutex::new(HashMap::new()),
+            global: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq> FailureLimiter<K> {
     /// Addresses with recent failures.
     pub fn tracked(&self) -> usize {
         self.failures.lock().map(|f| f.len()).unwrap_or(0)
     }
 }
 
-impl FailureLimiter {
+impl<K: std::hash::Hash + Eq> FailureLimiter<K> {
     /// `Some(seconds to wait)` when `ip` is blocked now, or every address is.
-    pub fn blocked(&self, ip: IpAddr) -> Option<u64> {
+    pub fn blocked(&self, ip: K) -> Option<u64> {
         let now = Instant::now();
         if let Ok(mut global) = self.global.lock() {
             global.retain(|t| now.duration_since(*t) < WINDOW);
@@ -74,7 +83,7 @@ impl FailureLimiter {
     }
 
     /// Records a wrong credential from `ip` (and forgets addresses whose failures are all old).
-    pub fn fail(&self, ip: IpAddr) {
+    pub fn fail(&self, ip: K) {
         if let Ok(mut global) = self.global.lock() {
             let now = Instant::now();
             global.retain(|t| now.duration_since(*t) < WINDOW);

@@ -322,7 +322,23 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
         }
         Decision::Answer { owner } => owner,
     };
-    let agent = agent_for(&config.bindings, &message);
+    // On a shared gateway, a sender a user paired is that user: their agent answers, in
+    // their home (ARCHITECTURE.md §6.3).
+    let (routed, state) = match routed_to(state, &pairings, name, message.sender.as_str()) {
+        Ok(Some(user_state)) => (true, user_state),
+        Ok(None) => (false, state.clone()),
+        Err(e) => {
+            tracing::warn!(channel = name, error = %e, "channel message not answered: its user");
+            return;
+        }
+    };
+    let state = &state;
+    let owner = owner || routed;
+    let agent = if routed {
+        "main".to_string()
+    } else {
+        agent_for(&config.bindings, &message)
+    };
     let key = match session_for(&agent, &message, config.session.dm_scope == "main", owner) {
         Ok(key) => key,
         Err(e) => {
@@ -431,7 +447,35 @@ pub(crate) fn status(state: &AppState) -> Value {
     json!({"channels": channels, "pendingPairings": pending})
 }
 
+/// The state of the user `sender` on `channel` belongs to (a user of a shared gateway paired
+/// them), or `None` for the gateway's own.
+fn routed_to(
+    state: &AppState,
+    pairings: &PairingStore,
+    channel: &str,
+    sender: &str,
+) -> Result<Option<AppState>, String> {
+    let Some(users) = &state.users else {
+        return Ok(None);
+    };
+    let Some(user) = pairings
+        .user_of(channel, sender)
+        .map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    if !users.users().iter().any(|u| u.name == user && !u.admin) {
+        return Err(format!("the user '{user}' who paired this sender is gone"));
+    }
+    users
+        .user_state(state, &user)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
 /// `channels.pairing.approve {channel, code}` and `channels.pairing.deny {channel, code}`.
+/// A user of a shared gateway approves into the gateway's pairings, and the sender becomes
+/// theirs.
 pub(crate) fn pairing(
     state: &AppState,
     params: &Value,
@@ -445,10 +489,20 @@ pub(crate) fn pairing(
             .ok_or_else(|| MethodError::invalid(format!("missing string parameter '{name}'")))
     };
     let (channel, code) = (text("channel")?, text("code")?);
-    let store = PairingStore::open(&state.home);
+    let gateway_home = match state.home.shared() {
+        Some(root) => lurkbot_core::Home::open(root)
+            .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))?,
+        None => state.home.clone(),
+    };
+    let store = PairingStore::open(&gateway_home);
     let now = lurkbot_core::now_ms();
     let done = if approve {
-        store.approve(channel, code, now)
+        store.approve_for(channel, code, now, state.user.as_deref())
+    } else if state.user.is_some() {
+        return Err(MethodError::new(
+            ErrorCode::Forbidden,
+            "only the gateway's admin denies pairings",
+        ));
     } else {
         store.deny(channel, code, now)
     };

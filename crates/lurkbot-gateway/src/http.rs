@@ -73,18 +73,64 @@ fn peer_ip(parts: &Parts) -> Result<IpAddr, HttpError> {
         .ok_or_else(|| HttpError::internal("the connection's peer address is unknown"))
 }
 
-/// Proof that a request carries the gateway token, checked from its headers before any body is
-/// read (and with the failed-attempt limiter). A handler that takes it cannot run for an
-/// unauthenticated request; refusals answer as [`HttpError`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct GatewayAuth;
+/// Proof that a request carries a credential (the gateway token; on a shared gateway a user's
+/// token or sign-in), checked from its headers before any body is read (and with the
+/// failed-attempt limiter), and the state the request is served with: the gateway's own, or
+/// the signed-in user's. A handler that takes it cannot run for an unauthenticated request;
+/// refusals answer as [`HttpError`].
+#[derive(Clone)]
+pub(crate) struct GatewayAuth(pub(crate) AppState);
 
 impl FromRequestParts<AppState> for GatewayAuth {
     type Rejection = HttpError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, HttpError> {
-        authorize(state, &parts.headers, peer_ip(parts)?)?;
-        Ok(Self)
+        let peer = peer_ip(parts)?;
+        refuse_blocked(state, peer)?;
+        let signed = crate::credentials::identify_request(state, &parts.headers, peer).map_err(
+            |refusal| {
+                let what = match refusal {
+                    crate::credentials::Refusal::Missing => "no token",
+                    crate::credentials::Refusal::Wrong => "wrong token",
+                };
+                tracing::warn!(%peer, "auth failure: {what}");
+                let what = if state.users.is_some() {
+                    "your user token (lurkbot users token NAME) or the gateway token"
+                } else {
+                    "the gateway token"
+                };
+                HttpError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "invalid_api_key",
+                    format!("send {what} as 'Authorization: Bearer <token>'"),
+                )
+            },
+        )?;
+        match &state.users {
+            Some(users) => users.state_for(state, &signed).map(Self).map_err(|e| {
+                HttpError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    e.to_string(),
+                )
+            }),
+            None => Ok(Self(state.clone())),
+        }
+    }
+}
+
+/// 429 while `peer` (or everyone) is blocked after wrong credentials.
+pub(crate) fn refuse_blocked(state: &AppState, peer: IpAddr) -> Result<(), HttpError> {
+    match state.limiter.blocked(peer) {
+        Some(wait) => {
+            tracing::warn!(%peer, wait_seconds = wait, "auth refused: too many failed attempts");
+            Err(HttpError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!("too many failed attempts; try again in {wait} s"),
+            ))
+        }
+        None => Ok(()),
     }
 }
 
@@ -126,28 +172,10 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
-/// Checks origin and the gateway token for an API request.
+/// Checks `expected` (when set) as the bearer token.
 ///
 /// # Errors
-/// 403 for a foreign browser origin, 429 while the client is blocked, 401 for a wrong token.
-pub(crate) fn authorize(
-    state: &AppState,
-    headers: &HeaderMap,
-    peer: IpAddr,
-) -> Result<(), HttpError> {
-    check(
-        state,
-        headers,
-        peer,
-        state.token.as_deref(),
-        "the gateway token",
-    )
-}
-
-/// Checks origin and `expected` (when set) as the bearer token.
-///
-/// # Errors
-/// As [`authorize`].
+/// 429 while the client is blocked, 401 for a wrong token.
 pub(crate) fn check(
     state: &AppState,
     headers: &HeaderMap,
@@ -155,14 +183,7 @@ pub(crate) fn check(
     expected: Option<&str>,
     what: &str,
 ) -> Result<(), HttpError> {
-    if let Some(wait) = state.limiter.blocked(peer) {
-        tracing::warn!(%peer, wait_seconds = wait, "auth refused: too many failed attempts");
-        return Err(HttpError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
-            format!("too many failed attempts; try again in {wait} s"),
-        ));
-    }
+    refuse_blocked(state, peer)?;
     let Some(expected) = expected else {
         return Ok(());
     };

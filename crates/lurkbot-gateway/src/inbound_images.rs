@@ -6,7 +6,7 @@
 //! bytes: the gateway does not fetch for its caller. `GET /v1/images/<name>` serves a kept
 //! picture back (with the token), so the web UI can show a session's pictures.
 
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
@@ -78,11 +78,7 @@ pub(crate) async fn ready(state: &AppState, raw: Vec<Vec<u8>>) -> Result<Vec<Ima
 
 /// `GET /v1/images/<name>`: a picture kept under `artifacts/images/` (its name is the hash
 /// [`lurkbot_agent::images::keep`] gave it; nothing else there or elsewhere is served).
-pub(crate) async fn serve(
-    _auth: GatewayAuth,
-    State(state): State<AppState>,
-    Path(name): Path<String>,
-) -> Response {
+pub(crate) async fn serve(GatewayAuth(state): GatewayAuth, Path(name): Path<String>) -> Response {
     let (stem, ext) = name.split_once('.').unwrap_or((&name, ""));
     let media_type = match ext {
         "jpg" => "image/jpeg",
@@ -106,8 +102,7 @@ pub(crate) async fn serve(
 /// `GET /v1/audio/<name>`: a voice note `tts` made under `workspace/audio/` (resolved and
 /// confined as every reader does; nothing else is served), for the web UI's player.
 pub(crate) async fn serve_audio(
-    _auth: GatewayAuth,
-    State(state): State<AppState>,
+    GatewayAuth(state): GatewayAuth,
     Path(name): Path<String>,
 ) -> Response {
     match lurkbot_agent::speech::voice_note_file(&state.home, &name) {

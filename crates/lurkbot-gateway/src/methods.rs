@@ -226,9 +226,12 @@ pub(crate) fn names() -> Vec<&'static str> {
     table().map(|m| m.name).collect()
 }
 
-/// [`METHODS`] and the device and node methods.
+/// [`METHODS`], the device and node methods and the users methods.
 fn table() -> impl Iterator<Item = &'static Method> {
-    METHODS.iter().chain(crate::node_methods::METHODS)
+    METHODS
+        .iter()
+        .chain(crate::node_methods::METHODS)
+        .chain(crate::user_methods::METHODS)
 }
 
 /// Methods whose answer never waits for anything: answered on the connection's own task, with

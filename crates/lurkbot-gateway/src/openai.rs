@@ -12,7 +12,7 @@
 use std::convert::Infallible;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use lurkbot_agent::{AgentEvent, Entry, Sessions};
@@ -27,7 +27,7 @@ use crate::run::TurnOptions;
 use crate::state::AppState;
 
 /// `GET /v1/models`.
-pub(crate) async fn models(_auth: GatewayAuth, State(state): State<AppState>) -> Response {
+pub(crate) async fn models(GatewayAuth(state): GatewayAuth) -> Response {
     let mut ids = vec!["lurkbot".to_string(), "lurkbot/main".to_string()];
     ids.extend(state.config().agents.keys().map(|a| format!("lurkbot/{a}")));
     ids.dedup();
@@ -41,8 +41,7 @@ pub(crate) async fn models(_auth: GatewayAuth, State(state): State<AppState>) ->
 /// `POST /v1/chat/completions`.
 pub(crate) async fn chat_completions(
     // Credentials come from the headers and are checked before a byte of the body is read.
-    _auth: GatewayAuth,
-    State(state): State<AppState>,
+    GatewayAuth(state): GatewayAuth,
     request: Request,
 ) -> Response {
     let (parts, body) = request.into_parts();

@@ -43,6 +43,9 @@ pub fn router(state: AppState) -> Router {
             "/v1/chat/completions",
             post(crate::openai::chat_completions),
         )
+        .route("/auth/login", post(crate::sign_in::login))
+        .route("/auth/logout", post(crate::sign_in::logout))
+        .route("/auth/me", get(crate::sign_in::me))
         .route("/hooks/wake", post(crate::hooks::wake))
         .route("/hooks/agent", post(crate::hooks::agent))
         .layer(axum::middleware::from_fn_with_state(
@@ -99,6 +102,10 @@ pub async fn serve(
     let timers = crate::scheduler::start(state.clone());
     let memory_watch = crate::memory_watch::start(state.clone());
     let channels = crate::channels::start(&state);
+    // Every user's own state, so their cron jobs and heartbeats run while they are away.
+    if let Some(users) = &state.users {
+        users.start_all(&state);
+    }
     // MCP servers start in the background: a turn offers the tools of those ready by then.
     let mcp = state.host.mcp.clone();
     let starting = tokio::spawn({
@@ -109,6 +116,7 @@ pub async fn serve(
     let profile = state.home.join(lurkbot_agent::BROWSER_PROFILE);
     crate::gateway_control::attach(&state);
     let host = state.host.clone();
+    let users = state.users.clone();
     let served = crate::accept::accept_loop(listener, app, state, stop).await;
     crate::gateway_control::detach(&host);
     forwarder.abort();
@@ -118,6 +126,9 @@ pub async fn serve(
     mcp.shutdown().await;
     // This home's Chromium stops with us (a kill -9 stops it too: its DevTools pipe closes).
     lurkbot_browser::browser_for(&profile).stop().await;
+    if let Some(users) = users {
+        users.shutdown().await;
+    }
     timers.abort();
     // The scheduler's lock is released before this returns (another gateway may take it).
     let _ = timers.await;

@@ -43,6 +43,10 @@ pub struct AppState {
     pub nodes: Arc<crate::nodes::Nodes>,
     /// When the state was made (ms since the epoch): the gateway's start, for uptime.
     pub started_ms: u64,
+    /// The users of a shared gateway (`[users] enabled`; read at start).
+    pub users: Option<Arc<crate::tenants::Tenants>>,
+    /// Whose state this is: `None` for the gateway's own home, else the user's name.
+    pub user: Option<Arc<str>>,
     reload_hook: Option<ReloadHook>,
     live_connections: Arc<AtomicUsize>,
     /// Connections that show canvas widgets (the web UI, `caps: ["canvas"]`).
@@ -64,7 +68,13 @@ impl AppState {
         let host = SessionHost::new(home.clone(), config.clone(), hub.clone(), approver.clone());
         let exec = host.exec();
         let nodes = Arc::new(crate::nodes::Nodes::new(&home));
+        let users = config
+            .users
+            .enabled
+            .then(|| Arc::new(crate::tenants::Tenants::open(&home)));
         Self {
+            users,
+            user: None,
             home,
             config: Arc::new(RwLock::new(Arc::new(config))),
             token: token.map(Arc::from),
@@ -82,6 +92,38 @@ impl AppState {
             canvas_viewers: Arc::new(AtomicUsize::new(0)),
             shutdown: Arc::new(watch::channel(false).0),
             bound: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The state of user `name` on this shared gateway: their own home, session host,
+    /// terminal, event hub, approvals and scheduler state; the listener, limits and shutdown
+    /// are the gateway's.
+    pub(crate) fn for_user(&self, name: &str, home: Home, config: Config) -> Self {
+        let hub = Hub::default();
+        let approver = Arc::new(ClientApprover::new(hub.clone()));
+        let host = SessionHost::new(home.clone(), config.clone(), hub.clone(), approver.clone());
+        let exec = host.exec();
+        let nodes = Arc::new(crate::nodes::Nodes::new(&home));
+        Self {
+            users: self.users.clone(),
+            user: Some(Arc::from(name)),
+            home,
+            config: Arc::new(RwLock::new(Arc::new(config))),
+            token: None,
+            hooks_token: None,
+            hub,
+            approver,
+            host,
+            exec,
+            limiter: self.limiter.clone(),
+            autonomy: Arc::default(),
+            nodes,
+            started_ms: self.started_ms,
+            reload_hook: None,
+            live_connections: self.live_connections.clone(),
+            canvas_viewers: Arc::new(AtomicUsize::new(0)),
+            shutdown: self.shutdown.clone(),
+            bound: self.bound.clone(),
         }
     }
 
@@ -106,6 +148,11 @@ impl AppState {
 
     /// Puts `config` in force for every request and turn that starts from now on.
     pub(crate) fn replace_config(&self, config: Config) {
+        if self.user.is_none()
+            && let Some(users) = &self.users
+        {
+            users.replace_config(&config);
+        }
         let config = Arc::new(config);
         self.host.replace_config(config.clone());
         match self.config.write() {

@@ -19,7 +19,6 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
-use crate::auth::token_matches;
 use crate::protocol::{
     self, Challenge, ErrorCode, Event, EventFrame, Grants, Lagged, MAX_PAYLOAD, MethodError,
     PROTOCOL_VERSION, ProtocolVersion, Shutdown, TICK_INTERVAL_MS, Tick,
@@ -50,6 +49,7 @@ pub(crate) enum Out {
 pub(crate) async fn upgrade(
     State(state): State<AppState>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    headers: axum::http::HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
     // Host and Origin were checked by the router's guard (crate::http::guard).
@@ -60,12 +60,16 @@ pub(crate) async fn upgrade(
         )
             .into_response();
     }
+    // The web UI's sign-in on a shared gateway (read now: the upgrade's headers go away).
+    let sign_in = crate::tenants::cookie(&headers, crate::tenants::SESSION_COOKIE)
+        .filter(|_| state.users.is_some())
+        .map(str::to_string);
     // Small buffers: a thousand idle connections should cost little memory.
     ws.max_message_size(MAX_PAYLOAD * 2)
         .max_frame_size(MAX_PAYLOAD * 2)
         .read_buffer_size(4 * 1024)
         .write_buffer_size(0)
-        .on_upgrade(move |socket| connection(socket, state, addr.ip()))
+        .on_upgrade(move |socket| connection(socket, state, addr.ip(), sign_in))
 }
 
 /// `GET /`: the WebSocket when the request is an upgrade (OpenClaw's clients connect to the
@@ -86,12 +90,12 @@ pub(crate) async fn root(
     }
     let (mut parts, _) = request.into_parts();
     match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
-        Ok(ws) => upgrade(state, addr, ws).await,
+        Ok(ws) => upgrade(state, addr, parts.headers, ws).await,
         Err(rejection) => rejection.into_response(),
     }
 }
 
-async fn connection(socket: WebSocket, state: AppState, ip: IpAddr) {
+async fn connection(socket: WebSocket, state: AppState, ip: IpAddr, sign_in: Option<String>) {
     let _counted = state.connection_guard();
     let (sink, mut stream) = socket.split();
     // One task per connection reads, answers and writes; only requests that wait (a turn, a
@@ -108,15 +112,23 @@ async fn connection(socket: WebSocket, state: AppState, ip: IpAddr) {
     {
         return;
     }
-    let joined = handshake(&state, &mut stream, &out, ip, &challenge).await;
+    let joined = handshake(
+        &state,
+        &mut stream,
+        &out,
+        (ip, sign_in.as_deref()),
+        &challenge,
+    )
+    .await;
     while let Ok(item) = rx.try_recv() {
         if !writer.write(item).await {
             return;
         }
     }
     match joined {
-        Some(Joined::Operator(conn)) => {
-            serve(&state, &conn, &mut stream, (&out, &mut rx), &mut writer).await;
+        Some(Joined::Operator(joined)) => {
+            let (conn, own) = *joined;
+            serve(&own, &conn, &mut stream, (&out, &mut rx), &mut writer).await;
             tracing::info!(peer = %ip, "WebSocket client left");
         }
         Some(Joined::Node(node)) => {
@@ -129,8 +141,9 @@ async fn connection(socket: WebSocket, state: AppState, ip: IpAddr) {
 
 /// Who a connection turned out to be.
 enum Joined {
-    /// An operator (the CLI, the web UI, OpenClaw's clients).
-    Operator(Conn),
+    /// An operator (the CLI, the web UI, OpenClaw's clients), served with its own state (a
+    /// user's, on a shared gateway).
+    Operator(Box<(Conn, AppState)>),
     /// A node (a device serving commands).
     Node(crate::node_link::NodeConn),
 }
@@ -145,6 +158,8 @@ struct Conn {
     subscribed: Arc<AtomicBool>,
     /// Held when its `connect` lists `"canvas"` in `caps` (it shows widgets).
     _canvas: Option<crate::state::CanvasViewer>,
+    /// Who it signed in as.
+    signed: crate::tenants::Signed,
 }
 
 /// Reads and answers the `connect` request; the connection's scopes and version, or `None`
@@ -153,7 +168,7 @@ async fn handshake(
     state: &AppState,
     stream: &mut futures_util::stream::SplitStream<WebSocket>,
     out: &mpsc::UnboundedSender<Out>,
-    ip: IpAddr,
+    (ip, sign_in): (IpAddr, Option<&str>),
     challenge: &Challenge,
 ) -> Option<Joined> {
     let refuse = |id: Option<&str>, error: MethodError| {
@@ -209,41 +224,31 @@ async fn handshake(
             )),
         );
     };
-    if let Some(expected) = state.token.as_deref() {
-        // OpenClaw's clients may carry the shared secret as `auth.password`.
-        let given = ["/auth/token", "/auth/password"]
-            .iter()
-            .find_map(|at| p.pointer(at).and_then(Value::as_str))
-            .unwrap_or("");
-        if !token_matches(expected, given) {
-            // Only a wrong token counts towards the limit; a missing one locks nobody out.
-            if given.is_empty() {
-                tracing::info!(peer = %ip, "auth failure: WebSocket connect without a token");
-            } else {
-                tracing::warn!(peer = %ip, "auth failure: WebSocket connect with a wrong token");
-                state.limiter.fail(ip);
-            }
-            const WHERE: &str =
-                "it is gateway.token in LurkBot's config.toml or LURKBOT_GATEWAY_TOKEN";
-            let error = if version.is_openclaw() {
-                // OpenClaw's wording, which its clients recognise.
-                let what = if given.is_empty() {
-                    "missing"
-                } else {
-                    "mismatch"
-                };
-                MethodError::invalid(format!("unauthorized: gateway token {what} ({WHERE})"))
-            } else {
-                MethodError::new(
-                    ErrorCode::Unauthorized,
-                    format!("wrong or missing token (auth.token); {WHERE}"),
-                )
-            };
-            return refuse(Some(id), error);
+    // OpenClaw's clients may carry the shared secret as `auth.password`.
+    let given = ["/auth/token", "/auth/password"]
+        .iter()
+        .find_map(|at| p.pointer(at).and_then(Value::as_str))
+        .unwrap_or("");
+    let signed = match crate::credentials::identify(state, given, sign_in, ip) {
+        Ok(signed) => signed,
+        Err(refusal) => {
+            return refuse(
+                Some(id),
+                crate::credentials::refused_connect(state, ip, refusal, version),
+            );
         }
-    }
+    };
     match p.get("role").and_then(Value::as_str).unwrap_or("operator") {
         "operator" => {}
+        "node" if signed.user.is_some() => {
+            return refuse(
+                Some(id),
+                MethodError::new(
+                    ErrorCode::Forbidden,
+                    "a node connects with the gateway token, not a user's",
+                ),
+            );
+        }
         "node" => {
             return crate::node_link::handshake(state, version, (id, p), challenge, out, ip)
                 .map(Joined::Node);
@@ -255,6 +260,19 @@ async fn handshake(
             );
         }
     }
+    let own = match &state.users {
+        Some(users) => match users.state_for(state, &signed) {
+            Ok(own) => own,
+            Err(e) => {
+                return refuse(
+                    Some(id),
+                    MethodError::new(ErrorCode::Unavailable, e.to_string()),
+                );
+            }
+        },
+        None => state.clone(),
+    };
+    let state = &own;
     let conn_id = format!("conn_{}", lurkbot_core::random_hex(6));
     tracing::info!(
         peer = %ip,
@@ -279,18 +297,25 @@ async fn handshake(
     } else {
         let mut hello = version.hello(&conn_id, &crate::methods::names());
         hello["scopes"] = grants.names().into();
+        if state.users.is_some() {
+            hello["signedIn"] = signed.describe();
+        }
         let _ = out.send(Out::Frame(protocol::ok(id, hello)));
     }
     let shows_canvas = p
         .get("caps")
         .and_then(Value::as_array)
         .is_some_and(|caps| caps.iter().any(|c| c == "canvas"));
-    Some(Joined::Operator(Conn {
-        grants,
-        version,
-        subscribed,
-        _canvas: shows_canvas.then(|| state.canvas_viewer()),
-    }))
+    Some(Joined::Operator(Box::new((
+        Conn {
+            grants,
+            version,
+            subscribed,
+            _canvas: shows_canvas.then(|| state.canvas_viewer()),
+            signed,
+        },
+        own.clone(),
+    ))))
 }
 
 /// Requests, answers of requests still running, events, ticks and shutdown until the client
@@ -307,6 +332,9 @@ async fn serve(
 ) {
     let mut events = state.hub.subscribe();
     let mut stopping = state.stopping();
+    // On a shared gateway: a change of the users (a new token, a removal, a sign-out) makes
+    // the connection check its credential again, and close when it no longer holds.
+    let mut users_changed = state.users.as_ref().map(|u| u.changes());
     let mut tick = tokio::time::interval(Duration::from_millis(TICK_INTERVAL_MS));
     tick.tick().await;
     loop {
@@ -334,7 +362,19 @@ async fn serve(
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             },
-            _ = tick.tick() => Out::Event(Event::Tick(Tick { ts: lurkbot_core::now_ms() })),
+            _ = crate::tenants::changed(&mut users_changed) => {
+                if still_signed_in(state, conn) {
+                    continue;
+                }
+                Out::Close(SIGNED_OUT, "signed out: the credential was revoked".into())
+            }
+            _ = tick.tick() => {
+                if !still_signed_in(state, conn) {
+                    let _ = writer.write(Out::Close(SIGNED_OUT, "signed out: the sign-in expired".into())).await;
+                    return;
+                }
+                Out::Event(Event::Tick(Tick { ts: lurkbot_core::now_ms() }))
+            }
             _ = stopping.changed() => {
                 writer.say_stopping().await;
                 return;
@@ -355,6 +395,18 @@ async fn serve(
     }
 }
 
+/// The close code of a connection whose credential was revoked or expired (4001, as a
+/// rejected node's: an application code, "not allowed any more").
+pub(crate) const SIGNED_OUT: u16 = 4001;
+
+/// Whether the connection's credential still holds (always, off a shared gateway).
+fn still_signed_in(state: &AppState, conn: &Conn) -> bool {
+    state
+        .users
+        .as_ref()
+        .is_none_or(|users| users.still_valid(&conn.signed))
+}
+
 /// Answers one request: at once when its method never waits (the answer is returned), else in
 /// a task of its own whose answer is sent to `out`.
 fn request(
@@ -367,6 +419,9 @@ fn request(
         Ok(r) => r,
         Err((id, e)) => return Some(protocol::err(id.as_deref(), &e)),
     };
+    if let Some(refused) = crate::user_methods::refused_for(state, &request.method) {
+        return Some(finish(&request, Err(refused), std::time::Instant::now()));
+    }
     if !conn.version.is_openclaw()
         && let Some(answer) =
             crate::methods::call_now(state, &conn.grants, &request.method, &request.params)

@@ -34,4 +34,5 @@ mod ops;
 mod protocol;
 mod slack;
 mod usage;
+mod users;
 mod voice_ui;

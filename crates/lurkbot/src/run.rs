@@ -32,6 +32,7 @@ pub(crate) fn run(cli: Cli) -> CliResult {
         Sub::Devices(args) => crate::cli::devices::run(&home_path, &args),
         Sub::Nodes(args) => crate::cli::nodes::run(&home_path, &args),
         Sub::Node(args) => crate::cli::node::run(&home_path, &args),
+        Sub::Users(args) => crate::cli::users::run(&home_path, &args),
         Sub::Logs(args) => crate::cli::logs::run(&home_path, &args),
         Sub::Dashboard(args) => crate::cli::dashboard::run(&home_path, &args),
         Sub::Completions(args) => crate::cli::completions::completions(&args),

@@ -117,7 +117,43 @@ pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> CliResult {
     checks.extend(gateway(&home, &config));
     checks.extend(irc(&home));
     checks.push(speech(&home, &config));
+    checks.extend(users(&home, &config));
     report(&checks, args.json)
+}
+
+/// Whether the gateway is shared (`[users]`), and what turning it on or off means.
+fn users(home: &Home, config: &Config) -> Option<Check> {
+    let store = lurkbot_gateway::users::UserStore::of(home);
+    let listed = store.load();
+    if !config.users.enabled {
+        let n = listed.as_ref().map(Vec::len).unwrap_or(0);
+        return (n > 0).then(|| {
+            bad(
+                "users",
+                Status::Warn,
+                format!("users/users.json lists {n} user(s), but [users] enabled is false: only the gateway token signs in, and nobody's home under users/ is served"),
+                "lurkbot config set users.enabled true, then restart the gateway",
+            )
+        });
+    }
+    Some(match listed {
+        Err(e) => bad(
+            "users",
+            Status::Fail,
+            e.to_string(),
+            "repair or remove users/users.json; until then only the gateway token signs in",
+        ),
+        Ok(users) => {
+            let admins = users.iter().filter(|u| u.admin).count();
+            ok(
+                "users",
+                format!(
+                    "shared gateway: {} user(s), {admins} admin(s). This home (its sessions, memory, workspace, channels) stays the owner's and the admins'; each other user has users/<name>/ and sees only it. Nothing moved when users were turned on",
+                    users.len()
+                ),
+            )
+        }
+    })
 }
 
 /// The speech providers `tts` would ask, in order, or how to set one up.

@@ -36,6 +36,7 @@ pub(crate) mod sessions;
 pub(crate) mod setup;
 pub(crate) mod skills;
 pub(crate) mod usage;
+pub(crate) mod users;
 
 use std::path::PathBuf;
 
@@ -115,6 +116,9 @@ pub(crate) enum Sub {
     /// The gateway's paired nodes: list, invoke a command on one.
     #[command(subcommand)]
     Nodes(nodes::NodesArgs),
+    /// The people who share this gateway: add, list, remove, passwd, token.
+    #[command(subcommand)]
+    Users(users::UsersArgs),
     /// Serve another gateway as a node: node run --gateway URL.
     #[command(subcommand)]
     Node(node::NodeArgs),

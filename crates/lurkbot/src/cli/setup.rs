@@ -158,7 +158,7 @@ fn check(home: &Home, model_ref: &str) -> CliResult {
 }
 
 /// A line read from the terminal with echo off (the key is not shown).
-fn read_hidden(prompt: &str) -> Result<String, CliError> {
+pub(crate) fn read_hidden(prompt: &str) -> Result<String, CliError> {
     eprint!("{prompt}: ");
     let _ = std::io::stderr().flush();
     let stdin = std::io::stdin();

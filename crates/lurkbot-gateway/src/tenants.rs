@@ -1,0 +1,374 @@
+//! The users of a shared gateway at run time (ARCHITECTURE.md §6.3): who a credential belongs
+//! to, each user's own gateway state, web UI sign-ins, and revocation.
+//!
+//! Isolation is by construction: a user's connection is served with **their** [`AppState`] —
+//! their home (`users/<name>/`), session host, terminal (confined to that home), event hub,
+//! approvals, cron scheduler and usage ledger. No method, route or tool of theirs holds the
+//! gateway's own state, so none can reach another user's data. Admins are the gateway's
+//! owners: they are served with the gateway's own state, as the gateway token is.
+//!
+//! Every change (a user removed, a new token, a new password) bumps a generation; each open
+//! connection then checks its credential again and closes when it no longer holds.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use lurkbot_core::{Config, Home};
+use tokio::sync::{Semaphore, watch};
+
+use crate::auth::FailureLimiter;
+use crate::state::AppState;
+use crate::users::{User, UserStore, UsersError, token_digest};
+
+/// The web UI's sign-in cookie.
+pub const SESSION_COOKIE: &str = "lurkbot_session";
+
+/// Most sign-ins kept at once (the oldest go first).
+const MAX_SIGN_INS: usize = 10_000;
+
+/// Who a connection is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signed {
+    /// The user, or `None` for the gateway token (the owner).
+    pub user: Option<Arc<str>>,
+    /// Whether they manage the gateway (the owner, or a user marked admin).
+    pub admin: bool,
+    /// What they signed in with (checked again after every change).
+    pub credential: Credential,
+}
+
+impl Signed {
+    /// The owner (the gateway token, or no users at all).
+    pub fn owner() -> Self {
+        Self {
+            user: None,
+            admin: true,
+            credential: Credential::Gateway,
+        }
+    }
+
+    /// `{user, admin}` for `hello-ok` and `/auth/me`.
+    pub fn describe(&self) -> serde_json::Value {
+        serde_json::json!({"user": self.user.as_deref(), "admin": self.admin})
+    }
+}
+
+/// A credential, as kept by an open connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// The gateway token (or none needed).
+    Gateway,
+    /// A user's token (its SHA-256).
+    Token(String),
+    /// A web UI sign-in (its cookie's SHA-256).
+    SignIn(String),
+}
+
+#[derive(Debug, Clone)]
+struct SignIn {
+    user: String,
+    expires_ms: u64,
+}
+
+/// One user's live state and the tasks that serve it (their scheduler, their memory watch).
+type Live = (AppState, Vec<tokio::task::JoinHandle<()>>);
+
+/// The users of one gateway.
+pub struct Tenants {
+    store: UserStore,
+    users: RwLock<Vec<User>>,
+    /// Why the store could not be read (then only the gateway token signs in).
+    problem: RwLock<Option<String>>,
+    states: Mutex<HashMap<String, Live>>,
+    sign_ins: Mutex<HashMap<String, SignIn>>,
+    changed: watch::Sender<u64>,
+    /// Failed sign-ins per user name.
+    pub(crate) by_name: FailureLimiter<String>,
+    /// Password checks run at once (each holds 19 MiB).
+    pub(crate) hashing: Semaphore,
+}
+
+impl Tenants {
+    /// The users of the gateway home `home`, read now.
+    pub fn open(home: &Home) -> Self {
+        let tenants = Self {
+            store: UserStore::of(home),
+            users: RwLock::new(Vec::new()),
+            problem: RwLock::new(None),
+            states: Mutex::new(HashMap::new()),
+            sign_ins: Mutex::new(HashMap::new()),
+            changed: watch::channel(0).0,
+            by_name: FailureLimiter::default(),
+            hashing: Semaphore::new(2),
+        };
+        tenants.reread();
+        tenants
+    }
+
+    /// Reads the store again (after a change) and tells every connection to check its
+    /// credential.
+    pub(crate) fn reread(&self) {
+        let (users, problem) = match self.store.load() {
+            Ok(users) => (users, None),
+            Err(e) => {
+                tracing::error!(error = %e, "users: only the gateway token signs in");
+                (Vec::new(), Some(e.to_string()))
+            }
+        };
+        if let Ok(mut slot) = self.users.write() {
+            *slot = users;
+        }
+        if let Ok(mut slot) = self.problem.write() {
+            *slot = problem;
+        }
+        self.changed.send_modify(|g| *g += 1);
+    }
+
+    /// The store (for the admin's changes; call [`Tenants::reread`] after one).
+    pub(crate) fn store(&self) -> &UserStore {
+        &self.store
+    }
+
+    /// Why the users file could not be read, if it could not.
+    pub fn problem(&self) -> Option<String> {
+        self.problem.read().ok().and_then(|p| p.clone())
+    }
+
+    /// Every user.
+    pub fn users(&self) -> Vec<User> {
+        self.users.read().map(|u| u.clone()).unwrap_or_default()
+    }
+
+    /// Resolves after each change of the users.
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    fn find(&self, test: impl Fn(&User) -> bool) -> Option<User> {
+        self.users.read().ok()?.iter().find(|u| test(u)).cloned()
+    }
+
+    fn signed(user: &User, credential: Credential) -> Signed {
+        Signed {
+            user: Some(Arc::from(user.name.as_str())),
+            admin: user.admin,
+            credential,
+        }
+    }
+
+    /// The user whose token `token` is.
+    pub fn by_token(&self, token: &str) -> Option<Signed> {
+        if !token.starts_with("lbu_") {
+            return None;
+        }
+        let digest = token_digest(token);
+        self.find(|u| u.token_sha256 == digest)
+            .map(|u| Self::signed(&u, Credential::Token(digest)))
+    }
+
+    /// The user a sign-in cookie value belongs to, while it has not expired.
+    pub fn by_cookie(&self, cookie: &str) -> Option<Signed> {
+        let digest = token_digest(cookie);
+        let user = {
+            let sign_ins = self.sign_ins.lock().ok()?;
+            let found = sign_ins.get(&digest)?;
+            (found.expires_ms > lurkbot_core::now_ms()).then(|| found.user.clone())?
+        };
+        self.find(|u| u.name == user)
+            .map(|u| Self::signed(&u, Credential::SignIn(digest)))
+    }
+
+    /// Whether `signed` still holds (its token not renewed, its user not removed, its sign-in
+    /// neither ended nor expired).
+    pub fn still_valid(&self, signed: &Signed) -> bool {
+        let Some(name) = signed.user.as_deref() else {
+            return true;
+        };
+        match &signed.credential {
+            Credential::Gateway => true,
+            Credential::Token(digest) => self
+                .find(|u| u.name == name && &u.token_sha256 == digest)
+                .is_some(),
+            Credential::SignIn(digest) => {
+                let live = self.sign_ins.lock().ok().is_some_and(|s| {
+                    s.get(digest)
+                        .is_some_and(|i| i.user == name && i.expires_ms > lurkbot_core::now_ms())
+                });
+                live && self.find(|u| u.name == name).is_some()
+            }
+        }
+    }
+
+    /// Starts a sign-in for `user` lasting `hours`; the cookie value.
+    pub(crate) fn sign_in(&self, user: &str, hours: u64) -> String {
+        let cookie = lurkbot_core::random_hex(24);
+        let now = lurkbot_core::now_ms();
+        if let Ok(mut sign_ins) = self.sign_ins.lock() {
+            sign_ins.retain(|_, s| s.expires_ms > now);
+            if sign_ins.len() >= MAX_SIGN_INS
+                && let Some(oldest) = sign_ins
+                    .iter()
+                    .min_by_key(|(_, s)| s.expires_ms)
+                    .map(|(k, _)| k.clone())
+            {
+                sign_ins.remove(&oldest);
+            }
+            sign_ins.insert(
+                token_digest(&cookie),
+                SignIn {
+                    user: user.to_string(),
+                    expires_ms: now.saturating_add(hours.max(1).saturating_mul(3_600_000)),
+                },
+            );
+        }
+        cookie
+    }
+
+    /// Ends the sign-in of `cookie` (its connections close).
+    pub(crate) fn sign_out(&self, cookie: &str) {
+        let ended = self
+            .sign_ins
+            .lock()
+            .is_ok_and(|mut s| s.remove(&token_digest(cookie)).is_some());
+        if ended {
+            self.changed.send_modify(|g| *g += 1);
+        }
+    }
+
+    /// Ends every sign-in of `user` (a removed user, a new password).
+    pub(crate) fn sign_out_all(&self, user: &str) {
+        if let Ok(mut s) = self.sign_ins.lock() {
+            s.retain(|_, i| i.user != user);
+        }
+    }
+
+    /// The state a connection of `signed` is served with: the gateway's own for the owner and
+    /// admins, the user's own for everyone else (made on first use).
+    ///
+    /// # Errors
+    /// The user's home cannot be made.
+    pub fn state_for(&self, gateway: &AppState, signed: &Signed) -> Result<AppState, UsersError> {
+        match signed.user.as_deref() {
+            Some(name) if !signed.admin => self.user_state(gateway, name),
+            _ => Ok(gateway.clone()),
+        }
+    }
+
+    /// `name`'s own state (made, and its scheduler started, on first use).
+    pub(crate) fn user_state(
+        &self,
+        gateway: &AppState,
+        name: &str,
+    ) -> Result<AppState, UsersError> {
+        crate::users::check_name(name)?;
+        let mut states = self
+            .states
+            .lock()
+            .map_err(|_| UsersError::Store("the users' states are unusable".into()))?;
+        if let Some((state, _)) = states.get(name) {
+            return Ok(state.clone());
+        }
+        let home = gateway
+            .home
+            .member(name)
+            .map_err(|e| UsersError::Store(e.to_string()))?;
+        let skills = lurkbot_term::bundled_skills(&lurkbot_term::default_registry());
+        lurkbot_core::init_member_home(&home, &skills)
+            .map_err(|e| UsersError::Store(e.to_string()))?;
+        let config = user_config(&gateway.config(), name);
+        let state = gateway.for_user(name, home, config);
+        let tasks = if gateway.bound().is_some() {
+            vec![
+                crate::scheduler::start(state.clone()),
+                crate::memory_watch::start(state.clone()),
+            ]
+        } else {
+            Vec::new()
+        };
+        states.insert(name.to_string(), (state.clone(), tasks));
+        Ok(state)
+    }
+
+    /// Makes every user's state (so their cron jobs run while they are away).
+    pub(crate) fn start_all(&self, gateway: &AppState) {
+        for user in self.users().iter().filter(|u| !u.admin) {
+            if let Err(e) = self.user_state(gateway, &user.name) {
+                tracing::error!(user = user.name, error = %e, "users: a user's state could not be made");
+            }
+        }
+    }
+
+    /// Stops and forgets `name`'s state (a removed user).
+    pub(crate) async fn drop_user(&self, name: &str) {
+        let taken = self.states.lock().ok().and_then(|mut s| s.remove(name));
+        if let Some((state, tasks)) = taken {
+            tasks.iter().for_each(tokio::task::JoinHandle::abort);
+            state.host.shutdown().await;
+        }
+    }
+
+    /// Puts the gateway's new settings in force for every user.
+    pub(crate) fn replace_config(&self, config: &Config) {
+        let states: Vec<(String, AppState)> = self
+            .states
+            .lock()
+            .map(|s| s.iter().map(|(k, (v, _))| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        for (name, state) in states {
+            state.replace_config(user_config(config, &name));
+        }
+    }
+
+    /// Stops every user's state (the gateway stopping).
+    pub(crate) async fn shutdown(&self) {
+        let all: Vec<String> = self
+            .states
+            .lock()
+            .map(|s| s.keys().cloned().collect())
+            .unwrap_or_default();
+        for name in all {
+            self.drop_user(&name).await;
+        }
+    }
+
+    /// Users whose state is live.
+    pub fn live(&self) -> usize {
+        self.states.lock().map(|s| s.len()).unwrap_or(0)
+    }
+}
+
+/// A user's settings: the gateway's, with that user's caps, and without what only the
+/// gateway's own home runs (channels and their bindings, MCP servers, node permissions).
+pub(crate) fn user_config(shared: &Config, name: &str) -> Config {
+    let mut config = shared.clone();
+    config.budgets = shared.users.budgets_for(name).clone();
+    config.channels.clear();
+    config.bindings.clear();
+    config.mcp = lurkbot_core::McpConfig::default();
+    config.nodes = lurkbot_core::NodesConfig::default();
+    config
+}
+
+/// Resolves at the next change of the users; never when there are none (`None`), or once
+/// the registry is gone.
+pub(crate) async fn changed(rx: &mut Option<watch::Receiver<u64>>) {
+    if let Some(rx) = rx
+        && rx.changed().await.is_ok()
+    {
+        return;
+    }
+    std::future::pending().await
+}
+
+/// The value of cookie `name` in a `Cookie` header.
+pub(crate) fn cookie<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim())
+        .filter(|v| !v.is_empty())
+}
