@@ -35,4 +35,5 @@ mod protocol;
 mod slack;
 mod usage;
 mod users;
+mod users_channels;
 mod voice_ui;

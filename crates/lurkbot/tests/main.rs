@@ -35,3 +35,4 @@ mod setup;
 mod skills;
 mod structure;
 mod usage;
+mod users;
