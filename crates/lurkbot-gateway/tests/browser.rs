@@ -58,6 +58,19 @@ pub(crate) struct Ui {
 }
 
 impl Ui {
+    /// The UI at `path` with no token (a shared gateway's sign-in form).
+    pub(crate) async fn at(gw: &Gateway, path: &str) -> Self {
+        let one = ONE_BROWSER.lock().await;
+        let driver = Driver::start();
+        let browser = browser(&driver).await;
+        browser.goto(&gw.url(path)).await.unwrap();
+        Self {
+            browser,
+            _driver: driver,
+            _one: one,
+        }
+    }
+
     pub(crate) async fn signed_in(gw: &Gateway) -> Self {
         let one = ONE_BROWSER.lock().await;
         let driver = Driver::start();

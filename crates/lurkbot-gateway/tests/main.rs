@@ -36,4 +36,5 @@ mod slack;
 mod usage;
 mod users;
 mod users_channels;
+mod users_ui;
 mod voice_ui;
