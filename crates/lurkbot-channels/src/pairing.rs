@@ -46,7 +46,7 @@ pub struct Approved {
     /// When, ms since the epoch.
     pub approved_at_ms: u64,
     /// On a shared gateway, the user who approved it: the sender is theirs, and talks to
-    /// their agent (ARCHITECTURE.md §6.3). `None`: the gateway owner's.
+    /// their agent (ARCHITECTURE.md §6.2). `None`: the gateway owner's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
 }

@@ -58,6 +58,10 @@ pub struct Config {
     pub nodes: crate::NodesConfig,
     /// `[users]`: several people sharing this gateway, each with their own home.
     pub users: crate::UsersConfig,
+    /// Where `budgets` came from when it is not `[budgets]` (a user's caps on a shared
+    /// gateway: `users.budgets`), so a refusal names the key to raise. Never read from a file.
+    #[serde(skip)]
+    pub budgets_key: Option<String>,
 }
 
 /// `[log]`: what the gateway logs and how much of it is kept.

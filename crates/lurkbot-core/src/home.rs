@@ -98,7 +98,7 @@ impl Home {
         Ok(Self { root, shared: None })
     }
 
-    /// The home of user `name` on a shared gateway (ARCHITECTURE.md §6.3): `users/<name>/`
+    /// The home of user `name` on a shared gateway (ARCHITECTURE.md §6.2): `users/<name>/`
     /// under this one, created private when missing. `name` must already be a valid user name
     /// (one path segment).
     ///

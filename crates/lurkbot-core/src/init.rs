@@ -22,7 +22,7 @@ pub fn init_home(home: &Home, extra_files: &[(String, String)]) -> Result<InitRe
     init_layout(home, extra_files, true)
 }
 
-/// Creates a user's home on a shared gateway (ARCHITECTURE.md §6.3): the layout, bootstrap
+/// Creates a user's home on a shared gateway (ARCHITECTURE.md §6.2): the layout, bootstrap
 /// files and `extra_files` of [`init_home`], but no `config.toml` — the gateway's settings are
 /// shared and only the admin changes them.
 ///

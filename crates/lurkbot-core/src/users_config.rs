@@ -1,4 +1,4 @@
-//! `[users]`: one gateway shared by several people (ARCHITECTURE.md §6.3). Off by default;
+//! `[users]`: one gateway shared by several people (ARCHITECTURE.md §6.2). Off by default;
 //! with `enabled = true` every connection signs in as one user, each user has a home of their
 //! own under `users/<name>/`, and the caps here apply to each user's own spending.
 

@@ -323,7 +323,7 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
         Decision::Answer { owner } => owner,
     };
     // On a shared gateway, a sender a user paired is that user: their agent answers, in
-    // their home (ARCHITECTURE.md §6.3).
+    // their home (ARCHITECTURE.md §6.2).
     let (routed, state) = match routed_to(state, &pairings, name, message.sender.as_str()) {
         Ok(Some(user_state)) => (true, user_state),
         Ok(None) => (false, state.clone()),

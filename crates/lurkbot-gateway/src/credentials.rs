@@ -1,5 +1,5 @@
 //! Who a WebSocket `connect` or an HTTP request is, in one place for both (ARCHITECTURE.md §6,
-//! §6.3): the gateway token is the owner; on a shared gateway a user's token (`lbu_…`, as
+//! §6.2): the gateway token is the owner; on a shared gateway a user's token (`lbu_…`, as
 //! `auth.token` or `Authorization: Bearer`) or their web UI sign-in cookie is that user. Only a
 //! **wrong** credential counts towards the failed-attempt limit; a missing one locks nobody out.
 

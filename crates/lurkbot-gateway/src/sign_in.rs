@@ -1,4 +1,4 @@
-//! The web UI's sign-in on a shared gateway (ARCHITECTURE.md §6.3): `POST /auth/login
+//! The web UI's sign-in on a shared gateway (ARCHITECTURE.md §6.2): `POST /auth/login
 //! {user, password}` checks the password's argon2id hash and sets the session cookie
 //! (`HttpOnly; SameSite=Strict; Path=/`, an expiry of `[users] session_hours`, `Secure` when
 //! the page came over TLS); `POST /auth/logout` ends it (its open connections close);

@@ -1,4 +1,4 @@
-//! The users of a shared gateway at run time (ARCHITECTURE.md §6.3): who a credential belongs
+//! The users of a shared gateway at run time (ARCHITECTURE.md §6.2): who a credential belongs
 //! to, each user's own gateway state, web UI sign-ins, and revocation.
 //!
 //! Isolation is by construction: a user's connection is served with **their** [`AppState`] —
@@ -342,6 +342,11 @@ impl Tenants {
 pub(crate) fn user_config(shared: &Config, name: &str) -> Config {
     let mut config = shared.clone();
     config.budgets = shared.users.budgets_for(name).clone();
+    config.budgets_key = Some(if shared.users.budgets_by_user.contains_key(name) {
+        format!("users.budgets_by_user.{name}")
+    } else {
+        "users.budgets".to_string()
+    });
     config.channels.clear();
     config.bindings.clear();
     config.mcp = lurkbot_core::McpConfig::default();

@@ -1,4 +1,4 @@
-//! Users on a shared gateway (ARCHITECTURE.md §6.3), as methods: what a user's connection may
+//! Users on a shared gateway (ARCHITECTURE.md §6.2), as methods: what a user's connection may
 //! call at all ([`refused_for`]: one list, checked before any method runs), and the admin's
 //! `users.list|add|remove|token|passwd` behind `lurkbot users` and the web UI's Users panel.
 

@@ -1,4 +1,4 @@
-//! Who may sign in to a shared gateway (ARCHITECTURE.md §6.3): `users/users.json` in the
+//! Who may sign in to a shared gateway (ARCHITECTURE.md §6.2): `users/users.json` in the
 //! gateway's home (0600, written atomically; the protection model keeps every tool away from
 //! `users/**`). Each user has a name, an admin flag, the SHA-256 of their current token (the
 //! token itself is shown once, by `users add` and `users token`) and, once set, an argon2id

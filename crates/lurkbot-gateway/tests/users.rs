@@ -1,4 +1,4 @@
-//! Users on one gateway (ARCHITECTURE.md §6.3): two users through every surface — the
+//! Users on one gateway (ARCHITECTURE.md §6.2): two users through every surface — the
 //! WebSocket methods, events, the terminal, the OpenAI-compatible API, usage and cron — each
 //! seeing only their own; the admin's methods refused to users; a renewed token closing an open
 //! socket; passwords, the sign-in cookie and its limits.
@@ -488,5 +488,72 @@ async fn without_users_the_gateway_is_as_before() {
         )
         .await;
     assert_eq!(refused["error"]["code"], "UNAUTHORIZED");
+    gw.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_user_spends_against_their_own_caps() {
+    let mut gw = Gateway::start(
+        "[users]\nenabled = true\n[users.budgets]\ndaily_tokens = 60000\n[users.budgets_by_user.carol]\ndaily_tokens = 5\n",
+        vec![Step::text("alice is within her cap")],
+    )
+    .await;
+    let (mut owner, _) = Client::connect(&gw, TOKEN).await;
+    let alice = add(&mut owner, "alice").await;
+    let bob = add(&mut owner, "bob").await;
+    let carol = add(&mut owner, "carol").await;
+    // Bob and the owner have spent heavily today; neither counts against Alice.
+    let config = lurkbot_core::Config::default();
+    let zone = lurkbot_agent::usage::zone(&config);
+    let spent = |tokens: u64| lurkbot_agent::usage::UsageRecord {
+        ts: lurkbot_core::now_ms(),
+        agent: "main".into(),
+        session_key: "agent:main:main".into(),
+        model: "openai/fake".into(),
+        input_tokens: tokens,
+        output_tokens: 0,
+        cached_input_tokens: None,
+        cost_usd: None,
+        estimated: false,
+    };
+    let bob_home = lurkbot_core::Home::open(&gw.home.join("users/bob")).unwrap();
+    lurkbot_agent::usage::append(&bob_home, &zone, &spent(59_990)).unwrap();
+    lurkbot_agent::usage::append(&gw.home, &zone, &spent(500_000)).unwrap();
+    gw.fake.record(true);
+
+    let (mut b, _) = Client::connect(&gw, &bob).await;
+    b.request("chat.send", json!({"message": "bob over his cap"}))
+        .await;
+    let refused = b.event(|e| e["event"] == "budget.exceeded").await;
+    let message = refused["payload"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("BudgetExceeded: users.budgets.daily_tokens is 60000 tokens"),
+        "{message}"
+    );
+    let (mut c, _) = Client::connect(&gw, &carol).await;
+    c.request("chat.send", json!({"message": "carol has her own cap"}))
+        .await;
+    let refused = c.event(|e| e["event"] == "budget.exceeded").await;
+    assert!(
+        refused["payload"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("BudgetExceeded: users.budgets_by_user.carol.daily_tokens is 5 tokens"),
+        "{refused}"
+    );
+    assert!(gw.fake.requests().is_empty(), "nothing over a cap was sent");
+    let (mut a, _) = Client::connect(&gw, &alice).await;
+    assert_eq!(
+        turn(&mut a, "alice within her cap").await,
+        "alice is within her cap"
+    );
+    assert_eq!(gw.fake.requests().len(), 1);
+    // Alice's usage shows her call only.
+    let usage = a.request("usage.summary", json!({})).await;
+    assert_eq!(usage["payload"]["total"]["calls"], 1, "{usage}");
+    assert_eq!(
+        usage["payload"]["budgets"][0]["cap"],
+        "users.budgets.daily_tokens"
+    );
     gw.stop().await;
 }

@@ -1,4 +1,4 @@
-//! One bot account serving every user of a shared gateway (ARCHITECTURE.md §6.3): a Telegram
+//! One bot account serving every user of a shared gateway (ARCHITECTURE.md §6.2): a Telegram
 //! sender (on the test server written from Telegram's documentation) whose pairing Alice
 //! approves reaches Alice's agent only — her home, her session — while a sender the owner
 //! approves stays the owner's.

@@ -1,4 +1,4 @@
-//! Signing in to a shared gateway's web UI in a real headless Chromium (ARCHITECTURE.md §6.3):
+//! Signing in to a shared gateway's web UI in a real headless Chromium (ARCHITECTURE.md §6.2):
 //! the sign-in form, a wrong password refused, Alice's chat with none of Bob's data on the page,
 //! an `HttpOnly; SameSite=Strict` cookie the page's script cannot read, sign-out, and the
 //! admin's Users panel adding a user.

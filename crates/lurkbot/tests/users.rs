@@ -1,4 +1,4 @@
-//! `lurkbot users` (ARCHITECTURE.md §6.3): changes made on the store while no gateway runs,
+//! `lurkbot users` (ARCHITECTURE.md §6.2): changes made on the store while no gateway runs,
 //! and through the running gateway otherwise — where a renewed token stops the old one at
 //! once and a user's `exec --gateway` runs in that user's own home.
 

@@ -72,7 +72,15 @@ pub fn check_with(
 ) -> Result<(), Box<BudgetExceeded>> {
     let usd = call_usd(config, model, tokens);
     let scopes: [(String, Option<&BudgetsConfig>, Option<&str>); 2] = [
-        ("budgets".into(), Some(&config.budgets), None),
+        (
+            config
+                .budgets_key
+                .as_deref()
+                .unwrap_or("budgets")
+                .to_string(),
+            Some(&config.budgets),
+            None,
+        ),
         (
             format!("agents.{agent}.budgets"),
             config.agents.get(agent).map(|a| &a.budgets),

@@ -166,8 +166,15 @@ pub fn summarize(home: &Home, config: &Config, since: NaiveDate, by: By, now_ms:
     }
     let ledger = Ledger::of(home);
     let mut budgets = Vec::new();
-    let mut scopes: Vec<(String, &BudgetsConfig, Option<&str>)> =
-        vec![("budgets".into(), &config.budgets, None)];
+    let mut scopes: Vec<(String, &BudgetsConfig, Option<&str>)> = vec![(
+        config
+            .budgets_key
+            .as_deref()
+            .unwrap_or("budgets")
+            .to_string(),
+        &config.budgets,
+        None,
+    )];
     scopes.extend(config.agents.iter().map(|(id, a)| {
         (
             format!("agents.{id}.budgets"),

@@ -1,5 +1,5 @@
 //! `lurkbot users add NAME [--admin] | list [--json] | remove NAME [--purge] [--yes] | passwd
-//! NAME | token NAME`: the people who share this home's gateway (ARCHITECTURE.md §6.3, on
+//! NAME | token NAME`: the people who share this home's gateway (ARCHITECTURE.md §6.2, on
 //! with `[users] enabled = true`). While the gateway runs, every change goes through it (so a
 //! renewed token or a removed user is signed out at once, open connections included);
 //! otherwise the store, `users/users.json`, is changed directly.
