@@ -47,12 +47,8 @@ pub struct Manifest {
 /// Why the skill is invalid, in words.
 pub(super) fn parse(text: &str, folder: &str) -> Result<Manifest, String> {
     let yaml = front_matter(text)?;
-    let fields: Value = serde_saphyr::from_str(yaml).map_err(|e| {
-        format!(
-            "the front matter is not valid YAML: {}",
-            first_line(&e.to_string())
-        )
-    })?;
+    let fields: Value = super::yaml::to_value(yaml)
+        .map_err(|e| format!("the front matter is not valid YAML: {}", first_line(&e)))?;
     let Value::Object(_) = fields else {
         return Err("the front matter is not a mapping of keys".into());
     };

@@ -15,6 +15,7 @@ pub mod approval;
 mod gate;
 mod manifest;
 mod read;
+mod yaml;
 
 use std::path::Path;
 
