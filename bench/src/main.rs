@@ -17,6 +17,9 @@
 //! chromium --dump-dom),
 //! `lurkbot-bench soak --bin target/release/lurkbot [--runs 10000] [--cycles 10000]` (API turns
 //! and WebSocket cycles),
+//! `lurkbot-bench users --bin target/release/lurkbot [--runs 4000] [--cycles 40]` (20 users on
+//! one gateway: one heavy user's API turns, the others' WebSocket cycles, a light user's
+//! `health` under that load),
 //! `lurkbot-bench peers --bin target/release/lurkbot --peers DIR [--readme README.md]` (LurkBot
 //! beside OpenClaw, Hermes Agent and nanobot, installed into DIR by `bench/run.sh peers`).
 //!
@@ -39,6 +42,7 @@ mod soak;
 mod soak_report;
 mod speech;
 mod startup;
+mod users_soak;
 mod ws_burst;
 mod ws_floor;
 mod zip_listing;
@@ -62,8 +66,8 @@ fn main() -> ExitCode {
     let mut iter = args.iter();
     while let Some(a) = iter.next() {
         match a.as_str() {
-            "startup" | "archive" | "rss" | "agent" | "gateway" | "memory" | "soak" | "peers"
-            | "media" | "browser" | "speech" => which = a.clone(),
+            "startup" | "archive" | "rss" | "agent" | "gateway" | "memory" | "soak" | "users"
+            | "peers" | "media" | "browser" | "speech" => which = a.clone(),
             "child-speech" => {
                 let runs = iter.next().and_then(|r| r.parse().ok()).unwrap_or(5);
                 return match speech::child(runs) {
@@ -109,7 +113,7 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory|soak|peers|media|browser|speech] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory|soak|users|peers|media|browser|speech] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
                 );
                 return ExitCode::from(2);
             }
@@ -128,6 +132,11 @@ fn main() -> ExitCode {
             &bin,
             runs.unwrap_or(10_000).max(200),
             cycles.unwrap_or(10_000).max(100),
+        ),
+        "users" => users_soak::users(
+            &bin,
+            runs.unwrap_or(4_000).max(200),
+            cycles.unwrap_or(40).max(5),
         ),
         "ws-floor" => ws_floor::ws_floor(port),
         "peers" => peers::peers(

@@ -44,7 +44,7 @@ const WS_CLIENTS: usize = 2;
 const FLOODERS: usize = 8;
 
 /// The scripted model: a tool call for a new user message, text once the tool answered.
-fn answer(body: &Value) -> Step {
+pub(crate) fn answer(body: &Value) -> Step {
     let messages = body["messages"].as_array();
     let last_is_tool = messages
         .and_then(|m| m.last())
@@ -59,7 +59,7 @@ fn answer(body: &Value) -> Step {
 
 /// Shared progress of the load.
 #[derive(Default)]
-struct Progress {
+pub(crate) struct Progress {
     turns: AtomicUsize,
     failures: AtomicUsize,
     /// RSS (KiB) when the 100th turn ended.
@@ -74,7 +74,33 @@ struct Progress {
 }
 
 impl Progress {
-    fn done(&self, pid: u32, outcome: Result<(), String>) {
+    /// Sets the turns planned (the halfway mark).
+    pub(crate) fn planned(&self, turns: usize) {
+        self.planned.store(turns, Ordering::Relaxed);
+    }
+
+    /// (turns done, failures, the last failure).
+    pub(crate) fn counts(&self) -> (usize, usize, String) {
+        let last = self
+            .last_error
+            .lock()
+            .ok()
+            .and_then(|l| l.clone())
+            .unwrap_or_default();
+        (
+            self.turns.load(Ordering::Relaxed),
+            self.failures.load(Ordering::Relaxed),
+            last,
+        )
+    }
+
+    /// RSS (KiB) after the 100th turn.
+    pub(crate) fn baseline(&self) -> u64 {
+        self.baseline_kib.load(Ordering::Relaxed)
+    }
+
+    /// Records one turn's outcome (and the RSS at the 100th and the halfway turn).
+    pub(crate) fn done(&self, pid: u32, outcome: Result<(), String>) {
         if let Err(e) = outcome {
             self.failures.fetch_add(1, Ordering::Relaxed);
             if let Ok(mut last) = self.last_error.lock() {
@@ -95,7 +121,12 @@ impl Progress {
 }
 
 /// One OpenAI-API turn over its own connection; `session` set: a stateful one.
-fn api_turn(port: u16, token: &str, session: Option<String>, n: usize) -> Result<(), String> {
+pub(crate) fn api_turn(
+    port: u16,
+    token: &str,
+    session: Option<String>,
+    n: usize,
+) -> Result<(), String> {
     let body = json!({
         "model": "lurkbot",
         "messages": [
@@ -137,7 +168,7 @@ async fn call(ws: &mut Socket, id: &str, method: &str, params: Value) -> Result<
     crate::ws_burst::wait_payload(ws, id).await
 }
 
-async fn connect(port: u16, token: &str) -> Result<Socket, String> {
+pub(crate) async fn connect(port: u16, token: &str) -> Result<Socket, String> {
     let url = format!("ws://127.0.0.1:{port}/ws");
     crate::ws_burst::connect(&url, token)
         .await
@@ -145,7 +176,12 @@ async fn connect(port: u16, token: &str) -> Result<Socket, String> {
 }
 
 /// Connect, handshake, one turn, disconnect.
-async fn ws_cycle(port: u16, token: &str, session: String, n: usize) -> Result<(), String> {
+pub(crate) async fn ws_cycle(
+    port: u16,
+    token: &str,
+    session: String,
+    n: usize,
+) -> Result<(), String> {
     let mut ws = connect(port, token).await?;
     let started = call(
         &mut ws,
@@ -317,7 +353,7 @@ pub(crate) fn soak(bin: &Path, turns: usize, cycles: usize) -> Result<(), String
         .unwrap_or_default();
 
     let progress = Arc::new(Progress::default());
-    progress.planned.store(turns + cycles, Ordering::Relaxed);
+    progress.planned(turns + cycles);
     let start = Instant::now();
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = {

@@ -132,11 +132,7 @@ fn list(state: &AppState) -> Result<Value, MethodError> {
     if let Some(problem) = users.problem() {
         return Err(MethodError::new(ErrorCode::Unavailable, problem));
     }
-    let rows: Vec<Value> = users
-        .users()
-        .iter()
-        .map(crate::users::User::summary)
-        .collect();
+    let rows = crate::users::rows(&state.home, &users.users(), &state.config());
     Ok(json!({"users": rows}))
 }
 

@@ -59,6 +59,31 @@ impl User {
     }
 }
 
+/// Each user's [`User::summary`] with their spending as totals only (`usage`: today's and this
+/// month's tokens and dollars; the admins' is the gateway home's): what `users list` shows. The
+/// admin never sees what was said.
+pub fn rows(home: &Home, users: &[User], config: &lurkbot_core::Config) -> Vec<serde_json::Value> {
+    let zone = lurkbot_agent::usage::zone(config);
+    let now = lurkbot_core::now_ms();
+    users
+        .iter()
+        .map(|user| {
+            let mut row = user.summary();
+            let own = if user.admin {
+                Some(home.clone())
+            } else {
+                home.member(&user.name).ok()
+            };
+            if let Some(own) = own {
+                let (today, month) = lurkbot_agent::usage::Ledger::of(&own).totals(&zone, now, None);
+                row["usage"] = serde_json::json!({"todayTokens": today.tokens, "todayUsd": today.usd,
+                    "monthTokens": month.tokens, "monthUsd": month.usd});
+            }
+            row
+        })
+        .collect()
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct UsersFile {
     version: u32,

@@ -557,3 +557,105 @@ async fn each_user_spends_against_their_own_caps() {
     );
     gw.stop().await;
 }
+
+/// The result the model received for tool call `id`.
+fn result_of(gw: &Gateway, id: &str) -> String {
+    gw.fake
+        .requests()
+        .iter()
+        .flat_map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+        .and_then(|m| m["content"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("no result for {id}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_models_tools_stay_in_their_users_home() {
+    let mut gw = Gateway::start(
+        USERS_ON,
+        vec![
+            // Bob's model reaches for Alice's files every way it can.
+            Step::calls(&[
+                ("r1", "read", json!({"path": "../alice/workspace/diary.md"})),
+                ("r2", "read", json!({"path": "workspace/peek/diary.md"})),
+                (
+                    "m1",
+                    "memory_get",
+                    json!({"path": "../alice/workspace/MEMORY.md"}),
+                ),
+                (
+                    "w1",
+                    "write",
+                    json!({"path": "../alice/workspace/planted.md", "content": "from bob"}),
+                ),
+                ("r3", "read", json!({"path": "workspace/AGENTS.md"})),
+            ]),
+            Step::text("bob is done"),
+            // The admin's own model reaches into a user's home.
+            Step::calls(&[
+                (
+                    "a1",
+                    "read",
+                    json!({"path": "users/alice/workspace/diary.md"}),
+                ),
+                ("a2", "read", json!({"path": "users/users.json"})),
+            ]),
+            Step::text("admin is done"),
+        ],
+    )
+    .await;
+    let (mut owner, _) = Client::connect(&gw, TOKEN).await;
+    add(&mut owner, "alice").await;
+    let bob = add(&mut owner, "bob").await;
+    std::fs::write(
+        gw.home.join("users/alice/workspace/diary.md"),
+        "ALICE-DIARY",
+    )
+    .unwrap();
+    std::fs::write(
+        gw.home.join("users/alice/workspace/MEMORY.md"),
+        "ALICE-MEMORY",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        gw.home.join("users/alice/workspace"),
+        gw.home.join("users/bob/workspace/peek"),
+    )
+    .unwrap();
+    gw.fake.record(true);
+    let (mut b, _) = Client::connect(&gw, &bob).await;
+    assert_eq!(turn(&mut b, "look around").await, "bob is done");
+    for id in ["r1", "r2", "m1", "w1"] {
+        let result = result_of(&gw, id);
+        assert!(
+            !result.contains("ALICE-DIARY") && !result.contains("ALICE-MEMORY"),
+            "{id}: {result}"
+        );
+        assert!(
+            result.to_lowercase().contains("outside")
+                || result.contains("escapes")
+                || result.contains(".."),
+            "{id} was not refused for leaving the home: {result}"
+        );
+    }
+    assert!(!gw.home.join("users/alice/workspace/planted.md").exists());
+    // Bob's own files are his to read.
+    assert!(
+        result_of(&gw, "r3").contains("AGENTS"),
+        "{}",
+        result_of(&gw, "r3")
+    );
+    assert_eq!(turn(&mut owner, "and you?").await, "admin is done");
+    for id in ["a1", "a2"] {
+        let result = result_of(&gw, id);
+        assert!(
+            !result.contains("ALICE-DIARY") && !result.contains("tokenSha256"),
+            "{id}: {result}"
+        );
+        assert!(
+            result.contains("users/"),
+            "{id} was not refused as off limits: {result}"
+        );
+    }
+    gw.stop().await;
+}

@@ -6,14 +6,15 @@
 //!
 //! `add` and `token` print the user's new token alone on one line (shown once; the store keeps
 //! only its SHA-256). `passwd` reads the password from the terminal without echo, or one line
-//! of stdin when piped. `list --json` prints `[{name, admin, createdAtMs, password}]`.
+//! of stdin when piped. `list --json` prints `[{name, admin, createdAtMs, password, usage}]` (usage: today's and
+//! this month's tokens and dollars, totals only).
 
 use std::io::{BufRead, IsTerminal};
 use std::path::Path;
 
 use clap::Subcommand;
 use lurkbot_core::Home;
-use lurkbot_gateway::users::{User, UserStore};
+use lurkbot_gateway::users::UserStore;
 use serde_json::{Value, json};
 
 use crate::error::{CliError, CliResult};
@@ -31,7 +32,7 @@ pub(crate) enum UsersArgs {
     },
     /// Every user.
     List {
-        /// `[{name, admin, createdAtMs, password}]`.
+        /// `[{name, admin, createdAtMs, password, usage}]`.
         #[arg(long)]
         json: bool,
     },
@@ -115,12 +116,9 @@ pub(crate) fn run(home_path: &Path, args: &UsersArgs) -> CliResult {
                     .as_array()
                     .cloned()
                     .unwrap_or_default(),
-                Via::Store(_, store) => store
-                    .load()
-                    .map_err(failed)?
-                    .iter()
-                    .map(User::summary)
-                    .collect(),
+                Via::Store(home, store) => {
+                    lurkbot_gateway::users::rows(home, &store.load().map_err(failed)?, &config)
+                }
             };
             if *json {
                 crate::run::print_stdout(&format!("{}\n", serde_json::to_string_pretty(&rows)?))?;
@@ -128,15 +126,19 @@ pub(crate) fn run(home_path: &Path, args: &UsersArgs) -> CliResult {
             }
             let mut out = format!("{} user(s)\n", rows.len());
             for row in &rows {
+                let used = row["usage"]["monthTokens"]
+                    .as_u64()
+                    .map(|t| format!(", {t} tokens this month"))
+                    .unwrap_or_default();
+                let password = if row["password"] == true {
+                    "password set"
+                } else {
+                    "no password (token only)"
+                };
                 out.push_str(&format!(
-                    "{:<32} {:<5} {}\n",
+                    "{:<32} {:<5} {password}{used}\n",
                     row["name"].as_str().unwrap_or(""),
                     if row["admin"] == true { "admin" } else { "" },
-                    if row["password"] == true {
-                        "password set"
-                    } else {
-                        "no password (token only)"
-                    }
                 ));
             }
             crate::run::print_stdout(&out)?;
