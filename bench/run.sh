@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the release binary and runs a benchmark (ARCHITECTURE.md §9).
-# Usage: bench/run.sh [startup|archive|rss|agent|gateway|memory|soak|peers|media|browser|speech] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
+# Usage: bench/run.sh [startup|archive|rss|agent|gateway|memory|soak|users|peers|media|browser|speech] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
 #   startup  binary size, --version and exec help against the budgets (default)
 #   archive  zip/tar throughput against Info-ZIP zip/unzip and GNU tar, as ratios, and peak RSS
 #   rss      feed parse and fetch+parse against Python feedparser (installed here in a venv)
@@ -15,6 +15,8 @@
 #   memory   the memory index at 50,000 chunks: build time, memory_search p50/p99 keyword and hybrid
 #   soak     10,000 API turns and 10,000 WebSocket cycles with cron, heartbeat and an IRC flood:
 #            RSS after the run within 8 MiB of RSS after 100 turns, retained structures bounded
+#   users    20 users on one gateway ([users] enabled): one user's 4,000 API turns, the others'
+#            WebSocket cycles, a light user's health p50/p99 idle and under that load; RSS bounded
 #   peers    LurkBot beside OpenClaw, Hermes Agent and nanobot (installed into a scratch folder,
 #            $LURKBOT_PEERS_DIR or ~/.cache/lurkbot-bench/peers): install size, --version, gateway
 #            start to health, idle RSS, one tool-call turn; writes the table into README.md

@@ -94,9 +94,13 @@ impl Progress {
         )
     }
 
-    /// RSS (KiB) after the 100th turn.
-    pub(crate) fn baseline(&self) -> u64 {
-        self.baseline_kib.load(Ordering::Relaxed)
+    /// (RSS, its anonymous part) in KiB after the 100th turn, and RSS when half had ended.
+    pub(crate) fn marks(&self) -> (u64, u64, u64) {
+        (
+            self.baseline_kib.load(Ordering::Relaxed),
+            self.baseline_anon_kib.load(Ordering::Relaxed),
+            self.halfway_kib.load(Ordering::Relaxed),
+        )
     }
 
     /// Records one turn's outcome (and the RSS at the 100th and the halfway turn).

@@ -3,7 +3,7 @@
 //! A release gateway with `[users] enabled` and 20 users (added with `lurkbot users add`), the
 //! scripted model answering every turn with one `session_status` call and then text:
 //! - one **heavy** user runs `--runs` OpenAI-API turns (default 4,000) from eight clients at
-//!   once, on 50 stateful sessions;
+//!   once, on 200 stateful sessions (25 per client, as the single-user soak spreads its turns);
 //! - the other 19 users each run `--cycles` WebSocket cycles (default 40: connect with their
 //!   own token, `chat.send`, `agent.wait`, disconnect), three users at a time;
 //! - one light user holds a socket and sends `health` every 20 ms throughout, before the load
@@ -25,13 +25,13 @@ use lurkbot_llm::fake::FakeProvider;
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::gateway::{rss_kib, spawn_ready};
+use crate::gateway::{rss_kib, rss_split_kib, spawn_ready};
 use crate::soak::{Progress, answer, api_turn, connect, ws_cycle};
 use lurkbot_test_support::ports::free_port;
 
 const USERS: usize = 20;
 const HEAVY_CLIENTS: usize = 8;
-const HEAVY_SESSIONS: usize = 50;
+const HEAVY_SESSIONS: usize = 200;
 const LIGHT_AT_ONCE: usize = 3;
 const GROWTH_BUDGET_KIB: u64 = 8 * 1024;
 /// A light user's `health` p99 (ms) under the heavy user's load above which it counts as
@@ -126,7 +126,8 @@ pub(crate) fn users(bin: &std::path::Path, turns: usize, cycles: usize) -> Resul
     let port = free_port();
     let gw = spawn_ready(bin, &home, port)?;
     let pid = gw.child.id();
-    std::thread::sleep(Duration::from_secs(1));
+    // Settled: every user's state is made at start (their schedulers, their memory indexes).
+    std::thread::sleep(Duration::from_secs(3));
     let idle_kib = rss_kib(pid);
 
     // The light user's `health` at idle.
@@ -153,7 +154,13 @@ pub(crate) fn users(bin: &std::path::Path, turns: usize, cycles: usize) -> Resul
             let (token, progress) = (tokens[0].clone(), progress.clone());
             std::thread::spawn(move || {
                 for n in (c..turns).step_by(HEAVY_CLIENTS) {
-                    let session = format!("agent:main:dm:heavy:s{}", n % HEAVY_SESSIONS);
+                    // Each client its own sessions: two turns at once on one session would be
+                    // refused (409) as the session is busy.
+                    let per_client = HEAVY_SESSIONS / HEAVY_CLIENTS;
+                    let session = format!(
+                        "agent:main:dm:heavy:c{c}s{}",
+                        (n / HEAVY_CLIENTS) % per_client
+                    );
                     progress.done(pid, api_turn(port, &token, Some(session), n));
                 }
             })
@@ -189,6 +196,7 @@ pub(crate) fn users(bin: &std::path::Path, turns: usize, cycles: usize) -> Resul
         .block_on(loaded_probe)
         .map_err(|e| e.to_string())??;
     let after_kib = rss_kib(pid);
+    let (after_anon, after_file) = rss_split_kib(pid);
     std::thread::sleep(Duration::from_secs(3));
     let settled_kib = rss_kib(pid);
     let homes = (0..USERS)
@@ -198,7 +206,7 @@ pub(crate) fn users(bin: &std::path::Path, turns: usize, cycles: usize) -> Resul
     let _ = std::fs::remove_dir_all(&home);
 
     let (done, failures, last) = progress.counts();
-    let baseline = progress.baseline();
+    let (baseline, baseline_anon, halfway) = progress.marks();
     let (idle_p50, idle_p99, idle_n) = summary(idle_times);
     let (load_p50, load_p99, load_n) = summary(loaded_times);
     let mib = |kib: u64| kib as f64 / 1024.0;
@@ -221,6 +229,14 @@ pub(crate) fn users(bin: &std::path::Path, turns: usize, cycles: usize) -> Resul
         mib(after_kib),
         mib(after_kib.saturating_sub(baseline)),
         mib(settled_kib)
+    );
+    println!(
+        "halfway {:.1} MiB → end {:.1} MiB; at the end {:.1} MiB anonymous ({:.1} MiB after 100 turns) and {:.1} MiB of the binary's pages",
+        mib(halfway),
+        mib(after_kib),
+        mib(after_anon),
+        mib(baseline_anon),
+        mib(after_file)
     );
     let mut problems = Vec::new();
     if after_kib.saturating_sub(baseline) > GROWTH_BUDGET_KIB {

@@ -25,6 +25,9 @@ pub struct UsersConfig {
     pub budgets: BudgetsConfig,
     /// `[users.budgets_by_user.<name>]`: one user's caps, in place of `[users.budgets]`.
     pub budgets_by_user: BTreeMap<String, BudgetsConfig>,
+    /// Skills of the gateway's own home that every user gets, read-only (the owner's approval
+    /// stands for them; each user's credentials stay their own): names, or `["*"]` for all.
+    pub shared_skills: Vec<String>,
 }
 
 impl Default for UsersConfig {
@@ -34,6 +37,7 @@ impl Default for UsersConfig {
             session_hours: DEFAULT_SESSION_HOURS,
             budgets: BudgetsConfig::default(),
             budgets_by_user: BTreeMap::new(),
+            shared_skills: Vec::new(),
         }
     }
 }

@@ -62,6 +62,8 @@ pub struct SessionHost {
     /// Inbound IRC messages, for delivery to the agent (taken by the forwarder at start).
     pub(crate) inbound: Mutex<Option<mpsc::UnboundedReceiver<(String, InboundMessage)>>>,
     pub(crate) slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// How many idle agents and slots it keeps.
+    pub(crate) bounds: crate::slots::Bounds,
     /// The use counter of [`Slot::used`].
     pub(crate) uses: AtomicU64,
     pub(crate) runs: Mutex<Vec<(String, watch::Receiver<Option<RunEnd>>)>>,
@@ -114,6 +116,7 @@ impl SessionHost {
             irc,
             inbound: Mutex::new(Some(inbound)),
             slots: Mutex::new(HashMap::new()),
+            bounds: crate::slots::Bounds::default(),
             uses: AtomicU64::new(0),
             runs: Mutex::new(Vec::new()),
             subagents: Subagents::default(),

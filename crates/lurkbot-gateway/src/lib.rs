@@ -35,6 +35,7 @@ mod run;
 mod runtime;
 mod scheduler;
 mod server;
+mod shared_skills;
 mod sign_in;
 mod slots;
 mod standing;

@@ -7,7 +7,7 @@
 //! file, and a context window learned from an overflow error, learned again).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lurkbot_core::SessionKey;
 use serde_json::{Value, json};
@@ -18,6 +18,42 @@ use crate::host::{KEPT_RUNS, SessionHost, Slot};
 pub(crate) const HELD_AGENTS: usize = 32;
 /// Sessions whose idle slots (their last run id) are kept.
 pub(crate) const KEPT_SLOTS: usize = 1024;
+/// A user's host on a shared gateway keeps a quarter of each, so what twenty users' hosts
+/// keep together stays within a few times one gateway's (ARCHITECTURE.md §6.2).
+pub(crate) const USER_HELD_AGENTS: usize = HELD_AGENTS / 4;
+/// See [`USER_HELD_AGENTS`].
+pub(crate) const USER_KEPT_SLOTS: usize = KEPT_SLOTS / 4;
+
+/// What one host keeps at most: idle agents and idle slots.
+#[derive(Debug)]
+pub(crate) struct Bounds {
+    agents: AtomicUsize,
+    slots: AtomicUsize,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Self {
+            agents: AtomicUsize::new(HELD_AGENTS),
+            slots: AtomicUsize::new(KEPT_SLOTS),
+        }
+    }
+}
+
+impl Bounds {
+    /// A user's bounds ([`USER_HELD_AGENTS`], [`USER_KEPT_SLOTS`]).
+    pub(crate) fn for_a_user(&self) {
+        self.agents.store(USER_HELD_AGENTS, Ordering::Relaxed);
+        self.slots.store(USER_KEPT_SLOTS, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> (usize, usize) {
+        (
+            self.agents.load(Ordering::Relaxed),
+            self.slots.load(Ordering::Relaxed),
+        )
+    }
+}
 
 impl SessionHost {
     /// The session's slot (made when missing), marked as just used.
@@ -50,10 +86,11 @@ impl SessionHost {
     /// and forgets idle slots beyond the [`KEPT_SLOTS`] most recently used. Busy ones (a turn
     /// running, background work, anyone else holding the slot) are left alone.
     pub(crate) fn trim(&self) {
+        let (held, kept) = self.bounds.get();
         let Ok(mut slots) = self.slots.lock() else {
             return;
         };
-        if slots.len() <= HELD_AGENTS {
+        if slots.len() <= held {
             return;
         }
         let mut by_use: Vec<(u64, String)> = slots
@@ -61,7 +98,7 @@ impl SessionHost {
             .map(|(key, slot)| (slot.used.load(Ordering::Relaxed), key.clone()))
             .collect();
         by_use.sort_unstable_by_key(|(used, _)| std::cmp::Reverse(*used));
-        for (rank, (_, key)) in by_use.iter().enumerate().skip(HELD_AGENTS) {
+        for (rank, (_, key)) in by_use.iter().enumerate().skip(held) {
             let Some(slot) = slots.get(key) else {
                 continue;
             };
@@ -73,7 +110,7 @@ impl SessionHost {
             let idle = Arc::strong_count(slot) == 1
                 && slot.active.load(Ordering::SeqCst) == 0
                 && slot.running.lock().is_ok_and(|r| r.is_none());
-            if rank >= KEPT_SLOTS && idle {
+            if rank >= kept && idle {
                 slots.remove(key);
             }
         }
@@ -92,11 +129,12 @@ impl SessionHost {
                 (slots.len(), agents)
             })
             .unwrap_or_default();
+        let (held, kept) = self.bounds.get();
         json!({
             "sessionSlots": slots,
-            "sessionSlotsMax": KEPT_SLOTS,
+            "sessionSlotsMax": kept,
             "agentsHeld": agents,
-            "agentsHeldMax": HELD_AGENTS,
+            "agentsHeldMax": held,
             "runRecords": self.runs.lock().map(|r| r.len()).unwrap_or_default(),
             "runRecordsMax": KEPT_RUNS,
             "subagents": self.subagents.count(),

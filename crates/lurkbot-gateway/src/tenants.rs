@@ -275,7 +275,9 @@ impl Tenants {
         let skills = lurkbot_term::bundled_skills(&lurkbot_term::default_registry());
         lurkbot_core::init_member_home(&home, &skills)
             .map_err(|e| UsersError::Store(e.to_string()))?;
-        let config = user_config(&gateway.config(), name);
+        let shared = gateway.config();
+        crate::shared_skills::share(&gateway.home, &home, &shared);
+        let config = user_config(&shared, name);
         let state = gateway.for_user(name, home, config);
         let tasks = if gateway.bound().is_some() {
             vec![
@@ -315,6 +317,9 @@ impl Tenants {
             .map(|s| s.iter().map(|(k, (v, _))| (k.clone(), v.clone())).collect())
             .unwrap_or_default();
         for (name, state) in states {
+            if let Some(root) = state.home.shared().and_then(|r| Home::open(r).ok()) {
+                crate::shared_skills::share(&root, &state.home, config);
+            }
             state.replace_config(user_config(config, &name));
         }
     }

@@ -335,6 +335,16 @@ async fn serve(
     // On a shared gateway: a change of the users (a new token, a removal, a sign-out) makes
     // the connection check its credential again, and close when it no longer holds.
     let mut users_changed = state.users.as_ref().map(|u| u.changes());
+    // (A change between the handshake and this subscription is caught here.)
+    if !still_signed_in(state, conn) {
+        let _ = writer
+            .write(Out::Close(
+                SIGNED_OUT,
+                "signed out: the credential was revoked".into(),
+            ))
+            .await;
+        return;
+    }
     let mut tick = tokio::time::interval(Duration::from_millis(TICK_INTERVAL_MS));
     tick.tick().await;
     loop {

@@ -659,3 +659,69 @@ async fn the_models_tools_stay_in_their_users_home() {
     }
     gw.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_skills_reach_every_user_and_stay_the_admins() {
+    let mut gw = Gateway::start(
+        "[users]\nenabled = true\nshared_skills = [\"team-notes\"]\n",
+        vec![Step::text("noted")],
+    )
+    .await;
+    // Two skills the owner installed and approved; only one is shared.
+    for (name, extra) in [("team-notes", true), ("admin-only", false)] {
+        let dir = gw.home.join(&format!("skills/{name}"));
+        std::fs::create_dir_all(dir.join("secrets")).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!(
+                "---\nname: {name}\ndescription: The {name} skill.\n---\nDo the {name} thing.\n"
+            ),
+        )
+        .unwrap();
+        if extra {
+            std::fs::write(dir.join("notes.txt"), "shared notes").unwrap();
+            std::fs::write(dir.join("secrets/.env"), "TEAM_TOKEN=admins-secret-value\n").unwrap();
+        }
+    }
+    let config = lurkbot_core::Config::default();
+    for skill in lurkbot_agent::skills::discover(&gw.home, &config) {
+        if skill.name == "team-notes" || skill.name == "admin-only" {
+            lurkbot_agent::skills::approval::approve(&gw.home, &skill.path, &skill.digest).unwrap();
+        }
+    }
+    let (mut owner, _) = Client::connect(&gw, TOKEN).await;
+    let alice = add(&mut owner, "alice").await;
+    let hers = gw.home.join("users/alice/skills/team-notes");
+    assert!(hers.join("SKILL.md").is_file() && hers.join("notes.txt").is_file());
+    assert!(
+        !hers.join("secrets/.env").exists(),
+        "the admin's credentials stay the admin's"
+    );
+    assert!(!gw.home.join("users/alice/skills/admin-only").exists());
+    gw.fake.record(true);
+    let (mut a, _) = Client::connect(&gw, &alice).await;
+    assert_eq!(turn(&mut a, "what can you do?").await, "noted");
+    let asked = gw.fake.requests()[0].body.to_string();
+    assert!(
+        asked.contains("team-notes") && !asked.contains("admin-only"),
+        "{asked}"
+    );
+    // Her change to the admin's copy is not offered; a reload puts the admin's back.
+    std::fs::write(
+        hers.join("SKILL.md"),
+        "---\nname: team-notes\ndescription: Mine now.\n---\nx\n",
+    )
+    .unwrap();
+    let alice_home = lurkbot_core::Home::open(&gw.home.join("users/alice")).unwrap();
+    let changed = lurkbot_agent::skills::discover(&alice_home, &config);
+    let team = changed.iter().find(|s| s.name == "team-notes").unwrap();
+    assert!(team.pending && !team.available, "{team:?}");
+    let reloaded = owner.request("gateway.reload", json!({})).await;
+    assert_eq!(reloaded["ok"], true, "{reloaded}");
+    let text = std::fs::read_to_string(hers.join("SKILL.md")).unwrap();
+    assert!(text.contains("Do the team-notes thing."), "{text}");
+    let restored = lurkbot_agent::skills::discover(&alice_home, &config);
+    let team = restored.iter().find(|s| s.name == "team-notes").unwrap();
+    assert!(team.available, "{team:?}");
+    gw.stop().await;
+}

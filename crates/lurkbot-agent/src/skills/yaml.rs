@@ -135,7 +135,9 @@ fn plain(text: &str) -> Value {
         .unwrap_or(text)
         .starts_with(|c: char| c.is_ascii_digit() || c == '.');
     if looks_numeric
-        && text.bytes().all(|b| b.is_ascii_digit() || b".+-eE".contains(&b))
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b".+-eE".contains(&b))
         && let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64)
     {
         return Value::Number(n);
@@ -174,7 +176,9 @@ mod tests {
             let prev = format!("*a{}", i - 1);
             doc.push_str(&format!(
                 "a{i}: &a{i} [{}]\n",
-                std::iter::repeat_n(prev.as_str(), 10).collect::<Vec<_>>().join(", ")
+                std::iter::repeat_n(prev.as_str(), 10)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         let e = to_value(&doc).unwrap_err();
