@@ -35,6 +35,8 @@ mod protocol;
 mod slack;
 mod usage;
 mod users;
+mod users_agent;
 mod users_channels;
+mod users_sign_in;
 mod users_ui;
 mod voice_ui;
