@@ -334,7 +334,9 @@ fn prepare(bin: &Path, home: &Path, model_url: &str) -> Result<String, String> {
     Ok(token)
 }
 
-pub(crate) fn soak(bin: &Path, turns: usize, cycles: usize) -> Result<(), String> {
+/// A two-thread runtime and the scripted model on it ([`answer`] for every request, nothing
+/// recorded).
+pub(crate) fn scripted_model() -> Result<(tokio::runtime::Runtime, FakeProvider), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -343,6 +345,11 @@ pub(crate) fn soak(bin: &Path, turns: usize, cycles: usize) -> Result<(), String
     let fake = runtime.block_on(FakeProvider::start(Vec::new()));
     fake.record(false);
     fake.respond(answer);
+    Ok((runtime, fake))
+}
+
+pub(crate) fn soak(bin: &Path, turns: usize, cycles: usize) -> Result<(), String> {
+    let (runtime, fake) = scripted_model()?;
     let home = std::env::temp_dir().join(format!("lurkbot-bench-soak-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
     let token = prepare(bin, &home, &fake.url)?;

@@ -21,12 +21,11 @@ use std::time::{Duration, Instant};
 
 use futures_util::SinkExt;
 use lurkbot_gateway::protocol;
-use lurkbot_llm::fake::FakeProvider;
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::gateway::{rss_kib, rss_split_kib, spawn_ready};
-use crate::soak::{Progress, answer, api_turn, connect, ws_cycle};
+use crate::soak::{Progress, api_turn, connect, scripted_model, ws_cycle};
 use lurkbot_test_support::ports::free_port;
 
 const USERS: usize = 20;
@@ -98,14 +97,7 @@ fn summary(mut times: Vec<f64>) -> (f64, f64, usize) {
 }
 
 pub(crate) fn users(bin: &std::path::Path, turns: usize, cycles: usize) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let fake = runtime.block_on(FakeProvider::start(Vec::new()));
-    fake.record(false);
-    fake.respond(answer);
+    let (runtime, fake) = scripted_model()?;
     let home = std::env::temp_dir().join(format!("lurkbot-bench-users-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
     run(bin, &home, &["init", "--quiet"])?;

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::common::{Client, Gateway, TOKEN};
 
-const BOT_TOKEN: &str = "123456:test-bot-token";
+pub(crate) const BOT_TOKEN: &str = "123456:test-bot-token";
 const WAIT: Duration = Duration::from_secs(20);
 
 async fn gateway(server: &TelegramServer, extra: &str, steps: Vec<Step>) -> Gateway {
@@ -26,7 +26,7 @@ async fn gateway(server: &TelegramServer, extra: &str, steps: Vec<Step>) -> Gate
 }
 
 /// Waits (off the runtime's threads) until the server saw `n` sent messages.
-async fn sent(
+pub(crate) async fn sent(
     server: &std::sync::Arc<TelegramServer>,
     n: usize,
 ) -> Vec<lurkbot_test_support::telegram_server::Sent> {

@@ -21,7 +21,7 @@ fn patch(id: &str, patch: Value) -> Step {
 }
 
 /// The result the model received for tool call `id`.
-fn result_of(gw: &Gateway, id: &str) -> String {
+pub(crate) fn result_of(gw: &Gateway, id: &str) -> String {
     gw.fake
         .requests()
         .iter()

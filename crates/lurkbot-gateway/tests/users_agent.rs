@@ -5,6 +5,7 @@ use lurkbot_llm::fake::Step;
 use serde_json::json;
 
 use crate::common::{Client, Gateway, TOKEN};
+use crate::gateway_tool::result_of;
 use crate::users::{USERS_ON, add, turn};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,17 +73,6 @@ async fn each_user_spends_against_their_own_caps() {
         "users.budgets.daily_tokens"
     );
     gw.stop().await;
-}
-
-/// The result the model received for tool call `id`.
-fn result_of(gw: &Gateway, id: &str) -> String {
-    gw.fake
-        .requests()
-        .iter()
-        .flat_map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
-        .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
-        .and_then(|m| m["content"].as_str().map(str::to_string))
-        .unwrap_or_else(|| panic!("no result for {id}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

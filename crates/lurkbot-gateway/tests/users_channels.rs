@@ -3,27 +3,13 @@
 //! approves reaches Alice's agent only — her home, her session — while a sender the owner
 //! approves stays the owner's.
 
-use std::time::Duration;
-
 use lurkbot_channels::pairing::PairingStore;
 use lurkbot_llm::fake::Step;
 use lurkbot_test_support::telegram_server::TelegramServer;
 use serde_json::json;
 
+use crate::channels::{BOT_TOKEN, sent};
 use crate::common::{Client, Gateway, TOKEN};
-
-const BOT_TOKEN: &str = "123456:test-bot-token";
-const WAIT: Duration = Duration::from_secs(20);
-
-async fn sent(
-    server: &std::sync::Arc<TelegramServer>,
-    n: usize,
-) -> Vec<lurkbot_test_support::telegram_server::Sent> {
-    let server = server.clone();
-    tokio::task::spawn_blocking(move || server.wait_sent(n, WAIT))
-        .await
-        .unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sender_alice_pairs_reaches_alices_agent_only() {

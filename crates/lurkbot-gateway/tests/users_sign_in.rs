@@ -7,6 +7,20 @@ use serde_json::{Value, json};
 use crate::common::{Client, Gateway, TOKEN};
 use crate::users::{USERS_ON, add, tls_provider};
 
+/// Who `cookie` (`lurkbot_session=…`) signs in, as `GET /auth/me` says.
+pub(crate) async fn me(gw: &Gateway, cookie: &str) -> Value {
+    let text = reqwest::Client::new()
+        .get(gw.url("/auth/me"))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
 /// Signs in over HTTP from `local` (a loopback address of its own, for the per-address limit).
 async fn sign_in(gw: &Gateway, local: [u8; 4], user: &str, password: &str) -> reqwest::Response {
     let http = reqwest::Client::builder()
@@ -72,17 +86,8 @@ async fn passwords_sign_in_with_a_cookie_and_wrong_ones_are_limited() {
         .request("connect", crate::common::connect_params(""))
         .await;
     assert_eq!(hello["payload"]["signedIn"]["user"], "alice", "{hello}");
-    let me = reqwest::Client::new()
-        .get(gw.url("/auth/me"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let me: Value = serde_json::from_str(&me).unwrap();
-    assert_eq!(me["signedIn"]["user"], "alice");
+    let signed = me(&gw, &cookie).await;
+    assert_eq!(signed["signedIn"]["user"], "alice");
     // Behind a TLS proxy the cookie is Secure.
     let http = reqwest::Client::new();
     let tls = http
@@ -151,16 +156,7 @@ async fn passwords_sign_in_with_a_cookie_and_wrong_ones_are_limited() {
             json!({"name": "bob", "password": "bob's newer password"}),
         )
         .await;
-    let me = http
-        .get(gw.url("/auth/me"))
-        .header("cookie", &bob_cookie)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let me: Value = serde_json::from_str(&me).unwrap();
-    assert_eq!(me["signedIn"], Value::Null, "{me}");
+    let signed = me(&gw, &bob_cookie).await;
+    assert_eq!(signed["signedIn"], Value::Null, "{signed}");
     gw.stop().await;
 }

@@ -115,16 +115,8 @@ async fn alice_signs_in_chats_and_signs_out_and_the_admin_adds_a_user_in_chromiu
     let value = cookie.value().to_string();
     click(b, "#sign-out").await;
     until(b, "the sign-in form again", "document.getElementById('login').classList.contains('shown') && !document.getElementById('sign-in').hidden").await;
-    let me = reqwest::Client::new()
-        .get(gw.url("/auth/me"))
-        .header("cookie", format!("lurkbot_session={value}"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(me.contains("\"signedIn\":null"), "{me}");
+    let me = crate::users_sign_in::me(&gw, &format!("lurkbot_session={value}")).await;
+    assert_eq!(me["signedIn"], serde_json::Value::Null, "{me}");
 
     // The admin: the Users panel lists everyone and adds a user.
     b.execute(
