@@ -25,6 +25,9 @@ pub struct UsersConfig {
     pub budgets: BudgetsConfig,
     /// `[users.budgets_by_user.<name>]`: one user's caps, in place of `[users.budgets]`.
     pub budgets_by_user: BTreeMap<String, BudgetsConfig>,
+    /// `[users.total_budgets]`: caps on everyone's spending together (the gateway home's and
+    /// every user's), checked before every call besides each one's own caps.
+    pub total_budgets: BudgetsConfig,
     /// Skills of the gateway's own home that every user gets, read-only (the owner's approval
     /// stands for them; each user's credentials stay their own): names, or `["*"]` for all.
     pub shared_skills: Vec<String>,
@@ -37,6 +40,7 @@ impl Default for UsersConfig {
             session_hours: DEFAULT_SESSION_HOURS,
             budgets: BudgetsConfig::default(),
             budgets_by_user: BTreeMap::new(),
+            total_budgets: BudgetsConfig::default(),
             shared_skills: Vec::new(),
         }
     }

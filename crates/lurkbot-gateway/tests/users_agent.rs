@@ -231,3 +231,48 @@ async fn shared_skills_reach_every_user_and_stay_the_admins() {
     assert!(team.available, "{team:?}");
     gw.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_combined_cap_counts_everyones_spending_together() {
+    let mut gw = Gateway::start(
+        "[users]\nenabled = true\n[users.total_budgets]\ndaily_tokens = 100000\n",
+        vec![Step::text("never sent")],
+    )
+    .await;
+    let (mut owner, _) = Client::connect(&gw, TOKEN).await;
+    add(&mut owner, "alice").await;
+    let bob = add(&mut owner, "bob").await;
+    // Alice alone has spent nearly all of it; Bob has spent nothing.
+    let config = lurkbot_core::Config::default();
+    let zone = lurkbot_agent::usage::zone(&config);
+    let alice_home = lurkbot_core::Home::open(&gw.home.join("users/alice")).unwrap();
+    let record = lurkbot_agent::usage::UsageRecord {
+        ts: lurkbot_core::now_ms(),
+        agent: "main".into(),
+        session_key: "agent:main:main".into(),
+        model: "openai/fake".into(),
+        input_tokens: 99_990,
+        output_tokens: 0,
+        cached_input_tokens: None,
+        cost_usd: None,
+        estimated: false,
+    };
+    lurkbot_agent::usage::append(&alice_home, &zone, &record).unwrap();
+    gw.fake.record(true);
+    for (who, token) in [("bob", bob.as_str()), ("the owner", TOKEN)] {
+        let (mut c, _) = Client::connect(&gw, token).await;
+        c.request("chat.send", json!({"message": "one more"})).await;
+        let refused = c.event(|e| e["event"] == "budget.exceeded").await;
+        let message = refused["payload"]["message"].as_str().unwrap();
+        assert!(
+            message
+                .starts_with("BudgetExceeded: users.total_budgets.daily_tokens is 100000 tokens"),
+            "{who}: {message}"
+        );
+    }
+    assert!(
+        gw.fake.requests().is_empty(),
+        "nothing over the combined cap was sent"
+    );
+    gw.stop().await;
+}

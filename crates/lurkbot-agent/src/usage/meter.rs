@@ -48,6 +48,16 @@ impl Meter<'_> {
             tokens: estimate,
             usd: call_usd(self.config, model, estimate),
         };
+        // A shared gateway's combined caps: checked and this call's hold taken under one lock
+        // for the whole process, so users calling at once cannot pass them together.
+        let combined = &self.config.users;
+        let _together = if combined.enabled && combined.total_budgets.any() {
+            let one = super::combined::lock();
+            super::combined::check(self.config, self.home, self.zone, now, model, estimate)?;
+            Some(one)
+        } else {
+            None
+        };
         let held = Ledger::of(self.home).reserve(self.zone, now, self.agent, amount, |totals| {
             check_with(
                 self.config,

@@ -5,6 +5,7 @@
 //! [`check`] applies before each call.
 
 mod budget;
+mod combined;
 mod ledger;
 mod meter;
 mod summary;
