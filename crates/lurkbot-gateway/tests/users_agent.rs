@@ -8,6 +8,23 @@ use crate::common::{Client, Gateway, TOKEN};
 use crate::gateway_tool::result_of;
 use crate::users::{USERS_ON, add, turn};
 
+/// Records that `home` spent `tokens` today (as a model call would).
+fn spend(home: &lurkbot_core::Home, tokens: u64) {
+    let zone = lurkbot_agent::usage::zone(&lurkbot_core::Config::default());
+    let record = lurkbot_agent::usage::UsageRecord {
+        ts: lurkbot_core::now_ms(),
+        agent: "main".into(),
+        session_key: "agent:main:main".into(),
+        model: "openai/fake".into(),
+        input_tokens: tokens,
+        output_tokens: 0,
+        cached_input_tokens: None,
+        cost_usd: None,
+        estimated: false,
+    };
+    lurkbot_agent::usage::append(home, &zone, &record).unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_user_spends_against_their_own_caps() {
     let mut gw = Gateway::start(
@@ -20,22 +37,9 @@ async fn each_user_spends_against_their_own_caps() {
     let bob = add(&mut owner, "bob").await;
     let carol = add(&mut owner, "carol").await;
     // Bob and the owner have spent heavily today; neither counts against Alice.
-    let config = lurkbot_core::Config::default();
-    let zone = lurkbot_agent::usage::zone(&config);
-    let spent = |tokens: u64| lurkbot_agent::usage::UsageRecord {
-        ts: lurkbot_core::now_ms(),
-        agent: "main".into(),
-        session_key: "agent:main:main".into(),
-        model: "openai/fake".into(),
-        input_tokens: tokens,
-        output_tokens: 0,
-        cached_input_tokens: None,
-        cost_usd: None,
-        estimated: false,
-    };
     let bob_home = lurkbot_core::Home::open(&gw.home.join("users/bob")).unwrap();
-    lurkbot_agent::usage::append(&bob_home, &zone, &spent(59_990)).unwrap();
-    lurkbot_agent::usage::append(&gw.home, &zone, &spent(500_000)).unwrap();
+    spend(&bob_home, 59_990);
+    spend(&gw.home, 500_000);
     gw.fake.record(true);
 
     let (mut b, _) = Client::connect(&gw, &bob).await;
@@ -243,21 +247,8 @@ async fn the_combined_cap_counts_everyones_spending_together() {
     add(&mut owner, "alice").await;
     let bob = add(&mut owner, "bob").await;
     // Alice alone has spent nearly all of it; Bob has spent nothing.
-    let config = lurkbot_core::Config::default();
-    let zone = lurkbot_agent::usage::zone(&config);
     let alice_home = lurkbot_core::Home::open(&gw.home.join("users/alice")).unwrap();
-    let record = lurkbot_agent::usage::UsageRecord {
-        ts: lurkbot_core::now_ms(),
-        agent: "main".into(),
-        session_key: "agent:main:main".into(),
-        model: "openai/fake".into(),
-        input_tokens: 99_990,
-        output_tokens: 0,
-        cached_input_tokens: None,
-        cost_usd: None,
-        estimated: false,
-    };
-    lurkbot_agent::usage::append(&alice_home, &zone, &record).unwrap();
+    spend(&alice_home, 99_990);
     gw.fake.record(true);
     for (who, token) in [("bob", bob.as_str()), ("the owner", TOKEN)] {
         let (mut c, _) = Client::connect(&gw, token).await;
