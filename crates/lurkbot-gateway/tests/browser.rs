@@ -111,9 +111,11 @@ async fn browser(driver: &Driver) -> Browser {
         .expect("a chromium session")
 }
 
-/// Polls a JavaScript expression until it is truthy; returns its value.
+/// Polls a JavaScript expression until it is truthy; returns its value. The deadline is only
+/// for a condition that never comes: 60 s, as a turn's reply on a loaded two-core CI machine
+/// once took over 20.
 pub(crate) async fn until(b: &Browser, what: &str, script: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let v = b
             .execute(&format!("return {script};"), vec![])
