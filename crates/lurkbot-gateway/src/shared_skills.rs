@@ -54,7 +54,12 @@ fn copy_one(gateway: &Home, user: &Home, skill: &Skill) -> Result<(), String> {
     let mut bytes = 0u64;
     collect(gateway, &from, "", &mut files, &mut bytes)?;
     for (rel, content) in files {
-        let to = user.join(&format!("{folder}/{rel}"));
+        // Where the copy lands is what the path resolves to in the user's home, as for every
+        // writer: a link the user planted in their `skills/` cannot send it elsewhere.
+        let to = user
+            .resolve_under(folder, &format!("{folder}/{rel}"))
+            .filter(|to| user.protection(to).writable())
+            .ok_or_else(|| format!("{folder}/{rel} in the user's home leads elsewhere"))?;
         if std::fs::read(&to).is_ok_and(|have| have == content) {
             continue;
         }

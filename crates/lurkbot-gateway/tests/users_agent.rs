@@ -233,6 +233,18 @@ async fn shared_skills_reach_every_user_and_stay_the_admins() {
     let restored = lurkbot_agent::skills::discover(&alice_home, &config);
     let team = restored.iter().find(|s| s.name == "team-notes").unwrap();
     assert!(team.available, "{team:?}");
+    // A link she plants in place of the folder cannot send the copy out of her home.
+    let victim = gw.home.join("workspace/victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::remove_dir_all(&hers).unwrap();
+    std::os::unix::fs::symlink(&victim, &hers).unwrap();
+    let reloaded = owner.request("gateway.reload", json!({})).await;
+    assert_eq!(reloaded["ok"], true, "{reloaded}");
+    assert_eq!(
+        std::fs::read_dir(&victim).unwrap().count(),
+        0,
+        "written through her link"
+    );
     gw.stop().await;
 }
 
