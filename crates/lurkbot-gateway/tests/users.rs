@@ -332,3 +332,47 @@ async fn without_users_the_gateway_is_as_before() {
     assert_eq!(refused["error"]["code"], "UNAUTHORIZED");
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn the_users_methods_refuse_what_they_cannot_do_and_a_user_is_no_node() {
+    tls_provider();
+    let mut gw = Gateway::start(USERS_ON, vec![]).await;
+    let (mut owner, _) = Client::connect(&gw, TOKEN).await;
+    let alice = add(&mut owner, "alice").await;
+    for (method, params, code) in [
+        ("users.add", json!({"name": "alice"}), "INVALID_REQUEST"),
+        ("users.add", json!({"name": "../evil"}), "INVALID_REQUEST"),
+        ("users.add", json!({}), "INVALID_REQUEST"),
+        ("users.remove", json!({"name": "nobody"}), "NOT_FOUND"),
+        ("users.token", json!({"name": "nobody"}), "NOT_FOUND"),
+        (
+            "users.passwd",
+            json!({"name": "nobody", "password": "long enough"}),
+            "NOT_FOUND",
+        ),
+    ] {
+        let refused = owner.request(method, params.clone()).await;
+        assert_eq!(
+            refused["error"]["code"], code,
+            "{method} {params}: {refused}"
+        );
+    }
+    assert!(!gw.home.join("evil").exists() && !gw.home.join("users/nobody").exists());
+    // A user's token does not make a node.
+    let mut node = Client::open(&gw).await;
+    let _challenge = node.recv().await;
+    let mut params = crate::common::connect_params(&alice);
+    params["role"] = json!("node");
+    let refused = node.request("connect", params).await;
+    assert_eq!(refused["error"]["code"], "FORBIDDEN", "{refused}");
+    // A sign-in that is not the form's JSON.
+    let bad = reqwest::Client::new()
+        .post(gw.url("/auth/login"))
+        .header("content-type", "application/json")
+        .body("user=alice&password=x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    gw.stop().await;
+}

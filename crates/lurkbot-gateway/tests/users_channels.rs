@@ -11,6 +11,15 @@ use serde_json::json;
 use crate::channels::{BOT_TOKEN, sent};
 use crate::common::{Client, Gateway, TOKEN};
 
+/// The one code waiting in the gateway's pairings.
+fn pending_code(gw: &Gateway) -> String {
+    let pending = PairingStore::open(&gw.home)
+        .pending(lurkbot_core::now_ms())
+        .unwrap();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    pending[0].code.clone()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sender_alice_pairs_reaches_alices_agent_only() {
     let server = std::sync::Arc::new(TelegramServer::start(BOT_TOKEN));
@@ -44,11 +53,7 @@ async fn a_sender_alice_pairs_reaches_alices_agent_only() {
     // Alice's own Telegram account asks; the code reaches it, and she types it in.
     server.user_writes(777, 777, "alice_tg", "private", "hello");
     let first = sent(&server, 1).await;
-    let code = PairingStore::open(&gw.home)
-        .pending(lurkbot_core::now_ms())
-        .unwrap()[0]
-        .code
-        .clone();
+    let code = pending_code(&gw);
     assert!(first[0].text.contains(&code));
     // Another user may not deny it, and nobody but the admin lists the codes.
     let denied = bob
@@ -117,11 +122,7 @@ async fn a_sender_alice_pairs_reaches_alices_agent_only() {
     // A sender the owner approves stays the owner's.
     server.user_writes(888, 888, "friend", "private", "hi");
     let third = sent(&server, 3).await;
-    let code = PairingStore::open(&gw.home)
-        .pending(lurkbot_core::now_ms())
-        .unwrap()[0]
-        .code
-        .clone();
+    let code = pending_code(&gw);
     assert!(third[2].text.contains(&code));
     let by_owner = owner
         .request(
