@@ -102,9 +102,11 @@ pub async fn serve(
     let timers = crate::scheduler::start(state.clone());
     let memory_watch = crate::memory_watch::start(state.clone());
     let channels = crate::channels::start(&state);
-    // Every user's own state, so their cron jobs and heartbeats run while they are away.
-    if let Some(users) = &state.users {
-        users.start_all(&state);
+    // Every user's own state, so their cron jobs and heartbeats run while they are away: made
+    // beside serving, not before it (a connection that comes first makes its own at once).
+    if let Some(users) = state.users.clone() {
+        let gateway = state.clone();
+        tokio::spawn(async move { users.start_all(&gateway) });
     }
     // MCP servers start in the background: a turn offers the tools of those ready by then.
     let mcp = state.host.mcp.clone();

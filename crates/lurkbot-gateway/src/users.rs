@@ -130,11 +130,7 @@ pub fn check_name(name: &str) -> Result<(), UsersError> {
 
 /// The hex SHA-256 of a token (what the store keeps).
 pub fn token_digest(token: &str) -> String {
-    ring::digest::digest(&ring::digest::SHA256, token.as_bytes())
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::protocol::device::sha256_hex(token.as_bytes())
 }
 
 /// A fresh user token: `lbu_` and 48 hex digits (192 random bits).

@@ -64,7 +64,12 @@ fn payload(
 
 /// The device id of a raw public key: its SHA-256 in lower-case hex.
 pub fn device_id(public_key: &[u8]) -> String {
-    ring::digest::digest(&ring::digest::SHA256, public_key)
+    sha256_hex(public_key)
+}
+
+/// The SHA-256 of `bytes` in lower-case hex (device ids, the users' token digests).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, bytes)
         .as_ref()
         .iter()
         .map(|b| format!("{b:02x}"))
