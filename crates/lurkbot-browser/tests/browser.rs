@@ -447,9 +447,18 @@ async fn downloads_are_capped_and_a_dead_chromium_comes_back() {
         big.notes
     );
     // Only the finished small file is left in the staging folder; the partial one is gone.
-    let staged: Vec<_> = std::fs::read_dir(dir.path().join("staging"))
-        .unwrap()
-        .collect();
+    // Chromium may still write the partial after the cancel is sent: the watcher removes it
+    // again when Chromium reports the download cancelled, so this waits for that (20 s at most).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let staged = loop {
+        let staged: Vec<_> = std::fs::read_dir(dir.path().join("staging"))
+            .unwrap()
+            .collect();
+        if staged.len() == 1 || std::time::Instant::now() > deadline {
+            break staged;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
     assert_eq!(staged.len(), 1, "{staged:?}");
 
     // Chromium dies: the next action starts it again and says so.
