@@ -33,6 +33,14 @@ pub enum NetRefusal {
     /// No host.
     #[error("the URL has no host")]
     NoHost,
+    /// Not a URL at all.
+    #[error("{0} is not a URL; give a whole address such as https://example.com/")]
+    NotAUrl(String),
+    /// A scheme a browser never loads (`file:`, `javascript:`, `chrome:`, …).
+    #[error(
+        "the browser loads only http: and https: pages (and about:blank), not {0}: URLs; local files, scripts written as URLs, data: pages and the browser's own pages stay out of its reach"
+    )]
+    PageScheme(String),
     /// DNS failed.
     #[error("cannot resolve {host}: {error}")]
     Resolve {
