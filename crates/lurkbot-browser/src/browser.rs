@@ -9,14 +9,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use lurkbot_term::NetworkPolicy;
+use lurkbot_term::{NetworkPolicy, PageLoad};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::cdp::Cdp;
+use crate::intercept::intercept;
 use crate::launch::{LaunchOptions, launch};
 use crate::page::Page;
-use crate::proxy::{Blocked, PolicyProxy};
+use crate::proxy::PolicyProxy;
 use crate::watch::{Watched, watch};
 use crate::{Action, BrowserError, Outcome, lock};
 
@@ -269,14 +270,21 @@ impl Browser {
             settings.timeout,
         )
         .await?;
+        // Every request of every page is decided before it leaves Chromium (schemes), then by
+        // the proxy (addresses).
+        let interceptor = intercept(&cdp, &proxy.rules(), settings.timeout).await?;
         let watched = Arc::new(Mutex::new(Watched::default()));
         let watcher = watch(
             Arc::clone(&cdp),
             Arc::clone(&watched),
+            proxy.rules(),
             settings.accept_dialogs,
             settings.download_max_bytes,
             settings.staging.clone(),
         );
+        // Used now: the reaper must not find the clock of a browser never used (or used long
+        // ago, before a restart) and stop the one just started.
+        self.touch();
         let reaper = self.reaper(settings.idle);
         // What Chromium asked for on its own while starting is no page's doing.
         let _ = proxy.take_blocked();
@@ -289,7 +297,7 @@ impl Browser {
             refs: HashMap::new(),
             document: String::new(),
             watched,
-            tasks: vec![watcher, reaper],
+            tasks: vec![interceptor, watcher, reaper],
         });
         self.touch();
         Ok(Some(note.unwrap_or_else(|| "Chromium started.".into())))
@@ -335,6 +343,12 @@ impl Browser {
         policy: NetworkPolicy,
     ) -> Result<Outcome, BrowserError> {
         let settings = self.settings()?;
+        // The model's URL is refused before Chromium sees it (or even starts).
+        if let Action::Navigate { url } | Action::Open { url } = &action {
+            policy
+                .check_page_url(url, PageLoad::Document)
+                .map_err(|e| BrowserError::Refused(e.to_string()))?;
+        }
         let mut guard = self.state.lock().await;
         if matches!(action, Action::Stop) {
             drop(guard);
@@ -386,7 +400,9 @@ fn running_view(r: &mut Running) -> View<'_> {
     }
 }
 
-/// (target id, title, url) of every tab.
+/// (target id, title, url) of every tab. Chromium's own pages that it lists as page targets
+/// (the omnibox popup's `chrome://omnibox-popup.top-chrome/`, which comes and goes) are not
+/// tabs: the model never sees or drives them.
 pub(crate) async fn pages(
     cdp: &Cdp,
     timeout: Duration,
@@ -397,9 +413,21 @@ pub(crate) async fn pages(
     Ok(targets
         .target_infos
         .into_iter()
-        .filter(|t| t.kind == "page")
+        .filter(|t| t.kind == "page" && !is_browsers_own(&t.url))
         .map(|t| (t.target_id, t.title, t.url))
         .collect())
+}
+
+/// Whether a target shows one of Chromium's own pages.
+fn is_browsers_own(url: &str) -> bool {
+    [
+        "chrome:",
+        "chrome-untrusted:",
+        "devtools:",
+        "chrome-extension:",
+    ]
+    .iter()
+    .any(|scheme| url.starts_with(scheme))
 }
 
 impl View<'_> {
@@ -482,45 +510,6 @@ impl View<'_> {
 /// Short form of a target id shown to the model.
 pub(crate) fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
-}
-
-/// Blocked requests in one line for the model.
-pub(crate) fn blocked_line(blocked: &[Blocked]) -> Option<String> {
-    if blocked.is_empty() {
-        return None;
-    }
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    for b in blocked {
-        match counts.iter_mut().find(|(t, _)| *t == b.target) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((b.target.clone(), 1)),
-        }
-    }
-    let private = blocked
-        .iter()
-        .filter(|b| b.reason.contains("non-public"))
-        .count();
-    let kind = if private == blocked.len() {
-        "to private addresses"
-    } else {
-        "refused by the network policy"
-    };
-    let list: Vec<String> = counts
-        .iter()
-        .map(|(t, n)| {
-            if *n > 1 {
-                format!("{t} ×{n}")
-            } else {
-                t.clone()
-            }
-        })
-        .collect();
-    Some(format!(
-        "blocked: {} request{} {kind} ({}); the owner can open a host with [network] allow_hosts",
-        blocked.len(),
-        if blocked.len() == 1 { "" } else { "s" },
-        list.join(", ")
-    ))
 }
 
 /// `Value` helper for actions.

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::{BrowserError, lock};
 
@@ -51,12 +51,17 @@ struct WireError {
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, String>>>>>;
 
+/// Where paused requests go (`Fetch.requestPaused`): a channel of their own, never the shared
+/// broadcast, so that none is ever lost to a slow subscriber — a lost one would hang its page.
+type Paused = Arc<Mutex<Option<mpsc::UnboundedSender<Event>>>>;
+
 /// A DevTools connection.
 pub(crate) struct Cdp {
     writer: Mutex<std::fs::File>,
     next_id: AtomicU64,
     pending: Pending,
     events: broadcast::Sender<Event>,
+    paused: Paused,
     alive: Arc<AtomicBool>,
 }
 
@@ -69,13 +74,15 @@ impl Cdp {
             next_id: AtomicU64::new(1),
             pending: Arc::default(),
             events: events.clone(),
+            paused: Arc::default(),
             alive: Arc::new(AtomicBool::new(true)),
         });
         let pending = Arc::clone(&cdp.pending);
+        let paused = Arc::clone(&cdp.paused);
         let alive = Arc::clone(&cdp.alive);
         let spawned = std::thread::Builder::new()
             .name("lurkbot-cdp".into())
-            .spawn(move || read_loop(from_browser, &pending, &events, &alive));
+            .spawn(move || read_loop(from_browser, &pending, &events, &paused, &alive));
         if spawned.is_err() {
             cdp.alive.store(false, Ordering::SeqCst);
         }
@@ -85,6 +92,13 @@ impl Cdp {
     /// Whether Chromium is still connected.
     pub(crate) fn is_alive(&self) -> bool {
         self.alive.load(Ordering::SeqCst)
+    }
+
+    /// Every paused request (`Fetch.requestPaused`) from now on, and only those.
+    pub(crate) fn paused_requests(&self) -> mpsc::UnboundedReceiver<Event> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        *lock(&self.paused) = Some(tx);
+        rx
     }
 
     /// Every event from now on.
@@ -153,6 +167,7 @@ fn read_loop(
     from_browser: std::fs::File,
     pending: &Pending,
     events: &broadcast::Sender<Event>,
+    paused: &Paused,
     alive: &AtomicBool,
 ) {
     let mut reader = BufReader::with_capacity(64 * 1024, from_browser);
@@ -186,16 +201,24 @@ fn read_loop(
             }
             None => {
                 if let Some(method) = incoming.method {
-                    let _ = events.send(Event {
+                    let event = Event {
                         method,
                         session: incoming.session,
                         params: incoming.params,
-                    });
+                    };
+                    if event.method == "Fetch.requestPaused"
+                        && let Some(tx) = lock(paused).as_ref()
+                    {
+                        let _ = tx.send(event);
+                        continue;
+                    }
+                    let _ = events.send(event);
                 }
             }
         }
     }
     alive.store(false, Ordering::SeqCst);
-    // Dropping the senders fails every waiting command.
+    // Dropping the senders fails every waiting command and ends the interceptor.
     lock(pending).clear();
+    lock(paused).take();
 }

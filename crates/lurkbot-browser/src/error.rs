@@ -38,6 +38,9 @@ pub enum BrowserError {
     /// Local I/O (the profile, a download).
     #[error("{0}")]
     Io(String),
+    /// A URL the network policy refuses to the browser (its scheme: `file:`, `javascript:`…).
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl BrowserError {
@@ -53,6 +56,7 @@ impl BrowserError {
             Self::NoTab(_) => "NoSuchTab",
             Self::TooLarge(_) => "DownloadTooLarge",
             Self::Io(_) => "IoError",
+            Self::Refused(_) => "PermissionDenied",
         }
     }
 }

@@ -58,8 +58,8 @@ fn switches(options: &LaunchOptions, proxy: std::net::SocketAddr) -> Vec<String>
         // Chromium resolves no name itself (no DNS prefetch, no lookup around the proxy): every
         // name maps to "not found"; proxied requests carry the name to the proxy unresolved.
         "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1".into(),
-        // WebRTC may not send UDP around the proxy; QUIC is UDP too.
-        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp".into(),
+        // QUIC is UDP, which no proxy carries. (WebRTC's UDP is turned off in the profile's
+        // preferences: its command-line switch has no effect in headless Chromium.)
         "--disable-quic".into(),
         // No calls home (they would only be refused by the proxy).
         "--no-first-run".into(),
@@ -111,6 +111,7 @@ pub(crate) fn launch(
         .mode(0o700)
         .create(&options.profile)?;
     std::fs::set_permissions(&options.profile, std::fs::Permissions::from_mode(0o700))?;
+    pin_preferences(&options.profile)?;
     if let Some(dir) = options.log.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -149,6 +150,38 @@ pub(crate) fn launch(
         std::fs::File::from(from_browser),
     );
     Ok(Launched { child, cdp })
+}
+
+/// The profile preferences every start sets, over whatever the profile holds: WebRTC may use
+/// no UDP that does not go through the proxy (an HTTP proxy carries none), so a page's peer
+/// connection reaches only what the proxy allows, over TCP.
+const PINNED: &[(&str, &str, &str)] =
+    &[("webrtc", "ip_handling_policy", "disable_non_proxied_udp")];
+
+/// Writes [`PINNED`] into `profile/Default/Preferences` (kept otherwise; replaced when it is
+/// not a JSON object), atomically and private.
+fn pin_preferences(profile: &Path) -> Result<(), BrowserError> {
+    let path = profile.join("Default/Preferences");
+    let mut prefs = std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .filter(serde_json::Value::is_object)
+        .unwrap_or_else(|| serde_json::json!({}));
+    for (section, key, value) in PINNED {
+        if !prefs[*section].is_object() {
+            prefs[*section] = serde_json::json!({});
+        }
+        prefs[*section][*key] = serde_json::json!(value);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    let bytes = serde_json::to_vec(&prefs).map_err(|e| BrowserError::Io(e.to_string()))?;
+    lurkbot_core::write_atomic_with_mode(&path, &bytes, 0o600)
+        .map_err(|e| BrowserError::Io(format!("{}: {e}", path.display())))
 }
 
 /// A pipe: (read end, write end), both close-on-exec.

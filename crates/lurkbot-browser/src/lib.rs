@@ -7,10 +7,12 @@
 //! and reads or writes home files (uploads, PDFs, downloads) through the protection model.
 
 mod actions;
+mod blocked;
 mod browser;
 mod cdp;
 mod error;
 mod input;
+mod intercept;
 mod launch;
 mod memory;
 mod page;
@@ -18,10 +20,11 @@ mod proxy;
 mod snapshot;
 mod watch;
 
+pub use blocked::Blocked;
 pub use browser::{Browser, Settings, Status, browser_for};
 pub use error::BrowserError;
 pub use launch::{LaunchOptions, find_executable};
-pub use proxy::{Blocked, PolicyProxy};
+pub use proxy::PolicyProxy;
 pub use snapshot::MAX_CHARS as SNAPSHOT_MAX_CHARS;
 pub use watch::Download;
 
@@ -326,7 +329,7 @@ impl Outcome {
     /// The lines to add after the text: notes and the blocked requests.
     pub fn footer(&self) -> Vec<String> {
         let mut lines = self.notes.clone();
-        lines.extend(browser::blocked_line(&self.blocked));
+        lines.extend(blocked::blocked_lines(&self.blocked));
         lines
     }
 }

@@ -15,6 +15,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use url::Url;
 
+use crate::blocked::Blocked;
+
 /// Longest request head read from Chromium.
 const MAX_HEAD: usize = 64 * 1024;
 /// How long Chromium has to send a request head, and a server to accept a connection.
@@ -31,27 +33,41 @@ const CHROMIUM_OWN_HOSTS: &[&str] = &[
     "optimizationguide-pa.googleapis.com",
 ];
 
-/// A refused request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Blocked {
-    /// `host:port` it was aimed at.
-    pub target: String,
-    /// What the policy said.
-    pub reason: String,
-}
-
-/// The proxy's shared state.
+/// The rules every request of the browser is held to, and what they refused: shared by the
+/// proxy (addresses), the request interceptor (schemes) and the download watcher.
 #[derive(Default)]
-struct Shared {
+pub(crate) struct Rules {
     policy: RwLock<NetworkPolicy>,
     blocked: Mutex<Vec<Blocked>>,
     blocked_total: std::sync::atomic::AtomicU64,
 }
 
+impl Rules {
+    /// The network policy in force.
+    pub(crate) fn policy(&self) -> NetworkPolicy {
+        self.policy
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Counts a refused request, to be told with the next action's answer.
+    pub(crate) fn record(&self, blocked: Blocked) {
+        tracing::info!(
+            target = blocked.target.as_str(),
+            reason = blocked.reason.as_str(),
+            "browser request refused by the network policy"
+        );
+        crate::lock(&self.blocked).push(blocked);
+        self.blocked_total
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// A running policy proxy on a loopback port.
 pub struct PolicyProxy {
     addr: SocketAddr,
-    shared: Arc<Shared>,
+    shared: Arc<Rules>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -63,9 +79,9 @@ impl PolicyProxy {
     pub async fn start(policy: NetworkPolicy) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Rules {
             policy: RwLock::new(policy),
-            ..Shared::default()
+            ..Rules::default()
         });
         let serving = Arc::clone(&shared);
         let task = tokio::spawn(async move {
@@ -85,6 +101,11 @@ impl PolicyProxy {
     /// Where Chromium is pointed.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The rules it applies, for the other guards of the same browser.
+    pub(crate) fn rules(&self) -> Arc<Rules> {
+        Arc::clone(&self.shared)
     }
 
     /// Applies new rules (the owner changed `[network]`) to the next requests.
@@ -124,15 +145,11 @@ struct Head {
     rest: Vec<u8>,
 }
 
-async fn serve(mut client: TcpStream, shared: &Shared) -> std::io::Result<()> {
+async fn serve(mut client: TcpStream, shared: &Rules) -> std::io::Result<()> {
     let Some(head) = read_head(&mut client).await? else {
         return Ok(());
     };
-    let policy = shared
-        .policy
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let policy = shared.policy();
     if head.method.eq_ignore_ascii_case("CONNECT") {
         // HTTPS and WebSockets: a tunnel to host:port, checked like an https:// URL there.
         let Ok(url) = Url::parse(&format!("https://{}/", head.target)) else {
@@ -233,26 +250,20 @@ fn origin_form(head: &Head, url: &Url) -> Vec<u8> {
 
 async fn refuse(
     client: &mut TcpStream,
-    shared: &Shared,
+    shared: &Rules,
     target: &str,
     reason: &str,
 ) -> std::io::Result<()> {
-    tracing::info!(
-        target,
-        reason,
-        "browser request refused by the network policy"
-    );
     let host = target.rsplit_once(':').map_or(target, |(h, _)| h);
     if CHROMIUM_OWN_HOSTS.contains(&host) {
+        tracing::info!(target, reason, "Chromium's own request refused");
         return answer_refused(client, reason).await;
     }
-    crate::lock(&shared.blocked).push(Blocked {
+    shared.record(Blocked {
         target: target.to_string(),
         reason: reason.to_string(),
+        scheme: false,
     });
-    shared
-        .blocked_total
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     answer_refused(client, reason).await
 }
 

@@ -13,6 +13,9 @@ use lurkbot_browser::{Action, LaunchOptions, Settings, browser_for};
 use lurkbot_term::NetworkPolicy;
 use lurkbot_test_support::feed_server::{FeedServer, Reply};
 
+#[path = "browser/schemes.rs"]
+mod schemes;
+
 fn settings(dir: &Path) -> Settings {
     Settings {
         launch: LaunchOptions {
