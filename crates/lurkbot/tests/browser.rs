@@ -29,6 +29,20 @@ fn the_owner_starts_and_stops_chromium_and_a_killed_gateway_leaves_none() {
     let t = Test::init();
     let stopped = json(&t.run(&["browser", "status", "--json"]));
     assert_eq!(stopped["running"], false);
+    // Stopping what does not run succeeds and says so, as `systemctl stop` does.
+    let idle = t.run(&["browser", "stop"]);
+    assert_eq!(idle.status, 0, "{}", idle.stderr);
+    assert!(
+        idle.stdout
+            .contains("Chromium was not running: nothing to stop"),
+        "{}",
+        idle.stdout
+    );
+    let idle = json(&t.run(&["browser", "stop", "--json"]));
+    assert_eq!(
+        (idle["running"].clone(), idle["stopped"].clone()),
+        (false.into(), false.into())
+    );
     let refused = t.run(&["browser", "start"]);
     assert_ne!(refused.status, 0);
     assert!(
@@ -73,6 +87,15 @@ fn the_owner_starts_and_stops_chromium_and_a_killed_gateway_leaves_none() {
     assert_eq!(
         (off["running"].clone(), off["stopped"].clone()),
         (false.into(), true.into())
+    );
+    let again = t.run(&["browser", "stop"]);
+    assert_eq!(again.status, 0, "{}", again.stderr);
+    assert!(
+        again
+            .stdout
+            .contains("Chromium was not running: nothing to stop"),
+        "{}",
+        again.stdout
     );
 
     // Started again, then the gateway is killed: Chromium and its helpers follow it.

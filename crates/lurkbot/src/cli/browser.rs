@@ -42,9 +42,13 @@ pub(crate) fn run(home_path: &Path, args: &BrowserArgs) -> CliResult {
         BrowserArgs::Stop { json } => (method::BROWSER_STOP, *json),
     };
     let Some(addr) = RunningGateway::find(&home).and_then(|g| g.loopback_addr()) else {
-        if matches!(args, BrowserArgs::Status { .. }) {
-            // Nothing runs, so no browser does.
-            let stopped = json!({"running": false, "gateway": false});
+        if matches!(args, BrowserArgs::Status { .. } | BrowserArgs::Stop { .. }) {
+            // Nothing runs, so no browser does; stopping it has nothing to do (as `systemctl
+            // stop` of a stopped unit succeeds).
+            let mut stopped = json!({"running": false, "gateway": false});
+            if matches!(args, BrowserArgs::Stop { .. }) {
+                stopped["stopped"] = json!(false);
+            }
             return print(&stopped, json);
         }
         return Err(CliError::failed(
@@ -76,6 +80,11 @@ fn print(state: &Value, json: bool) -> CliResult {
     let mut out = String::new();
     if let Some(note) = state["note"].as_str() {
         out.push_str(&format!("{note}\n"));
+    }
+    match state["stopped"].as_bool() {
+        Some(true) => out.push_str("Chromium stopped.\n"),
+        Some(false) => out.push_str("Chromium was not running: nothing to stop.\n"),
+        None => {}
     }
     if state["running"] == true {
         #[allow(clippy::cast_precision_loss)]
