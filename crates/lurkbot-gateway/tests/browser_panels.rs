@@ -221,6 +221,18 @@ async fn an_attached_picture_is_sent_and_shown_in_the_history_in_chromium() {
     let gw = Gateway::start("", vec![lurkbot_llm::fake::Step::text("A red square.")]).await;
     let ui = Ui::signed_in(&gw).await;
     let b = &ui.browser;
+    // The attach button draws its own icon: no emoji font is needed (one drawn with an emoji
+    // is an empty box where none is installed, as in headless Chromium here).
+    let icon = b
+        .execute(
+            "const a = document.getElementById('attach'); const r = a.querySelector('svg path') \
+             && a.querySelector('svg').getBoundingClientRect(); \
+             return [a.textContent.trim(), r ? r.width : 0, r ? r.height : 0];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(icon, json!(["", 18, 18]), "the attach button's icon");
     b.execute(
         "const c = document.createElement('canvas'); c.width = 2400; c.height = 1200; \
          const g = c.getContext('2d'); g.fillStyle = '#d02020'; g.fillRect(0, 0, 2400, 1200); \

@@ -154,3 +154,35 @@ async fn alice_signs_in_chats_and_signs_out_and_the_admin_adds_a_user_in_chromiu
         .unwrap();
     assert!(!page.as_str().unwrap().contains("bob-private-note"));
 }
+
+/// What the first screen shows, by what is drawn: `[sign-in form, token box]` visible, and
+/// whether whatever is visible sits inside the one panel.
+const FIRST_SCREEN: &str = "const shown = (id) => document.getElementById(id).getClientRects().length > 0; \
+    const panel = document.querySelector('#login > div').getBoundingClientRect(); \
+    const inside = ['sign-in', 'token-box'].filter(shown).every((id) => { \
+      const r = document.getElementById(id).getBoundingClientRect(); \
+      return r.left >= panel.left && r.right <= panel.right && r.top >= panel.top && r.bottom <= panel.bottom; }); \
+    return [shown('sign-in'), shown('token-box'), inside];";
+
+/// The first screen offers one way in: the token box on a gateway of one owner (users off,
+/// where `/auth/login` does not exist), the sign-in form on a shared one — never both, and
+/// nothing drawn outside the panel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_screen_offers_one_way_in_in_chromium() {
+    for (config, expected) in [
+        ("", json!([false, true, true])),
+        ("[users]\nenabled = true\n", json!([true, false, true])),
+    ] {
+        let gw = Gateway::start(config, vec![]).await;
+        let ui = Ui::at(&gw, "/").await;
+        let b = &ui.browser;
+        until(
+            b,
+            "the first screen",
+            "document.getElementById('login').classList.contains('shown')",
+        )
+        .await;
+        let seen = b.execute(FIRST_SCREEN, vec![]).await.unwrap();
+        assert_eq!(seen, expected, "with config {config:?}");
+    }
+}
