@@ -36,6 +36,7 @@ mod slack;
 mod usage;
 mod users;
 mod users_agent;
+mod users_browser;
 mod users_channels;
 mod users_sign_in;
 mod users_ui;
