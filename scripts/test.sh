@@ -112,6 +112,12 @@ openclaw="${LURKBOT_OPENCLAW_DIR:-$HOME/.cache/lurkbot-test/openclaw}"
 scripts/openclaw-cli.sh "$openclaw"
 export LURKBOT_OPENCLAW_DIR="$openclaw"
 
+# The tests use ports of their own: a gateway on LurkBot's default port (yours, started from the
+# README) does not disturb them. Say so, since a failure would otherwise make one wonder.
+if (exec 3<>/dev/tcp/127.0.0.1/18789) 2>/dev/null; then
+  echo "note: something listens on 127.0.0.1:18789 (LurkBot's default port; your own gateway?). The tests use ports of their own and do not touch it."
+fi
+
 # --no-fail-fast: one failing test binary must not hide the others.
 # --all-features: the optional local embedder is built and tested too.
 exec cargo test --workspace --locked --all-features --no-fail-fast "$@"

@@ -27,11 +27,14 @@ impl Run {
 }
 
 /// Runs `openclaw ARGS…` against `gw` (URL and token from the environment, as a user would set
-/// them) off the runtime's threads.
+/// them) off the runtime's threads. Its local gateway port is the test's too: `probe` also
+/// looks at the local port (18789 by default), and a gateway the machine runs there — the
+/// README's own — must not count as a second gateway of the test's.
 async fn openclaw(cli: &OpenClaw, gw: &Gateway, args: &[&str]) -> Run {
     let mut command = cli.command(args);
     command
         .env("OPENCLAW_GATEWAY_URL", format!("ws://{}", gw.addr))
+        .env("OPENCLAW_GATEWAY_PORT", gw.addr.port().to_string())
         .env("OPENCLAW_GATEWAY_TOKEN", TOKEN);
     let output = tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
