@@ -233,6 +233,20 @@ async fn serve(mut stream: TcpStream, shared: Shared) -> std::io::Result<()> {
             body: body.clone(),
         });
     }
+    if path.ends_with("/models") {
+        // The model list every OpenAI-compatible server serves (`GET /v1/models`).
+        let answer = serde_json::json!({"object": "list", "data": [
+            {"id": "fake-model", "object": "model", "owned_by": "lurkbot-fake"}
+        ]})
+        .to_string();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            answer.len()
+        );
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(answer.as_bytes()).await?;
+        return stream.flush().await;
+    }
     if path.ends_with("/embeddings") {
         let answer = embeddings_answer(&body).to_string();
         let head = format!(

@@ -131,3 +131,62 @@ async fn a_local_server_needs_no_key_and_refusals_say_what_to_do() {
             .contains("openai/m")
     );
 }
+
+/// The keyless way to a first reply: a model server on this machine (here the scripted one,
+/// named by `LURKBOT_LOCAL_MODEL_URLS` as Ollama would be found on 11434) is found and taken
+/// without a question or a key, and a gateway already running on the home — which answered
+/// "no model" before, pointing at `lurkbot setup` — uses it at once, without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_finds_a_local_server_and_a_running_gateway_takes_it() {
+    let t = Test::init();
+    let gw = crate::util::start_gateway(&t, &[]);
+    let token = t.gateway_token();
+    let client = Test::init();
+    let env = [("LURKBOT_GATEWAY_TOKEN", token.as_str())];
+    let before = client.run_env(&["agent", "--gateway", &gw.ws, "-m", "hello"], &env);
+    assert_ne!(before.status, 0, "{}", before.stdout);
+    assert!(
+        before
+            .stderr
+            .contains("no model is configured. Run `lurkbot setup`"),
+        "{}",
+        before.stderr
+    );
+
+    let fake = FakeProvider::start(vec![Step::text("OK"), Step::text("Hello from here.")]).await;
+    let local = format!("{}/v1", fake.url);
+    let out = t.run_full(&["setup"], None, &[("LURKBOT_LOCAL_MODEL_URLS", &local)]);
+    assert_eq!(out.status, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "found {local} at {local} with 1 model(s): fake-model"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("model: openai/fake-model"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("check: openai/fake-model answers"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains("reloaded config.toml")
+            && out
+                .stdout
+                .contains("the running gateway uses the new model now"),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
+    let after = client.run_env(&["agent", "--gateway", &gw.ws, "-m", "hello"], &env);
+    assert_eq!(after.status, 0, "{}", after.stderr);
+    assert_eq!(after.stdout, "Hello from here.\n");
+    // No key was asked for or written.
+    let dotenv = std::fs::read_to_string(t.home.join(".env")).unwrap_or_default();
+    assert!(!dotenv.contains("OPENAI_API_KEY"), "{dotenv}");
+}

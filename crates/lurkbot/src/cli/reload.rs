@@ -12,24 +12,25 @@ use serde_json::{Value, json};
 /// How long to wait for a running gateway's answer.
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 
-/// Asks the home's running gateway (if any) to reload; says what happened on stderr.
-pub(crate) fn tell_running_gateway(home: &Home) {
+/// Asks the home's running gateway (if any) to reload; says what happened on stderr. Whether
+/// a running gateway reloaded.
+pub(crate) fn tell_running_gateway(home: &Home) -> bool {
     let Some(running) = RunningGateway::find(home) else {
-        return;
+        return false;
     };
     let Some(addr) = running.loopback_addr() else {
         eprintln!(
             "a gateway runs on {} (pid {}): send it SIGHUP (kill -HUP {}) to reload",
             running.addr, running.pid, running.pid
         );
-        return;
+        return false;
     };
     let token = crate::cli::remote::gateway_token(home);
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     else {
-        return;
+        return false;
     };
     let answer = runtime.block_on(async {
         tokio::time::timeout(ANSWER_WITHIN, async {
@@ -45,7 +46,7 @@ pub(crate) fn tell_running_gateway(home: &Home) {
     });
     match answer {
         // Not reachable: it has stopped (or died) since it recorded itself.
-        None => {}
+        None => false,
         Some(Ok(plan)) => {
             let restart: Vec<&str> = plan
                 .pointer("/plan/restartReasons")
@@ -57,16 +58,19 @@ pub(crate) fn tell_running_gateway(home: &Home) {
                     "the running gateway (pid {}) reloaded config.toml",
                     running.pid
                 );
+                true
             } else {
                 eprintln!(
                     "the running gateway (pid {}) reloaded config.toml, but {}: restart it for that (systemctl --user restart lurkbot-gateway, or stop and start it)",
                     running.pid,
                     restart.join("; ")
                 );
+                true
             }
         }
         Some(Err((_, message))) => {
             eprintln!("the running gateway (pid {}): {message}", running.pid);
+            false
         }
     }
 }

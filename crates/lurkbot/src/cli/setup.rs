@@ -2,7 +2,10 @@
 //! from flags a provider, a model and a key, writes the model to config.toml and the base URL
 //! and key to the home's `.env` (0600; the key is read from the terminal without echo, or from
 //! stdin with `--key-stdin`, never from the command line), checks them with one small call, and
-//! says how to chat. A server on this machine (Ollama, llama-server, vLLM) needs no key.
+//! says how to chat. A server on this machine (Ollama, llama-server, vLLM) needs no key: one
+//! answering at a known address is found and offered first (`local_models.rs`). A gateway
+//! running on the home is told at once (it reloads), so its API and web UI answer without a
+//! restart.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -54,6 +57,32 @@ pub(crate) fn run(home_path: &Path, args: &SetupArgs) -> CliResult {
         let line = line.trim();
         Ok(if line.is_empty() { default } else { line }.to_string())
     };
+    // A model server on this machine is the way to a first reply without a paid key: offered
+    // first when asking, and taken when nothing else was given (no base URL, no key).
+    let found = if args.base_url.is_none() && args.provider.as_deref() != Some("anthropic") {
+        super::local_models::find()
+    } else {
+        Vec::new()
+    };
+    for server in &found {
+        eprintln!(
+            "found {} at {} with {} model(s): {}",
+            server.name,
+            server.base,
+            server.models.len(),
+            server
+                .models
+                .iter()
+                .take(8)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let has_key = lurkbot_agent::setup::variables(&home)("OPENAI_API_KEY").is_some();
+    let local = found
+        .first()
+        .filter(|_| asking || (!args.key_stdin && !has_key));
     let name = match &args.provider {
         Some(p) => p.clone(),
         None => ask(
@@ -67,16 +96,30 @@ pub(crate) fn run(home_path: &Path, args: &SetupArgs) -> CliResult {
             format!("unknown provider '{name}': openai or anthropic"),
         ));
     };
-    let model = match &args.model {
-        Some(m) => m.clone(),
-        None => ask("Model", p.default_model)?,
-    };
+    let local = local.filter(|_| name == "openai");
     let base = match &args.base_url {
         Some(b) => b.clone(),
-        None => ask(
-            "Base URL (a local server such as Ollama: http://127.0.0.1:11434/v1)",
-            p.default_base,
-        )?,
+        None => match local {
+            Some(server) => ask(
+                &format!(
+                    "Base URL ({} found here; another server's, or {})",
+                    server.name, p.default_base
+                ),
+                &server.base,
+            )?,
+            None => ask(
+                "Base URL (a local server such as Ollama: http://127.0.0.1:11434/v1)",
+                p.default_base,
+            )?,
+        },
+    };
+    let listed = found.iter().find(|s| s.base == base.trim_end_matches('/'));
+    let model = match &args.model {
+        Some(m) => m.clone(),
+        None => match listed.and_then(|s| s.models.first()) {
+            Some(first) => ask("Model (one the server lists)", first)?,
+            None => ask("Model", p.default_model)?,
+        },
     };
     let local = url_is_local(&base);
     let key = if args.key_stdin {
@@ -110,9 +153,13 @@ pub(crate) fn run(home_path: &Path, args: &SetupArgs) -> CliResult {
     if !args.no_check {
         check(&home, &model_ref)?;
     }
-    crate::run::print_stdout(
-        "Next: `lurkbot chat` to talk here, or `lurkbot gateway` and `lurkbot dashboard --open` for the web UI.\n",
-    )?;
+    // A gateway already running on this home takes the new model now.
+    let next = if super::reload::tell_running_gateway(&home) {
+        "Next: `lurkbot chat` to talk here; the running gateway uses the new model now (`lurkbot dashboard --open` for its web UI).\n"
+    } else {
+        "Next: `lurkbot chat` to talk here, or `lurkbot gateway` and `lurkbot dashboard --open` for the web UI.\n"
+    };
+    crate::run::print_stdout(next)?;
     Ok(())
 }
 
