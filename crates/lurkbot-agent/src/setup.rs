@@ -10,7 +10,7 @@ use lurkbot_llm::{Failover, ModelRef};
 use crate::error::AgentError;
 
 /// What to say when no model is configured.
-pub const NO_MODEL: &str = "no model is configured. Set one, e.g.:\n  export LURKBOT_MODEL=openai/gpt-4o-mini   (key: OPENAI_API_KEY in the environment or the home's .env)\n  lurkbot config set agent.model anthropic/claude-sonnet-4-5\nAny OpenAI-compatible server works via OPENAI_BASE_URL (Ollama, vLLM, llama-server …).";
+pub const NO_MODEL: &str = "no model is configured. Run `lurkbot setup`: it finds a model server on this machine (Ollama, llama.cpp's server, LM Studio; no key needed) or asks for a provider and key, checks them, and tells a running gateway. Or set one by hand:\n  lurkbot config set agent.model openai/gpt-4o-mini   (key: OPENAI_API_KEY in the home's .env)\n  export LURKBOT_MODEL=anthropic/claude-sonnet-4-5     (key: ANTHROPIC_API_KEY)\nAny OpenAI-compatible server works via OPENAI_BASE_URL (Ollama, vLLM, llama-server …).";
 
 /// Variables from the environment, then the home's `.env`, then (for a user's home on a
 /// shared gateway) the gateway home's `.env`: the provider keys the admin shares.

@@ -28,11 +28,16 @@ fn without_a_model_it_says_how_to_configure_one() {
     let out = t.run(&["agent", "-m", "hello"]);
     assert_eq!(out.status, 2);
     assert!(
-        out.stderr.contains("LURKBOT_MODEL=openai/gpt-4o-mini"),
+        out.stderr
+            .contains("no model is configured. Run `lurkbot setup`"),
         "{}",
         out.stderr
     );
-    assert!(out.stderr.contains("agent.model"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("agent.model openai/gpt-4o-mini"),
+        "{}",
+        out.stderr
+    );
     let out = t.run(&["exec", "help"]);
     assert_eq!(out.status, 0, "the rest keeps working");
     let out = t.run_env(&["agent", "-m", "x"], &[("LURKBOT_MODEL", "gpt-4o")]);

@@ -11,11 +11,12 @@ use crate::util::Test;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checks_and_fixes() {
     let t = Test::init();
-    let fake = FakeProvider::start(vec![Step::text("OK")]).await;
+    let fake = FakeProvider::start(vec![Step::text("OK"), Step::text("OK")]).await;
     let base = format!("{}/v1", fake.url);
     let env = [
         ("LURKBOT_MODEL", "openai/fake"),
         ("OPENAI_BASE_URL", base.as_str()),
+        ("PATH", "/usr/bin:/bin"),
     ];
     let out = t.run_env(&["doctor"], &env);
     assert_eq!(out.status, 0, "{}", out.stdout);
@@ -25,6 +26,23 @@ async fn checks_and_fixes() {
         out.stdout
     );
     assert!(!out.stdout.contains("FAIL"));
+    assert!(
+        out.stdout.contains("ok   browser") && out.stdout.contains("Chromium at /"),
+        "{}",
+        out.stdout
+    );
+    // Without Chromium on PATH, doctor says how to get it.
+    let bare = [
+        ("LURKBOT_MODEL", "openai/fake"),
+        ("OPENAI_BASE_URL", base.as_str()),
+        ("PATH", "/nonexistent"),
+    ];
+    let missing = t.run_env(&["doctor"], &bare);
+    assert!(
+        missing.stdout.contains("browser") && missing.stdout.contains("apt-get install chromium"),
+        "{}",
+        missing.stdout
+    );
     assert!(
         out.stdout.contains("ok   prompt") && out.stdout.contains("tokens (budget 3000)"),
         "{}",
@@ -86,7 +104,7 @@ async fn checks_and_fixes() {
     // No model at all.
     let out = t.run(&["doctor"]);
     assert!(
-        out.stdout.contains("FAIL model") && out.stdout.contains("LURKBOT_MODEL"),
+        out.stdout.contains("FAIL model") && out.stdout.contains("run `lurkbot setup`"),
         "{}",
         out.stdout
     );
@@ -102,6 +120,8 @@ async fn checks_and_fixes() {
         line.contains("'gpt-4o'") && line.contains("openai/gpt-4o"),
         "{line}"
     );
+    // An OpenAI model is not offered with Anthropic's prefix.
+    assert!(!line.contains("anthropic/gpt-4o"), "{line}");
     assert!(!line.contains("(e.g —"), "{line}");
     // A broken config stops at the config check.
     std::fs::write(t.path("config.toml"), "[gateway]\nport = \"high\"\n").unwrap();

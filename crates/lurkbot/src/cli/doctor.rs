@@ -117,6 +117,7 @@ pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> CliResult {
     checks.extend(gateway(&home, &config));
     checks.extend(irc(&home));
     checks.push(speech(&home, &config));
+    checks.push(browser(&config));
     checks.extend(users(&home, &config));
     report(&checks, args.json)
 }
@@ -181,6 +182,25 @@ fn speech(home: &Home, config: &Config) -> Check {
         "speech",
         format!("tts asks {}{espeak}; {hearing}", order.join(", then ")),
     )
+}
+
+/// Whether the `browser` tool can start Chromium.
+fn browser(config: &Config) -> Check {
+    if !config.browser.enabled {
+        return ok("browser", "off ([browser] enabled = false)");
+    }
+    match lurkbot_browser::find_executable(&config.browser.executable) {
+        Some(path) => ok("browser", format!("Chromium at {}", path.display())),
+        None => bad(
+            "browser",
+            Status::Warn,
+            format!(
+                "'{}' is not an executable on PATH: the browser tool fails when used",
+                config.browser.executable
+            ),
+            "install Chromium (Debian: apt-get install chromium), or set [browser] executable, or [browser] enabled = false",
+        ),
+    }
 }
 
 /// The IRC settings, when the home has any (`skills/irc-cli/secrets/.env`).
@@ -356,12 +376,12 @@ fn model(home: &Home, config: &Config) -> Check {
             let (detail, fix) = if message.starts_with("no model is configured") {
                 (
                     "no model is configured".to_string(),
-                    "export LURKBOT_MODEL=openai/gpt-4o-mini (key in OPENAI_API_KEY) or lurkbot config set agent.model …",
+                    "run `lurkbot setup` (it finds a local model server, or asks for a provider and key)",
                 )
             } else {
                 (
                     message.lines().next().unwrap_or_default().to_string(),
-                    "set LURKBOT_MODEL or agent.model to <provider>/<model>, e.g. openai/gpt-4o-mini",
+                    "run `lurkbot setup`, or set agent.model to <provider>/<model>, e.g. openai/gpt-4o-mini",
                 )
             };
             return bad("model", Status::Fail, detail, fix);

@@ -20,6 +20,7 @@ pub(crate) mod heartbeat;
 pub(crate) mod import;
 pub(crate) mod init;
 pub(crate) mod line_reader;
+pub(crate) mod local_models;
 pub(crate) mod logs;
 pub(crate) mod markdown;
 pub(crate) mod mcp;
@@ -45,7 +46,9 @@ use clap::{Parser, Subcommand};
 /// LurkBot: a self-hosted personal AI agent in one small binary.
 ///
 /// Every path is relative to the LurkBot home (--home, LURKBOT_HOME, default ~/.lurkbot).
-/// Run `lurkbot init` once, then `lurkbot exec help` to see the built-in terminal commands.
+/// Start with `lurkbot setup` (a model: a local server needs no key), then `lurkbot chat`, or
+/// `lurkbot gateway` and `lurkbot dashboard --open` for the web UI. `lurkbot exec help` lists
+/// the built-in terminal commands.
 #[derive(Debug, Parser)]
 #[command(name = "lurkbot", version, about, long_about, max_term_width = 100)]
 pub(crate) struct Cli {
@@ -85,7 +88,7 @@ pub(crate) enum Sub {
     /// Long-term memory: index, search.
     #[command(subcommand)]
     Memory(memory::MemoryArgs),
-    /// The skills the agent may use: list, info.
+    /// The skills the agent may use: list, info, approve.
     #[command(subcommand)]
     Skills(skills::SkillsArgs),
     /// MCP: the configured servers and their tools (list), or LurkBot as a server (serve).
@@ -131,6 +134,6 @@ pub(crate) enum Sub {
     Dashboard(dashboard::DashboardArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions(completions::CompletionsArgs),
-    /// Print the man page (roff).
-    Man,
+    /// Print the man page (roff), or write every page (one per subcommand) with --dir.
+    Man(completions::ManArgs),
 }
