@@ -76,7 +76,8 @@ impl Config {
                 problems.push(ConfigProblem {
                     key: key.into(),
                     message: format!(
-                        "{key} '{model}' needs a provider prefix, e.g. openai/{model} or anthropic/{model}"
+                        "{key} '{model}' needs a provider prefix, e.g. {}",
+                        prefix_examples(model)
                     ),
                 });
             }
@@ -231,6 +232,24 @@ fn suggest<'a>(key: &str, known: &'a [String]) -> Option<&'a str> {
         .filter(|(d, _)| *d <= 3 && *d * 2 < key.len())
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k.as_str())
+}
+
+/// The provider prefixes a bare model name probably wants: OpenAI's and Anthropic's own model
+/// families by name, either for anything else.
+fn prefix_examples(model: &str) -> String {
+    let lower = model.to_ascii_lowercase();
+    if lower.starts_with("claude") {
+        format!("anthropic/{model}")
+    } else if ["gpt", "o1", "o3", "o4", "chatgpt"]
+        .iter()
+        .any(|p| lower.starts_with(p))
+    {
+        format!("openai/{model}")
+    } else {
+        format!(
+            "openai/{model} (OpenAI or any OpenAI-compatible server: Ollama, llama.cpp, vLLM) or anthropic/{model}"
+        )
+    }
 }
 
 #[cfg(test)]

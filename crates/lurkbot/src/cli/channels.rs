@@ -141,6 +141,9 @@ pub(crate) fn run(home_path: &Path, args: &ChannelsArgs) -> CliResult {
                         .unwrap_or_default()
                 ));
             }
+            if out.is_empty() {
+                out.push_str("no channels are configured: add a [channels.<name>] section to config.toml (telegram, discord, slack, matrix, email, irc) and its credentials to .env\n");
+            }
             crate::run::print_stdout(&out)?;
         }
     }

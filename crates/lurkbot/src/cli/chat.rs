@@ -64,10 +64,13 @@ async fn chat(
     let sessions = Sessions::open(&home, session.agent_id());
     let entry = sessions.get_or_create(&session)?;
     eprintln!(
-        "lurkbot chat: session {} ({}), model {model}, {} turns so far. /help for commands.",
+        "lurkbot chat: session {} ({}), model {model}, {} so far. /help for commands.",
         session.as_str(),
         entry.session_id,
-        entry.turns
+        match entry.turns {
+            1 => "1 turn".to_string(),
+            n => format!("{n} turns"),
+        }
     );
     let prompt = if interactive { "> " } else { "" };
     loop {

@@ -64,6 +64,7 @@ pub(crate) fn run(home_path: &Path, json_mode: bool) -> CliResult {
             .map(|r| {
                 let shown = match &r.value {
                     Value::Null => "(not set)".to_string(),
+                    Value::String(s) if s.is_empty() => "(not set)".to_string(),
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
