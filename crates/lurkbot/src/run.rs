@@ -36,7 +36,7 @@ pub(crate) fn run(cli: Cli) -> CliResult {
         Sub::Logs(args) => crate::cli::logs::run(&home_path, &args),
         Sub::Dashboard(args) => crate::cli::dashboard::run(&home_path, &args),
         Sub::Completions(args) => crate::cli::completions::completions(&args),
-        Sub::Man => crate::cli::completions::man(),
+        Sub::Man(args) => crate::cli::completions::man(&args),
     }
 }
 
