@@ -19,7 +19,7 @@ for p in "${packages[@]}"; do
 done
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "installing: ${missing[*]}"
+    echo "installing Debian packages (Chromium, ffmpeg and the servers are a few hundred MB; minutes on a fresh machine): ${missing[*]}"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
@@ -36,7 +36,7 @@ fi
 # LurkBot sends). Tests find it through LURKBOT_TEST_VENV.
 venv="${LURKBOT_TEST_VENV:-$HOME/.cache/lurkbot-test/venv}"
 if ! "$venv/bin/python" -c 'import radicale, vobject, openai, mcp, jsonschema, aiosmtpd, PIL' 2>/dev/null; then
-  echo "creating $venv (radicale, openai, mcp, jsonschema, aiosmtpd, pillow)"
+  echo "creating $venv (radicale, openai, mcp, jsonschema, aiosmtpd, pillow: about 150 MB)"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q radicale openai 'mcp>=2.3,<3' jsonschema aiosmtpd pillow
 fi
@@ -100,7 +100,7 @@ export LURKBOT_EMBEDDING_MODEL="$model"
 # dependencies are many and pinned tightly). Tests find it through LURKBOT_SYNAPSE_VENV.
 synapse="${LURKBOT_SYNAPSE_VENV:-$HOME/.cache/lurkbot-test/synapse}"
 if [ ! -x "$synapse/bin/register_new_matrix_user" ]; then
-  echo "creating $synapse (matrix-synapse)"
+  echo "creating $synapse (matrix-synapse and its pinned dependencies: about 250 MB, a few minutes)"
   python3 -m venv "$synapse"
   "$synapse/bin/pip" install -q 'matrix-synapse>=1.140,<2'
 fi

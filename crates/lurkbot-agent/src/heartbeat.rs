@@ -1,4 +1,4 @@
-//! The heartbeat (seed 003 §3.7, ARCHITECTURE.md §7): a periodic turn on `workspace/HEARTBEAT.md`
+//! The heartbeat (ARCHITECTURE.md §7): a periodic turn on `workspace/HEARTBEAT.md`
 //! and the system events cron jobs queued for it (`wakeMode = next-heartbeat`). The turn runs on
 //! its own session, `cron:heartbeat`, so a `HEARTBEAT_OK` or a repeated alert never shows in the
 //! owner's chat; an alert that is `sent` is appended to the main session (where the web UI

@@ -1,4 +1,4 @@
-//! Sub-agents (seed 003 §3.6, OpenClaw's `sessions_spawn`): a child session
+//! Sub-agents (ARCHITECTURE.md §7, OpenClaw's `sessions_spawn`): a child session
 //! `agent:<id>:subagent:<hex>` runs one task with the minimal prompt and the sub-agent tool
 //! policy; the spawn returns at once. When the child ends (ok, error or timeout) an announce
 //! message — status, findings, a stats line — becomes one more turn of the requester's session.
