@@ -40,6 +40,17 @@ fn allowing(server: &FeedServer) -> NetworkPolicy {
     }
 }
 
+/// The browser of a profile in `dir`, allowed to reach `server` (and no other private host).
+async fn browser_allowing(
+    dir: &Path,
+    server: &FeedServer,
+) -> (std::sync::Arc<lurkbot_browser::Browser>, NetworkPolicy) {
+    let policy = allowing(server);
+    let b = browser_for(&dir.join("profile"));
+    b.configure(settings(dir), policy.clone()).await;
+    (b, policy)
+}
+
 /// The ref on the first snapshot line that contains `needle`.
 fn ref_of(snapshot: &str, needle: &str) -> String {
     let line = snapshot
@@ -108,9 +119,7 @@ async fn a_form_is_driven_by_refs_across_tabs() {
         "text/html",
         b"<!doctype html><title>Second</title><p>The second page.</p>".to_vec(),
     );
-    let policy = allowing(&server);
-    let b = browser_for(&dir.path().join("profile"));
-    b.configure(settings(dir.path()), policy.clone()).await;
+    let (b, policy) = browser_allowing(dir.path(), &server).await;
 
     let loaded = b
         .act(
@@ -307,9 +316,7 @@ navigator.serviceWorker.register('/sw.js').then(reg => {{
     server.route("/redirect", move |_| {
         Reply::status(302).header("Location", &hop)
     });
-    let policy = allowing(&server);
-    let b = browser_for(&dir.path().join("profile"));
-    b.configure(settings(dir.path()), policy.clone()).await;
+    let (b, policy) = browser_allowing(dir.path(), &server).await;
 
     let loaded = b
         .act(
@@ -403,9 +410,7 @@ async fn downloads_are_capped_and_a_dead_chromium_comes_back() {
         Reply::ok("application/octet-stream", vec![7u8; 300_000])
             .header("Content-Disposition", "attachment; filename=\"big.bin\"")
     });
-    let policy = allowing(&server);
-    let b = browser_for(&dir.path().join("profile"));
-    b.configure(settings(dir.path()), policy.clone()).await;
+    let (b, policy) = browser_allowing(dir.path(), &server).await;
     b.act(
         Action::Navigate {
             url: server.url("/files.html"),

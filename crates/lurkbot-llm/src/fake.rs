@@ -183,6 +183,17 @@ impl FakeProvider {
     }
 }
 
+/// A `200` with a JSON body, and the connection closed.
+async fn write_json(stream: &mut TcpStream, answer: &str) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        answer.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(answer.as_bytes()).await?;
+    stream.flush().await
+}
+
 async fn serve(mut stream: TcpStream, shared: Shared) -> std::io::Result<()> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
@@ -239,23 +250,10 @@ async fn serve(mut stream: TcpStream, shared: Shared) -> std::io::Result<()> {
             {"id": "fake-model", "object": "model", "owned_by": "lurkbot-fake"}
         ]})
         .to_string();
-        let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-            answer.len()
-        );
-        stream.write_all(head.as_bytes()).await?;
-        stream.write_all(answer.as_bytes()).await?;
-        return stream.flush().await;
+        return write_json(&mut stream, &answer).await;
     }
     if path.ends_with("/embeddings") {
-        let answer = embeddings_answer(&body).to_string();
-        let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-            answer.len()
-        );
-        stream.write_all(head.as_bytes()).await?;
-        stream.write_all(answer.as_bytes()).await?;
-        return stream.flush().await;
+        return write_json(&mut stream, &embeddings_answer(&body).to_string()).await;
     }
     let routed = shared.routes.lock().ok().and_then(|mut routes| {
         if routes.is_empty() {

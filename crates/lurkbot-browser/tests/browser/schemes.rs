@@ -6,10 +6,10 @@
 
 use std::net::{TcpListener, UdpSocket};
 
-use lurkbot_browser::{Action, BrowserError, browser_for};
+use lurkbot_browser::{Action, BrowserError};
 use lurkbot_test_support::feed_server::{FeedServer, Reply};
 
-use super::{allowing, ref_of, settings};
+use super::{browser_allowing, ref_of};
 
 /// Every scheme the model may not open, with a URL of it.
 fn refused_urls(secret: &str, server: &FeedServer) -> Vec<(&'static str, String)> {
@@ -63,9 +63,7 @@ async fn the_model_opens_only_http_and_https_pages() {
         "text/html",
         b"<!doctype html><title>Start</title><p>The start page.</p>".to_vec(),
     );
-    let policy = allowing(&server);
-    let b = browser_for(&dir.path().join("profile"));
-    b.configure(settings(dir.path()), policy.clone()).await;
+    let (b, policy) = browser_allowing(dir.path(), &server).await;
 
     // Refused before Chromium is even started.
     let first = b
@@ -165,9 +163,7 @@ async fn a_page_reaches_no_local_file_and_keeps_no_download_but_its_own() {
     server.route("/to-chrome", |_| {
         Reply::status(302).header("Location", "chrome://version")
     });
-    let policy = allowing(&server);
-    let b = browser_for(&dir.path().join("profile"));
-    b.configure(settings(dir.path()), policy.clone()).await;
+    let (b, policy) = browser_allowing(dir.path(), &server).await;
     let lure = server.url("/lure.html");
     b.act(Action::Navigate { url: lure.clone() }, policy.clone())
         .await
@@ -317,9 +313,7 @@ async fn webrtc_sends_nothing_around_the_proxy() {
         "text/html",
         webrtc_page(udp_port, tcp_port).into_bytes(),
     );
-    let policy = allowing(&server);
-    let b = browser_for(&dir.path().join("profile"));
-    b.configure(settings(dir.path()), policy.clone()).await;
+    let (b, policy) = browser_allowing(dir.path(), &server).await;
     let loaded = b
         .act(
             Action::Navigate {
