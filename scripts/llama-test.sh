@@ -43,7 +43,7 @@ fi
 if [ "$mode" = serve ]; then
   echo "serving $(basename "$model") at http://127.0.0.1:$port/v1 (Ctrl-C stops it); now run: lurkbot setup"
   echo "note: a 135M model only checks the plumbing; its answers are poor and it calls no tools"
-  exec "$server" -m "$model" --host 127.0.0.1 --port "$port" -c 2048 -t 2 --jinja
+  exec "$server" -m "$model" --alias smollm2-135m --host 127.0.0.1 --port "$port" -c 2048 -t 2 --jinja
 fi
 "$server" -m "$model" --host 127.0.0.1 --port "$port" -c 2048 -t 2 --jinja >"$dir/server.log" 2>&1 &
 pid=$!
