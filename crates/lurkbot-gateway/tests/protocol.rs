@@ -326,6 +326,7 @@ async fn a_turn_without_a_model_ends_with_the_fix_and_the_session_stays_usable()
         assert_eq!(error["payload"]["runId"], run_id.as_str());
         let message = error["payload"]["message"].as_str().unwrap();
         assert!(message.contains("no model is configured"), "{message}");
+        assert!(message.contains("Run `lurkbot setup`"), "{message}");
         assert!(
             message.contains("lurkbot config set agent.model"),
             "{message}"
@@ -336,6 +337,17 @@ async fn a_turn_without_a_model_ends_with_the_fix_and_the_session_stays_usable()
             .await;
         assert_eq!(waited["ok"], true, "{waited}");
     }
+    // The OpenAI-compatible API's 503 says the same, `lurkbot setup` first.
+    let (status, body) = crate::http::post(
+        &gw,
+        "/v1/chat/completions",
+        Some(TOKEN),
+        json!({"model": "lurkbot", "messages": [{"role": "user", "content": "hello"}]}),
+    )
+    .await;
+    assert_eq!(status, 503, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Run `lurkbot setup`"), "{body}");
 }
 
 /// Waits for the end of `run_id` and says whether an approval was asked for on the way.
