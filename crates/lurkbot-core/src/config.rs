@@ -281,6 +281,10 @@ pub struct GatewayConfig {
     pub allowed_hosts: Vec<String>,
     /// Most connections open at once (default 4096).
     pub max_connections: usize,
+    /// Seconds a stopping gateway (SIGTERM, `systemctl restart`, Ctrl-C) gives the turns that
+    /// are running to finish, while new work is answered 503 with `Retry-After` (default 20;
+    /// 0 stops at once, cancelling them).
+    pub shutdown_grace_secs: u64,
 }
 
 impl Default for GatewayConfig {
@@ -293,6 +297,7 @@ impl Default for GatewayConfig {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             max_connections: 4096,
+            shutdown_grace_secs: 20,
         }
     }
 }

@@ -40,7 +40,11 @@ pub(crate) async fn accept_loop(
     let max = state.config().gateway.max_connections.clamp(1, 1 << 20);
     let slots = Arc::new(Semaphore::new(max));
     tokio::pin!(stop);
+    // Told to stop, the gateway drains first: it keeps serving (new work is refused) while
+    // the running turns finish, within the grace (`drain.rs`).
+    let mut draining: Option<tokio::task::JoinHandle<()>> = None;
     loop {
+        let stopping = draining.is_some();
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
@@ -50,7 +54,15 @@ pub(crate) async fn accept_loop(
                     continue;
                 }
             },
-            () = &mut stop => break,
+            () = &mut stop, if !stopping => {
+                draining = Some(tokio::spawn(crate::drain::drain(state.clone())));
+                continue;
+            }
+            _ = async {
+                if let Some(task) = draining.as_mut() {
+                    let _ = task.await;
+                }
+            }, if stopping => break,
         };
         // HTTP connections hold a slot; upgraded WebSockets are counted by the state.
         let busy = max - slots.available_permits() + state.connections();

@@ -66,6 +66,9 @@ async fn run(
     request: Request,
     turn: impl FnOnce(&Value) -> Result<(SessionKey, String, bool), HttpError>,
 ) -> Response {
+    if let Some(stopping) = HttpError::if_stopping(state) {
+        return stopping.into_response();
+    }
     let result: Result<Value, HttpError> = async {
         // HooksAuth checked the token from the headers before the body is read.
         let body = read_body(request.into_body()).await?;

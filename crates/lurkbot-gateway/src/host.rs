@@ -78,6 +78,8 @@ pub struct SessionHost {
     /// The gateway as the `gateway` tool sees it, while [`crate::serve`] serves (it holds the
     /// gateway's state, so it is let go when serving ends).
     pub(crate) control: Mutex<Option<Arc<dyn lurkbot_agent::GatewayControl>>>,
+    /// Whether the gateway is stopping: no new turn starts (`drain.rs`).
+    pub(crate) drain: Arc<crate::drain::Drain>,
     pub(crate) me: Weak<SessionHost>,
 }
 
@@ -123,6 +125,7 @@ impl SessionHost {
             last_route: Mutex::new(("webchat".into(), None)),
             channels: Arc::default(),
             control: Mutex::new(None),
+            drain: Arc::default(),
             me: me.clone(),
         })
     }
@@ -288,7 +291,7 @@ impl SessionHost {
     /// ends.
     ///
     /// # Errors
-    /// `UNAVAILABLE` when the session already runs a turn.
+    /// `UNAVAILABLE` when the session already runs a turn, or the gateway is stopping.
     pub fn start(
         self: &Arc<Self>,
         key: SessionKey,
@@ -380,6 +383,7 @@ impl SessionHost {
         mut on_event: Box<dyn FnMut(&AgentEvent) + Send>,
         run_id: String,
     ) -> Result<(String, JoinHandle<Result<TurnOutcome, MethodError>>), MethodError> {
+        self.drain.admit()?;
         let slot = self.slot(&key);
         let mut running = slot
             .running

@@ -22,6 +22,8 @@ pub(crate) struct HttpError {
     status: StatusCode,
     kind: &'static str,
     message: String,
+    /// Seconds for a `Retry-After` header.
+    retry_after: Option<u64>,
 }
 
 impl HttpError {
@@ -31,7 +33,20 @@ impl HttpError {
             status,
             kind,
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    /// 503 with `Retry-After` while the gateway stops (`drain.rs`), or `None`.
+    pub(crate) fn if_stopping(state: &AppState) -> Option<Self> {
+        state.host.drain.is_draining().then(|| Self {
+            retry_after: Some(crate::drain::RETRY_AFTER_SECS),
+            ..Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                crate::drain::STOPPING,
+            )
+        })
     }
 
     /// 400.
@@ -53,7 +68,13 @@ impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         let body = json!({"error": {"message": self.message, "type": self.kind,
             "code": self.status.as_u16()}});
-        (self.status, axum::Json(body)).into_response()
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }
 

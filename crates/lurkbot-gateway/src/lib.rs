@@ -11,6 +11,7 @@ mod channels;
 mod credentials;
 mod cron_methods;
 pub mod devices;
+mod drain;
 mod gateway_control;
 mod highlight;
 mod hooks;

@@ -44,6 +44,9 @@ pub(crate) async fn chat_completions(
     GatewayAuth(state): GatewayAuth,
     request: Request,
 ) -> Response {
+    if let Some(stopping) = HttpError::if_stopping(&state) {
+        return stopping.into_response();
+    }
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
     let body = match read_body_up_to(body, MAX_CHAT_BODY).await {

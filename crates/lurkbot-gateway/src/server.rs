@@ -2,9 +2,11 @@
 //!
 //! Refusals at start: a non-loopback bind without a token (or with one under 24 characters),
 //! and `gateway.auth = "none"` on a non-loopback bind. Every route passes the Host/Origin guard
-//! first; connection limits live in the accept loop (`accept.rs`). Stopping (SIGINT/SIGTERM in the CLI, or the `stop` future) tells every
-//! WebSocket client (`shutdown` event), aborts running turns and records them as cancelled
-//! in their transcripts, then returns.
+//! first; connection limits live in the accept loop (`accept.rs`). Stopping (SIGINT/SIGTERM in
+//! the CLI, or the `stop` future) first drains (`drain.rs`: running turns get
+//! `[gateway] shutdown_grace_secs` to finish, new work is answered 503), then tells every
+//! WebSocket client (`shutdown` event), aborts what still runs and records it as cancelled in
+//! its transcript, then returns.
 
 use std::future::Future;
 use std::net::SocketAddr;

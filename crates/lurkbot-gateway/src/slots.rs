@@ -141,3 +141,15 @@ impl SessionHost {
         })
     }
 }
+
+impl crate::host::SessionHost {
+    /// How many of its sessions run a turn now.
+    pub(crate) fn running_turns(&self) -> usize {
+        self.slots.lock().map_or(0, |slots| {
+            slots
+                .values()
+                .filter(|slot| slot.running.lock().is_ok_and(|r| r.is_some()))
+                .count()
+        })
+    }
+}

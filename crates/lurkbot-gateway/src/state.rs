@@ -103,6 +103,7 @@ impl AppState {
         let approver = Arc::new(ClientApprover::new(hub.clone()));
         let host = SessionHost::new(home.clone(), config.clone(), hub.clone(), approver.clone());
         host.bounds.for_a_user();
+        host.drain.follow(&self.host.drain);
         let exec = host.exec();
         let nodes = Arc::new(crate::nodes::Nodes::new(&home));
         Self {

@@ -336,6 +336,15 @@ impl Tenants {
         }
     }
 
+    /// Turns the users run now.
+    pub(crate) fn running_turns(&self) -> usize {
+        self.states.lock().map_or(0, |s| {
+            s.values()
+                .map(|(state, _)| state.host.running_turns())
+                .sum()
+        })
+    }
+
     /// Users whose state is live.
     pub fn live(&self) -> usize {
         self.states.lock().map(|s| s.len()).unwrap_or(0)

@@ -33,6 +33,7 @@ mod openclaw_wire;
 mod ops;
 mod protocol;
 mod slack;
+mod stopping;
 mod usage;
 mod users;
 mod users_agent;

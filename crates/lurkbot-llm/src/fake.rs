@@ -33,6 +33,42 @@ pub enum Step {
     /// Streams some text, then keeps the connection open without another byte (a model
     /// that hangs; for crash and cancellation tests).
     Stall(String),
+    /// Holds the call open until the test opens the gate, then answers with the step inside
+    /// (a model call in flight at a moment the test chooses).
+    Held(Gate, Box<Step>),
+}
+
+/// A gate a [`Step::Held`] call waits at.
+#[derive(Debug, Clone, Default)]
+pub struct Gate(std::sync::Arc<GateInner>);
+
+#[derive(Debug, Default)]
+struct GateInner {
+    open: std::sync::atomic::AtomicBool,
+    opened: tokio::sync::Notify,
+}
+
+impl Gate {
+    /// A closed gate.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Opens it: every call held at it goes on.
+    pub fn open(&self) {
+        self.0.open.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.0.opened.notify_waiters();
+    }
+
+    async fn wait(&self) {
+        loop {
+            let opened = self.0.opened.notified();
+            if self.0.open.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            opened.await;
+        }
+    }
 }
 
 impl Step {
@@ -277,7 +313,15 @@ async fn serve(mut stream: TcpStream, shared: Shared) -> std::io::Result<()> {
         status: 500,
         message: "the fake provider's script is exhausted".into(),
     });
+    let step = match step {
+        Step::Held(gate, inner) => {
+            gate.wait().await;
+            *inner
+        }
+        other => other,
+    };
     match step {
+        Step::Held(_, _) => {}
         Step::Error { status, message } => {
             let body = if anthropic {
                 json!({"type": "error", "error": {"type": "api_error", "message": message}})

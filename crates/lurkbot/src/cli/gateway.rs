@@ -1,7 +1,8 @@
 //! `lurkbot gateway [--bind ADDR] [--port N]`: the gateway, web UI and session host on one
 //! port. Prints one line with the URL and logs to stderr and `logs/gateway.log`; reloads
-//! config.toml on SIGHUP; stops cleanly on SIGINT/SIGTERM (running turns are cancelled and
-//! recorded, clients get a `shutdown` event).
+//! config.toml on SIGHUP; stops cleanly on SIGINT/SIGTERM: running turns get
+//! `[gateway] shutdown_grace_secs` (20) to finish while new work is answered 503, then what
+//! still runs is cancelled and recorded, and clients get a `shutdown` event.
 //!
 //! The token is `LURKBOT_GATEWAY_TOKEN` (environment or the home's `.env`), else
 //! `gateway.token`; `gateway.auth = "none"` runs without one on loopback only. Hooks use
@@ -20,7 +21,7 @@ use lurkbot_gateway::AppState;
 /// Flags of `lurkbot gateway`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Exit status: 0 stopped cleanly, 1 the port could not be served, 2 unsafe or missing settings.\n\nSignals: SIGHUP reloads config.toml; SIGINT and SIGTERM stop it cleanly.\n\nExamples:\n  lurkbot gateway\n  lurkbot gateway --port 8080\n  lurkbot gateway install      # as a systemd user service\n  lurkbot gateway status"
+    after_help = "Exit status: 0 stopped cleanly, 1 the port could not be served, 2 unsafe or missing settings.\n\nSignals: SIGHUP reloads config.toml; SIGINT and SIGTERM stop it cleanly, giving running turns [gateway] shutdown_grace_secs (20) to finish.\n\nExamples:\n  lurkbot gateway\n  lurkbot gateway --port 8080\n  lurkbot gateway install      # as a systemd user service\n  lurkbot gateway status"
 )]
 #[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct GatewayArgs {

@@ -1,0 +1,120 @@
+//! Stopping without dropping a turn (ARCHITECTURE.md §6): told to stop while a model call is in
+//! flight, the gateway lets the turn finish and reach its client, and meanwhile refuses new
+//! work — HTTP 503 with `Retry-After`, `UNAVAILABLE` on the WebSocket — then stops.
+
+use std::time::Duration;
+
+use lurkbot_llm::fake::{Gate, Step};
+use serde_json::json;
+
+use crate::common::{Client, Gateway, TOKEN};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_gateway_lets_the_running_turn_finish_and_refuses_new_work() {
+    let gate = Gate::new();
+    let mut gw = Gateway::start(
+        "[gateway]\nshutdown_grace_secs = 60\n",
+        vec![Step::Held(
+            gate.clone(),
+            Box::new(Step::text("Finished after the stop.")),
+        )],
+    )
+    .await;
+    gw.fake.record(true);
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    let sent = c
+        .request("chat.send", json!({"message": "a long one"}))
+        .await;
+    assert_eq!(sent["ok"], true, "{sent}");
+    // The model call is in flight.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while gw.fake.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no model call");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    gw.signal_stop();
+    // New work is refused, over HTTP with a time to come back, and on the WebSocket.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let refused = loop {
+        let res = reqwest::Client::new()
+            .post(gw.url("/v1/chat/completions"))
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("content-type", "application/json")
+            .body(
+                json!({"model": "lurkbot", "messages": [{"role": "user", "content": "new"}]})
+                    .to_string(),
+            )
+            .send()
+            .await
+            .unwrap();
+        if res.status() == 503 {
+            break res;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never refused: {}",
+            res.status()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(refused.headers()["retry-after"], "5");
+    let body = refused.text().await.unwrap();
+    assert!(body.contains("the gateway is stopping"), "{body}");
+    let other = c
+        .request(
+            "chat.send",
+            json!({"message": "another", "sessionKey": "agent:main:dm:webchat:other"}),
+        )
+        .await;
+    assert_eq!(other["error"]["code"], "UNAVAILABLE", "{other}");
+    assert!(
+        other["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the gateway is stopping"),
+        "{other}"
+    );
+    // The running turn finishes and reaches its client; then the gateway stops.
+    gate.open();
+    let done = c
+        .event(|e| e["event"] == "chat" && e["payload"]["state"] == "final")
+        .await;
+    assert_eq!(
+        done["payload"]["text"], "Finished after the stop.",
+        "{done}"
+    );
+    gw.stopped_within(Duration::from_secs(30)).await;
+    assert_eq!(gw.fake.requests().len(), 1, "no new model call was made");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_longer_than_the_grace_is_cancelled_when_it_ends() {
+    let gate = Gate::new();
+    let mut gw = Gateway::start(
+        "[gateway]\nshutdown_grace_secs = 1\n",
+        vec![Step::Held(gate.clone(), Box::new(Step::text("too late")))],
+    )
+    .await;
+    gw.fake.record(true);
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    c.request("chat.send", json!({"message": "a very long one"}))
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while gw.fake.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no model call");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    gw.signal_stop();
+    // The gate never opens: the grace ends, the turn is cancelled and the gateway stops.
+    gw.stopped_within(Duration::from_secs(30)).await;
+    let history = std::fs::read_dir(gw.home.join("sessions/main"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect::<String>();
+    assert!(history.contains("a very long one"), "{history}");
+    assert!(!history.contains("too late"), "{history}");
+    gate.open();
+}
