@@ -13,6 +13,8 @@ use lurkbot_browser::{Action, LaunchOptions, Settings, browser_for};
 use lurkbot_term::NetworkPolicy;
 use lurkbot_test_support::feed_server::{FeedServer, Reply};
 
+#[path = "browser/idle.rs"]
+mod idle;
 #[path = "browser/schemes.rs"]
 mod schemes;
 
@@ -501,28 +503,6 @@ async fn downloads_are_capped_and_a_dead_chromium_comes_back() {
     );
     assert!(b.stop().await);
     assert!(!b.status().await.running);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unused_browser_stops_after_its_idle_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let policy = NetworkPolicy::default();
-    let b = browser_for(&dir.path().join("profile"));
-    let mut quick = settings(dir.path());
-    quick.idle = Duration::from_millis(300);
-    b.configure(quick, policy.clone()).await;
-    b.act(Action::Tabs, policy.clone()).await.unwrap();
-    let pid = b.status().await.pid.unwrap();
-    // Stopped by the reaper, not by us: wait for it (bounded).
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while b.status().await.running {
-        assert!(std::time::Instant::now() < deadline, "still running");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
-        !Path::new(&format!("/proc/{pid}")).exists(),
-        "Chromium {pid} is gone"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
