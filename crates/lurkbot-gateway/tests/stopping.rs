@@ -9,6 +9,15 @@ use serde_json::json;
 
 use crate::common::{Client, Gateway, TOKEN};
 
+/// Waits (30 s at most) until the scripted model has received a call.
+async fn model_call_in_flight(gw: &Gateway) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while gw.fake.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no model call");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopping_gateway_lets_the_running_turn_finish_and_refuses_new_work() {
     let gate = Gate::new();
@@ -27,11 +36,7 @@ async fn a_stopping_gateway_lets_the_running_turn_finish_and_refuses_new_work() 
         .await;
     assert_eq!(sent["ok"], true, "{sent}");
     // The model call is in flight.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while gw.fake.requests().is_empty() {
-        assert!(std::time::Instant::now() < deadline, "no model call");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    model_call_in_flight(&gw).await;
 
     gw.signal_stop();
     // New work is refused, over HTTP with a time to come back, and on the WebSocket.
@@ -100,11 +105,7 @@ async fn a_turn_longer_than_the_grace_is_cancelled_when_it_ends() {
     let (mut c, _) = Client::connect(&gw, TOKEN).await;
     c.request("chat.send", json!({"message": "a very long one"}))
         .await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while gw.fake.requests().is_empty() {
-        assert!(std::time::Instant::now() < deadline, "no model call");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    model_call_in_flight(&gw).await;
     gw.signal_stop();
     // The gate never opens: the grace ends, the turn is cancelled and the gateway stops.
     gw.stopped_within(Duration::from_secs(30)).await;

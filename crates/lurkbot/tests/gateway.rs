@@ -254,3 +254,63 @@ fn a_stderr_nobody_reads_never_stops_the_gateway() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// SIGTERM (what `systemctl restart` and a deploy send) while a model call is in flight: the
+/// running turn finishes and its client gets the answer, then the gateway exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_turn_lets_its_client_have_the_answer() {
+    use lurkbot_llm::fake::{FakeProvider, Gate, Step};
+    let t = Test::init();
+    let gate = Gate::new();
+    let fake = FakeProvider::start(vec![Step::Held(
+        gate.clone(),
+        Box::new(Step::text("Answered through the restart.")),
+    )])
+    .await;
+    fake.record(true);
+    let base = format!("{}/v1", fake.url);
+    let gw = start(
+        &t,
+        &[("LURKBOT_MODEL", "openai/fake"), ("OPENAI_BASE_URL", &base)],
+    );
+    let client = Test::init();
+    let token = t.gateway_token();
+    let ws = gw.ws.clone();
+    let asking = std::thread::spawn(move || {
+        client.run_env(
+            &["agent", "--gateway", &ws, "-m", "a long question"],
+            &[("LURKBOT_GATEWAY_TOKEN", token.as_str())],
+        )
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fake.requests().is_empty() {
+        assert!(Instant::now() < deadline, "no model call");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &gw.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    // The gateway drains instead of going: it says so, and the held call is still open.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !gw.stderr().contains("running turns may finish") {
+        assert!(
+            Instant::now() < deadline,
+            "the gateway did not drain: {}",
+            gw.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    gate.open();
+    let answered = tokio::task::spawn_blocking(move || asking.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(answered.status, 0, "{}", answered.stderr);
+    assert_eq!(answered.stdout, "Answered through the restart.\n");
+    let (status, stderr) = tokio::task::spawn_blocking(move || gw.stop())
+        .await
+        .unwrap();
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stderr.contains("every running turn finished"), "{stderr}");
+}
