@@ -95,17 +95,28 @@ async fn decide(cdp: &Cdp, rules: &Rules, event: Event) {
     }
 }
 
-/// At most 100 characters of a URL.
+/// At most 100 characters of a URL, its password masked: the record reaches the log and the
+/// model's answer.
 fn shorten(url: &str) -> String {
+    let url = lurkbot_term::mask_url_passwords(url);
     match url.char_indices().nth(100) {
         Some((at, _)) => format!("{}…", &url[..at]),
-        None => url.to_string(),
+        None => url,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    #[test]
+    fn a_recorded_url_never_carries_its_password() {
+        let recorded = super::shorten("http://me:hunter2@example.com/private");
+        assert!(!recorded.contains("hunter2"), "{recorded}");
+        assert!(recorded.contains("example.com/private"), "{recorded}");
+        let long = super::shorten(&format!("https://example.com/{}", "a".repeat(300)));
+        assert_eq!(long.chars().count(), 101, "{long}");
+    }
 
     use lurkbot_term::NetworkPolicy;
     use serde_json::json;

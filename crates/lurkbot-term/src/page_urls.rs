@@ -52,12 +52,12 @@ impl NetworkPolicy {
     }
 }
 
-/// At most 120 characters of a URL, for a message.
+/// At most 120 characters of a URL, its password masked, for a message.
 fn shorten(raw: &str) -> String {
-    let raw = raw.trim();
+    let raw = crate::mask_url_passwords(raw.trim());
     match raw.char_indices().nth(120) {
         Some((at, _)) => format!("{}…", &raw[..at]),
-        None => raw.to_string(),
+        None => raw,
     }
 }
 
@@ -110,6 +110,11 @@ mod tests {
             assert!(message.contains("only http: and https:"), "{message}");
         }
         assert!(refused("example.com", PageLoad::Document).contains("not a URL"));
+        let garbled = refused("http://me:hunter2@exa mple.com/", PageLoad::Document);
+        assert!(
+            garbled.contains("not a URL") && !garbled.contains("hunter2"),
+            "{garbled}"
+        );
         assert!(refused("http://u:p@example.com/", PageLoad::Document).contains("credentials"));
     }
 
