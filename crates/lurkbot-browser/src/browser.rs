@@ -299,7 +299,6 @@ impl Browser {
             watched,
             tasks: vec![interceptor, watcher, reaper],
         });
-        self.touch();
         Ok(Some(note.unwrap_or_else(|| "Chromium started.".into())))
     }
 

@@ -313,15 +313,14 @@ async fn serve(mut stream: TcpStream, shared: Shared) -> std::io::Result<()> {
         status: 500,
         message: "the fake provider's script is exhausted".into(),
     });
-    let step = match step {
-        Step::Held(gate, inner) => {
-            gate.wait().await;
-            *inner
-        }
-        other => other,
-    };
+    let mut step = step;
+    while let Step::Held(gate, inner) = step {
+        gate.wait().await;
+        step = *inner;
+    }
     match step {
-        Step::Held(_, _) => {}
+        // Let go by the loop above.
+        Step::Held(..) => {}
         Step::Error { status, message } => {
             let body = if anthropic {
                 json!({"type": "error", "error": {"type": "api_error", "message": message}})

@@ -59,7 +59,10 @@ pub(crate) fn run(home_path: &Path, args: &SetupArgs) -> CliResult {
     };
     // A model server on this machine is the way to a first reply without a paid key: offered
     // first when asking, and taken when nothing else was given (no base URL, no key).
-    let found = if args.base_url.is_none() && args.provider.as_deref() != Some("anthropic") {
+    // A key on stdin means a keyed provider was chosen: nothing is looked for then.
+    let looking =
+        args.base_url.is_none() && !args.key_stdin && args.provider.as_deref() != Some("anthropic");
+    let found = if looking {
         super::local_models::find()
     } else {
         Vec::new()
@@ -80,9 +83,7 @@ pub(crate) fn run(home_path: &Path, args: &SetupArgs) -> CliResult {
         );
     }
     let has_key = lurkbot_agent::setup::variables(&home)("OPENAI_API_KEY").is_some();
-    let local = found
-        .first()
-        .filter(|_| asking || (!args.key_stdin && !has_key));
+    let local = found.first().filter(|_| asking || !has_key);
     let name = match &args.provider {
         Some(p) => p.clone(),
         None => ask(
