@@ -32,6 +32,8 @@ pub mod layout {
     pub const MEMORY: &str = "memory";
     /// Channel state: pairings and each platform's resume point.
     pub const CHANNELS: &str = "channels";
+    /// The durable state (`state.sqlite`): the turn journal, inbound records, the outbox.
+    pub const STATE: &str = "state";
     /// The running gateway's address (`gateway.json`), for the CLI to find it.
     pub const RUN: &str = "run";
     /// The gateway's log files (`gateway.log` and its rotated copies).

@@ -134,6 +134,9 @@ pub fn classify_relative(relative: &str) -> Protection {
             State("channel pairings are changed only with 'lurkbot pairing' or by the gateway")
         }
         ["memory", ..] => State("the memory index is written only by 'lurkbot memory'"),
+        ["state", ..] => State(
+            "the turn journal and the outbox are written only by the gateway (see 'lurkbot outbox')",
+        ),
         ["devices", ..] => {
             State("paired devices are changed only with 'lurkbot devices' or by the gateway")
         }

@@ -1,0 +1,124 @@
+//! The embedded backend: `state/state.sqlite` in the home, SQLite in WAL mode.
+//!
+//! Durability: the store runs with `synchronous = NORMAL` (a killed process loses nothing
+//! written; a power cut may lose the last commits, never the file's consistency). The records a
+//! source is acknowledged on — an admitted message, an outgoing message before it is sent — are
+//! committed with `synchronous = FULL` ([`durably`]), so even a power cut keeps them.
+
+use std::path::Path;
+
+use lurkbot_core::{Home, layout};
+use rusqlite::Connection;
+
+use crate::StateError;
+
+/// The store's file, relative to the home.
+pub const STATE_FILE: &str = "state/state.sqlite";
+
+/// The schema version this build writes (`PRAGMA user_version`).
+const SCHEMA_VERSION: i64 = 1;
+
+/// Version 1: turns (with their inbound source) and the outbox.
+const SCHEMA_V1: &str = "
+CREATE TABLE IF NOT EXISTS turns (
+    id          TEXT PRIMARY KEY,
+    source      TEXT UNIQUE,
+    session     TEXT NOT NULL,
+    origin      TEXT NOT NULL,
+    message     TEXT NOT NULL,
+    options     TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    base        INTEGER,
+    step        INTEGER NOT NULL DEFAULT 0,
+    tool        TEXT,
+    reply       TEXT,
+    error       TEXT,
+    starts      INTEGER NOT NULL DEFAULT 0,
+    created_ms  INTEGER NOT NULL,
+    updated_ms  INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS turns_open ON turns(state) WHERE state IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS turns_updated ON turns(updated_ms);
+CREATE TABLE IF NOT EXISTS outbox (
+    id          TEXT PRIMARY KEY,
+    turn        TEXT,
+    channel     TEXT NOT NULL,
+    chat        TEXT NOT NULL,
+    reply_to    TEXT,
+    kind        TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    pieces_sent INTEGER NOT NULL DEFAULT 0,
+    platform_id TEXT,
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    error       TEXT,
+    created_ms  INTEGER NOT NULL,
+    updated_ms  INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_open ON outbox(state) WHERE state = 'pending';
+";
+
+/// Opens the store of `home`, creating its folder (0700) and file (0600) and bringing the
+/// schema up to date.
+pub(crate) fn open(home: &Home) -> Result<Connection, StateError> {
+    let path = home.join(layout::STATE).join("state.sqlite");
+    if let Some(dir) = path.parent() {
+        lurkbot_core::create_private_dir(dir)?;
+    }
+    create_private_file(&path)?;
+    let conn = Connection::open(&path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    migrate(&conn)?;
+    Ok(conn)
+}
+
+/// Creates `path` empty with mode 0600 when it does not exist (SQLite gives its WAL and
+/// shared-memory files the database file's mode).
+fn create_private_file(path: &Path) -> Result<(), StateError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
+        .open(path)
+        .map(drop)
+        .map_err(|e| lurkbot_core::CoreError::io("create", path, e).into())
+}
+
+fn migrate(conn: &Connection) -> Result<(), StateError> {
+    let found: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(StateError::Newer {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if found < 1 {
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE; {SCHEMA_V1} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+        ))?;
+    }
+    Ok(())
+}
+
+/// Runs `f` in one transaction committed with `synchronous = FULL`: a record a source is
+/// acknowledged on survives a power cut too.
+pub(crate) fn durably<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StateError>,
+) -> Result<T, StateError> {
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    let result = (|| {
+        let tx = conn.transaction()?;
+        let value = f(&tx)?;
+        tx.commit()?;
+        Ok(value)
+    })();
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    result
+}

@@ -1,0 +1,33 @@
+//! What can go wrong with the state store.
+
+/// A state store failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The store's folder could not be made.
+    #[error(transparent)]
+    Core(#[from] lurkbot_core::CoreError),
+    /// The database failed (disk full, a locked or damaged file).
+    #[error("the state store failed: {0} (state/state.sqlite in the home)")]
+    Db(#[from] rusqlite::Error),
+    /// A record that should be JSON is not.
+    #[error("a state record is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The store was written by a newer LurkBot.
+    #[error(
+        "the state store has schema version {found}, newer than this LurkBot's {supported}: upgrade LurkBot"
+    )]
+    Newer {
+        /// The store's version.
+        found: i64,
+        /// This build's.
+        supported: i64,
+    },
+    /// No such record.
+    #[error("no {what} '{id}'")]
+    NotFound {
+        /// A turn or an outbox entry.
+        what: &'static str,
+        /// Its id.
+        id: String,
+    },
+}

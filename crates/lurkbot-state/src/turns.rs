@@ -1,0 +1,358 @@
+//! The turn journal and the inbound records: a message is admitted (with its source id, once)
+//! before its source is acknowledged; its turn then moves `queued → running → done | failed`,
+//! recording the step it reached and the tool call in flight.
+
+use rusqlite::{OptionalExtension, Row, params};
+use serde_json::Value;
+
+use crate::embedded::durably;
+use crate::outbox::{NewOutgoing, Outgoing, insert_outgoing};
+use crate::{StateError, Store};
+
+/// Where a turn is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnState {
+    /// Admitted, not started (its session was busy, or the gateway stopped first).
+    Queued,
+    /// Started: its message may be in the transcript, and steps after it.
+    Running,
+    /// Answered: the reply is kept.
+    Done,
+    /// Ended without an answer: the error is kept.
+    Failed,
+}
+
+impl TurnState {
+    /// Its name in the store and on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Done => "done",
+            Self::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> Self {
+        match s {
+            "queued" => Self::Queued,
+            "running" => Self::Running,
+            "done" => Self::Done,
+            _ => Self::Failed,
+        }
+    }
+}
+
+/// A turn to admit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTurn {
+    /// Its id (the run id clients know it by).
+    pub id: String,
+    /// The source id of the message that starts it (`telegram:<chat>:<message id>`,
+    /// `api:<Idempotency-Key>`, …): one source id never starts two turns.
+    pub source: Option<String>,
+    /// The session key it runs in.
+    pub session: String,
+    /// Where its answer goes (the caller's own shape: a channel and chat, a client, …).
+    pub origin: Value,
+    /// The message as the agent takes it.
+    pub message: String,
+    /// How it runs (its model, thinking level, …; the caller's own shape).
+    pub options: Value,
+}
+
+/// A turn as the journal holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnRecord {
+    /// Its id.
+    pub id: String,
+    /// Its source id, if it has one.
+    pub source: Option<String>,
+    /// Its session key.
+    pub session: String,
+    /// Where its answer goes.
+    pub origin: Value,
+    /// Its message.
+    pub message: String,
+    /// How it runs.
+    pub options: Value,
+    /// Where it is.
+    pub state: TurnState,
+    /// The transcript's length in bytes before its message was appended, once it was about
+    /// to be: everything after it is this turn's.
+    pub base: Option<u64>,
+    /// Model steps taken.
+    pub step: u32,
+    /// The tool call in flight (`<call id> <tool>`), if any.
+    pub tool: Option<String>,
+    /// The reply, once done.
+    pub reply: Option<String>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// How many times it was started (a resume after a restart counts).
+    pub starts: u32,
+    /// Admitted, ms since the epoch.
+    pub created_ms: u64,
+    /// Last changed.
+    pub updated_ms: u64,
+}
+
+/// What admitting a message found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Admitted {
+    /// A new turn, queued.
+    New,
+    /// Its source id was admitted before: the turn it started (no second one).
+    Known(Box<TurnRecord>),
+}
+
+const COLUMNS: &str = "id, source, session, origin, message, options, state, base, step, tool, \
+    reply, error, starts, created_ms, updated_ms";
+
+fn record(row: &Row<'_>) -> rusqlite::Result<(TurnRecord, String, String)> {
+    let origin: String = row.get(3)?;
+    let options: String = row.get(5)?;
+    Ok((
+        TurnRecord {
+            id: row.get(0)?,
+            source: row.get(1)?,
+            session: row.get(2)?,
+            origin: Value::Null,
+            message: row.get(4)?,
+            options: Value::Null,
+            state: TurnState::parse(&row.get::<_, String>(6)?),
+            base: row.get::<_, Option<i64>>(7)?.map(|b| b.max(0) as u64),
+            step: row.get::<_, i64>(8)?.clamp(0, i64::from(u32::MAX)) as u32,
+            tool: row.get(9)?,
+            reply: row.get(10)?,
+            error: row.get(11)?,
+            starts: row.get::<_, i64>(12)?.clamp(0, i64::from(u32::MAX)) as u32,
+            created_ms: row.get::<_, i64>(13)?.max(0) as u64,
+            updated_ms: row.get::<_, i64>(14)?.max(0) as u64,
+        },
+        origin,
+        options,
+    ))
+}
+
+fn decode(raw: (TurnRecord, String, String)) -> Result<TurnRecord, StateError> {
+    let (mut turn, origin, options) = raw;
+    turn.origin = serde_json::from_str(&origin)?;
+    turn.options = serde_json::from_str(&options)?;
+    Ok(turn)
+}
+
+fn now() -> i64 {
+    lurkbot_core::now_ms() as i64
+}
+
+impl Store {
+    /// Admits a message: a new queued turn, or — when its source id was admitted before — the
+    /// turn it started. Committed durably: the source may be acknowledged once this returns.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn admit(&self, turn: &NewTurn) -> Result<Admitted, StateError> {
+        self.with(|conn| {
+            durably(conn, |tx| {
+                if let Some(source) = &turn.source {
+                    let known = tx
+                        .query_row(
+                            &format!("SELECT {COLUMNS} FROM turns WHERE source = ?1"),
+                            [source],
+                            record,
+                        )
+                        .optional()?;
+                    if let Some(known) = known {
+                        return Ok(Admitted::Known(Box::new(decode(known)?)));
+                    }
+                }
+                let at = now();
+                tx.execute(
+                    "INSERT INTO turns (id, source, session, origin, message, options, state, \
+                     created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?7)",
+                    params![
+                        turn.id,
+                        turn.source,
+                        turn.session,
+                        turn.origin.to_string(),
+                        turn.message,
+                        turn.options.to_string(),
+                        at
+                    ],
+                )?;
+                Ok(Admitted::New)
+            })
+        })
+    }
+
+    /// The turn `id`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn turn(&self, id: &str) -> Result<Option<TurnRecord>, StateError> {
+        self.with(|conn| {
+            conn.query_row(
+                &format!("SELECT {COLUMNS} FROM turns WHERE id = ?1"),
+                [id],
+                record,
+            )
+            .optional()?
+            .map(decode)
+            .transpose()
+        })
+    }
+
+    /// The turn a source id started.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn turn_by_source(&self, source: &str) -> Result<Option<TurnRecord>, StateError> {
+        self.with(|conn| {
+            conn.query_row(
+                &format!("SELECT {COLUMNS} FROM turns WHERE source = ?1"),
+                [source],
+                record,
+            )
+            .optional()?
+            .map(decode)
+            .transpose()
+        })
+    }
+
+    /// Marks `id` running (once more, after a restart); how many times it was started.
+    ///
+    /// # Errors
+    /// `NotFound` for an unknown turn; store failures.
+    pub fn begin(&self, id: &str) -> Result<u32, StateError> {
+        self.with(|conn| {
+            let changed = conn.execute(
+                "UPDATE turns SET state = 'running', starts = starts + 1, updated_ms = ?2 \
+                 WHERE id = ?1",
+                params![id, now()],
+            )?;
+            if changed == 0 {
+                return Err(StateError::NotFound {
+                    what: "turn",
+                    id: id.to_string(),
+                });
+            }
+            let starts: i64 =
+                conn.query_row("SELECT starts FROM turns WHERE id = ?1", [id], |r| r.get(0))?;
+            Ok(starts.clamp(0, i64::from(u32::MAX)) as u32)
+        })
+    }
+
+    /// Records the transcript's length just before the turn's message is appended (kept from
+    /// the first start: a resumed turn does not move it).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn set_base(&self, id: &str, base: u64) -> Result<(), StateError> {
+        self.with(|conn| {
+            conn.execute(
+                "UPDATE turns SET base = ?2, updated_ms = ?3 WHERE id = ?1 AND base IS NULL",
+                params![id, base.min(i64::MAX as u64) as i64, now()],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Records the step a turn reached and the tool call in flight (`None` between calls).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn set_step(&self, id: &str, step: u32, tool: Option<&str>) -> Result<(), StateError> {
+        self.with(|conn| {
+            conn.execute(
+                "UPDATE turns SET step = ?2, tool = ?3, updated_ms = ?4 WHERE id = ?1",
+                params![id, i64::from(step), tool, now()],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Ends a turn — with its reply, or the reason it failed — and records what it sends in
+    /// the outbox, in one durable transaction: a crash leaves either the running turn (which
+    /// is resumed) or the ended turn with its messages to send, never one without the other.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn finish(
+        &self,
+        id: &str,
+        outcome: Result<&str, &str>,
+        outgoing: &[NewOutgoing],
+    ) -> Result<Vec<Outgoing>, StateError> {
+        self.with(|conn| {
+            durably(conn, |tx| {
+                let (state, reply, error) = match outcome {
+                    Ok(reply) => (TurnState::Done, Some(reply), None),
+                    Err(error) => (TurnState::Failed, None, Some(error)),
+                };
+                tx.execute(
+                    "UPDATE turns SET state = ?2, reply = ?3, error = ?4, tool = NULL, \
+                     updated_ms = ?5 WHERE id = ?1",
+                    params![id, state.as_str(), reply, error, now()],
+                )?;
+                outgoing
+                    .iter()
+                    .map(|o| insert_outgoing(tx, Some(id), o))
+                    .collect()
+            })
+        })
+    }
+
+    /// Every turn not ended (queued or running), oldest first: what a start resumes.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn unfinished(&self) -> Result<Vec<TurnRecord>, StateError> {
+        self.with(|conn| {
+            let mut statement = conn.prepare(&format!(
+                "SELECT {COLUMNS} FROM turns WHERE state IN ('queued', 'running') \
+                 ORDER BY created_ms, rowid"
+            ))?;
+            let rows = statement.query_map([], record)?;
+            rows.map(|r| decode(r?)).collect()
+        })
+    }
+
+    /// Counts turns by state: `(queued, running, done, failed)`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn turn_counts(&self) -> Result<[u64; 4], StateError> {
+        self.with(|conn| {
+            let mut counts = [0u64; 4];
+            let mut statement = conn.prepare("SELECT state, COUNT(*) FROM turns GROUP BY state")?;
+            let rows =
+                statement.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+            for row in rows {
+                let (state, n) = row?;
+                let slot = match TurnState::parse(&state) {
+                    TurnState::Queued => 0,
+                    TurnState::Running => 1,
+                    TurnState::Done => 2,
+                    TurnState::Failed => 3,
+                };
+                counts[slot] = n.max(0) as u64;
+            }
+            Ok(counts)
+        })
+    }
+
+    /// Forgets ended turns last changed before `before_ms` (their replies no longer answer a
+    /// retried request); how many.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn prune_turns(&self, before_ms: u64) -> Result<usize, StateError> {
+        self.with(|conn| {
+            Ok(conn.execute(
+                "DELETE FROM turns WHERE state IN ('done', 'failed') AND updated_ms < ?1",
+                [before_ms.min(i64::MAX as u64) as i64],
+            )?)
+        })
+    }
+}
