@@ -10,6 +10,7 @@ pub mod gate;
 pub mod heartbeat;
 pub mod images;
 pub mod import;
+pub mod journal;
 mod local_runtime;
 pub mod mcp;
 mod policy;
@@ -41,6 +42,7 @@ pub use prompt::{
     build as build_system_prompt,
 };
 pub use runner::prompt_cost::PROMPT_BUDGET_TOKENS;
+pub use runner::resume::INTERRUPTED_BY_RESTART;
 pub use runner::{Agent, AgentEvent, MAX_STEPS, THINKING_LEVELS, TurnOutcome, record_cancelled};
 pub use runtime::{
     BoxFuture, CHANNELS, GatewayControl, Outbound, Runtime, TurnHandle, TurnRequest, finish_within,

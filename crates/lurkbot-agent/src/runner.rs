@@ -22,6 +22,7 @@ use crate::transcript::{Entry, Sessions, Tracked};
 
 mod offered;
 pub(crate) mod prompt_cost;
+pub(crate) mod resume;
 mod turn;
 
 /// Thinking levels `/think` accepts.
@@ -120,6 +121,8 @@ pub struct Agent {
     cache: Option<Tracked>,
     /// The model's real context window, learned from an overflow error that named it.
     learned_window: Option<u64>,
+    /// Where the next turn records its steps (the gateway's turn journal), taken by it.
+    journal: Option<crate::journal::Journal>,
 }
 
 impl Agent {
@@ -147,6 +150,7 @@ impl Agent {
             thinking: "off".into(),
             cache: None,
             learned_window: None,
+            journal: None,
         }
     }
 
@@ -273,8 +277,18 @@ impl Agent {
         message: &str,
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Result<TurnOutcome, AgentError> {
-        let mut turn = self.prepare(session, message)?;
-        for step in 1..=MAX_STEPS {
+        let turn = self.prepare(session, Some(message))?;
+        self.steps_from(turn, 1, on_event).await
+    }
+
+    /// The model steps of a turn from step `first` on (1 for a new turn; later for a resumed one).
+    async fn steps_from(
+        &mut self,
+        mut turn: turn::Turn<'_>,
+        first: usize,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<TurnOutcome, AgentError> {
+        for step in first..=MAX_STEPS {
             let response = self.call_model(&mut turn, on_event).await?;
             let calls = response.tool_calls.clone();
             // Synced now only when it ends the turn; with calls, the results' append syncs it.
@@ -286,13 +300,11 @@ impl Agent {
                 ))],
                 calls.is_empty(),
             )?;
+            self.journal_step(step, None);
             if calls.is_empty() {
                 return self.finish(turn, response.text, step);
             }
-            let (results, voice) = self.run_tools(&turn, &calls, on_event).await;
-            turn.voice_notes.extend(voice);
-            turn.sessions
-                .append_tracked(&mut turn.tracked, &results, true)?;
+            self.run_tools(&mut turn, step, &calls, on_event).await?;
         }
         let note = format!("[stopped after {MAX_STEPS} model steps without a final answer]");
         turn.sessions.append_tracked(
@@ -397,6 +409,7 @@ impl Agent {
         ctx: &ToolCtx<'_>,
         offered: &[ToolSpec],
         call: &ToolCall,
+        step: usize,
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> ToolOutput {
         let (name, arguments) = (call.name.as_str(), call.arguments.as_str());
@@ -419,8 +432,10 @@ impl Agent {
             .approvals
             .check(ctx.session.as_str(), &call.id, name, &args)
         {
+            self.journal_call(step, "approval", call);
             on_event(AgentEvent::ApprovalPending(request.clone()));
             let decision = self.approver.decide(&request).await;
+            self.journal_call(step, "run", call);
             on_event(AgentEvent::ApprovalResolved {
                 id: call.id.clone(),
                 decision,

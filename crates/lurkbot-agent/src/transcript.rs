@@ -382,7 +382,29 @@ impl Sessions {
         Ok(())
     }
 
-    fn transcript_len(&self, session_id: &str) -> u64 {
+    /// The entries written after the first `offset` bytes of a transcript (a resumed turn's
+    /// own, after the length its journal recorded); a torn last line is skipped.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn entries_since(&self, session_id: &str, offset: u64) -> Result<Vec<Entry>, AgentError> {
+        use std::io::{Read, Seek, SeekFrom};
+        let path = self.transcript_path(session_id);
+        let mut text = String::new();
+        File::open(&path)
+            .and_then(|mut f| {
+                f.seek(SeekFrom::Start(offset))?;
+                f.read_to_string(&mut text)
+            })
+            .map_err(|e| AgentError::io("read", &path, e))?;
+        Ok(text
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect())
+    }
+
+    /// The length in bytes of a transcript (0 when it does not exist).
+    pub fn transcript_len(&self, session_id: &str) -> u64 {
         std::fs::metadata(self.transcript_path(session_id)).map_or(0, |m| m.len())
     }
 }
@@ -398,6 +420,11 @@ pub struct Tracked {
 }
 
 impl Tracked {
+    /// The transcript's length in bytes this context was read at.
+    pub fn transcript_bytes(&self) -> u64 {
+        self.len
+    }
+
     /// The context as the model sees it (unfinished tool calls answered "interrupted").
     pub fn context(&self) -> Context {
         Context {

@@ -45,6 +45,50 @@ pub struct Inbound {
     pub media: Vec<Media>,
 }
 
+impl Inbound {
+    /// The message from its recorded form (its `Serialize` output; attachments are not
+    /// recorded: a message handled again after a restart names them in its text only).
+    pub fn from_record(record: &serde_json::Value) -> Option<Self> {
+        let text = |k: &str| {
+            record
+                .get(k)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+        };
+        let flag = |k: &str| {
+            record
+                .get(k)
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false)
+        };
+        let name = text("channel")?;
+        let channel = lurkbot_core::CHANNEL_NAMES
+            .iter()
+            .copied()
+            .find(|n| *n == name)?;
+        Some(Self {
+            channel,
+            chat: text("chat")?,
+            sender: text("sender")?,
+            sender_name: text("senderName").unwrap_or_default(),
+            handle: text("handle"),
+            forwarded_from: text("forwardedFrom"),
+            authenticated: flag("authenticated"),
+            text: text("text").unwrap_or_default(),
+            group: flag("group"),
+            mentioned: flag("mentioned"),
+            message_id: text("messageId")?,
+            thread: text("thread"),
+            media: Vec::new(),
+        })
+    }
+
+    /// Its source id: one message, however often the platform serves it.
+    pub fn source_id(&self) -> String {
+        format!("{}:{}:{}", self.channel, self.chat, self.message_id)
+    }
+}
+
 /// One attachment of an inbound message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Media {
@@ -122,8 +166,14 @@ pub trait Channel: Send + Sync {
     fn format(&self, markdown: &str) -> String;
 
     /// The next messages (waits for some, as long polling or a socket does); an empty list is
-    /// fine. A platform that resumes remembers where it is, so a restart re-reads nothing.
+    /// fine. A platform that resumes remembers where it is in memory, and on disk once told
+    /// ([`Channel::acknowledge`]).
     fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>>;
+
+    /// Makes the resume point of the last [`Channel::receive`] durable (Telegram's offset,
+    /// Matrix's `since`). The gateway calls it once that batch's messages are recorded, so a
+    /// crash before then reads them again (and the record keeps them from being answered twice).
+    fn acknowledge(&self) {}
 
     /// Sends one message already within [`Channel::max_chars`] and formatted, as a reply to
     /// `reply_to` when given.
@@ -133,6 +183,21 @@ pub trait Channel: Send + Sync {
         text: &'a str,
         reply_to: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), ChannelError>>;
+
+    /// Sends one message like [`Channel::send`] under `key`, an idempotency key of the
+    /// caller's (the outbox entry's id and the piece): a platform that offers idempotency
+    /// (Matrix's `txnId`, Discord's `nonce` with `enforce_nonce`) keeps a retried send from
+    /// posting twice. The platform's id of the message, when it gives one.
+    fn send_once<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, ChannelError>> {
+        let _ = key;
+        Box::pin(async move { self.send(chat, text, reply_to).await.map(|()| None) })
+    }
 
     /// Shows "typing…" in `chat` (best effort).
     fn typing<'a>(&'a self, chat: &'a str) -> BoxFuture<'a, ()>;

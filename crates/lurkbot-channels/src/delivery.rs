@@ -50,6 +50,35 @@ pub async fn deliver(
     Ok(pieces.len())
 }
 
+/// Sends the pieces of `markdown` from piece `first` on, each under the idempotency key
+/// `<key>.<piece>` ([`Channel::send_once`]), telling `sent` after each (pieces sent so far, the
+/// platform's id): the outbox records it, so a restart sends only the rest. The number of
+/// pieces.
+///
+/// # Errors
+/// The first piece that could not be sent (permanent, or still failing after the retries).
+pub async fn deliver_from(
+    channel: &dyn Channel,
+    chat: &str,
+    markdown: &str,
+    reply_to: Option<&str>,
+    policy: RetryPolicy,
+    (key, first): (&str, usize),
+    sent: &mut (dyn FnMut(usize, Option<&str>) + Send),
+) -> Result<usize, ChannelError> {
+    let pieces = formatted_pieces(channel, markdown);
+    for (i, piece) in pieces.iter().enumerate().skip(first) {
+        let reply = if i == 0 { reply_to } else { None };
+        let piece_key = format!("{key}.{i}");
+        let id = retrying(channel, policy, || {
+            channel.send_once(chat, piece, reply, &piece_key)
+        })
+        .await?;
+        sent(i + 1, id.as_deref());
+    }
+    Ok(pieces.len())
+}
+
 /// The formatted messages for `markdown`: each raw piece is cut again until its formatted
 /// form (escaping makes it longer) fits.
 fn formatted_pieces(channel: &dyn Channel, markdown: &str) -> Vec<String> {
@@ -82,11 +111,20 @@ async fn send_with_retry(
     reply_to: Option<&str>,
     policy: RetryPolicy,
 ) -> Result<(), ChannelError> {
+    retrying(channel, policy, || channel.send(chat, text, reply_to)).await
+}
+
+/// Runs `attempt` until it succeeds, fails for good, or the policy's tries are spent.
+async fn retrying<'a, T>(
+    channel: &dyn Channel,
+    policy: RetryPolicy,
+    mut attempt: impl FnMut() -> crate::BoxFuture<'a, Result<T, ChannelError>>,
+) -> Result<T, ChannelError> {
     let mut backoff = policy.backoff;
-    let mut attempt = 1;
+    let mut tries = 1;
     loop {
-        let error = match channel.send(chat, text, reply_to).await {
-            Ok(()) => return Ok(()),
+        let error = match attempt().await {
+            Ok(value) => return Ok(value),
             Err(e) => e,
         };
         let wait = match &error {
@@ -99,18 +137,18 @@ async fn send_with_retry(
                 wait
             }
         };
-        if attempt >= policy.attempts {
+        if tries >= policy.attempts {
             return Err(error);
         }
         tracing::warn!(
             channel = channel.name(),
-            attempt,
+            attempt = tries,
             wait_ms = wait.as_millis() as u64,
             error = %error,
             "message not sent; retrying"
         );
         tokio::time::sleep(wait).await;
-        attempt += 1;
+        tries += 1;
     }
 }
 

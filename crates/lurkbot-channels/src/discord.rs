@@ -397,6 +397,41 @@ impl Channel for Discord {
         })
     }
 
+    /// The outbox's key is the `nonce`, enforced: Discord posts one message per nonce for a
+    /// few minutes, however often the same request is made. The message's id.
+    fn send_once<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, ChannelError>> {
+        Box::pin(async move {
+            // A nonce is at most 25 characters.
+            let nonce: String = key
+                .chars()
+                .rev()
+                .take(25)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let mut body = json!({"content": text, "allowed_mentions": {"parse": []},
+                "nonce": nonce, "enforce_nonce": true});
+            if let Some(id) = reply_to.filter(|r| !r.is_empty()) {
+                body["message_reference"] = json!({"message_id": id, "fail_if_not_exists": false});
+            }
+            let sent = self
+                .rest(
+                    reqwest::Method::POST,
+                    &format!("/channels/{chat}/messages"),
+                    Some(body),
+                )
+                .await?;
+            Ok(sent["id"].as_str().map(str::to_string))
+        })
+    }
+
     fn send_voice<'a>(
         &'a self,
         chat: &'a str,

@@ -109,20 +109,37 @@ impl Matrix {
         &self,
         token: &str,
         room: &str,
-        mut body: Value,
+        body: Value,
         reply_to: Option<&str>,
     ) -> Result<(), ChannelError> {
+        let txn = format!("lurkbot{}", lurkbot_core::random_hex(8));
+        self.room_message_as(token, room, body, reply_to, &txn)
+            .await
+            .map(|_| ())
+    }
+
+    /// Sends a room message under the transaction id `txn`: the homeserver sends one event per
+    /// id, however often the same request is made. The event's id.
+    async fn room_message_as(
+        &self,
+        token: &str,
+        room: &str,
+        mut body: Value,
+        reply_to: Option<&str>,
+        txn: &str,
+    ) -> Result<Option<String>, ChannelError> {
         if let Some(event) = reply_to.filter(|r| !r.is_empty()) {
             body["m.relates_to"] = json!({"m.in_reply_to": {"event_id": event}});
         }
-        let txn = format!("lurkbot{}", lurkbot_core::random_hex(8));
         let path = format!(
-            "/_matrix/client/v3/rooms/{}/send/m.room.message/{txn}",
-            encode(room)
+            "/_matrix/client/v3/rooms/{}/send/m.room.message/{}",
+            encode(room),
+            encode(txn)
         );
-        self.request(reqwest::Method::PUT, &path, Some(token), Some(body))
-            .await
-            .map(|_| ())
+        let sent = self
+            .request(reqwest::Method::PUT, &path, Some(token), Some(body))
+            .await?;
+        Ok(sent["event_id"].as_str().map(str::to_string))
     }
 
     /// Uploads `bytes` to the homeserver's media repository; their `mxc://` URI.
@@ -404,6 +421,12 @@ impl Channel for Matrix {
         markdown.to_string()
     }
 
+    fn acknowledge(&self) {
+        if let Some(since) = self.since.lock().ok().and_then(|s| s.clone()) {
+            self.save_since(&since);
+        }
+    }
+
     fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
         Box::pin(async move {
             let (token, me) = self.session().await?;
@@ -420,11 +443,10 @@ impl Channel for Matrix {
                 .request(reqwest::Method::GET, &path, Some(&token), None)
                 .await?;
             let next = sync["next_batch"].as_str().unwrap_or_default().to_string();
-            if !next.is_empty() {
-                if let Ok(mut s) = self.since.lock() {
-                    *s = Some(next.clone());
-                }
-                self.save_since(&next);
+            if !next.is_empty()
+                && let Ok(mut s) = self.since.lock()
+            {
+                *s = Some(next.clone());
             }
             self.invitations(&sync, &token).await;
             if since.is_none() {
@@ -445,6 +467,22 @@ impl Channel for Matrix {
             let (token, _) = self.session().await?;
             let body = json!({"msgtype": "m.text", "body": text});
             self.room_message(&token, chat, body, reply_to).await
+        })
+    }
+
+    /// The outbox's key is the transaction id: a send retried after a crash is one event.
+    fn send_once<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, ChannelError>> {
+        Box::pin(async move {
+            let (token, _) = self.session().await?;
+            let body = json!({"msgtype": "m.text", "body": text});
+            self.room_message_as(&token, chat, body, reply_to, &format!("lurkbot.{key}"))
+                .await
         })
     }
 

@@ -256,6 +256,13 @@ impl Channel for Telegram {
         markdown_v2(markdown)
     }
 
+    fn acknowledge(&self) {
+        let offset = self.offset.lock().map(|o| *o).unwrap_or(0);
+        if offset > 0 {
+            self.save_offset(offset);
+        }
+    }
+
     fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
         Box::pin(async move {
             let me = self.me().await?;
@@ -271,10 +278,10 @@ impl Channel for Telegram {
             let Some(last) = updates.iter().filter_map(|u| u["update_id"].as_i64()).max() else {
                 return Ok(Vec::new());
             };
+            // The next getUpdates confirms these to Telegram; the gateway records them first.
             if let Ok(mut o) = self.offset.lock() {
                 *o = last + 1;
             }
-            self.save_offset(last + 1);
             Ok(updates
                 .iter()
                 .filter_map(|u| Self::inbound(u, &me))
@@ -295,6 +302,26 @@ impl Channel for Telegram {
                     json!({"message_id": id, "allow_sending_without_reply": true});
             }
             self.call("sendMessage", body).await.map(|_| ())
+        })
+    }
+
+    /// Telegram offers no idempotency: the message's id is kept (the window for a duplicate is
+    /// one send, ARCHITECTURE.md §10).
+    fn send_once<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+        _key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, ChannelError>> {
+        Box::pin(async move {
+            let mut body = json!({"chat_id": chat, "text": text, "parse_mode": "MarkdownV2"});
+            if let Some(id) = reply_to.and_then(|r| r.parse::<i64>().ok()) {
+                body["reply_parameters"] =
+                    json!({"message_id": id, "allow_sending_without_reply": true});
+            }
+            let sent = self.call("sendMessage", body).await?;
+            Ok(sent["message_id"].as_i64().map(|id| id.to_string()))
         })
     }
 

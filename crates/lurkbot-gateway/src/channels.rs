@@ -35,6 +35,21 @@ impl Live {
             f(&mut status);
         }
     }
+
+    /// The platform.
+    pub(crate) fn channel(&self) -> &dyn Channel {
+        &*self.channel
+    }
+
+    /// `n` more messages went out.
+    pub(crate) fn count_sent(&self, n: usize) {
+        self.update(|s| s.sent += n as u64);
+    }
+
+    /// A send failed: the status shows why.
+    pub(crate) fn note_error(&self, text: &str) {
+        self.update(|s| s.last_error = Some(text.to_string()));
+    }
 }
 
 /// The running channels, by name.
@@ -43,11 +58,18 @@ pub(crate) struct ChannelSet {
     running: Mutex<BTreeMap<&'static str, Arc<Live>>>,
     /// Where the IRC forwarder hands the IRC line's messages (`[channels.irc]`).
     irc_line: Mutex<Option<tokio::sync::mpsc::UnboundedSender<lurkbot_term::InboundMessage>>>,
+    /// Outbox entries being sent now (`outbox.rs`).
+    pub(crate) in_flight: crate::outbox::InFlight,
 }
 
 impl ChannelSet {
     fn get(&self, name: &str) -> Option<Arc<Live>> {
         self.running.lock().ok()?.get(name).cloned()
+    }
+
+    /// The running channel `name`.
+    pub(crate) fn live(&self, name: &str) -> Option<Arc<Live>> {
+        self.get(name)
     }
 
     /// Hands a message of the IRC line to its channel; false when no IRC channel runs.
@@ -234,6 +256,7 @@ pub(crate) fn start(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
             running.insert(name, live.clone());
         }
         tracing::info!(channel = name, "channel started");
+        replay(state, &live);
         tasks.push(tokio::spawn(receive_loop(state.clone(), live)));
     }
     tasks
@@ -251,6 +274,13 @@ async fn receive_loop(state: AppState, live: Arc<Live>) {
                     s.state = "connected".into();
                     s.received += batch.len() as u64;
                 });
+                // Recorded before the platform is told they arrived; one served again after
+                // a crash is recorded already, and not answered twice.
+                let Some(batch) = record(&state, &live, batch) else {
+                    tokio::time::sleep(backoff).await;
+                    continue;
+                };
+                live.channel.acknowledge();
                 if !batch.is_empty() {
                     // One task per batch: its messages are answered in order, and receiving
                     // goes on meanwhile.
@@ -280,11 +310,77 @@ async fn receive_loop(state: AppState, live: Arc<Live>) {
     }
 }
 
-/// One inbound message: access, routing, the turn, the reply.
+/// Records a received batch in the inbound records: the messages not recorded before, or
+/// `None` when the store failed (nothing is acknowledged; the platform serves them again).
+fn record(state: &AppState, live: &Live, batch: Vec<Inbound>) -> Option<Vec<Inbound>> {
+    let Some(store) = state.host.store() else {
+        return Some(batch);
+    };
+    let mut fresh = Vec::with_capacity(batch.len());
+    for message in batch {
+        let payload = serde_json::to_value(&message).unwrap_or(Value::Null);
+        match store.receive(&message.source_id(), live.channel.name(), &payload) {
+            Ok(true) => fresh.push(message),
+            Ok(false) => tracing::info!(
+                channel = live.channel.name(),
+                source = message.source_id().as_str(),
+                "message served again: recorded before, not answered twice"
+            ),
+            Err(e) => {
+                tracing::error!(channel = live.channel.name(), error = %e, "message not recorded: not acknowledged");
+                live.update(|s| s.last_error = Some(e.to_string()));
+                return None;
+            }
+        }
+    }
+    Some(fresh)
+}
+
+/// Handles again the messages recorded and not handled when the gateway stopped.
+fn replay(state: &AppState, live: &Arc<Live>) {
+    let Some(store) = state.host.store() else {
+        return;
+    };
+    let open = store.unhandled(live.channel.name()).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "recorded messages not read");
+        Vec::new()
+    });
+    let batch: Vec<Inbound> = open
+        .iter()
+        .filter_map(|r| Inbound::from_record(&r.payload))
+        .collect();
+    if batch.is_empty() {
+        return;
+    }
+    tracing::info!(
+        channel = live.channel.name(),
+        messages = batch.len(),
+        "handling messages received before a restart"
+    );
+    let (state, live) = (state.clone(), live.clone());
+    tokio::spawn(async move {
+        for message in batch {
+            handle(&state, &live, message).await;
+        }
+    });
+}
+
+/// Marks an inbound message handled without a turn.
+fn handled(state: &AppState, message: &Inbound, note: &str) {
+    if let Some(store) = state.host.store()
+        && let Err(e) = store.handled(&message.source_id(), note)
+    {
+        tracing::warn!(error = %e, "inbound record not updated");
+    }
+}
+
+/// One inbound message: access, routing, the turn (whose answer the host sends through the
+/// outbox), the voice notes.
 async fn handle(state: &AppState, live: &Live, message: Inbound) {
     let config = state.config();
     let name = live.channel.name();
     let Some(settings) = config.channels.get(name) else {
+        handled(state, &message, "ignored");
         return;
     };
     let pairings = PairingStore::open(&state.home);
@@ -297,6 +393,7 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
     };
     let owner = match decision {
         Decision::Ignore(reason) => {
+            handled(state, &message, "ignored");
             tracing::info!(
                 channel = name,
                 sender = message.sender.as_str(),
@@ -311,13 +408,21 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
                 sender = message.sender.as_str(),
                 "pairing code sent; approve with lurkbot pairing approve"
             );
-            let _ = send(
-                live,
-                &message.chat,
-                &code_message(&code),
-                Some(&message.message_id),
-            )
-            .await;
+            handled(state, &message, "pairing code");
+            let text = code_message(&code);
+            let reply_to = Some(message.message_id.as_str());
+            match state.host.store() {
+                Some(store) => {
+                    let _ = state
+                        .host
+                        .channels
+                        .deliver_recorded(store, name, &message.chat, &text, reply_to, "code")
+                        .await;
+                }
+                None => {
+                    let _ = send(live, &message.chat, &text, reply_to).await;
+                }
+            }
             return;
         }
         Decision::Answer { owner } => owner,
@@ -367,26 +472,52 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
         text.push_str(&notes);
         options.images = images;
     }
+    options.origin = crate::durable::Origin::Channel {
+        channel: name.to_string(),
+        chat: message.chat.clone(),
+        reply_to: Some(message.message_id.clone()),
+    };
+    let run_id = format!("run_{}", lurkbot_core::random_hex(8));
+    let source = message.source_id();
+    match state
+        .host
+        .admit_source(&run_id, &source, &key, &text, &options, false)
+    {
+        Ok(None) => options.admitted = true,
+        Ok(Some(turn)) => {
+            tracing::info!(
+                channel = name,
+                run_id = turn.id.as_str(),
+                "message answered by its turn already"
+            );
+            return;
+        }
+        Err(e) => {
+            tracing::error!(
+                channel = name,
+                error = e.message.as_str(),
+                "channel message not answered"
+            );
+            return;
+        }
+    }
     let started = state
         .host
-        .start_when_free(key.clone(), text, options, false)
+        .start_when_free_as(key.clone(), text, options, false, run_id)
         .await;
-    let mut made = Vec::new();
-    let reply = match started {
+    let (reply, made) = match started {
         Ok((_, task)) => match task.await {
-            Ok(Ok(outcome)) => {
-                made = outcome.voice_notes;
-                outcome.text
-            }
+            Ok(Ok(outcome)) => (outcome.text, outcome.voice_notes),
             Ok(Err(e)) => {
-                // The details (a provider's error, a budget) are the owner's: logged, not sent.
+                // The details (a provider's error, a budget) are the owner's: logged; the
+                // channel is sent an apology (through the outbox, by the host).
                 tracing::warn!(
                     channel = name,
                     session = key.as_str(),
                     error = e.message.as_str(),
                     "channel turn failed"
                 );
-                "Sorry, I could not answer that just now.".to_string()
+                return;
             }
             Err(_) => return,
         },
@@ -395,14 +526,11 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
                 channel = name,
                 session = key.as_str(),
                 error = e.message.as_str(),
-                "channel message not answered: session busy"
+                "channel message not answered now: its turn waits in the journal"
             );
             return;
         }
     };
-    if !reply.trim().is_empty() {
-        let _ = send(live, &message.chat, &reply, Some(&message.message_id)).await;
-    }
     let reply_to = Some(message.message_id.as_str());
     let spoken = crate::channel_voice::speak(
         state,

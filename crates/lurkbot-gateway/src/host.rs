@@ -19,10 +19,10 @@ use lurkbot_term::{InboundMessage, IrcEvent, IrcSessions, TerminalExec};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinHandle};
 
+use crate::host_events::{agent_event, chat, hub_event};
 use crate::hub::{ClientApprover, Hub};
 use crate::protocol::{
-    self, AgentStream, ChatEvent, ChatState, Compaction, ErrorCode, Event, Lifecycle,
-    LifecyclePhase, MethodError, ToolPhase,
+    self, AgentStream, ChatState, ErrorCode, Event, Lifecycle, LifecyclePhase, MethodError,
 };
 pub use crate::run::{RunEnd, TurnOptions};
 
@@ -80,6 +80,9 @@ pub struct SessionHost {
     pub(crate) control: Mutex<Option<Arc<dyn lurkbot_agent::GatewayControl>>>,
     /// Whether the gateway is stopping: no new turn starts (`drain.rs`).
     pub(crate) drain: Arc<crate::drain::Drain>,
+    /// The home's durable state: the turn journal, inbound records, the outbox (`durable.rs`);
+    /// `None` only when it could not be opened (the gateway then refuses to serve).
+    pub(crate) store: Option<lurkbot_state::Store>,
     pub(crate) me: Weak<SessionHost>,
 }
 
@@ -107,7 +110,11 @@ impl SessionHost {
         );
         let approvals = Arc::new(Approvals::new(&home, config.approvals.clone()));
         let mcp = lurkbot_agent::mcp::McpHub::new(&home, &config.mcp);
+        let store = lurkbot_state::Store::open(&home)
+            .inspect_err(|e| tracing::error!(error = %e, "the state store cannot be opened"))
+            .ok();
         Arc::new_cyclic(|me| Self {
+            store,
             mcp,
             home,
             config: RwLock::new((0, Arc::new(config), approvals)),
@@ -128,6 +135,21 @@ impl SessionHost {
             drain: Arc::default(),
             me: me.clone(),
         })
+    }
+
+    /// The same host sending on `gateway`'s channels (a user's host on a shared gateway: the
+    /// channels run once, on the gateway's).
+    pub(crate) fn sharing_channels(self: Arc<Self>, gateway: &SessionHost) -> Arc<Self> {
+        match Arc::try_unwrap(self) {
+            Ok(mut host) => {
+                host.channels = gateway.channels.clone();
+                Arc::new_cyclic(|me| {
+                    host.me = me.clone();
+                    host
+                })
+            }
+            Err(shared) => shared,
+        }
     }
 
     /// Puts `config` in force: each session's next turn uses an agent made from it (a running
@@ -168,13 +190,14 @@ impl SessionHost {
         message: &str,
         options: &TurnOptions,
         run_id: &str,
+        journal: Option<lurkbot_agent::journal::Journal>,
         on_event: &mut (dyn FnMut(&AgentEvent) + Send),
     ) -> (bool, Result<TurnOutcome, MethodError>) {
         let slot = self.slot(key);
         let mut guard = slot.agent.lock().await;
         let (generation, config, approvals) = self.current();
         if guard.as_ref().is_none_or(|(made_from, made_with, _)| {
-            *made_from != generation || made_with != options
+            *made_from != generation || !made_with.same_agent(options)
         }) {
             let chosen = options.model.as_deref();
             let failover = match lurkbot_agent::setup::failover(&self.home, &config, chosen) {
@@ -232,58 +255,18 @@ impl SessionHost {
                 hub.emit(event);
             }
         };
-        let outcome = agent
-            .turn(key, message, &mut forward)
-            .await
-            .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()));
+        agent.set_journal(journal);
+        let outcome = match &options.resume {
+            Some(at) => {
+                agent
+                    .resume(key, message, at.base, at.tool.as_deref(), &mut forward)
+                    .await
+            }
+            None => agent.turn(key, message, &mut forward).await,
+        };
+        agent.set_journal(None);
+        let outcome = outcome.map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()));
         (true, outcome)
-    }
-
-    /// The end of a run on the hub: lifecycle `end` and `chat` `final`, or lifecycle `error`
-    /// (when it had started) and `chat` `error`.
-    fn report_end(
-        &self,
-        run_id: &str,
-        session: &str,
-        started: bool,
-        result: &Result<TurnOutcome, MethodError>,
-    ) {
-        let lifecycle =
-            |phase| agent_event(run_id, session, AgentStream::Lifecycle(Lifecycle { phase }));
-        match result {
-            Ok(done) => {
-                self.hub.emit(lifecycle(LifecyclePhase::End));
-                self.hub.emit(chat(
-                    run_id,
-                    session,
-                    ChatState::Final {
-                        text: done.text.clone(),
-                        model: done.model.clone(),
-                        usage: done.usage,
-                    },
-                ));
-            }
-            Err(e) => {
-                if started {
-                    self.hub.emit(lifecycle(LifecyclePhase::Error));
-                }
-                self.hub.emit(chat(
-                    run_id,
-                    session,
-                    ChatState::Error {
-                        message: e.message.clone(),
-                    },
-                ));
-                if e.message.starts_with(lurkbot_agent::usage::BUDGET_EXCEEDED) {
-                    self.hub
-                        .emit(Event::BudgetExceeded(protocol::BudgetExceeded {
-                            run_id: run_id.to_string(),
-                            session_key: session.to_string(),
-                            message: e.message.clone(),
-                        }));
-                }
-            }
-        }
     }
 
     /// Starts a turn in the background; returns its run id at once. An `ephemeral` session
@@ -374,7 +357,7 @@ impl SessionHost {
         .map(|(id, _)| id)
     }
 
-    fn spawn_run(
+    pub(crate) fn spawn_run(
         self: &Arc<Self>,
         key: SessionKey,
         message: String,
@@ -398,6 +381,7 @@ impl SessionHost {
                 ),
             ));
         }
+        let journal = self.journal_for(&run_id, &key, &message, &options, ephemeral)?;
         let (tx, rx) = watch::channel(None);
         if let Ok(mut runs) = self.runs.lock() {
             runs.push((run_id.clone(), rx));
@@ -409,8 +393,10 @@ impl SessionHost {
         let task_slot = Arc::clone(&slot);
         let task = tokio::spawn(async move {
             let (started, result) = host
-                .turn(&key, &message, &options, &id, &mut *on_event)
+                .turn(&key, &message, &options, &id, journal, &mut *on_event)
                 .await;
+            let text = result.as_ref().map(|done| done.text.as_str());
+            host.journal_end(&id, &options.origin, text.map_err(|e| e.message.as_str()));
             let end = match &result {
                 Ok(done) => RunEnd::Done {
                     text: done.text.clone(),
@@ -486,8 +472,13 @@ impl SessionHost {
             return false;
         };
         handle.abort();
-        if let Some((_, _, agent)) = slot.agent.lock().await.as_ref() {
-            let _ = agent.cancelled(key);
+        // A gateway that stops leaves the turn unended in its journal: the next start resumes
+        // it. Otherwise someone cancelled it, and the transcript and the journal say so.
+        if !self.drain.is_draining() {
+            if let Some((_, _, agent)) = slot.agent.lock().await.as_ref() {
+                let _ = agent.cancelled(key);
+            }
+            self.journal_end(&run_id, &crate::durable::Origin::Client, Err("aborted"));
         }
         self.finish_aborted(&run_id, key);
         true
@@ -536,64 +527,4 @@ impl SessionHost {
         let running = slot.running.lock().ok()?;
         running.as_ref().map(|(run, _)| run.clone())
     }
-}
-
-/// A `chat` event of one run.
-fn chat(run_id: &str, session: &str, state: ChatState) -> Event {
-    Event::Chat(ChatEvent {
-        run_id: run_id.to_string(),
-        session_key: session.to_string(),
-        state,
-    })
-}
-
-/// An `agent` event of one run.
-fn agent_event(run_id: &str, session: &str, stream: AgentStream) -> Event {
-    Event::Agent(protocol::AgentEvent {
-        run_id: run_id.to_string(),
-        session_key: session.to_string(),
-        stream,
-    })
-}
-
-/// The hub event for an agent event (text deltas, tools, approvals' outcome, compaction).
-fn hub_event(event: &AgentEvent, run_id: &str, session: &str) -> Option<Event> {
-    let tool = |phase| agent_event(run_id, session, AgentStream::Tool(phase));
-    Some(match event {
-        AgentEvent::Text(text) => chat(run_id, session, ChatState::Delta { text: text.clone() }),
-        AgentEvent::ToolStart {
-            id,
-            name,
-            arguments,
-        } => tool(ToolPhase::Start {
-            id: id.clone(),
-            name: name.clone(),
-            arguments: arguments.clone(),
-        }),
-        AgentEvent::ToolEnd {
-            id,
-            name,
-            is_error,
-            preview,
-        } => tool(ToolPhase::End {
-            id: id.clone(),
-            name: name.clone(),
-            is_error: *is_error,
-            preview: preview.clone(),
-        }),
-        AgentEvent::ApprovalResolved { id, decision } => tool(ToolPhase::Approval {
-            id: id.clone(),
-            decision: *decision,
-        }),
-        AgentEvent::Compacted { summarized, kept } => agent_event(
-            run_id,
-            session,
-            AgentStream::Compaction(Compaction {
-                summarized: *summarized,
-                kept: *kept,
-            }),
-        ),
-        // The approver emits exec.approval.requested itself.
-        AgentEvent::ApprovalPending(_) => return None,
-    })
 }

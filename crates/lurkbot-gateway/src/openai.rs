@@ -62,6 +62,33 @@ pub(crate) async fn chat_completions(
         Ok(images) => images,
         Err(e) => return HttpError::bad_request(e).into_response(),
     };
+    let idempotency = match crate::idempotency::key_of(&headers) {
+        Ok(key) => key,
+        Err(e) => return e.into_response(),
+    };
+    if let Some(key) = idempotency {
+        let run_id = format!("run_{}", lurkbot_core::random_hex(8));
+        let source = crate::idempotency::source(&key);
+        let admitted = state.host.admit_source(
+            &run_id,
+            &source,
+            &turn.key,
+            &turn.message,
+            &turn.options,
+            turn.fresh,
+        );
+        match admitted {
+            Ok(None) => {
+                turn.options.admitted = true;
+                turn.run_id = run_id;
+            }
+            Ok(Some(known)) => return attached(&state, turn, known).await,
+            Err(e) => {
+                return HttpError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.message)
+                    .into_response();
+            }
+        }
+    }
     if turn.stream {
         stream(state, turn).into_response()
     } else {
@@ -83,6 +110,8 @@ struct Turn {
     raw_images: Vec<Vec<u8>>,
     /// The turn's options (its pictures, once made ready).
     options: TurnOptions,
+    /// Its run id.
+    run_id: String,
 }
 
 fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, HttpError> {
@@ -181,6 +210,7 @@ fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, H
         fresh,
         raw_images,
         options: TurnOptions::default(),
+        run_id: format!("run_{}", lurkbot_core::random_hex(8)),
     })
 }
 
@@ -230,31 +260,82 @@ fn busy(e: MethodError) -> HttpError {
     HttpError::new(StatusCode::CONFLICT, "busy", e.message)
 }
 
+/// A retried request (its `Idempotency-Key` known): the answer of the turn the first one
+/// started, in the form this one asked for.
+async fn attached(state: &AppState, turn: Turn, known: lurkbot_state::TurnRecord) -> Response {
+    if turn.fresh {
+        // The fresh session seeded for this request is not needed: the first one's answers.
+        let _ = Sessions::open(&state.home, turn.key.agent_id()).delete(&turn.key);
+    }
+    let text = match crate::idempotency::attach(state, known, &turn.message).await {
+        Ok(crate::idempotency::Attached::Answered(text)) => text,
+        Ok(crate::idempotency::Attached::Failed(message)) => {
+            return HttpError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
+                .into_response();
+        }
+        Err(e) => return e.into_response(),
+    };
+    if !turn.stream {
+        return axum::Json(completion(
+            &turn.model,
+            &text,
+            lurkbot_llm::Usage::default(),
+        ))
+        .into_response();
+    }
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": completion_id(), "object": "chat.completion.chunk", "created": now_secs(),
+            "model": turn.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let body = [
+        chunk(json!({"role": "assistant", "content": ""}), Value::Null),
+        chunk(json!({"content": text}), Value::Null),
+        chunk(json!({}), json!("stop")),
+    ]
+    .iter()
+    .map(|c| format!("data: {c}\n\n"))
+    .collect::<String>()
+        + "data: [DONE]\n\n";
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// A `chat.completion` answering `text`.
+fn completion(model: &str, text: &str, usage: lurkbot_llm::Usage) -> Value {
+    json!({
+        "id": completion_id(),
+        "object": "chat.completion",
+        "created": now_secs(),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": usage.input_tokens,
+            "completion_tokens": usage.output_tokens,
+            "total_tokens": usage.input_tokens + usage.output_tokens},
+    })
+}
+
 async fn complete(state: AppState, turn: Turn) -> Response {
-    let spawned = state.host.spawn_with(
+    let spawned = state.host.spawn_run(
         turn.key,
         turn.message,
         turn.options,
         turn.fresh,
         Box::new(|_| {}),
+        turn.run_id,
     );
     let handle = match spawned {
         Ok((_, handle)) => handle,
         Err(e) => return busy(e).into_response(),
     };
     match handle.await {
-        Ok(Ok(done)) => axum::Json(json!({
-            "id": completion_id(),
-            "object": "chat.completion",
-            "created": now_secs(),
-            "model": turn.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": done.text},
-                "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": done.usage.input_tokens,
-                "completion_tokens": done.usage.output_tokens,
-                "total_tokens": done.usage.input_tokens + done.usage.output_tokens},
-        }))
-        .into_response(),
+        Ok(Ok(done)) => axum::Json(completion(&turn.model, &done.text, done.usage)).into_response(),
         Ok(Err(e)) => HttpError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.message)
             .into_response(),
         Err(_) => HttpError::new(
@@ -293,14 +374,17 @@ fn stream(state: AppState, turn: Turn) -> Response {
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     ));
-    let handle =
-        match state
-            .host
-            .spawn_with(turn.key, turn.message, turn.options, turn.fresh, on_event)
-        {
-            Ok((_, handle)) => handle,
-            Err(e) => return busy(e).into_response(),
-        };
+    let handle = match state.host.spawn_run(
+        turn.key,
+        turn.message,
+        turn.options,
+        turn.fresh,
+        on_event,
+        turn.run_id,
+    ) {
+        Ok((_, handle)) => handle,
+        Err(e) => return busy(e).into_response(),
+    };
     tokio::spawn(async move {
         let (error, usage) = match handle.await {
             Ok(Ok(done)) => (None, Some(done.usage)),

@@ -44,4 +44,30 @@ pub struct TurnOptions {
     pub untrusted: bool,
     /// Images shown with the message (photos sent on a channel).
     pub images: Vec<lurkbot_llm::ImagePart>,
+    /// Where the answer goes (recorded with the turn: a resumed turn delivers it too).
+    pub origin: crate::durable::Origin,
+    /// The turn was admitted already under its run id ([`crate::host::SessionHost::admit_source`]).
+    pub admitted: bool,
+    /// The turn continues where its journal says it stopped (a restart cut it).
+    pub resume: Option<crate::durable::Resume>,
+}
+
+impl TurnOptions {
+    /// Whether an agent made for `other` serves these options too (the same model, thinking
+    /// level, cap, trust and images).
+    pub(crate) fn same_agent(&self, other: &Self) -> bool {
+        (
+            &self.model,
+            &self.thinking,
+            &self.budget,
+            self.untrusted,
+            &self.images,
+        ) == (
+            &other.model,
+            &other.thinking,
+            &other.budget,
+            other.untrusted,
+            &other.images,
+        )
+    }
 }

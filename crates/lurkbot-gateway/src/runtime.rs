@@ -67,18 +67,36 @@ impl SessionHost {
         options: TurnOptions,
         one_off: bool,
     ) -> Result<(String, JoinHandle<Result<TurnOutcome, MethodError>>), MethodError> {
+        let run_id = format!("run_{}", lurkbot_core::random_hex(8));
+        self.start_when_free_as(key, message, options, one_off, run_id)
+            .await
+    }
+
+    /// [`SessionHost::start_when_free`] under a run id of the caller's (an admitted turn's).
+    ///
+    /// # Errors
+    /// As [`SessionHost::start_when_free`].
+    pub(crate) async fn start_when_free_as(
+        self: &Arc<Self>,
+        key: SessionKey,
+        message: String,
+        options: TurnOptions,
+        one_off: bool,
+        run_id: String,
+    ) -> Result<(String, JoinHandle<Result<TurnOutcome, MethodError>>), MethodError> {
         let mut waits = 0;
         loop {
-            let started = self.spawn_with(
+            let started = self.spawn_run(
                 key.clone(),
                 message.clone(),
                 options.clone(),
                 one_off,
                 Box::new(|_| {}),
+                run_id.clone(),
             );
             match started {
                 Ok(started) => return Ok(started),
-                Err(e) if waits >= MAX_WAITS => return Err(e),
+                Err(e) if waits >= MAX_WAITS || self.drain.is_draining() => return Err(e),
                 Err(_) => {
                     waits += 1;
                     match self.running_run(&key) {
@@ -204,9 +222,18 @@ impl SessionHost {
                     from_third_party,
                 };
                 self.clear(&message, &act).await?;
-                self.channels
-                    .deliver(name, &chat, &message.text, None)
-                    .await
+                match self.store() {
+                    Some(store) => {
+                        self.channels
+                            .deliver_recorded(store, name, &chat, &message.text, None, "text")
+                            .await
+                    }
+                    None => {
+                        self.channels
+                            .deliver(name, &chat, &message.text, None)
+                            .await
+                    }
+                }
             }
             "irc" => {
                 let mut command = String::from("irc send --text-stdin");
@@ -324,8 +351,7 @@ impl Runtime for HostRuntime {
                 model: request.model.clone(),
                 thinking: request.thinking.clone(),
                 budget: request.budget.clone(),
-                untrusted: false,
-                images: Vec::new(),
+                ..TurnOptions::default()
             };
             let (run_id, task) = host
                 .start_when_free(

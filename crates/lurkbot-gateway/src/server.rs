@@ -99,11 +99,23 @@ pub async fn serve(
 ) -> Result<(), StartError> {
     let local = listener.local_addr()?;
     check_safe(&state, local)?;
+    let Some(store) = state.host.store().cloned() else {
+        let reason = lurkbot_state::Store::open(&state.home)
+            .err()
+            .map_or_else(|| "it failed once".to_string(), |e| e.to_string());
+        return Err(StartError::Unsafe(format!(
+            "the state store ({}) cannot be opened, and without it a crash would lose messages: {reason}",
+            lurkbot_state::STATE_FILE
+        )));
+    };
     state.set_bound(local);
     let forwarder = tokio::spawn(state.host.clone().forward_irc());
     let timers = crate::scheduler::start(state.clone());
     let memory_watch = crate::memory_watch::start(state.clone());
     let channels = crate::channels::start(&state);
+    // Turns cut by the last stop go on, and messages not sent go out (ARCHITECTURE.md §10).
+    state.host.resume_unfinished();
+    let outbox = crate::outbox::start(state.host.channels.clone(), store);
     // Every user's own state, so their cron jobs and heartbeats run while they are away: made
     // beside serving, not before it (a connection that comes first makes its own at once).
     if let Some(users) = state.users.clone() {
@@ -126,6 +138,7 @@ pub async fn serve(
     forwarder.abort();
     memory_watch.abort();
     channels.iter().for_each(tokio::task::JoinHandle::abort);
+    outbox.abort();
     starting.abort();
     mcp.shutdown().await;
     // This home's Chromium stops with us (a kill -9 stops it too: its DevTools pipe closes).

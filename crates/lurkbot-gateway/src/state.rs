@@ -101,7 +101,8 @@ impl AppState {
     pub(crate) fn for_user(&self, name: &str, home: Home, config: Config) -> Self {
         let hub = Hub::default();
         let approver = Arc::new(ClientApprover::new(hub.clone()));
-        let host = SessionHost::new(home.clone(), config.clone(), hub.clone(), approver.clone());
+        let host = SessionHost::new(home.clone(), config.clone(), hub.clone(), approver.clone())
+            .sharing_channels(&self.host);
         host.bounds.for_a_user();
         host.drain.follow(&self.host.drain);
         let exec = host.exec();

@@ -280,10 +280,19 @@ impl Tenants {
         let config = user_config(&shared, name);
         let state = gateway.for_user(name, home, config);
         let tasks = if gateway.bound().is_some() {
-            vec![
+            // The user's turns and messages cut by the last stop go on now.
+            state.host.resume_unfinished();
+            let mut tasks = vec![
                 crate::scheduler::start(state.clone()),
                 crate::memory_watch::start(state.clone()),
-            ]
+            ];
+            if let Some(store) = state.host.store() {
+                tasks.push(crate::outbox::start(
+                    state.host.channels.clone(),
+                    store.clone(),
+                ));
+            }
+            tasks
         } else {
             Vec::new()
         };

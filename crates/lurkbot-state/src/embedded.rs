@@ -18,8 +18,17 @@ pub const STATE_FILE: &str = "state/state.sqlite";
 /// The schema version this build writes (`PRAGMA user_version`).
 const SCHEMA_VERSION: i64 = 1;
 
-/// Version 1: turns (with their inbound source) and the outbox.
+/// Version 1: inbound records, turns (with the source that started them) and the outbox.
 const SCHEMA_V1: &str = "
+CREATE TABLE IF NOT EXISTS inbound (
+    source      TEXT PRIMARY KEY,
+    channel     TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    created_ms  INTEGER NOT NULL,
+    updated_ms  INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS inbound_open ON inbound(state) WHERE state = 'received';
 CREATE TABLE IF NOT EXISTS turns (
     id          TEXT PRIMARY KEY,
     source      TEXT UNIQUE,

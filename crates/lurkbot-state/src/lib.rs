@@ -1,6 +1,8 @@
 //! LurkBot's durable state behind one seam (ARCHITECTURE.md §10): what must survive a crash,
 //! a restart or a deploy so that every message is answered exactly once.
 //!
+//! - **Inbound** ([`inbound`]): a channel's message is recorded with its source id before the
+//!   platform is told it arrived; one still unhandled at start is handled then.
 //! - **Turns** ([`turns`]): every message that can start a turn is admitted with its source
 //!   id before its source is acknowledged; one source id never starts two turns. A turn moves
 //!   `queued → running → done | failed`, with the step it reached and the tool call in flight,
@@ -14,11 +16,13 @@
 
 mod embedded;
 mod error;
+pub mod inbound;
 pub mod outbox;
 pub mod turns;
 
 pub use embedded::STATE_FILE;
 pub use error::StateError;
+pub use inbound::Received;
 pub use outbox::{NewOutgoing, Outgoing, OutgoingState};
 pub use turns::{Admitted, NewTurn, TurnRecord, TurnState};
 

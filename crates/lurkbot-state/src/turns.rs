@@ -149,6 +149,7 @@ fn now() -> i64 {
 impl Store {
     /// Admits a message: a new queued turn, or — when its source id was admitted before — the
     /// turn it started. Committed durably: the source may be acknowledged once this returns.
+    /// The inbound record of the same source id, if any, is marked handled with it.
     ///
     /// # Errors
     /// Store failures.
@@ -168,6 +169,12 @@ impl Store {
                     }
                 }
                 let at = now();
+                if let Some(source) = &turn.source {
+                    tx.execute(
+                        "UPDATE inbound SET state = 'handled', updated_ms = ?2 WHERE source = ?1",
+                        params![source, at],
+                    )?;
+                }
                 tx.execute(
                     "INSERT INTO turns (id, source, session, origin, message, options, state, \
                      created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?7)",

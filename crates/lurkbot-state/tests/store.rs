@@ -1,5 +1,6 @@
 //! The embedded store as the gateway uses it: a source id admitted once, a turn's life, the
 //! outbox's, what survives reopening, and the refusals.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use lurkbot_core::Home;
 use lurkbot_state::{
@@ -173,4 +174,40 @@ fn a_store_from_a_newer_lurkbot_is_refused() {
     let err = Store::open(&home).unwrap_err();
     assert!(matches!(err, StateError::Newer { found: 99, .. }), "{err}");
     assert!(err.to_string().contains("upgrade LurkBot"), "{err}");
+}
+
+#[test]
+fn an_inbound_message_is_recorded_once_and_handled_by_its_turn() {
+    let (_dir, home) = home();
+    let store = Store::open(&home).unwrap();
+    let payload = json!({"chat": "42", "text": "hi"});
+    assert!(
+        store
+            .receive("telegram:42:7", "telegram", &payload)
+            .unwrap()
+    );
+    assert!(
+        !store
+            .receive("telegram:42:7", "telegram", &payload)
+            .unwrap(),
+        "served again after a crash: not recorded twice"
+    );
+    assert!(
+        store
+            .receive("telegram:42:8", "telegram", &payload)
+            .unwrap()
+    );
+    assert!(store.receive("matrix:!r:$e", "matrix", &payload).unwrap());
+    let open = store.unhandled("telegram").unwrap();
+    assert_eq!(open.len(), 2);
+    assert_eq!(
+        (open[0].source.as_str(), &open[0].payload),
+        ("telegram:42:7", &payload)
+    );
+    // Admitting its turn handles it; a message not answered is marked so.
+    store.admit(&turn("run_a", Some("telegram:42:7"))).unwrap();
+    store.handled("telegram:42:8", "ignored").unwrap();
+    assert!(store.unhandled("telegram").unwrap().is_empty());
+    assert_eq!(store.unhandled("matrix").unwrap().len(), 1);
+    assert_eq!(store.prune_inbound(u64::MAX).unwrap(), 2);
 }

@@ -15,7 +15,7 @@ use crate::policy::Policy;
 use crate::prompt::{PromptInput, SessionKind, SkillEntry, bootstrap, build};
 
 use crate::tools::ToolCtx;
-use crate::transcript::{Entry, SessionEntry, Sessions, Tracked};
+use crate::transcript::{SessionEntry, Sessions, Tracked};
 use crate::untrusted::wrap;
 
 /// One turn in progress: what [`Agent::prepare`] read once, shared by the later steps.
@@ -46,12 +46,13 @@ pub(super) struct Turn<'a> {
 }
 
 impl Agent {
-    /// Reads the session index once, records the user's message and gathers what every step
-    /// needs. A configuration error stops the turn before anything is recorded.
+    /// Reads the session index once, records the user's message (none for a resumed turn,
+    /// whose message is already in the transcript) and gathers what every step needs. A
+    /// configuration error stops the turn before anything is recorded.
     pub(super) fn prepare<'a>(
         &mut self,
         session: &'a SessionKey,
-        message: &str,
+        message: Option<&str>,
     ) -> Result<Turn<'a>, AgentError> {
         let sessions = Sessions::open(&self.home, session.agent_id());
         let (entry, first_run) = sessions.open_turn(session)?;
@@ -61,15 +62,20 @@ impl Agent {
         let model = self.failover.primary().to_string();
         let (images, note) =
             crate::images::for_model(&self.config, &model, std::mem::take(&mut self.images));
-        let text = match note {
-            Some(note) => format!("{message}{note}"),
-            None => message.to_string(),
-        };
-        sessions.append_tracked(
-            &mut tracked,
-            &[message_entry(Message::user(text).with_images(images))],
-            false,
-        )?;
+        if let Some(message) = message {
+            let text = match note {
+                Some(note) => format!("{message}{note}"),
+                None => message.to_string(),
+            };
+            if let Some(journal) = &self.journal {
+                journal.base(tracked.transcript_bytes());
+            }
+            sessions.append_tracked(
+                &mut tracked,
+                &[message_entry(Message::user(text).with_images(images))],
+                false,
+            )?;
+        }
         let kind = policy.session_kind();
         let mode = match (self.config.agent.prompt_mode, kind) {
             (PromptMode::Full, SessionKind::Subagent) => PromptMode::Minimal,
@@ -203,14 +209,15 @@ impl Agent {
         Ok(answered.response)
     }
 
-    /// Runs the calls of one reply in order; their results, redacted and labelled untrusted,
-    /// ready to append.
+    /// Runs the calls of one reply in order, appending each result (redacted and labelled
+    /// untrusted) as it comes, so a crash loses at most the call in flight.
     pub(super) async fn run_tools(
         &self,
-        turn: &Turn<'_>,
+        turn: &mut Turn<'_>,
+        step: usize,
         calls: &[ToolCall],
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
-    ) -> (Vec<Entry>, Vec<String>) {
+    ) -> Result<(), AgentError> {
         let ctx = ToolCtx {
             home: &self.home,
             session: turn.session,
@@ -222,17 +229,16 @@ impl Agent {
             runtime: self.runtime.as_ref(),
             others: turn.policy.group,
         };
-        let mut results = Vec::with_capacity(calls.len());
-        let mut voice = Vec::new();
-        for call in calls {
+        for (i, call) in calls.iter().enumerate() {
             on_event(AgentEvent::ToolStart {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
             });
+            self.journal_call(step, "run", call);
             let started = std::time::Instant::now();
             let mut output = self
-                .run_call(&ctx, &turn.offered, call, &mut *on_event)
+                .run_call(&ctx, &turn.offered, call, step, &mut *on_event)
                 .await;
             tracing::info!(
                 session = turn.session.as_str(),
@@ -241,7 +247,7 @@ impl Agent {
                 ms = started.elapsed().as_millis() as u64,
                 "tool call"
             );
-            voice.extend(output.voice.take());
+            turn.voice_notes.extend(output.voice.take());
             // Secret values (home and skill .env files) never reach the model.
             output.text = turn.redactor.text(&output.text);
             on_event(AgentEvent::ToolEnd {
@@ -257,16 +263,21 @@ impl Agent {
                     .take(200)
                     .collect(),
             });
-            results.push(message_entry(
+            let result = message_entry(
                 Message::tool(
                     call.id.clone(),
                     wrap(&call.name, &output.text),
                     output.is_error,
                 )
                 .with_images(output.images),
-            ));
+            );
+            // The step's last result makes it durable (one sync per step).
+            let last = i + 1 == calls.len();
+            ctx.sessions
+                .append_tracked(&mut turn.tracked, &[result], last)?;
+            self.journal_step(step, None);
         }
-        (results, voice)
+        Ok(())
     }
 
     /// Records the turn in the index and keeps its context for the next turn.

@@ -89,6 +89,14 @@ fn settings(home: &Home, config: &Config) -> Settings {
 }
 
 impl Tool for BrowserTool {
+    /// Looking is free; acting (navigate, click, type, …) is not.
+    fn side_effect_free(&self, args: &Value) -> bool {
+        matches!(
+            args.get("action").and_then(Value::as_str),
+            Some("status" | "tabs" | "snapshot" | "screenshot")
+        )
+    }
+
     fn spec(&self) -> ToolSpec {
         spec(false)
     }

@@ -65,6 +65,10 @@ fn denied(path: &HomePath, action: &'static str, reason: Option<&'static str>) -
 pub(crate) struct ReadTool;
 
 impl Tool for ReadTool {
+    fn side_effect_free(&self, _args: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read".into(),

@@ -19,6 +19,10 @@ use crate::web::download::DownloadError;
 pub(crate) struct ImageTool;
 
 impl Tool for ImageTool {
+    fn side_effect_free(&self, _args: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "image".into(),

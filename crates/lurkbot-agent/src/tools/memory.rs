@@ -15,6 +15,10 @@ const DEFAULT_LINES: u64 = 60;
 pub(crate) struct MemorySearchTool;
 
 impl Tool for MemorySearchTool {
+    fn side_effect_free(&self, _args: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "memory_search".into(),
@@ -62,6 +66,10 @@ impl Tool for MemorySearchTool {
 pub(crate) struct MemoryGetTool;
 
 impl Tool for MemoryGetTool {
+    fn side_effect_free(&self, _args: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "memory_get".into(),

@@ -137,6 +137,12 @@ pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
     /// Runs one call.
     fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a>;
+    /// Whether this call only reads (running it twice changes nothing a user would see): a
+    /// call of it cut by a crash is run again when the turn resumes; any other is answered
+    /// "interrupted by a restart; its effect is unknown" (ARCHITECTURE.md §10).
+    fn side_effect_free(&self, _args: &Value) -> bool {
+        false
+    }
 }
 
 /// The tools by name, with their specs (constant per tool) made once rather than on every

@@ -101,6 +101,10 @@ impl Tool for SessionsSendTool {
 pub(crate) struct AgentsListTool;
 
 impl Tool for AgentsListTool {
+    fn side_effect_free(&self, _args: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "agents_list".into(),

@@ -12,6 +12,10 @@ use crate::transcript::Entry;
 pub(crate) struct SessionStatusTool;
 
 impl Tool for SessionStatusTool {
+    fn side_effect_free(&self, _args: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "session_status".into(),
@@ -41,6 +45,10 @@ impl Tool for SessionStatusTool {
 pub(crate) struct SessionsListTool;
 
 impl Tool for SessionsListTool {
+    fn side_effect_free(&self, _args: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "sessions_list".into(),
@@ -73,6 +81,10 @@ fn visible(ctx: &ToolCtx<'_>, key: &str) -> bool {
 pub(crate) struct SessionsHistoryTool;
 
 impl Tool for SessionsHistoryTool {
+    fn side_effect_free(&self, _args: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "sessions_history".into(),

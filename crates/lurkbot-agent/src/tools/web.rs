@@ -13,6 +13,10 @@ use crate::web::search::{Freshness, MAX_COUNT, SearchRequest, search};
 pub(crate) struct WebFetchTool;
 
 impl Tool for WebFetchTool {
+    fn side_effect_free(&self, _args: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "web_fetch".into(),
@@ -67,6 +71,10 @@ impl Tool for WebFetchTool {
 pub(crate) struct WebSearchTool;
 
 impl Tool for WebSearchTool {
+    fn side_effect_free(&self, _args: &Value) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "web_search".into(),

@@ -27,6 +27,7 @@ pub(crate) mod mcp;
 pub(crate) mod memory;
 pub(crate) mod node;
 pub(crate) mod nodes;
+pub(crate) mod outbox;
 pub(crate) mod pairing;
 pub(crate) mod probe;
 pub(crate) mod reload;
@@ -113,6 +114,9 @@ pub(crate) enum Sub {
     /// Strangers who asked to talk to the agent on a channel: list, approve, deny.
     #[command(subcommand)]
     Pairing(pairing::PairingArgs),
+    /// Messages recorded to send on a channel and not sent: pending or failed (exit 1 when one
+    /// failed); retry a failed one.
+    Outbox(outbox::OutboxArgs),
     /// Devices that asked to join the gateway as nodes: list, approve, reject.
     #[command(subcommand)]
     Devices(devices::DevicesArgs),

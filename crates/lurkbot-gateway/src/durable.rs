@@ -1,0 +1,255 @@
+//! Turns that survive a crash (ARCHITECTURE.md §10): every turn the host runs is admitted to
+//! the home's state store ([`lurkbot_state::Store`]) before it starts, journals its steps as it
+//! goes ([`lurkbot_agent::journal::Journal`]), and ends in one durable write with the messages
+//! it sends (the outbox). At start, every turn not ended is resumed
+//! ([`SessionHost::resume_unfinished`]) and every message not sent is sent.
+
+use std::sync::Arc;
+
+use lurkbot_agent::journal::Journal;
+use lurkbot_core::SessionKey;
+use lurkbot_state::{Admitted, NewOutgoing, NewTurn, Store, TurnRecord};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::host::{SessionHost, TurnOptions};
+use crate::protocol::{ErrorCode, MethodError};
+
+/// A turn started this many times without ending (each start killed the gateway, or it was
+/// killed during each) is failed instead of being started again.
+pub(crate) const MAX_STARTS: u32 = 3;
+
+/// What a channel answers when its turn failed (the details are the owner's, in the log).
+pub(crate) const APOLOGY: &str = "Sorry, I could not answer that just now.";
+
+/// Where a turn's answer goes, recorded with it so a resumed turn delivers it too.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Origin {
+    /// A client (WebSocket, the HTTP API, a hook, the gateway's own work): the answer goes out
+    /// as the run's events and stays in the journal (a retried request finds it there).
+    #[default]
+    Client,
+    /// A channel message: the answer is sent to its chat through the outbox.
+    Channel {
+        /// The channel.
+        channel: String,
+        /// The chat.
+        chat: String,
+        /// The message answered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply_to: Option<String>,
+    },
+}
+
+/// Where a resumed turn was, as its journal says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resume {
+    /// The transcript's length before the turn's message.
+    pub base: Option<u64>,
+    /// The tool call in flight.
+    pub tool: Option<String>,
+}
+
+/// How a turn's options are journalled (images are not: a turn resumed before its message
+/// reached the transcript goes without them).
+fn options_json(options: &TurnOptions, ephemeral: bool) -> Value {
+    json!({"model": options.model, "thinking": options.thinking,
+        "untrusted": options.untrusted, "ephemeral": ephemeral})
+}
+
+fn options_from(value: &Value) -> (TurnOptions, bool) {
+    let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
+    let flag = |k: &str| value.get(k).and_then(Value::as_bool).unwrap_or(false);
+    (
+        TurnOptions {
+            model: text("model"),
+            thinking: text("thinking"),
+            untrusted: flag("untrusted"),
+            ..TurnOptions::default()
+        },
+        flag("ephemeral"),
+    )
+}
+
+fn unavailable(e: impl std::fmt::Display) -> MethodError {
+    MethodError::new(
+        ErrorCode::Unavailable,
+        format!("the turn could not be recorded, so it was not started: {e}"),
+    )
+}
+
+impl SessionHost {
+    /// The home's state store.
+    pub(crate) fn store(&self) -> Option<&Store> {
+        self.store.as_ref()
+    }
+
+    /// Admits a turn from a source with an id of its own (an `Idempotency-Key`, a channel
+    /// message) under `run_id`: `None` when it is new (start it with
+    /// [`TurnOptions::admitted`]), or the turn that source started before.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store cannot record it.
+    pub(crate) fn admit_source(
+        &self,
+        run_id: &str,
+        source: &str,
+        key: &SessionKey,
+        message: &str,
+        options: &TurnOptions,
+        ephemeral: bool,
+    ) -> Result<Option<TurnRecord>, MethodError> {
+        let Some(store) = self.store() else {
+            return Ok(None);
+        };
+        let admitted = store
+            .admit(&NewTurn {
+                id: run_id.to_string(),
+                source: Some(source.to_string()),
+                session: key.as_str().to_string(),
+                origin: serde_json::to_value(&options.origin).unwrap_or(Value::Null),
+                message: message.to_string(),
+                options: options_json(options, ephemeral),
+            })
+            .map_err(unavailable)?;
+        Ok(match admitted {
+            Admitted::New => None,
+            Admitted::Known(turn) => Some(*turn),
+        })
+    }
+
+    /// The journal of a turn about to start: the admitted one's, or a new record for a turn
+    /// without a source id. Marks it running.
+    pub(crate) fn journal_for(
+        &self,
+        run_id: &str,
+        key: &SessionKey,
+        message: &str,
+        options: &TurnOptions,
+        ephemeral: bool,
+    ) -> Result<Option<Journal>, MethodError> {
+        let Some(store) = self.store() else {
+            return Ok(None);
+        };
+        if !options.admitted {
+            store
+                .admit(&NewTurn {
+                    id: run_id.to_string(),
+                    source: None,
+                    session: key.as_str().to_string(),
+                    origin: serde_json::to_value(&options.origin).unwrap_or(Value::Null),
+                    message: message.to_string(),
+                    options: options_json(options, ephemeral),
+                })
+                .map_err(unavailable)?;
+        }
+        store.begin(run_id).map_err(unavailable)?;
+        Ok(Some(Journal::new(store.clone(), run_id)))
+    }
+
+    /// Ends a turn in the journal with what it sends, then sends it.
+    pub(crate) fn journal_end(&self, run_id: &str, origin: &Origin, result: Result<&str, &str>) {
+        let Some(store) = self.store() else {
+            return;
+        };
+        let outgoing: Vec<NewOutgoing> = match origin {
+            Origin::Client => Vec::new(),
+            Origin::Channel {
+                channel,
+                chat,
+                reply_to,
+            } => {
+                let text = match result {
+                    Ok(text) => text,
+                    Err(_) => APOLOGY,
+                };
+                if text.trim().is_empty() {
+                    Vec::new()
+                } else {
+                    vec![NewOutgoing {
+                        channel: channel.clone(),
+                        chat: chat.clone(),
+                        reply_to: reply_to.clone(),
+                        kind: "text".into(),
+                        body: text.to_string(),
+                    }]
+                }
+            }
+        };
+        match store.finish(run_id, result, &outgoing) {
+            Ok(recorded) if !recorded.is_empty() => {
+                let (channels, store) = (self.channels.clone(), store.clone());
+                tokio::spawn(async move {
+                    for message in recorded {
+                        // A failure is kept in the outbox (and sent again if it may succeed).
+                        let _ = channels.send_recorded(&store, &message).await;
+                    }
+                });
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!(run_id, error = %e, "turn end not recorded"),
+        }
+    }
+
+    /// Resumes every turn the journal holds unended (the gateway stopped or died during it),
+    /// oldest first, each in its session's order; one started [`MAX_STARTS`] times is failed.
+    pub(crate) fn resume_unfinished(self: &Arc<Self>) {
+        let Some(store) = self.store().cloned() else {
+            return;
+        };
+        let open = match store.unfinished() {
+            Ok(open) => open,
+            Err(e) => {
+                tracing::error!(error = %e, "unfinished turns not read: none resumed");
+                return;
+            }
+        };
+        for turn in open {
+            let origin: Origin = serde_json::from_value(turn.origin.clone()).unwrap_or_default();
+            if turn.starts >= MAX_STARTS {
+                tracing::warn!(
+                    run_id = turn.id.as_str(),
+                    starts = turn.starts,
+                    "turn not resumed: it never ended"
+                );
+                let error = format!(
+                    "stopped: this turn was started {} times and the gateway stopped during each",
+                    turn.starts
+                );
+                self.journal_end(&turn.id, &origin, Err(&error));
+                continue;
+            }
+            let Ok(key) = SessionKey::parse(&turn.session) else {
+                self.journal_end(&turn.id, &origin, Err("its session key is not valid"));
+                continue;
+            };
+            let (mut options, ephemeral) = options_from(&turn.options);
+            options.origin = origin;
+            options.admitted = true;
+            options.resume = Some(Resume {
+                base: turn.base,
+                tool: turn.tool.clone(),
+            });
+            tracing::info!(
+                run_id = turn.id.as_str(),
+                session = key.as_str(),
+                step = turn.step,
+                "resuming a turn cut by a restart"
+            );
+            let host = Arc::clone(self);
+            tokio::spawn(async move {
+                if let Err(e) = host
+                    .start_when_free_as(key, turn.message, options, ephemeral, turn.id.clone())
+                    .await
+                {
+                    tracing::warn!(
+                        run_id = turn.id.as_str(),
+                        error = e.message.as_str(),
+                        "turn not resumed"
+                    );
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Sending what the outbox holds (ARCHITECTURE.md §10): a message recorded before it is sent
+//! goes out piece by piece, each piece recorded once the platform took it (with its id), under
+//! the platform's idempotency key where it has one. A transient failure leaves it pending — the
+//! next pass (every minute, and at start) sends the rest; a permanent one marks it failed,
+//! kept for `lurkbot outbox`, `status` and the web UI.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lurkbot_channels::ChannelError;
+use lurkbot_channels::delivery::{RetryPolicy, deliver_from};
+use lurkbot_state::{NewOutgoing, Outgoing, OutgoingState, Store};
+
+use crate::channels::ChannelSet;
+
+/// How often pending messages are tried again.
+const RETRY_EVERY: Duration = Duration::from_secs(60);
+
+/// The outbox entries being sent now (a pass skips them).
+#[derive(Default)]
+pub(crate) struct InFlight(Mutex<HashSet<String>>);
+
+impl InFlight {
+    fn take(&self, id: &str) -> bool {
+        self.0.lock().is_ok_and(|mut s| s.insert(id.to_string()))
+    }
+
+    fn release(&self, id: &str) {
+        if let Ok(mut s) = self.0.lock() {
+            s.remove(id);
+        }
+    }
+}
+
+impl ChannelSet {
+    /// Records `text` for `chat` on channel `name` and sends it; where it went.
+    ///
+    /// # Errors
+    /// It could not be recorded, the channel does not run, or the platform refused it (after
+    /// its retries; a transient failure stays in the outbox and is sent later).
+    pub(crate) async fn deliver_recorded(
+        &self,
+        store: &Store,
+        name: &str,
+        chat: &str,
+        text: &str,
+        reply_to: Option<&str>,
+        kind: &str,
+    ) -> Result<String, String> {
+        if !self.has(name) {
+            return Err(format!(
+                "the {name} channel is not running (see [channels.{name}])"
+            ));
+        }
+        let recorded = store
+            .enqueue(
+                None,
+                &NewOutgoing {
+                    channel: name.to_string(),
+                    chat: chat.to_string(),
+                    reply_to: reply_to.map(str::to_string),
+                    kind: kind.to_string(),
+                    body: text.to_string(),
+                },
+            )
+            .map_err(|e| format!("the message was not recorded, so not sent: {e}"))?;
+        self.send_recorded(store, &recorded).await?;
+        Ok(format!("{name} {chat}"))
+    }
+
+    /// Sends the rest of a recorded message and records how it went.
+    ///
+    /// # Errors
+    /// The channel does not run, or the platform refused (the entry says so).
+    pub(crate) async fn send_recorded(
+        &self,
+        store: &Store,
+        message: &Outgoing,
+    ) -> Result<(), String> {
+        let Some(live) = self.live(&message.channel) else {
+            return Err(format!(
+                "the {} channel is not running: the message stays in the outbox",
+                message.channel
+            ));
+        };
+        if !self.in_flight.take(&message.id) {
+            return Ok(());
+        }
+        let first = message.pieces_sent as usize;
+        let mut record = |pieces: usize, id: Option<&str>| {
+            let pieces = u32::try_from(pieces).unwrap_or(u32::MAX);
+            if let Err(e) = store.piece_sent(&message.id, pieces, id) {
+                tracing::error!(outbox = message.id.as_str(), error = %e, "sent piece not recorded");
+            }
+        };
+        let sent = deliver_from(
+            live.channel(),
+            &message.chat,
+            &message.body,
+            message.reply_to.as_deref(),
+            RetryPolicy::default(),
+            (&message.id, first),
+            &mut record,
+        )
+        .await;
+        self.in_flight.release(&message.id);
+        let outcome = match sent {
+            Ok(pieces) => {
+                live.count_sent(pieces.saturating_sub(first));
+                store.mark_sent(&message.id).map(|()| Ok(()))
+            }
+            Err(e) => {
+                let permanent = matches!(e, ChannelError::Permanent(_));
+                let text = format!(
+                    "{} message to {} not sent: {e}",
+                    message.channel, message.chat
+                );
+                tracing::warn!(outbox = message.id.as_str(), permanent, error = %e, "message not sent");
+                live.note_error(&text);
+                store
+                    .mark_failed(&message.id, &e.to_string(), permanent)
+                    .map(|()| Err(text))
+            }
+        };
+        outcome.unwrap_or_else(|e| Err(format!("the outbox could not record the send: {e}")))
+    }
+
+    /// Sends every pending message whose channel runs (at start, then every minute).
+    pub(crate) async fn send_pending(&self, store: &Store) {
+        let pending = match store.outbox(&[OutgoingState::Pending], 1000) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(error = %e, "the outbox was not read");
+                return;
+            }
+        };
+        for message in pending {
+            if self.has(&message.channel) {
+                let _ = self.send_recorded(store, &message).await;
+            }
+        }
+    }
+}
+
+/// Sends pending messages now and every [`RETRY_EVERY`] until the gateway stops.
+pub(crate) fn start(channels: Arc<ChannelSet>, store: Store) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            channels.send_pending(&store).await;
+            tokio::time::sleep(RETRY_EVERY).await;
+        }
+    })
+}
