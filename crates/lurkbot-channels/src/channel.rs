@@ -83,9 +83,14 @@ impl Inbound {
         })
     }
 
-    /// Its source id: one message, however often the platform serves it.
-    pub fn source_id(&self) -> String {
-        format!("{}:{}:{}", self.channel, self.chat, self.message_id)
+    /// Its source id — one message, however often the platform serves it — where the
+    /// platform gives each message an id of its own (Telegram, Matrix, Discord, e-mail's
+    /// `Message-ID`); `None` on Slack (whose `message_id` here is the thread to answer in) and
+    /// IRC (no ids).
+    pub fn source_id(&self) -> Option<String> {
+        let unique = matches!(self.channel, "telegram" | "matrix" | "discord" | "email");
+        (unique && !self.message_id.is_empty())
+            .then(|| format!("{}:{}:{}", self.channel, self.chat, self.message_id))
     }
 }
 

@@ -318,12 +318,16 @@ fn record(state: &AppState, live: &Live, batch: Vec<Inbound>) -> Option<Vec<Inbo
     };
     let mut fresh = Vec::with_capacity(batch.len());
     for message in batch {
+        let Some(source) = message.source_id() else {
+            fresh.push(message);
+            continue;
+        };
         let payload = serde_json::to_value(&message).unwrap_or(Value::Null);
-        match store.receive(&message.source_id(), live.channel.name(), &payload) {
+        match store.receive(&source, live.channel.name(), &payload) {
             Ok(true) => fresh.push(message),
             Ok(false) => tracing::info!(
                 channel = live.channel.name(),
-                source = message.source_id().as_str(),
+                source = source.as_str(),
                 "message served again: recorded before, not answered twice"
             ),
             Err(e) => {
@@ -368,7 +372,8 @@ fn replay(state: &AppState, live: &Arc<Live>) {
 /// Marks an inbound message handled without a turn.
 fn handled(state: &AppState, message: &Inbound, note: &str) {
     if let Some(store) = state.host.store()
-        && let Err(e) = store.handled(&message.source_id(), note)
+        && let Some(source) = message.source_id()
+        && let Err(e) = store.handled(&source, note)
     {
         tracing::warn!(error = %e, "inbound record not updated");
     }
@@ -478,12 +483,15 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
         reply_to: Some(message.message_id.clone()),
     };
     let run_id = format!("run_{}", lurkbot_core::random_hex(8));
-    let source = message.source_id();
-    match state
-        .host
-        .admit_source(&run_id, &source, &key, &text, &options, false)
-    {
-        Ok(None) => options.admitted = true,
+    let admitted = match message.source_id() {
+        Some(source) => state
+            .host
+            .admit_source(&run_id, &source, &key, &text, &options, false),
+        // Without a platform id the turn is journalled when it starts, without a source.
+        None => Ok(None),
+    };
+    match admitted {
+        Ok(None) => options.admitted = message.source_id().is_some(),
         Ok(Some(turn)) => {
             tracing::info!(
                 channel = name,
@@ -572,7 +580,8 @@ pub(crate) fn status(state: &AppState) -> Value {
                 "pendingPairings": pending.iter().filter(|p| &p.channel == name).count()})
         })
         .collect();
-    json!({"channels": channels, "pendingPairings": pending})
+    json!({"channels": channels, "pendingPairings": pending,
+        "outbox": crate::outbox::summary(state)})
 }
 
 /// The state of the user `sender` on `channel` belongs to (a user of a shared gateway paired

@@ -200,6 +200,11 @@ pub(crate) const METHODS: &[Method] = &[
         handler: |s, p| Box::pin(async { crate::channels::pairing(s, p, false) }),
     },
     Method {
+        name: method::OUTBOX_RETRY,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::outbox::retry(s, p) }),
+    },
+    Method {
         name: method::BROWSER_STATUS,
         scope: Scope::Read,
         handler: |s, _| Box::pin(async { Ok(crate::browser_methods::state(s).await) }),
@@ -348,6 +353,7 @@ pub(crate) fn status(state: &AppState) -> Value {
         "nodes": state.nodes.summary(),
         "heartbeat": state.autonomy.last_heartbeat(),
         "retained": retained(state),
+        "outbox": crate::outbox::summary(state),
     })
 }
 

@@ -143,6 +143,59 @@ impl ChannelSet {
     }
 }
 
+/// The outbox as `status` and `channels.status` show it: how many messages are pending and
+/// failed, and the failed ones (the newest 20) with why.
+pub(crate) fn summary(state: &crate::state::AppState) -> serde_json::Value {
+    let Some(store) = state.host.store() else {
+        return serde_json::Value::Null;
+    };
+    let (pending, failed) = store.outbox_counts().unwrap_or_default();
+    let undelivered: Vec<serde_json::Value> = store
+        .outbox(&[OutgoingState::Failed], 1000)
+        .unwrap_or_default()
+        .iter()
+        .rev()
+        .take(20)
+        .map(|m| {
+            serde_json::json!({"id": m.id, "channel": m.channel, "chat": m.chat,
+                "kind": m.kind, "text": m.body, "error": m.error, "updatedMs": m.updated_ms})
+        })
+        .collect();
+    serde_json::json!({"pending": pending, "failed": failed, "undelivered": undelivered})
+}
+
+/// `outbox.retry {id}`: a failed message goes back in line (sent within a minute).
+pub(crate) fn retry(
+    state: &crate::state::AppState,
+    params: &serde_json::Value,
+) -> Result<serde_json::Value, crate::protocol::MethodError> {
+    use crate::protocol::{ErrorCode, MethodError};
+    let id = params
+        .get("id")
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| MethodError::invalid("missing string parameter 'id'"))?;
+    let store = state
+        .host
+        .store()
+        .ok_or_else(|| MethodError::new(ErrorCode::Unavailable, "no state store"))?;
+    match store.retry_outgoing(id) {
+        Ok(()) => {
+            let (channels, store) = (state.host.channels.clone(), store.clone());
+            let id = id.to_string();
+            tokio::spawn(async move {
+                if let Ok(Some(message)) = store.outgoing(&id) {
+                    let _ = channels.send_recorded(&store, &message).await;
+                }
+            });
+            Ok(serde_json::json!({"id": params["id"], "state": "pending"}))
+        }
+        Err(e @ lurkbot_state::StateError::NotFound { .. }) => {
+            Err(MethodError::new(ErrorCode::NotFound, e.to_string()))
+        }
+        Err(e) => Err(MethodError::new(ErrorCode::Unavailable, e.to_string())),
+    }
+}
+
 /// Sends pending messages now and every [`RETRY_EVERY`] until the gateway stops.
 pub(crate) fn start(channels: Arc<ChannelSet>, store: Store) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {

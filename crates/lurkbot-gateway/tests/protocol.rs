@@ -234,7 +234,7 @@ async fn a_turn_streams_events_and_waits_for_the_clients_approval() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn abort_and_shutdown_record_the_cancelled_turns() {
+async fn abort_records_a_cancelled_turn_and_a_stop_leaves_the_running_one_to_resume() {
     let mut gw = Gateway::start(
         "",
         vec![Step::Stall("Thinking".into()), Step::Stall("Still".into())],
@@ -257,7 +257,8 @@ async fn abort_and_shutdown_record_the_cancelled_turns() {
         "{history}"
     );
 
-    // Shutdown with a turn in flight: the client hears it, the turn is recorded as cancelled.
+    // Shutdown with a turn in flight: the client hears it; the turn is not cancelled but left
+    // unended in the journal, for the next start to resume (ARCHITECTURE.md §6.3).
     let other = c
         .request(
             "chat.send",
@@ -273,7 +274,17 @@ async fn abort_and_shutdown_record_the_cancelled_turns() {
     let key = lurkbot_core::SessionKey::parse("agent:main:dm:web:me").unwrap();
     let entry = sessions.get_or_create(&key).unwrap();
     let text = serde_json::to_string(&sessions.history(&entry.session_id).unwrap()).unwrap();
-    assert!(text.contains("[the user cancelled this turn]"), "{text}");
+    assert!(!text.contains("[the user cancelled this turn]"), "{text}");
+    assert!(text.contains("another"), "{text}");
+    let store = lurkbot_state::Store::open(&gw.home).unwrap();
+    let open = store.unfinished().unwrap();
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0].message, "another");
+    assert_eq!(open[0].session, "agent:main:dm:web:me");
+    // The turn the user aborted ended, failed, in the journal.
+    let aborted = store.turn(&run_id).unwrap().unwrap();
+    assert_eq!(aborted.state, lurkbot_state::TurnState::Failed);
+    assert_eq!(aborted.error.as_deref(), Some("aborted"));
 }
 
 #[tokio::test]

@@ -46,6 +46,8 @@ pub(crate) struct State {
     scripted: Vec<(u16, String, Option<u64>)>,
     offsets: Vec<i64>,
     pub(crate) voices: Vec<SentVoice>,
+    /// Updates the bot confirmed (kept to serve again: [`TelegramServer::serve_again`]).
+    confirmed: Vec<Value>,
     /// Uploaded files: (file_id, file_path, bytes).
     files: Vec<(String, String, Vec<u8>)>,
 }
@@ -317,6 +319,25 @@ impl TelegramServer {
         s.offsets.clone()
     }
 
+    /// Serves the confirmed update `update_id` once more, as Telegram does when the bot died
+    /// before its confirmation (the next `getUpdates` offset) reached it. False when no such
+    /// update was confirmed.
+    pub fn serve_again(&self, update_id: i64) -> bool {
+        let (lock, wake) = &*self.state;
+        let mut s = lock.lock().unwrap();
+        let Some(update) = s
+            .confirmed
+            .iter()
+            .find(|u| u["update_id"].as_i64() == Some(update_id))
+            .cloned()
+        else {
+            return false;
+        };
+        s.updates.push(update);
+        wake.notify_all();
+        true
+    }
+
     /// `sendMessage` calls so far, refused ones included.
     pub fn send_attempts(&self) -> usize {
         self.state.0.lock().unwrap().send_attempts
@@ -442,8 +463,11 @@ fn answer(shared: &(Mutex<State>, Condvar), method: &str, p: &Value) -> (u16, Va
             s.offsets.push(offset);
             wake.notify_all();
             // Confirmed updates (below the offset) are forgotten, as Telegram does.
-            s.updates
-                .retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
+            let (kept, confirmed): (Vec<Value>, Vec<Value>) = std::mem::take(&mut s.updates)
+                .into_iter()
+                .partition(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
+            s.updates = kept;
+            s.confirmed.extend(confirmed);
             while s.updates.is_empty() {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {

@@ -29,6 +29,7 @@ mod logs;
 mod mcp;
 mod memory;
 mod nodes;
+mod nothing_lost;
 mod rss;
 mod search;
 mod service;

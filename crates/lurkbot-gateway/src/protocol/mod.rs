@@ -93,6 +93,8 @@ pub mod method {
     pub const CHANNELS_PAIRING_APPROVE: &str = "channels.pairing.approve";
     /// Refuse a pairing request (`{channel, code}`).
     pub const CHANNELS_PAIRING_DENY: &str = "channels.pairing.deny";
+    /// Put a message the platform refused for good back in the outbox's line (`{id}`).
+    pub const OUTBOX_RETRY: &str = "outbox.retry";
     /// The managed Chromium's state.
     pub const BROWSER_STATUS: &str = "browser.status";
     /// Start the managed Chromium.

@@ -1,0 +1,408 @@
+//! Nothing lost (ARCHITECTURE.md §10), as a user would try it: the gateway process is killed
+//! with SIGKILL at a point of a turn the test chooses (the scripted model holds its call open;
+//! a page server holds a tool's request open), started again on the same home, and each user
+//! message is answered exactly once on its channel — no second turn, no second model call
+//! beyond the one the kill cut, the transcript true.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use lurkbot_llm::fake::{FakeProvider, Gate, Step};
+use lurkbot_test_support::telegram_server::TelegramServer;
+use serde_json::{Value, json};
+
+use crate::util::{Running, Test, start_gateway as start};
+
+const BOT_TOKEN: &str = "123456:lost-nothing";
+
+/// Waits for `done` (every 20 ms, at most 60 s), failing with `what`.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// SIGKILL, and the process is gone.
+fn kill(mut gw: Running) {
+    gw.child.kill().unwrap();
+    gw.child.wait().unwrap();
+}
+
+fn model_env(fake: &FakeProvider) -> Vec<(String, String)> {
+    vec![
+        ("LURKBOT_MODEL".into(), "openai/fake".into()),
+        ("OPENAI_BASE_URL".into(), format!("{}/v1", fake.url)),
+    ]
+}
+
+fn start_with(t: &Test, env: &[(String, String)]) -> Running {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    start(t, &env)
+}
+
+fn append_config(t: &Test, text: &str) {
+    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    std::fs::write(t.path("config.toml"), format!("{config}\n{text}\n")).unwrap();
+}
+
+/// Every message of every transcript of the main agent.
+fn transcript_messages(t: &Test) -> Vec<Value> {
+    let dir = t.path("sessions/main");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if entry.path().extension().is_some_and(|e| e == "jsonl") {
+            let text = std::fs::read_to_string(entry.path()).unwrap();
+            out.extend(
+                text.lines()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .filter(|e| e["type"] == "message")
+                    .map(|e| e["message"].clone()),
+            );
+        }
+    }
+    out
+}
+
+fn count_user_messages(t: &Test, text: &str) -> usize {
+    transcript_messages(t)
+        .iter()
+        .filter(|m| m["role"] == "user" && m["content"].as_str().is_some_and(|c| c.contains(text)))
+        .count()
+}
+
+/// `POST /v1/chat/completions` on `addr` with an `Idempotency-Key`: status and body.
+fn chat_completion(addr: &str, token: &str, key: &str, message: &str) -> (u16, Value) {
+    let body =
+        json!({"model": "lurkbot", "messages": [{"role": "user", "content": message}]}).to_string();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         x-lurkbot-session: agent:main:main\r\nIdempotency-Key: {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let json = response
+        .split_once("\r\n\r\n")
+        .and_then(|(_, b)| serde_json::from_str(b).ok())
+        .unwrap_or(Value::Null);
+    (status, json)
+}
+
+/// A page server whose first `held` requests are held open (never answered: the tool call is
+/// in flight when the gateway dies); later ones get a small page. How many it was asked.
+fn page_server(held: usize) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+            if n <= held {
+                open.push(stream);
+                continue;
+            }
+            let page = "<html><body><p>The page the tool read after the restart.</p></body></html>";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                page.len()
+            );
+        }
+    });
+    (addr, asked)
+}
+
+/// Telegram: a message whose turn is killed during its model call is answered once after the
+/// restart; the update served again (its confirmation never reached Telegram) starts no
+/// second turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_telegram_message_killed_during_its_model_call_is_answered_once() {
+    let t = Test::init();
+    let telegram = TelegramServer::start(BOT_TOKEN);
+    append_config(
+        &t,
+        &format!(
+            "[channels.telegram]\nbase_url = \"{}\"\nallow_from = [\"42\"]",
+            telegram.url()
+        ),
+    );
+    std::fs::write(t.path(".env"), format!("TELEGRAM_BOT_TOKEN={BOT_TOKEN}\n")).unwrap();
+    let fake = FakeProvider::start(vec![
+        Step::Held(Gate::new(), Box::new(Step::text("never sent"))),
+        Step::text("Answered once after the restart."),
+    ])
+    .await;
+    fake.record(true);
+    let env = model_env(&fake);
+    let gw = start_with(&t, &env);
+    let update = telegram.user_writes(42, 42, "ada", "private", "what survives a crash?");
+    until("the model call", || fake.requests().len() == 1).await;
+    kill(gw);
+    // The kill came after the message was recorded; Telegram may not have had the bot's
+    // confirmation: the saved offset is the message's own, and Telegram serves it again.
+    std::fs::write(
+        t.path("channels/telegram/state.json"),
+        json!({"offset": update}).to_string(),
+    )
+    .unwrap();
+    assert!(telegram.serve_again(update));
+
+    let gw = start_with(&t, &env);
+    let sent = telegram.wait_sent(1, Duration::from_secs(60));
+    assert_eq!(sent.len(), 1, "answered after the restart");
+    assert_eq!(sent[0].text, "Answered once after the restart\\.");
+    until("the update served again is seen as recorded", || {
+        gw.stderr().contains("not answered twice")
+    })
+    .await;
+    let (status, stderr) = tokio::task::spawn_blocking(move || gw.stop())
+        .await
+        .unwrap();
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(
+        telegram.sent().len(),
+        1,
+        "no second answer: {:?}",
+        telegram.sent()
+    );
+    assert_eq!(
+        fake.requests().len(),
+        2,
+        "one model call cut, one that answered"
+    );
+    // The resumed call carries the message once: it was not appended again.
+    let resumed = fake.requests()[1].body.to_string();
+    assert_eq!(
+        resumed.matches("what survives a crash?").count(),
+        1,
+        "{resumed}"
+    );
+    assert_eq!(count_user_messages(&t, "what survives a crash?"), 1);
+    let answers = transcript_messages(&t)
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .count();
+    assert_eq!(answers, 1, "one answer in the transcript");
+}
+
+/// A tool call in flight when the gateway dies: one that may have acted (`terminal_exec`) is
+/// not run again — the model is told its effect is unknown — and one that only reads
+/// (`web_fetch`) is. The client's retry with the same `Idempotency-Key` gets the answer
+/// without another turn or model call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_cut_by_a_kill_is_run_again_only_when_it_only_reads() {
+    let t = Test::init();
+    let (pages, asked) = page_server(2);
+    append_config(&t, &format!("[network]\nallow_hosts = [\"{pages}\"]"));
+    let fake = FakeProvider::start(vec![
+        Step::call(
+            "c1",
+            "terminal_exec",
+            json!({"command": format!("rss fetch --url http://{pages}/feed.xml --timeout-ms 120000")}),
+        ),
+        Step::call("c2", "web_fetch", json!({"url": format!("http://{pages}/page")})),
+        Step::text("Both calls handled."),
+    ])
+    .await;
+    fake.record(true);
+    let env = model_env(&fake);
+    let token = t.gateway_token();
+
+    // The first request: its `rss add` is in flight (the feed is held) when the gateway dies.
+    let gw = start_with(&t, &env);
+    let addr = gw.addr.clone();
+    let (a, tk) = (addr.clone(), token.clone());
+    let first = std::thread::spawn(move || chat_completion(&a, &tk, "key-1", "subscribe and read"));
+    until("the feed request", || asked.load(Ordering::SeqCst) == 1).await;
+    kill(gw);
+    let (status, _) = first.join().unwrap();
+    assert_ne!(status, 200, "the first request died with the gateway");
+
+    // After the restart the cut `rss add` is not run again; the model is told, then asks for
+    // a page, which is held too: the gateway dies again during a call that only reads.
+    let gw = start_with(&t, &env);
+    until("the page request", || asked.load(Ordering::SeqCst) == 2).await;
+    let told = fake.requests()[1].body.to_string();
+    assert!(told.contains("interrupted by a restart"), "{told}");
+    kill(gw);
+
+    // The third start reads the page again and answers; the retried request attaches.
+    let gw = start_with(&t, &env);
+    let (status, body) = {
+        let (a, tk) = (gw.addr.clone(), token.clone());
+        tokio::task::spawn_blocking(move || chat_completion(&a, &tk, "key-1", "subscribe and read"))
+            .await
+            .unwrap()
+    };
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["choices"][0]["message"]["content"],
+        "Both calls handled."
+    );
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        3,
+        "the feed once, the page twice"
+    );
+    let read = fake.requests()[2].body.to_string();
+    assert!(
+        read.contains("The page the tool read after the restart."),
+        "{read}"
+    );
+    assert_eq!(fake.requests().len(), 3, "no model call for the retry");
+    // Another retry after the end: the same answer from the journal, still no model call.
+    let (a, tk) = (gw.addr.clone(), token.clone());
+    let (status, again) = tokio::task::spawn_blocking(move || {
+        chat_completion(&a, &tk, "key-1", "subscribe and read")
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(
+        again["choices"][0]["message"]["content"],
+        "Both calls handled."
+    );
+    assert_eq!(fake.requests().len(), 3);
+    // The same key for another message is refused.
+    let (a, tk) = (gw.addr.clone(), token.clone());
+    let (status, refused) =
+        tokio::task::spawn_blocking(move || chat_completion(&a, &tk, "key-1", "something else"))
+            .await
+            .unwrap();
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(count_user_messages(&t, "subscribe and read"), 1);
+    drop(gw);
+}
+
+/// SIGTERM with a turn longer than the grace: the gateway stops at the end of the grace, and
+/// the turn is resumed and answered after the next start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_longer_than_the_grace_is_resumed_after_the_next_start() {
+    let t = Test::init();
+    assert_eq!(
+        t.run(&["config", "set", "gateway.shutdown_grace_secs", "0"])
+            .status,
+        0
+    );
+    let fake = FakeProvider::start(vec![
+        Step::Held(Gate::new(), Box::new(Step::text("never sent"))),
+        Step::text("Finished after the restart."),
+    ])
+    .await;
+    fake.record(true);
+    let env = model_env(&fake);
+    let token = t.gateway_token();
+    let gw = start_with(&t, &env);
+    let (a, tk) = (gw.addr.clone(), token.clone());
+    let first = std::thread::spawn(move || chat_completion(&a, &tk, "deploy-1", "a long task"));
+    until("the model call", || fake.requests().len() == 1).await;
+    let (status, stderr) = tokio::task::spawn_blocking(move || gw.stop())
+        .await
+        .unwrap();
+    assert_eq!(status, 0, "{stderr}");
+    let _ = first.join().unwrap();
+    // Stopped, not cancelled: no cancellation marker in the transcript.
+    assert!(
+        !transcript_messages(&t).iter().any(|m| m["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("cancelled"))),
+        "{:?}",
+        transcript_messages(&t)
+    );
+    let gw = start_with(&t, &env);
+    let (a, tk) = (gw.addr.clone(), token.clone());
+    let (status, body) =
+        tokio::task::spawn_blocking(move || chat_completion(&a, &tk, "deploy-1", "a long task"))
+            .await
+            .unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["choices"][0]["message"]["content"],
+        "Finished after the restart."
+    );
+    assert_eq!(fake.requests().len(), 2);
+    assert_eq!(count_user_messages(&t, "a long task"), 1);
+    drop(gw);
+}
+
+/// A reply the platform refuses for good (the user blocked the bot) is kept in the outbox and
+/// listed by `lurkbot outbox` (exit 1), never dropped; `retry` puts it back in line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_refused_for_good_is_kept_and_listed() {
+    let t = Test::init();
+    let telegram = TelegramServer::start(BOT_TOKEN);
+    append_config(
+        &t,
+        &format!(
+            "[channels.telegram]\nbase_url = \"{}\"\nallow_from = [\"42\"]",
+            telegram.url()
+        ),
+    );
+    std::fs::write(t.path(".env"), format!("TELEGRAM_BOT_TOKEN={BOT_TOKEN}\n")).unwrap();
+    let fake = FakeProvider::start(vec![Step::text("You will never read this.")]).await;
+    let env = model_env(&fake);
+    let gw = start_with(&t, &env);
+    telegram.block(42);
+    telegram.user_writes(42, 42, "ada", "private", "hello");
+    until("the refused send", || telegram.send_attempts() >= 1).await;
+    until("the outbox records the failure", || {
+        t.run(&["outbox", "--json"]).stdout.contains("\"failed\"")
+    })
+    .await;
+    let listed = t.run(&["outbox", "--json"]);
+    assert_eq!(listed.status, 1, "a failed message makes the exit status 1");
+    let rows = listed.json();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["state"], "failed");
+    assert_eq!(rows[0]["channel"], "telegram");
+    assert_eq!(rows[0]["chat"], "42");
+    assert_eq!(rows[0]["text"], "You will never read this.");
+    assert!(
+        rows[0]["error"].as_str().unwrap().contains("blocked"),
+        "{rows}"
+    );
+    let text = t.run(&["outbox"]);
+    assert!(
+        text.stdout.contains("0 pending, 1 failed"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("lurkbot outbox retry"),
+        "{}",
+        text.stdout
+    );
+    // Kept across a restart, and retried only when the owner says so.
+    kill(gw);
+    let id = rows[0]["id"].as_str().unwrap().to_string();
+    let retried = t.run(&["outbox", "retry", &id]);
+    assert_eq!(retried.status, 0, "{}", retried.stderr);
+    let again = t.run(&["outbox", "retry", &id]);
+    assert_eq!(again.status, 2, "only a failed message can be retried");
+    assert!(
+        again.stderr.contains("only a failed message"),
+        "{}",
+        again.stderr
+    );
+    let unknown = t.run(&["outbox", "retry", "out_nothing"]);
+    assert_eq!(unknown.status, 2);
+    assert_eq!(t.run(&["outbox", "--json"]).json()[0]["state"], "pending");
+}
