@@ -5,8 +5,9 @@
 //! MESSAGE_CREATE and RESUMED, 6 Resume replaying what a dropped session missed). It refuses
 //! what Discord refuses: a wrong token (REST 401, gateway close 4004), an unknown channel
 //! (404, code 10003), content over 2,000 characters or empty (400, code 50035), a user who
-//! blocked the bot (403, code 50007); without the message content intent, message content
-//! arrives empty, as Discord sends it. Tests script 429s and read what the bot sent.
+//! blocked the bot (403, code 50007), a `nonce` over 25 characters (400); a repeated `nonce`
+//! with `enforce_nonce` returns the message it made instead of a second one; without the
+//! message content intent, message content arrives empty, as Discord sends it. Tests script 429s and read what the bot sent.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -52,6 +53,8 @@ struct State {
     identifies: usize,
     resumes: usize,
     next_id: u64,
+    /// Messages created with `enforce_nonce`, by nonce: a repeated nonce returns its message.
+    nonces: std::collections::HashMap<String, Value>,
 }
 
 /// What the sockets are told.
@@ -446,6 +449,20 @@ fn rest(
             if content.chars().count() > 2000 || files.len() > 10 {
                 return (400, json!({"message": "Invalid Form Body", "code": 50035}));
             }
+            // `nonce` is at most 25 characters; with `enforce_nonce`, a nonce used before
+            // returns the message it created and creates none.
+            let nonce = match &p["nonce"] {
+                Value::String(n) => Some(n.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            };
+            if nonce.as_ref().is_some_and(|n| n.chars().count() > 25) {
+                return (400, json!({"message": "Invalid Form Body", "code": 50035}));
+            }
+            let enforced = nonce.filter(|_| p["enforce_nonce"] == true);
+            if let Some(created) = enforced.as_ref().and_then(|n| s.nonces.get(n)) {
+                return (200, created.clone());
+            }
             s.sent.push(Sent {
                 channel_id: (*id).to_string(),
                 content: content.to_string(),
@@ -457,11 +474,12 @@ fn rest(
             });
             s.next_id += 1;
             let id_out = s.next_id.to_string();
+            let created = json!({"id": id_out, "channel_id": id, "content": content});
+            if let Some(nonce) = enforced {
+                s.nonces.insert(nonce, created.clone());
+            }
             wake.notify_all();
-            (
-                200,
-                json!({"id": id_out, "channel_id": id, "content": content}),
-            )
+            (200, created)
         }
         _ => (404, json!({"message": "404: Not Found", "code": 0})),
     }
