@@ -148,6 +148,15 @@ impl SessionHost {
         Ok(Some(Journal::new(store.clone(), run_id)))
     }
 
+    /// Takes back an admitted turn its caller could not start (see [`lurkbot_state::Store::withdraw`]).
+    pub(crate) fn withdraw(&self, run_id: &str) {
+        if let Some(store) = self.store()
+            && let Err(e) = store.withdraw(run_id)
+        {
+            tracing::warn!(run_id, error = %e, "turn not withdrawn");
+        }
+    }
+
     /// Ends a turn in the journal with what it sends, then sends it.
     pub(crate) fn journal_end(&self, run_id: &str, origin: &Origin, result: Result<&str, &str>) {
         let Some(store) = self.store() else {

@@ -322,6 +322,7 @@ fn completion(model: &str, text: &str, usage: lurkbot_llm::Usage) -> Value {
 }
 
 async fn complete(state: AppState, turn: Turn) -> Response {
+    let run_id = turn.run_id.clone();
     let spawned = state.host.spawn_run(
         turn.key,
         turn.message,
@@ -332,7 +333,11 @@ async fn complete(state: AppState, turn: Turn) -> Response {
     );
     let handle = match spawned {
         Ok((_, handle)) => handle,
-        Err(e) => return busy(e).into_response(),
+        Err(e) => {
+            // Not started: its key may start a turn when the session is free.
+            state.host.withdraw(&run_id);
+            return busy(e).into_response();
+        }
     };
     match handle.await {
         Ok(Ok(done)) => axum::Json(completion(&turn.model, &done.text, done.usage)).into_response(),
@@ -374,6 +379,7 @@ fn stream(state: AppState, turn: Turn) -> Response {
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     ));
+    let run_id = turn.run_id.clone();
     let handle = match state.host.spawn_run(
         turn.key,
         turn.message,
@@ -383,7 +389,10 @@ fn stream(state: AppState, turn: Turn) -> Response {
         turn.run_id,
     ) {
         Ok((_, handle)) => handle,
-        Err(e) => return busy(e).into_response(),
+        Err(e) => {
+            state.host.withdraw(&run_id);
+            return busy(e).into_response();
+        }
     };
     tokio::spawn(async move {
         let (error, usage) = match handle.await {

@@ -310,6 +310,21 @@ impl Store {
         })
     }
 
+    /// Takes back a turn admitted but never started (its request was refused: the session was
+    /// busy, the gateway stopping), so its source id may start one later. False when it had
+    /// started or is unknown.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn withdraw(&self, id: &str) -> Result<bool, StateError> {
+        self.with(|conn| {
+            Ok(conn.execute(
+                "DELETE FROM turns WHERE id = ?1 AND state = 'queued' AND starts = 0",
+                [id],
+            )? == 1)
+        })
+    }
+
     /// Every turn not ended (queued or running), oldest first: what a start resumes.
     ///
     /// # Errors

@@ -48,6 +48,14 @@ fn one_source_id_starts_one_turn() {
     };
     assert_eq!(known.id, "run_a");
     assert!(store.turn("run_b").unwrap().is_none(), "no second turn");
+    // A turn never started can be taken back, and its source id admitted again.
+    assert!(store.withdraw("run_a").unwrap());
+    assert_eq!(
+        store.admit(&turn("run_b", Some("telegram:42:7"))).unwrap(),
+        Admitted::New
+    );
+    store.begin("run_b").unwrap();
+    assert!(!store.withdraw("run_b").unwrap(), "a started turn stays");
     // Turns without a source id are all new.
     assert_eq!(store.admit(&turn("run_c", None)).unwrap(), Admitted::New);
     assert_eq!(store.admit(&turn("run_d", None)).unwrap(), Admitted::New);

@@ -30,6 +30,7 @@ mod mcp;
 mod memory;
 mod nodes;
 mod nothing_lost;
+mod restart_loop;
 mod rss;
 mod search;
 mod service;
