@@ -27,6 +27,9 @@ const POLL_MS: u64 = 25_000;
 /// Decides whether to join a room the bot was invited to: `(inviter, direct)`.
 pub type InvitePolicy = Box<dyn Fn(&str, bool) -> bool + Send + Sync>;
 
+/// The device a password sign-in uses, every time.
+const DEVICE_ID: &str = "LURKBOT";
+
 /// How the bot signs in.
 pub enum Credentials {
     /// An access token.
@@ -194,9 +197,13 @@ impl Matrix {
                 let token = match &self.credentials {
                     Credentials::Token(token) => token.clone(),
                     Credentials::Password { user, password } => {
+                        // One device for every start: a restart neither piles up devices
+                        // nor leaves the transaction ids (scoped to the device) of the
+                        // outbox's sends behind.
                         let body = json!({"type": "m.login.password",
                             "identifier": {"type": "m.id.user", "user": user},
-                            "password": password});
+                            "password": password, "device_id": DEVICE_ID,
+                            "initial_device_display_name": "LurkBot"});
                         let answer = self
                             .request(
                                 reqwest::Method::POST,

@@ -512,3 +512,63 @@ async fn a_voice_note_in_a_matrix_room_is_heard_and_answered_by_voice() {
     assert_eq!(voice["info"]["duration"], (seconds * 1000.0).round() as u64);
     assert_eq!(voice["info"]["size"], file.len());
 }
+
+/// The outbox on Matrix: a reply whose send reached Synapse but whose "sent" mark never
+/// reached the outbox (the gateway died between the two) is sent again at the next start
+/// under the same transaction id, and Synapse makes it one event (ARCHITECTURE.md §6.3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_sent_again_after_a_restart_is_one_matrix_event() {
+    let synapse = bot_and_owner().await;
+    let bot = "@bot:localhost";
+    let mut gw = Gateway::start_with_env(
+        &format!(
+            "[channels.matrix]\nbase_url = \"{}\"\nallow_from = [\"@owner:localhost\"]\n",
+            synapse.url
+        ),
+        vec![Step::text("Exactly once.")],
+        "MATRIX_USER=bot\nMATRIX_PASSWORD=bot-pass-1\n",
+    )
+    .await;
+    let owner = User::login(&synapse, "owner", "owner-pass-1").await;
+    let dm = owner.create_room(&[bot], true).await;
+    owner.wait_joined(&dm, bot).await;
+    owner.say(&dm, "once, please").await;
+    assert_eq!(owner.wait_bodies(&dm, bot, 1).await, ["Exactly once."]);
+    let store = lurkbot_state::Store::open(&gw.home).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while store.outbox_counts().unwrap() != (0, 0) || store.outbox(&[], 10).unwrap().len() != 1 {
+        assert!(Instant::now() < deadline, "the reply was not marked sent");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    gw.stop().await;
+    drop(store);
+    // The crash window: the row as it was before the send was recorded.
+    let db = rusqlite::Connection::open(gw.home.join("state/state.sqlite")).unwrap();
+    let changed = db
+        .execute(
+            "UPDATE outbox SET state = 'pending', pieces_sent = 0, platform_id = NULL",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(db);
+    let again = gw.on_same_home().await;
+    let store = lurkbot_state::Store::open(&again.home).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while store
+        .outbox(&[lurkbot_state::OutgoingState::Sent], 10)
+        .unwrap()
+        .len()
+        != 1
+    {
+        assert!(Instant::now() < deadline, "the reply was not sent again");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        owner.bodies(&dm, bot).await,
+        ["Exactly once."],
+        "one event for the repeated send"
+    );
+    assert_eq!(gw.fake.requests().len(), 1, "the turn was not run again");
+    drop(synapse);
+}
