@@ -91,9 +91,19 @@ impl Email {
     }
 
     fn save(&self, validity: u32, last: u32) {
+        self.advance(validity, last);
+        self.persist(validity, last);
+    }
+
+    /// Moves the reading position in memory only (written by `acknowledge`, once the gateway
+    /// recorded what was read).
+    fn advance(&self, validity: u32, last: u32) {
         if let Ok(mut seen) = self.seen.lock() {
             *seen = Some((validity, last));
         }
+    }
+
+    fn persist(&self, validity: u32, last: u32) {
         if let Some(dir) = self.state.parent()
             && lurkbot_core::create_private_dir(dir).is_ok()
         {
@@ -206,7 +216,7 @@ impl Email {
             if let Some(message) = self.parse(&raw) {
                 out.push(message);
             }
-            self.save(validity, uid);
+            self.advance(validity, uid);
         }
         *slot = Some(session);
         Ok(out)
@@ -309,6 +319,20 @@ impl Email {
         reply_to: Option<&str>,
         voice: Option<&[u8]>,
     ) -> Result<(), ChannelError> {
+        self.submit_as(to, text, reply_to, voice, None).await
+    }
+
+    /// [`Email::submit`] with the `Message-ID` `<key@domain of EMAIL_FROM>` when `key` is
+    /// given: a mail sent again after a crash has the same id, which mail systems and readers
+    /// use to show it once.
+    async fn submit_as(
+        &self,
+        to: &str,
+        text: &str,
+        reply_to: Option<&str>,
+        voice: Option<&[u8]>,
+        key: Option<&str>,
+    ) -> Result<(), ChannelError> {
         use lettre::AsyncTransport;
         use lettre::message::{Attachment, MultiPart, SinglePart, header::ContentType};
         let thread = reply_to
@@ -331,6 +355,14 @@ impl Email {
                 .parse()
                 .map_err(|e| permanent(format!("'{to}' is not an address: {e}")))?)
             .subject(subject);
+        if let Some(key) = key {
+            let domain = self
+                .settings
+                .from
+                .rsplit_once('@')
+                .map_or("lurkbot.invalid", |(_, d)| d.trim_end_matches('>'));
+            builder = builder.message_id(Some(format!("<{key}@{domain}>")));
+        }
         if let Some(id) = reply_to.filter(|r| !r.is_empty()) {
             builder = builder
                 .in_reply_to(id.to_string())
@@ -494,6 +526,26 @@ impl Channel for Email {
         reply_to: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(self.submit(chat, text, reply_to, None))
+    }
+
+    fn send_once<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, ChannelError>> {
+        Box::pin(async move {
+            self.submit_as(chat, text, reply_to, None, Some(key))
+                .await
+                .map(|()| None)
+        })
+    }
+
+    fn acknowledge(&self) {
+        if let Some((validity, last)) = self.seen.lock().ok().and_then(|s| *s) {
+            self.persist(validity, last);
+        }
     }
 
     fn send_voice<'a>(

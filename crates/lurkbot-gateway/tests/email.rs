@@ -152,6 +152,15 @@ async fn email_in_and_a_threaded_reply_out_through_dovecot() {
             .contains("<m1@localhost>")
     );
     assert_eq!(replies[0]["body"], "Noon works.");
+    // The reply's Message-ID is its outbox entry's (sent again after a crash, it is the same
+    // mail to the reader).
+    let id = replies[0]["messageId"].as_str().unwrap();
+    let entry = lurkbot_state::Store::open(&gw.home)
+        .unwrap()
+        .outbox(&[], 10)
+        .unwrap();
+    assert_eq!(entry.len(), 1);
+    assert_eq!(id, format!("<{}.0@localhost>", entry[0].id), "{id}");
     let requests = gw.fake.requests();
     assert_eq!(requests.len(), 1, "the old mail was not answered");
     let asked = requests[0].body["messages"]

@@ -5,7 +5,7 @@ send SMTP_PORT USER PASSWORD TO SUBJECT BODY MESSAGE_ID [HEADER=VALUE ...]
     `X-Test-Html=...` makes the mail multipart/alternative with that HTML part first (or,
     with BODY empty, an HTML-only mail).
 read IMAP_PORT USER PASSWORD
-    prints the INBOX as JSON: [{from, subject, inReplyTo, references, body, attachments}], each
+    prints the INBOX as JSON: [{from, subject, inReplyTo, references, messageId, body, attachments}], each
     attachment as {name, type, oggOpus} (whether its bytes are an OGG stream with an OpusHead).
 """
 
@@ -60,7 +60,7 @@ def read(port, user, password):
                 attachments.append({"name": part.get_filename(), "type": part.get_content_type(),
                                     "oggOpus": data[:4] == b"OggS" and b"OpusHead" in data[:64]})
         out.append({"from": msg["From"], "subject": msg["Subject"], "inReplyTo": msg["In-Reply-To"],
-                    "references": msg["References"], "body": (body or b"").decode("utf-8", "replace").strip(),
+                    "references": msg["References"], "messageId": msg["Message-ID"], "body": (body or b"").decode("utf-8", "replace").strip(),
                     "attachments": attachments})
     box.logout()
     print(json.dumps(out))
