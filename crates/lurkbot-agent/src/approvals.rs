@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::AgentError;
-use crate::policy::matches;
+use crate::tool_names::matches;
 
 /// The file holding allow-always decisions.
 pub use lurkbot_core::APPROVALS_FILE;

@@ -19,6 +19,10 @@ use lurkbot_llm::{ChatRequest, Failover, Message, Role, Usage};
 use crate::error::AgentError;
 use crate::usage::Meter;
 
+/// About what one image costs in a request (a 2,048-pixel image: OpenAI ≈ 1,100 tokens,
+/// Anthropic ≤ 1,600).
+pub(crate) const IMAGE_TOKENS: u64 = 1_600;
+
 /// Share of the window kept verbatim by default.
 pub(crate) const BASE_CHUNK_RATIO: f64 = 0.4;
 /// The smallest share kept.
@@ -40,7 +44,7 @@ pub(crate) fn estimate_tokens(text: &str) -> u64 {
 /// Estimated tokens of a message (its text and its tool calls).
 pub(crate) fn message_tokens(message: &Message) -> u64 {
     estimate_tokens(&message.content)
-        + crate::images::IMAGE_TOKENS * message.images.len() as u64
+        + IMAGE_TOKENS * message.images.len() as u64
         + message
             .tool_calls
             .iter()
@@ -55,7 +59,7 @@ pub(crate) fn messages_tokens(messages: &[Message]) -> u64 {
 
 /// Estimated tokens of a session's context as the next request would carry it (its summary
 /// and its messages), characters / 4.
-pub fn context_tokens(context: &crate::Context) -> u64 {
+pub fn context_tokens(context: &crate::transcript::Context) -> u64 {
     context.summary.as_deref().map_or(0, estimate_tokens) + messages_tokens(&context.messages)
 }
 

@@ -106,7 +106,7 @@ pub async fn run_heartbeat(
         }
         Err(_) => String::new(),
     };
-    if effectively_empty(&content) && events.events.is_empty() {
+    if crate::prompt::effectively_empty(&content) && events.events.is_empty() {
         return HeartbeatEvent::new(now_ms, OkEmpty, Some("empty-heartbeat-file"));
     }
     let prompt = prompt(settings.prompt.as_deref(), &content, &events.events);
@@ -166,7 +166,7 @@ pub async fn run_heartbeat(
     let preview = Some(alert.chars().take(100).collect());
     let target = settings.target.as_str();
     if target == "none" {
-        if let Err(e) = crate::append_to_main(home, alert) {
+        if let Err(e) = crate::session_notes::append_to_main(home, alert) {
             tracing::warn!(error = %e, "heartbeat alert not written to the main session");
         }
         return HeartbeatEvent {
@@ -187,7 +187,7 @@ pub async fn run_heartbeat(
         .await;
     // The main session keeps every alert sent: webchat delivery wrote it there already.
     if !delivered.as_ref().is_ok_and(|c| c.starts_with("webchat"))
-        && let Err(e) = crate::append_to_main(home, alert)
+        && let Err(e) = crate::session_notes::append_to_main(home, alert)
     {
         tracing::warn!(error = %e, "heartbeat alert not written to the main session");
     }
@@ -219,14 +219,6 @@ pub fn active(config: &Config, now_ms: u64) -> bool {
     let local_s = ms / 1000 + i64::from(zone.offset_at(ms).local_minus_utc());
     let minute = u32::try_from(local_s.rem_euclid(86_400) / 60).unwrap_or(0);
     lurkbot_core::within_window(window, minute)
-}
-
-/// Only blank lines and `#` comments.
-pub(crate) fn effectively_empty(content: &str) -> bool {
-    content
-        .lines()
-        .map(str::trim)
-        .all(|l| l.is_empty() || l.starts_with('#'))
 }
 
 /// The session heartbeat turns run on.
@@ -360,8 +352,12 @@ mod tests {
 
     #[test]
     fn comments_only_is_empty_and_the_window_reads_the_zone() {
-        assert!(effectively_empty("# Tasks\n\n   # none yet\n"));
-        assert!(!effectively_empty("# Tasks\n- check the feeds\n"));
+        assert!(crate::prompt::effectively_empty(
+            "# Tasks\n\n   # none yet\n"
+        ));
+        assert!(!crate::prompt::effectively_empty(
+            "# Tasks\n- check the feeds\n"
+        ));
         let toml =
             "[heartbeat.active_hours]\nstart = \"08:00\"\nend = \"22:00\"\ntz = \"Asia/Tokyo\"\n";
         let config = Config::parse(std::path::Path::new("c.toml"), toml).expect("parses");

@@ -13,16 +13,21 @@ pub mod import;
 pub mod journal;
 mod local_runtime;
 pub mod mcp;
+mod outcome;
 mod policy;
 mod policy_config;
 mod prompt;
 mod runner;
 mod runtime;
 mod session_index;
+mod session_kind;
+mod session_notes;
 pub mod setup;
 pub mod skills;
 pub mod speech;
 mod subagent;
+mod subagents;
+mod tool_names;
 mod tools;
 mod transcript;
 mod untrusted;
@@ -34,22 +39,23 @@ pub use approvals::{
 };
 pub use compaction::{MERGE_SUMMARIES_INSTRUCTIONS, SUMMARIZER_SYSTEM, context_tokens};
 pub use error::AgentError;
-pub use local_runtime::{EventSink, LocalRuntime, append_to_main, append_user};
+pub use local_runtime::{EventSink, LocalRuntime};
 pub use policy::Policy;
 pub use policy_config::policy_for;
 pub use prompt::{
-    BOOTSTRAP_FILES, PromptInput, SessionKind, SkillEntry, TOTAL_MAX_CHARS, bootstrap,
+    BOOTSTRAP_FILES, PromptInput, SkillEntry, TOTAL_MAX_CHARS, bootstrap,
     build as build_system_prompt,
 };
 pub use runner::prompt_cost::PROMPT_BUDGET_TOKENS;
 pub use runner::resume::INTERRUPTED_BY_RESTART;
-pub use runner::{Agent, AgentEvent, MAX_STEPS, THINKING_LEVELS, TurnOutcome, record_cancelled};
+pub use runner::{Agent, AgentEvent, MAX_STEPS, THINKING_LEVELS, TurnOutcome};
 pub use runtime::{
     BoxFuture, CHANNELS, GatewayControl, Outbound, Runtime, TurnHandle, TurnRequest, finish_within,
 };
-pub use subagent::{
-    Accepted, Cleanup, SpawnArgs, Subagents, announcement, spawn as spawn_subagent,
-};
+pub use session_kind::SessionKind;
+pub use session_notes::{append_to_main, append_user, record_cancelled};
+pub use subagent::{Accepted, Cleanup, SpawnArgs, announcement, spawn as spawn_subagent};
+pub use subagents::Subagents;
 pub use tools::ToolBox;
 pub use tools::browser::{BROWSER_PROFILE, home_browser, page_rules};
 pub use transcript::{Context, Entry, SessionEntry, Sessions};

@@ -15,9 +15,10 @@ use tokio::task::AbortHandle;
 
 use crate::approvals::{Approvals, Approver};
 use crate::gate::{self, Act, Hold, Standing};
-use crate::runner::{Agent, AgentEvent, record_cancelled};
+use crate::runner::{Agent, AgentEvent};
 use crate::runtime::{BoxFuture, Outbound, Runtime, TurnHandle, TurnRequest};
-use crate::subagent::Subagents;
+use crate::session_notes::{append_to_main, append_user, record_cancelled};
+use crate::subagents::Subagents;
 
 /// What the runtime reports of every turn it runs: the session and the agent's event.
 pub type EventSink = Arc<dyn Fn(&SessionKey, &AgentEvent) + Send + Sync>;
@@ -272,21 +273,4 @@ impl Runtime for LocalRuntime {
     fn subagents(&self) -> &Subagents {
         &self.subagents
     }
-}
-
-/// Appends `text` to `session` as a user-role message outside a turn (the caller waits until
-/// no turn runs there: [`Runtime::inject`]).
-///
-/// # Errors
-/// The store failing.
-pub fn append_user(home: &Home, session: &SessionKey, text: &str) -> Result<(), String> {
-    crate::runner::append_user(home, session, text).map_err(|e| e.to_string())
-}
-
-/// Appends `text` to the main session as an assistant message (what the web UI shows).
-///
-/// # Errors
-/// The store failing.
-pub fn append_to_main(home: &Home, text: &str) -> Result<(), String> {
-    crate::runner::append_assistant(home, &SessionKey::main(), text).map_err(|e| e.to_string())
 }

@@ -4,29 +4,7 @@
 //! deny wins over allow; an empty allow list does not narrow. Names are case-insensitive;
 //! `*` and `prefix_*` patterns match; `group:*` names expand.
 
-/// Tool groups.
-pub(crate) const GROUPS: &[(&str, &[&str])] = &[
-    ("group:memory", &["memory_search", "memory_get"]),
-    ("group:web", &["web_search", "web_fetch"]),
-    ("group:fs", &["read", "write", "edit", "apply_patch"]),
-    ("group:runtime", &["terminal_exec"]),
-    (
-        "group:sessions",
-        &[
-            "sessions_spawn",
-            "sessions_send",
-            "sessions_list",
-            "sessions_history",
-            "session_status",
-            "agents_list",
-        ],
-    ),
-    ("group:automation", &["cron", "gateway"]),
-    ("group:messaging", &["message"]),
-    ("group:ui", &["browser", "canvas"]),
-    ("group:tts", &["tts"]),
-    ("group:nodes", &["nodes"]),
-];
+use crate::tool_names::matches;
 
 /// What each profile allows.
 pub(crate) const PROFILES: &[(&str, &[&str])] = &[
@@ -104,9 +82,6 @@ pub(crate) const GROUP_DENY: &[&str] = &[
     "nodes",
 ];
 
-/// The group of MCP tools: every `<server>__<tool>` name (no built-in tool has `__`).
-pub(crate) const PLUGINS: &str = "group:plugins";
-
 /// One allow/deny layer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Layer {
@@ -136,25 +111,6 @@ pub struct Policy {
     pub subagent_may_spawn: bool,
 }
 
-/// Whether `pattern` (a name, `*`, `prefix_*` or `group:…`) matches `tool`.
-pub(crate) fn matches(pattern: &str, tool: &str) -> bool {
-    let pattern = pattern.trim().to_ascii_lowercase();
-    let tool = tool.to_ascii_lowercase();
-    if pattern == "*" {
-        return true;
-    }
-    if pattern == PLUGINS {
-        return tool.contains("__");
-    }
-    if let Some((_, members)) = GROUPS.iter().find(|(g, _)| *g == pattern) {
-        return members.contains(&tool.as_str());
-    }
-    if let Some(prefix) = pattern.strip_suffix('*') {
-        return tool.starts_with(prefix);
-    }
-    pattern == tool
-}
-
 fn any(patterns: &[impl AsRef<str>], tool: &str) -> bool {
     patterns.iter().any(|p| matches(p.as_ref(), tool))
 }
@@ -172,8 +128,8 @@ fn profile_allows(profile: Option<&str>, tool: &str) -> Result<bool, String> {
 impl Policy {
     /// The kind of prompt the session gets: a sub-agent's, a group's (also anyone's but the
     /// owner's), or a direct one.
-    pub(crate) fn session_kind(&self) -> crate::prompt::SessionKind {
-        use crate::prompt::SessionKind;
+    pub(crate) fn session_kind(&self) -> crate::session_kind::SessionKind {
+        use crate::session_kind::SessionKind;
         if self.subagent {
             SessionKind::Subagent
         } else if self.group {

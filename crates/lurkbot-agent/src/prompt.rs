@@ -12,6 +12,7 @@
 //! and TOOLS.md only; group sessions never get MEMORY.md; BOOTSTRAP.md only on the first run
 //! (before any session of the agent has finished a turn).
 
+use crate::session_kind::SessionKind;
 use lurkbot_core::{Home, PromptMode, layout};
 use lurkbot_llm::ToolSpec;
 
@@ -35,17 +36,6 @@ pub const TOTAL_MAX_CHARS: usize = 150_000;
 /// The identity line every mode starts with.
 pub(crate) const IDENTITY_LINE: &str =
     "You are a personal assistant running inside LurkBot, a self-hosted agent platform.";
-
-/// The kind of session, for file filtering and the closing section.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionKind {
-    /// The main session or a direct message.
-    Direct,
-    /// A group, channel or topic.
-    Group,
-    /// A sub-agent run.
-    Subagent,
-}
 
 /// An installed skill offered in the prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,9 +110,7 @@ pub fn bootstrap(home: &Home, kind: SessionKind, first_run: bool) -> Vec<(String
             continue;
         };
         // A HEARTBEAT.md of comments only has no task (heartbeats skip it too): not injected.
-        if text.trim().is_empty()
-            || (*name == "HEARTBEAT.md" && crate::heartbeat::effectively_empty(&text))
-        {
+        if text.trim().is_empty() || (*name == "HEARTBEAT.md" && effectively_empty(&text)) {
             continue;
         }
         let text = trim(name, &text);
@@ -221,6 +209,14 @@ pub fn build(input: &PromptInput<'_>, files: &[(String, String)]) -> String {
         SessionKind::Direct => {}
     }
     p
+}
+
+/// Only blank lines and `#` comments (an empty HEARTBEAT.md: no prompt file, no heartbeat run).
+pub(crate) fn effectively_empty(content: &str) -> bool {
+    content
+        .lines()
+        .map(str::trim)
+        .all(|l| l.is_empty() || l.starts_with('#'))
 }
 
 #[cfg(test)]

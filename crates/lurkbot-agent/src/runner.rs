@@ -7,18 +7,19 @@
 use std::sync::Arc;
 
 use lurkbot_core::{Config, Home, SessionKey};
-use lurkbot_llm::{Failover, Message, ToolCall, ToolSpec, Usage};
+use lurkbot_llm::{Failover, Message, ToolCall, ToolSpec};
 use lurkbot_term::TerminalExec;
 use serde_json::Value;
 
 use crate::approvals::{ApprovalRequest, Approvals, Approver, Decision, NoHuman};
 use crate::compaction::{cut_point, estimate_tokens, messages_tokens, summarize};
 use crate::error::AgentError;
+pub use crate::outcome::TurnOutcome;
 use crate::policy::Policy;
 use crate::policy_config::policy_for;
 use crate::runtime::Runtime;
 use crate::tools::{ToolBox, ToolCtx, ToolOutput};
-use crate::transcript::{Entry, Sessions, Tracked};
+use crate::transcript::{Entry, Tracked};
 
 mod offered;
 pub(crate) mod prompt_cost;
@@ -73,24 +74,6 @@ pub enum AgentEvent {
         /// The first line of its result.
         preview: String,
     },
-}
-
-/// The end of a turn.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TurnOutcome {
-    /// The final reply text.
-    pub text: String,
-    /// Model that answered last.
-    pub model: String,
-    /// Tokens used by the turn.
-    pub usage: Usage,
-    /// Model steps taken.
-    pub steps: usize,
-    /// The session id.
-    pub session_id: String,
-    /// Voice notes `tts` made in the turn (file names under `workspace/audio/`), in order:
-    /// a channel sends them with the answer.
-    pub voice_notes: Vec<String>,
 }
 
 /// An agent bound to a home.
@@ -294,7 +277,7 @@ impl Agent {
             // Synced now only when it ends the turn; with calls, the results' append syncs it.
             turn.sessions.append_tracked(
                 &mut turn.tracked,
-                &[message_entry(Message::assistant(
+                &[Entry::message(Message::assistant(
                     response.text.clone(),
                     calls.clone(),
                 ))],
@@ -309,7 +292,7 @@ impl Agent {
         let note = format!("[stopped after {MAX_STEPS} model steps without a final answer]");
         turn.sessions.append_tracked(
             &mut turn.tracked,
-            &[message_entry(Message::assistant(note.clone(), Vec::new()))],
+            &[Entry::message(Message::assistant(note.clone(), Vec::new()))],
             true,
         )?;
         on_event(AgentEvent::Text(note.clone()));
@@ -323,7 +306,7 @@ impl Agent {
     /// # Errors
     /// Store failures.
     pub fn cancelled(&self, session: &SessionKey) -> Result<(), AgentError> {
-        record_cancelled(&self.home, session)
+        crate::session_notes::record_cancelled(&self.home, session)
     }
 
     /// The context window in force: the configured one, or the smaller one a server named.
@@ -506,51 +489,6 @@ pub(crate) fn tools_tokens(tools: &[ToolSpec]) -> u64 {
             estimate_tokens(&wire.to_string())
         })
         .sum()
-}
-
-/// Records in `session`'s transcript that its running turn was cancelled (see
-/// [`Agent::cancelled`]).
-///
-/// # Errors
-/// Store failures.
-pub fn record_cancelled(home: &Home, session: &SessionKey) -> Result<(), AgentError> {
-    append_assistant(home, session, "[the user cancelled this turn]")
-}
-
-/// Appends an assistant message to `session`'s transcript outside a turn (a cancellation
-/// marker, a message delivered to the web UI's session).
-///
-/// # Errors
-/// Store failures.
-pub(crate) fn append_assistant(
-    home: &Home,
-    session: &SessionKey,
-    text: &str,
-) -> Result<(), AgentError> {
-    let sessions = Sessions::open(home, session.agent_id());
-    let entry = sessions.get_or_create(session)?;
-    sessions.append(
-        &entry.session_id,
-        &[message_entry(Message::assistant(text, Vec::new()))],
-    )
-}
-
-/// Appends a user-role message to `session`'s transcript outside a turn (a cron job's system
-/// event, injected without a model call).
-///
-/// # Errors
-/// Store failures.
-pub(crate) fn append_user(home: &Home, session: &SessionKey, text: &str) -> Result<(), AgentError> {
-    let sessions = Sessions::open(home, session.agent_id());
-    let entry = sessions.get_or_create(session)?;
-    sessions.append(&entry.session_id, &[message_entry(Message::user(text))])
-}
-
-fn message_entry(message: Message) -> Entry {
-    Entry::Message {
-        ts: lurkbot_core::now_ms(),
-        message,
-    }
 }
 
 /// The host name and `os (arch)` for the runtime line, read once per process (a turn read

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use lurkbot_core::SessionKey;
 
-use crate::runner::TurnOutcome;
-use crate::subagent::Subagents;
+use crate::outcome::TurnOutcome;
+use crate::subagents::Subagents;
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

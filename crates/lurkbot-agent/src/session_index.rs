@@ -1,11 +1,34 @@
-//! The bound on one agent's session index (`sessions.json`, `transcript.rs`): the keys kept
-//! and which leave first.
+//! One agent's session index (`sessions.json`, written by `transcript.rs`): its entries, the
+//! keys kept and which leave first.
 
 use std::collections::BTreeMap;
 
 use lurkbot_core::SessionKey;
 
-use crate::transcript::SessionEntry;
+use lurkbot_llm::Usage;
+use serde::{Deserialize, Serialize};
+
+/// The index entry of one session key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionEntry {
+    /// The key (`agent:main:main`, …).
+    pub key: String,
+    /// The current session id.
+    pub session_id: String,
+    /// Created, ms since the epoch.
+    pub created_ms: u64,
+    /// Last activity, ms since the epoch.
+    pub updated_ms: u64,
+    /// Model of the last turn.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Tokens used so far.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Turns run.
+    #[serde(default)]
+    pub turns: u64,
+}
 
 /// Most session keys one agent's index keeps. Beyond it the least recently active keys leave
 /// the index (never the agent's main session); their transcripts stay on disk as the record.
@@ -33,8 +56,6 @@ pub(crate) fn prune(all: &mut BTreeMap<String, SessionEntry>, cap: usize) {
 
 #[cfg(test)]
 mod tests {
-    use lurkbot_llm::Usage;
-
     use super::*;
 
     fn entry(key: &str, updated_ms: u64) -> (String, SessionEntry) {

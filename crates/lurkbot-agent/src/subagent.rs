@@ -4,14 +4,14 @@
 //! message — status, findings, a stats line — becomes one more turn of the requester's session.
 //! Depth (default 1: children cannot spawn) and children per session are limited.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lurkbot_core::{Home, SessionKey, SubagentsConfig};
 use serde::Serialize;
 
 use crate::runtime::{Runtime, TurnRequest, finish_within};
+use crate::subagents::Child;
 use crate::transcript::Sessions;
 
 /// What becomes of the child's session after the announce.
@@ -53,68 +53,6 @@ pub struct Accepted {
     pub child_session_key: String,
     /// The child's run.
     pub run_id: String,
-}
-
-#[derive(Debug, Clone)]
-struct Child {
-    requester: String,
-    depth: u32,
-    label: Option<String>,
-}
-
-/// The running sub-agents of one runtime (clones share one registry).
-#[derive(Debug, Clone, Default)]
-pub struct Subagents {
-    children: Arc<Mutex<HashMap<String, Child>>>,
-}
-
-impl Subagents {
-    /// How deep `session` is: 0 for a session that is not a running child.
-    pub fn depth_of(&self, session: &str) -> u32 {
-        self.children
-            .lock()
-            .ok()
-            .and_then(|c| c.get(session).map(|c| c.depth))
-            .unwrap_or(0)
-    }
-
-    /// Sub-agents running now.
-    pub fn count(&self) -> usize {
-        self.children.lock().map(|c| c.len()).unwrap_or_default()
-    }
-
-    /// The running children of `requester`.
-    pub fn children_of(&self, requester: &str) -> Vec<String> {
-        self.children
-            .lock()
-            .map(|c| {
-                c.iter()
-                    .filter(|(_, child)| child.requester == requester)
-                    .map(|(key, _)| key.clone())
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// The label of a running child.
-    pub fn label_of(&self, child: &str) -> Option<String> {
-        self.children
-            .lock()
-            .ok()
-            .and_then(|c| c.get(child).and_then(|c| c.label.clone()))
-    }
-
-    fn insert(&self, key: &str, child: Child) {
-        if let Ok(mut c) = self.children.lock() {
-            c.insert(key.to_string(), child);
-        }
-    }
-
-    fn remove(&self, key: &str) {
-        if let Ok(mut c) = self.children.lock() {
-            c.remove(key);
-        }
-    }
 }
 
 /// Spawns a child for `requester`; the child's run and the announce go on in the background.
@@ -222,7 +160,7 @@ pub async fn spawn(
 pub fn announcement(
     task: &str,
     child: &SessionKey,
-    result: &Result<crate::TurnOutcome, String>,
+    result: &Result<crate::outcome::TurnOutcome, String>,
     elapsed: Duration,
 ) -> String {
     let task_label: String = if task.chars().count() > 50 {

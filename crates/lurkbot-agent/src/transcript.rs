@@ -16,27 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::AgentError;
 
-/// The index entry of one session key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SessionEntry {
-    /// The key (`agent:main:main`, …).
-    pub key: String,
-    /// The current session id.
-    pub session_id: String,
-    /// Created, ms since the epoch.
-    pub created_ms: u64,
-    /// Last activity, ms since the epoch.
-    pub updated_ms: u64,
-    /// Model of the last turn.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// Tokens used so far.
-    #[serde(default)]
-    pub usage: Usage,
-    /// Turns run.
-    #[serde(default)]
-    pub turns: u64,
-}
+pub use crate::session_index::SessionEntry;
 
 /// One transcript line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +39,16 @@ pub enum Entry {
         #[serde(default)]
         kept: usize,
     },
+}
+
+impl Entry {
+    /// A message entry written now.
+    pub fn message(message: Message) -> Self {
+        Self::Message {
+            ts: lurkbot_core::now_ms(),
+            message,
+        }
+    }
 }
 
 /// The sessions of one agent.

@@ -16,6 +16,7 @@ mod compaction;
 mod images;
 mod prompt;
 mod protection;
+mod resume;
 mod system_events;
 mod tools;
 mod web;

@@ -30,7 +30,7 @@ impl Agent {
     /// # Errors
     /// The transcript cannot be read, or an unknown tool profile.
     pub fn next_request_tokens(&self, session: &SessionKey) -> Result<u64, AgentError> {
-        let sessions = crate::Sessions::open(&self.home, session.agent_id());
+        let sessions = crate::transcript::Sessions::open(&self.home, session.agent_id());
         let entry = sessions.get_or_create(session)?;
         let context = sessions.context(&entry.session_id)?;
         self.request_tokens_for(

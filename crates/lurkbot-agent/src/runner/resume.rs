@@ -16,7 +16,7 @@ use lurkbot_core::SessionKey;
 use lurkbot_llm::{Message, Role, ToolCall};
 use serde_json::Value;
 
-use super::{Agent, AgentEvent, TurnOutcome, message_entry};
+use super::{Agent, AgentEvent, TurnOutcome};
 use crate::error::AgentError;
 use crate::journal::{InFlight, Journal};
 use crate::transcript::{Entry, Sessions};
@@ -107,7 +107,7 @@ impl Agent {
                     tool = call.name.as_str(),
                     "tool call cut by a restart answered as interrupted"
                 );
-                let result = message_entry(Message::tool(
+                let result = Entry::message(Message::tool(
                     call.id.clone(),
                     wrap(&call.name, INTERRUPTED_BY_RESTART),
                     true,

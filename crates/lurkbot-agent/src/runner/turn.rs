@@ -8,14 +8,15 @@ use lurkbot_llm::{
     ChatRequest, ChatResponse, ErrorKind, Message, StreamEvent, ToolCall, ToolSpec, Usage,
 };
 
-use super::{Agent, AgentEvent, TurnOutcome, host_and_os, message_entry, today};
+use super::{Agent, AgentEvent, TurnOutcome, host_and_os, today};
 use crate::compaction::estimate_tokens;
 use crate::error::AgentError;
 use crate::policy::Policy;
-use crate::prompt::{PromptInput, SessionKind, SkillEntry, bootstrap, build};
+use crate::prompt::{PromptInput, SkillEntry, bootstrap, build};
+use crate::session_kind::SessionKind;
 
 use crate::tools::ToolCtx;
-use crate::transcript::{SessionEntry, Sessions, Tracked};
+use crate::transcript::{Entry, SessionEntry, Sessions, Tracked};
 use crate::untrusted::wrap;
 
 /// One turn in progress: what [`Agent::prepare`] read once, shared by the later steps.
@@ -72,7 +73,7 @@ impl Agent {
             }
             sessions.append_tracked(
                 &mut tracked,
-                &[message_entry(Message::user(text).with_images(images))],
+                &[Entry::message(Message::user(text).with_images(images))],
                 false,
             )?;
         }
@@ -263,7 +264,7 @@ impl Agent {
                     .take(200)
                     .collect(),
             });
-            let result = message_entry(
+            let result = Entry::message(
                 Message::tool(
                     call.id.clone(),
                     wrap(&call.name, &output.text),

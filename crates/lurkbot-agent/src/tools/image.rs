@@ -83,7 +83,7 @@ async fn look(ctx: &ToolCtx<'_>, args: &Value) -> Result<ToolOutput, ToolOutput>
             ctx.model, ctx.model
         )));
     }
-    match crate::images::describe(ctx, &part, text("prompt")).await {
+    match super::describe::describe(ctx, &part, text("prompt")).await {
         Ok((model, words)) => Ok(ToolOutput::ok(format!(
             "{note}\nYour model cannot see images; {model} described it:\n{words}"
         ))),

@@ -4,6 +4,7 @@
 pub(crate) mod browser;
 mod canvas;
 mod cron;
+mod describe;
 mod exec;
 mod fs;
 mod gateway;

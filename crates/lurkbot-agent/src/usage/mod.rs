@@ -126,15 +126,16 @@ pub(crate) fn month_file(home: &Home, date: chrono::NaiveDate) -> PathBuf {
 ///
 /// # Errors
 /// The folder or the file failing.
-pub fn append(home: &Home, zone: &Zone, record: &UsageRecord) -> Result<(), crate::AgentError> {
+pub fn append(
+    home: &Home,
+    zone: &Zone,
+    record: &UsageRecord,
+) -> Result<(), lurkbot_core::CoreError> {
     let path = month_file(home, local_date(zone, record.ts));
     lurkbot_core::create_private_dir(&home.join(USAGE_DIR))?;
-    let line = serde_json::to_string(record).map_err(|source| crate::AgentError::Encode {
-        what: "usage record",
-        source,
-    })?;
-    lurkbot_core::append_private_line(&path, &line)?;
-    Ok(())
+    let line = serde_json::to_string(record)
+        .map_err(|e| lurkbot_core::CoreError::io("encode a record for", &path, e.into()))?;
+    lurkbot_core::append_private_line(&path, &line)
 }
 
 /// Every record from `since` (a local date) on, oldest first; lines that are not records are

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::provider::{Failure, answer_text, clean, endpoint, unreachable};
+use super::wire::{Failure, answer_text, clean, endpoint, unreachable};
 use super::{Freshness, SearchHit, SearchRequest};
 
 #[derive(Deserialize)]

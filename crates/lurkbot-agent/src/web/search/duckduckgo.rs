@@ -6,7 +6,7 @@
 
 use dom_query::Document;
 
-use super::provider::{Failure, answer_text, clean, endpoint, unreachable};
+use super::wire::{Failure, answer_text, clean, endpoint, unreachable};
 use super::{Freshness, SearchHit, SearchRequest};
 
 pub(super) async fn ask(

@@ -13,6 +13,7 @@ mod duckduckgo;
 mod provider;
 mod searxng;
 mod tavily;
+mod wire;
 
 use std::time::Instant;
 
@@ -222,7 +223,7 @@ pub async fn search(
         return Ok(found);
     }
     let mut passed_over = Vec::new();
-    let client = match provider::client(settings) {
+    let client = match wire::client(settings) {
         Ok(client) => client,
         Err(failure) => return Err(SearchError::AllFailed(vec![failure.to_string()])),
     };

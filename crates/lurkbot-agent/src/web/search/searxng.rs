@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use super::provider::{Failure, answer_text, clean, endpoint, unreachable};
+use super::wire::{Failure, answer_text, clean, endpoint, unreachable};
 use super::{SearchHit, SearchRequest};
 
 #[derive(Deserialize)]

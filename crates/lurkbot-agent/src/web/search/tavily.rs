@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::provider::{Failure, answer_text, clean, endpoint, unreachable};
+use super::wire::{Failure, answer_text, clean, endpoint, unreachable};
 use super::{SearchHit, SearchRequest};
 
 #[derive(Deserialize)]
