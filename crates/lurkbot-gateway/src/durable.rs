@@ -201,6 +201,55 @@ impl SessionHost {
         }
     }
 
+    /// [`SessionHost::wait`] for a run this process does not know: its end from the journal,
+    /// or — while it waits to be resumed — the live run once it starts, up to `timeout`.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` when the journal has no such turn either.
+    pub(crate) async fn wait_journalled(
+        &self,
+        run_id: &str,
+        timeout: std::time::Duration,
+    ) -> Result<Option<crate::run::RunEnd>, MethodError> {
+        use crate::run::RunEnd;
+        use lurkbot_state::TurnState;
+        let not_found = || MethodError::new(ErrorCode::NotFound, format!("no run {run_id}"));
+        let store = self.store().ok_or_else(not_found)?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let turn = store
+                .turn(run_id)
+                .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))?
+                .ok_or_else(not_found)?;
+            match turn.state {
+                TurnState::Done => {
+                    return Ok(Some(RunEnd::Done {
+                        text: turn.reply.unwrap_or_default(),
+                        model: String::new(),
+                    }));
+                }
+                TurnState::Failed if turn.error.as_deref() == Some("aborted") => {
+                    return Ok(Some(RunEnd::Aborted));
+                }
+                TurnState::Failed => {
+                    return Ok(Some(RunEnd::Failed(turn.error.unwrap_or_default())));
+                }
+                TurnState::Queued | TurnState::Running => {}
+            }
+            if let Some(mut rx) = self.live_run(run_id) {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                return Ok(tokio::time::timeout(left, rx.wait_for(Option::is_some))
+                    .await
+                    .ok()
+                    .and_then(|end| end.ok().and_then(|end| end.clone())));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
     /// Resumes every turn the journal holds unended (the gateway stopped or died during it),
     /// oldest first, each in its session's order; one started [`MAX_STARTS`] times is failed.
     pub(crate) fn resume_unfinished(self: &Arc<Self>) {

@@ -424,6 +424,15 @@ impl SessionHost {
         Ok((run_id, task))
     }
 
+    /// The end watch of a run this process runs or ran lately.
+    pub(crate) fn live_run(&self, run_id: &str) -> Option<watch::Receiver<Option<RunEnd>>> {
+        self.runs.lock().ok().and_then(|runs| {
+            runs.iter()
+                .find(|(id, _)| id == run_id)
+                .map(|(_, rx)| rx.clone())
+        })
+    }
+
     /// Waits up to `timeout` for a run's end; `None` while it still runs.
     ///
     /// # Errors
@@ -433,16 +442,11 @@ impl SessionHost {
         run_id: &str,
         timeout: Duration,
     ) -> Result<Option<RunEnd>, MethodError> {
-        let mut rx = self
-            .runs
-            .lock()
-            .ok()
-            .and_then(|runs| {
-                runs.iter()
-                    .find(|(id, _)| id == run_id)
-                    .map(|(_, rx)| rx.clone())
-            })
-            .ok_or_else(|| MethodError::new(ErrorCode::NotFound, format!("no run {run_id}")))?;
+        let Some(mut rx) = self.live_run(run_id) else {
+            // Not run by this process (it ended before a restart, or waits to be resumed):
+            // the journal knows.
+            return self.wait_journalled(run_id, timeout).await;
+        };
         let waited = tokio::time::timeout(timeout, rx.wait_for(Option::is_some)).await;
         Ok(match waited {
             Ok(Ok(end)) => end.clone(),

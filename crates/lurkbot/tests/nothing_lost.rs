@@ -14,7 +14,7 @@ use lurkbot_llm::fake::{FakeProvider, Gate, Step};
 use lurkbot_test_support::telegram_server::TelegramServer;
 use serde_json::{Value, json};
 
-use crate::util::{Running, Test, start_gateway as start};
+use crate::util::{Running, Test, free_port, start_gateway as start, start_gateway_on};
 
 const BOT_TOKEN: &str = "123456:lost-nothing";
 
@@ -457,5 +457,48 @@ async fn a_reply_sent_again_after_a_crash_posts_once_on_discord() {
     assert_eq!(discord.sent().len(), 1, "one message: {:?}", discord.sent());
     assert_eq!(discord.sent()[0].content, "Posted once.");
     assert_eq!(fake.requests().len(), 1, "the turn was not run again");
+    drop(gw);
+}
+
+/// A WebSocket client (`lurkbot agent --gateway`) whose gateway is killed during its turn
+/// reconnects, and sees the turn finish once the restarted gateway resumed it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_client_sees_its_turn_finish_across_a_kill() {
+    let t = Test::init();
+    let fake = FakeProvider::start(vec![
+        Step::Held(Gate::new(), Box::new(Step::text("never sent"))),
+        Step::text("Seen through the restart."),
+    ])
+    .await;
+    fake.record(true);
+    let base = format!("{}/v1", fake.url);
+    let env = [
+        ("LURKBOT_MODEL", "openai/fake"),
+        ("OPENAI_BASE_URL", base.as_str()),
+    ];
+    let port = free_port();
+    let gw = start_gateway_on(&t, &env, port);
+    let (client, token, ws) = (Test::init(), t.gateway_token(), gw.ws.clone());
+    let asking = std::thread::spawn(move || {
+        client.run_env(
+            &["agent", "--gateway", &ws, "-m", "hold on"],
+            &[("LURKBOT_GATEWAY_TOKEN", token.as_str())],
+        )
+    });
+    until("the model call", || fake.requests().len() == 1).await;
+    kill(gw);
+    let gw = start_gateway_on(&t, &env, port);
+    let answered = tokio::task::spawn_blocking(move || asking.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(answered.status, 0, "{}", answered.stderr);
+    assert_eq!(answered.stdout, "Seen through the restart.\n");
+    assert!(
+        answered.stderr.contains("waiting for it to come back"),
+        "{}",
+        answered.stderr
+    );
+    assert_eq!(fake.requests().len(), 2);
+    assert_eq!(count_user_messages(&t, "hold on"), 1);
     drop(gw);
 }

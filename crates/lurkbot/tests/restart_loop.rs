@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use lurkbot_llm::fake::{FakeProvider, Step};
 use serde_json::{Value, json};
 
-use crate::util::{Test, start_gateway_on};
+use crate::util::{Test, free_port, start_gateway_on};
 
 const TURNS: usize = 200;
 const KILLS: usize = 20;
@@ -67,14 +67,6 @@ impl Moments {
         self.0 ^= self.0 << 17;
         self.0 % n
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,8 @@
 //! terminal (denied without one); Ctrl-C sends `chat.abort`. After the turn, the command stays
 //! until the session is idle (`sessions.wait`): the sub-agents it started report back as more
 //! turns of the session, which are shown too (with `--json`, the sub-agents' own events as well,
-//! each with its `sessionKey`).
+//! each with its `sessionKey`). When the gateway goes away during the turn (a restart, a
+//! deploy, a crash), the command reconnects and shows the turn's end once the gateway resumed it.
 
 use crate::error::{CliError, CliResult};
 use std::io::IsTerminal;
@@ -56,7 +57,15 @@ pub(crate) fn run(
         let mut awaiting: Option<String> = None;
         loop {
             let event = tokio::select! {
-                e = gw.event() => e?,
+                e = gw.event() => match (e, &follow) {
+                    (Ok(e), _) => e,
+                    // The gateway went away during the turn (a restart, a deploy, a crash):
+                    // the next start resumes it; its end is seen there.
+                    (Err(_), Follow::Run(run)) => {
+                        return reattach(url, token.as_deref(), run, json_mode).await;
+                    }
+                    (Err(e), Follow::Session) => return Err(e.into()),
+                },
                 _ = tokio::signal::ctrl_c() => {
                     let _ = gw.call(method::CHAT_ABORT, json!({"sessionKey": session.as_str()})).await?;
                     if json_mode { line(&json!({"type": "cancelled"})); }
@@ -93,6 +102,56 @@ pub(crate) fn run(
             }
         }
     })
+}
+
+/// How long a client waits for a gateway that went away during its turn to come back.
+const REATTACH_FOR: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Reconnects to the gateway (for up to [`REATTACH_FOR`]) and waits for the end of `run_id`,
+/// which the restarted gateway resumes from its journal (`agent.wait` answers from it too).
+async fn reattach(url: &str, token: Option<&str>, run_id: &str, json_mode: bool) -> CliResult {
+    eprintln!("\n[the gateway went away during the turn; waiting for it to come back]");
+    let deadline = tokio::time::Instant::now() + REATTACH_FOR;
+    loop {
+        if let Ok(mut gw) = Remote::connect(url, token).await {
+            loop {
+                let wait = json!({"runId": run_id, "timeoutMs": 30_000});
+                let Ok(answer) = gw.call(method::AGENT_WAIT, wait).await else {
+                    break;
+                };
+                let end = answer.map_err(|(code, text)| {
+                    CliError::failed("agent", format!("the gateway refused: {code}: {text}"))
+                })?;
+                let text = end["text"].as_str().unwrap_or_default();
+                match end["status"].as_str() {
+                    Some("running") => continue,
+                    Some("ok") if json_mode => {
+                        line(&json!({"type": "done", "run_id": run_id, "text": text,
+                            "payloads": [{"text": text, "mediaUrl": null}]}));
+                        return Ok(());
+                    }
+                    Some("ok") => {
+                        crate::run::print_stdout(&format!("{}\n", text.trim_end_matches('\n')))?;
+                        return Ok(());
+                    }
+                    Some("aborted") => {
+                        return Err(CliError::interrupted("agent", "the turn was aborted"));
+                    }
+                    _ => {
+                        let message = end["message"].as_str().unwrap_or("the turn failed");
+                        return Err(CliError::failed("agent", message.to_string()));
+                    }
+                }
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(CliError::failed(
+                "agent",
+                "the gateway did not come back within 2 minutes; the turn goes on when it starts again (lurkbot sessions history shows it)",
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
 }
 
 /// Which events are shown.
