@@ -31,6 +31,9 @@ pub struct TurnRequest {
     pub one_off: bool,
     /// A cap on this run's tokens (a cron job's, a sub-agent's, the heartbeat's day).
     pub budget: Option<crate::usage::RunBudget>,
+    /// The source id of what starts it (a cron job's scheduled run, `cron:<id>:<ms>`): one
+    /// source id starts one turn; asked again (after a restart), the runtime attaches to it.
+    pub source: Option<String>,
 }
 
 impl TurnRequest {
@@ -43,6 +46,7 @@ impl TurnRequest {
             thinking: None,
             one_off: false,
             budget: None,
+            source: None,
         }
     }
 

@@ -113,6 +113,7 @@ pub async fn spawn(
             used: 0,
             daily: false,
         }),
+        source: None,
     };
     let handle = match runtime.start(request).await {
         Ok(h) => h,

@@ -16,7 +16,7 @@ use lurkbot_core::SessionKey;
 use lurkbot_term::ExecRequest;
 use tokio::task::JoinHandle;
 
-use crate::host::{SessionHost, Slot, TurnOptions};
+use crate::host::{RunEnd, SessionHost, Slot, TurnOptions};
 use crate::protocol::{ChatEvent, ChatState, Event, MethodError};
 
 /// Marks one piece of a session's background work as ended when dropped (also when the work
@@ -343,6 +343,35 @@ impl SessionHost {
     }
 }
 
+/// The handle of a turn a source started before (a cron run cut by a restart, which the
+/// gateway resumes): its end, from the run or the journal.
+fn attached(host: Arc<SessionHost>, run_id: String, session: String) -> TurnHandle {
+    let id = run_id.clone();
+    TurnHandle {
+        run_id,
+        done: Box::pin(async move {
+            loop {
+                match host.wait(&id, Duration::from_secs(600)).await {
+                    Ok(Some(RunEnd::Done { text, model })) => {
+                        return Ok(TurnOutcome {
+                            text,
+                            model,
+                            usage: lurkbot_llm::Usage::default(),
+                            steps: 0,
+                            session_id: session,
+                            voice_notes: Vec::new(),
+                        });
+                    }
+                    Ok(Some(RunEnd::Failed(message))) => return Err(message),
+                    Ok(Some(RunEnd::Aborted)) => return Err("aborted".to_string()),
+                    Ok(None) => continue,
+                    Err(e) => return Err(e.message),
+                }
+            }
+        }),
+    }
+}
+
 impl Runtime for HostRuntime {
     fn start(&self, request: TurnRequest) -> BoxFuture<'_, Result<TurnHandle, String>> {
         Box::pin(async move {
@@ -353,12 +382,31 @@ impl Runtime for HostRuntime {
                 budget: request.budget.clone(),
                 ..TurnOptions::default()
             };
+            let mut options = options;
+            let run_id = format!("run_{}", lurkbot_core::random_hex(8));
+            if let Some(source) = &request.source {
+                let known = host
+                    .admit_source(
+                        &run_id,
+                        source,
+                        &request.session,
+                        &request.message,
+                        &options,
+                        request.one_off,
+                    )
+                    .map_err(|e| e.message)?;
+                if let Some(turn) = known {
+                    return Ok(attached(host, turn.id, turn.session));
+                }
+                options.admitted = true;
+            }
             let (run_id, task) = host
-                .start_when_free(
+                .start_when_free_as(
                     request.session.clone(),
                     request.message.clone(),
                     options,
                     request.one_off,
+                    run_id,
                 )
                 .await
                 .map_err(|e| e.message)?;

@@ -502,3 +502,51 @@ async fn a_websocket_client_sees_its_turn_finish_across_a_kill() {
     assert_eq!(count_user_messages(&t, "hold on"), 1);
     drop(gw);
 }
+
+/// A cron run cut by a kill: its scheduled time is claimed once — after the restart the
+/// scheduler attaches to the resumed turn instead of starting another, and records one run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cron_run_cut_by_a_kill_runs_once() {
+    let t = Test::init();
+    let added = t.run(&[
+        "cron",
+        "add",
+        "--name",
+        "brief",
+        "--at",
+        "+1s",
+        "--message",
+        "write the brief",
+        "--json",
+    ]);
+    assert_eq!(added.status, 0, "{}", added.stderr);
+    let id = added.json()["id"].as_str().unwrap().to_string();
+    let fake = FakeProvider::start(vec![
+        Step::Held(Gate::new(), Box::new(Step::text("never sent"))),
+        Step::text("Brief written."),
+    ])
+    .await;
+    fake.record(true);
+    let env = model_env(&fake);
+    let gw = start_with(&t, &env);
+    until("the cron run's model call", || fake.requests().len() == 1).await;
+    kill(gw);
+    let gw = start_with(&t, &env);
+    let runs = || t.run(&["cron", "runs", &id, "--json"]).json();
+    until("the run recorded", || {
+        runs().as_array().is_some_and(|r| !r.is_empty())
+    })
+    .await;
+    let (status, stderr) = tokio::task::spawn_blocking(move || gw.stop())
+        .await
+        .unwrap();
+    assert_eq!(status, 0, "{stderr}");
+    let runs = runs();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    assert_eq!(runs[0]["status"], "ok", "{runs}");
+    assert_eq!(
+        fake.requests().len(),
+        2,
+        "one call cut, one that answered: no second run"
+    );
+}

@@ -103,7 +103,16 @@ pub async fn run_job_reporting(
     started_hook();
     let session = job.session_key();
     let clock = std::time::Instant::now();
-    let result = execute(runtime, store, &job).await;
+    // A scheduled run is claimed once: its turn's source id names the time it fell due, so a
+    // run cut by a restart is attached to (the gateway resumes its turn), never run twice.
+    let source = (mode == RunMode::Due).then(|| {
+        format!(
+            "cron:{}:{}",
+            job.id,
+            job.state.next_run_at_ms.unwrap_or(started)
+        )
+    });
+    let result = execute(runtime, store, &job, source).await;
     let result = match (result, &job.delivery) {
         (Ok(Some(reply)), Delivery::Announce { channel, to }) => runtime
             .deliver(Outbound {
@@ -142,6 +151,7 @@ async fn execute(
     runtime: &dyn Runtime,
     store: &CronStore,
     job: &CronJob,
+    source: Option<String>,
 ) -> Result<Option<String>, String> {
     match &job.payload {
         Payload::SystemEvent { text } => {
@@ -201,6 +211,7 @@ async fn execute(
                         used: 0,
                         daily: false,
                     }),
+                    source,
                 })
                 .await?;
             let timeout = Duration::from_secs(timeout_seconds.unwrap_or(DEFAULT_TIMEOUT_SECONDS));
