@@ -88,7 +88,9 @@ pub(crate) fn agent(bin: &Path, turns: usize) -> Result<(), String> {
 /// The scripted model of a turn with `rounds` tool round trips: `session_status` until the
 /// request carries `rounds` tool results after its last user message, then a sentence. The
 /// answer depends on the request only, so the agent and the bare replay get the same ones.
-fn scripted(rounds: usize) -> impl Fn(&serde_json::Value) -> Step + Send + Sync + 'static {
+pub(crate) fn scripted(
+    rounds: usize,
+) -> impl Fn(&serde_json::Value) -> Step + Send + Sync + 'static {
     move |body| {
         let messages = body["messages"]
             .as_array()
@@ -108,7 +110,7 @@ fn scripted(rounds: usize) -> impl Fn(&serde_json::Value) -> Step + Send + Sync 
     }
 }
 
-fn failover_for(fake: &FakeProvider) -> Result<Failover, String> {
+pub(crate) fn failover_for(fake: &FakeProvider) -> Result<Failover, String> {
     let url = format!("{}/v1", fake.url);
     let lookup = move |name: &str| (name == "OPENAI_BASE_URL").then(|| url.clone());
     let model = "openai/bench".parse().map_err(|e| format!("{e}"))?;

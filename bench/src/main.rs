@@ -32,6 +32,7 @@ mod agent;
 mod archive;
 mod browser;
 mod gateway;
+mod journal;
 mod media;
 mod memory;
 mod peers;
@@ -66,8 +67,8 @@ fn main() -> ExitCode {
     let mut iter = args.iter();
     while let Some(a) = iter.next() {
         match a.as_str() {
-            "startup" | "archive" | "rss" | "agent" | "gateway" | "memory" | "soak" | "users"
-            | "peers" | "media" | "browser" | "speech" => which = a.clone(),
+            "startup" | "archive" | "rss" | "agent" | "journal" | "gateway" | "memory" | "soak"
+            | "users" | "peers" | "media" | "browser" | "speech" => which = a.clone(),
             "child-speech" => {
                 let runs = iter.next().and_then(|r| r.parse().ok()).unwrap_or(5);
                 return match speech::child(runs) {
@@ -113,7 +114,7 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|gateway|memory|soak|users|peers|media|browser|speech] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|journal|gateway|memory|soak|users|peers|media|browser|speech] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
                 );
                 return ExitCode::from(2);
             }
@@ -123,6 +124,7 @@ fn main() -> ExitCode {
         "archive" => archive::archive(&bin, runs.unwrap_or(3).max(1), mib),
         "rss" => rss::rss(&bin, &python, runs.unwrap_or(20).max(3)),
         "agent" => agent::agent(&bin, runs.unwrap_or(200).max(10)),
+        "journal" => journal::journal(runs.unwrap_or(500).max(20)),
         "gateway" => gateway::gateway(&bin, runs.unwrap_or(20).max(3), idle_secs, 1000),
         "memory" => memory::memory(runs.unwrap_or(200).max(10)),
         "media" => media::media(&python, runs.unwrap_or(5).max(3)),

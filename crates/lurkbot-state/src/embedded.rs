@@ -115,6 +115,26 @@ fn migrate(conn: &Connection) -> Result<(), StateError> {
     Ok(())
 }
 
+/// Runs one statement, prepared once per connection (a journal write is a few of these per
+/// step: parsing the SQL each time would cost more than the write).
+pub(crate) fn run(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<usize, StateError> {
+    Ok(conn.prepare_cached(sql)?.execute(params)?)
+}
+
+/// One row of a query prepared once per connection.
+pub(crate) fn query_row<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.prepare_cached(sql)?.query_row(params, f)
+}
+
 /// Runs `f` in one transaction committed with `synchronous = FULL`: a record a source is
 /// acknowledged on survives a power cut too.
 pub(crate) fn durably<T>(

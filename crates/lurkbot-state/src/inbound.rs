@@ -6,7 +6,7 @@
 use rusqlite::params;
 use serde_json::Value;
 
-use crate::embedded::durably;
+use crate::embedded::{durably, run};
 use crate::{StateError, Store};
 
 /// An inbound message recorded and not handled yet.
@@ -35,7 +35,8 @@ impl Store {
         self.with(|conn| {
             durably(conn, |tx| {
                 let at = lurkbot_core::now_ms() as i64;
-                let added = tx.execute(
+                let added = run(
+                    tx,
                     "INSERT OR IGNORE INTO inbound (source, channel, payload, state, created_ms, \
                      updated_ms) VALUES (?1, ?2, ?3, 'received', ?4, ?4)",
                     params![source, channel, payload.to_string(), at],
@@ -52,7 +53,8 @@ impl Store {
     /// Store failures.
     pub fn handled(&self, source: &str, note: &str) -> Result<(), StateError> {
         self.with(|conn| {
-            conn.execute(
+            run(
+                conn,
                 "UPDATE inbound SET state = ?2, updated_ms = ?3 WHERE source = ?1",
                 params![source, note, lurkbot_core::now_ms() as i64],
             )?;
@@ -66,7 +68,7 @@ impl Store {
     /// Store failures.
     pub fn unhandled(&self, channel: &str) -> Result<Vec<Received>, StateError> {
         self.with(|conn| {
-            let mut statement = conn.prepare(
+            let mut statement = conn.prepare_cached(
                 "SELECT source, channel, payload FROM inbound WHERE state = 'received' \
                  AND channel = ?1 ORDER BY created_ms, rowid",
             )?;
@@ -95,7 +97,8 @@ impl Store {
     /// Store failures.
     pub fn prune_inbound(&self, before_ms: u64) -> Result<usize, StateError> {
         self.with(|conn| {
-            Ok(conn.execute(
+            Ok(run(
+                conn,
                 "DELETE FROM inbound WHERE state != 'received' AND updated_ms < ?1",
                 [before_ms.min(i64::MAX as u64) as i64],
             )?)

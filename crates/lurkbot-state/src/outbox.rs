@@ -5,7 +5,7 @@
 
 use rusqlite::{OptionalExtension, Row, params};
 
-use crate::embedded::durably;
+use crate::embedded::{durably, query_row, run};
 use crate::{StateError, Store};
 
 /// Where an outgoing message is.
@@ -118,7 +118,8 @@ pub(crate) fn insert_outgoing(
 ) -> Result<Outgoing, StateError> {
     let id = format!("out_{}", lurkbot_core::random_hex(8));
     let at = lurkbot_core::now_ms() as i64;
-    tx.execute(
+    run(
+        tx,
         "INSERT INTO outbox (id, turn, channel, chat, reply_to, kind, body, state, created_ms, \
          updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?8)",
         params![
@@ -132,7 +133,8 @@ pub(crate) fn insert_outgoing(
             at
         ],
     )?;
-    Ok(tx.query_row(
+    Ok(query_row(
+        tx,
         &format!("SELECT {COLUMNS} FROM outbox WHERE id = ?1"),
         [&id],
         outgoing,
@@ -159,7 +161,8 @@ impl Store {
         platform_id: Option<&str>,
     ) -> Result<(), StateError> {
         self.with(|conn| {
-            conn.execute(
+            run(
+                conn,
                 "UPDATE outbox SET pieces_sent = ?2, platform_id = COALESCE(?3, platform_id), \
                  updated_ms = ?4 WHERE id = ?1",
                 params![id, i64::from(pieces_sent), platform_id, now()],
@@ -197,7 +200,8 @@ impl Store {
         error: Option<&str>,
     ) -> Result<(), StateError> {
         self.with(|conn| {
-            let changed = conn.execute(
+            let changed = run(
+                conn,
                 "UPDATE outbox SET state = ?2, error = COALESCE(?3, error), \
                  attempts = attempts + 1, updated_ms = ?4 WHERE id = ?1",
                 params![id, state.as_str(), error, now()],
@@ -218,7 +222,8 @@ impl Store {
     /// `NotFound` when `id` is not a failed message; store failures.
     pub fn retry_outgoing(&self, id: &str) -> Result<(), StateError> {
         self.with(|conn| {
-            let changed = conn.execute(
+            let changed = run(
+                conn,
                 "UPDATE outbox SET state = 'pending', updated_ms = ?2 \
                  WHERE id = ?1 AND state = 'failed'",
                 params![id, now()],
@@ -266,7 +271,7 @@ impl Store {
                     states.iter().map(|s| format!("'{}'", s.as_str())).collect();
                 format!("WHERE state IN ({})", names.join(", "))
             };
-            let mut statement = conn.prepare(&format!(
+            let mut statement = conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM outbox {filter} ORDER BY created_ms, rowid LIMIT ?1"
             ))?;
             let rows = statement.query_map([limit.min(i64::MAX as usize) as i64], outgoing)?;
@@ -280,7 +285,8 @@ impl Store {
     /// Store failures.
     pub fn outbox_counts(&self) -> Result<(u64, u64), StateError> {
         self.with(|conn| {
-            Ok(conn.query_row(
+            Ok(query_row(
+                conn,
                 "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state = 'failed'), 0) \
                  FROM outbox",
                 [],
@@ -301,7 +307,8 @@ impl Store {
     /// Store failures.
     pub fn prune_outbox(&self, before_ms: u64) -> Result<usize, StateError> {
         self.with(|conn| {
-            Ok(conn.execute(
+            Ok(run(
+                conn,
                 "DELETE FROM outbox WHERE state = 'sent' AND updated_ms < ?1",
                 [before_ms.min(i64::MAX as u64) as i64],
             )?)

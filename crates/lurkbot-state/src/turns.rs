@@ -5,7 +5,7 @@
 use rusqlite::{OptionalExtension, Row, params};
 use serde_json::Value;
 
-use crate::embedded::durably;
+use crate::embedded::{durably, query_row, run};
 use crate::outbox::{NewOutgoing, Outgoing, insert_outgoing};
 use crate::{StateError, Store};
 
@@ -170,12 +170,14 @@ impl Store {
                 }
                 let at = now();
                 if let Some(source) = &turn.source {
-                    tx.execute(
+                    run(
+                        tx,
                         "UPDATE inbound SET state = 'handled', updated_ms = ?2 WHERE source = ?1",
                         params![source, at],
                     )?;
                 }
-                tx.execute(
+                run(
+                    tx,
                     "INSERT INTO turns (id, source, session, origin, message, options, state, \
                      created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?7)",
                     params![
@@ -199,7 +201,8 @@ impl Store {
     /// Store failures.
     pub fn turn(&self, id: &str) -> Result<Option<TurnRecord>, StateError> {
         self.with(|conn| {
-            conn.query_row(
+            query_row(
+                conn,
                 &format!("SELECT {COLUMNS} FROM turns WHERE id = ?1"),
                 [id],
                 record,
@@ -216,7 +219,8 @@ impl Store {
     /// Store failures.
     pub fn turn_by_source(&self, source: &str) -> Result<Option<TurnRecord>, StateError> {
         self.with(|conn| {
-            conn.query_row(
+            query_row(
+                conn,
                 &format!("SELECT {COLUMNS} FROM turns WHERE source = ?1"),
                 [source],
                 record,
@@ -233,19 +237,18 @@ impl Store {
     /// `NotFound` for an unknown turn; store failures.
     pub fn begin(&self, id: &str) -> Result<u32, StateError> {
         self.with(|conn| {
-            let changed = conn.execute(
+            let starts: Option<i64> = query_row(
+                conn,
                 "UPDATE turns SET state = 'running', starts = starts + 1, updated_ms = ?2 \
-                 WHERE id = ?1",
+                 WHERE id = ?1 RETURNING starts",
                 params![id, now()],
-            )?;
-            if changed == 0 {
-                return Err(StateError::NotFound {
-                    what: "turn",
-                    id: id.to_string(),
-                });
-            }
-            let starts: i64 =
-                conn.query_row("SELECT starts FROM turns WHERE id = ?1", [id], |r| r.get(0))?;
+                |r| r.get(0),
+            )
+            .optional()?;
+            let starts = starts.ok_or_else(|| StateError::NotFound {
+                what: "turn",
+                id: id.to_string(),
+            })?;
             Ok(starts.clamp(0, i64::from(u32::MAX)) as u32)
         })
     }
@@ -257,7 +260,8 @@ impl Store {
     /// Store failures.
     pub fn set_base(&self, id: &str, base: u64) -> Result<(), StateError> {
         self.with(|conn| {
-            conn.execute(
+            run(
+                conn,
                 "UPDATE turns SET base = ?2, updated_ms = ?3 WHERE id = ?1 AND base IS NULL",
                 params![id, base.min(i64::MAX as u64) as i64, now()],
             )?;
@@ -271,7 +275,8 @@ impl Store {
     /// Store failures.
     pub fn set_step(&self, id: &str, step: u32, tool: Option<&str>) -> Result<(), StateError> {
         self.with(|conn| {
-            conn.execute(
+            run(
+                conn,
                 "UPDATE turns SET step = ?2, tool = ?3, updated_ms = ?4 WHERE id = ?1",
                 params![id, i64::from(step), tool, now()],
             )?;
@@ -297,7 +302,8 @@ impl Store {
                     Ok(reply) => (TurnState::Done, Some(reply), None),
                     Err(error) => (TurnState::Failed, None, Some(error)),
                 };
-                tx.execute(
+                run(
+                    tx,
                     "UPDATE turns SET state = ?2, reply = ?3, error = ?4, tool = NULL, \
                      updated_ms = ?5 WHERE id = ?1",
                     params![id, state.as_str(), reply, error, now()],
@@ -318,7 +324,8 @@ impl Store {
     /// Store failures.
     pub fn withdraw(&self, id: &str) -> Result<bool, StateError> {
         self.with(|conn| {
-            Ok(conn.execute(
+            Ok(run(
+                conn,
                 "DELETE FROM turns WHERE id = ?1 AND state = 'queued' AND starts = 0",
                 [id],
             )? == 1)
@@ -331,7 +338,7 @@ impl Store {
     /// Store failures.
     pub fn unfinished(&self) -> Result<Vec<TurnRecord>, StateError> {
         self.with(|conn| {
-            let mut statement = conn.prepare(&format!(
+            let mut statement = conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM turns WHERE state IN ('queued', 'running') \
                  ORDER BY created_ms, rowid"
             ))?;
@@ -347,7 +354,8 @@ impl Store {
     pub fn turn_counts(&self) -> Result<[u64; 4], StateError> {
         self.with(|conn| {
             let mut counts = [0u64; 4];
-            let mut statement = conn.prepare("SELECT state, COUNT(*) FROM turns GROUP BY state")?;
+            let mut statement =
+                conn.prepare_cached("SELECT state, COUNT(*) FROM turns GROUP BY state")?;
             let rows =
                 statement.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
             for row in rows {
@@ -371,7 +379,8 @@ impl Store {
     /// Store failures.
     pub fn prune_turns(&self, before_ms: u64) -> Result<usize, StateError> {
         self.with(|conn| {
-            Ok(conn.execute(
+            Ok(run(
+                conn,
                 "DELETE FROM turns WHERE state IN ('done', 'failed') AND updated_ms < ?1",
                 [before_ms.min(i64::MAX as u64) as i64],
             )?)

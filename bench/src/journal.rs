@@ -1,0 +1,125 @@
+//! `lurkbot-bench journal`: what the turn journal (ARCHITECTURE.md §6.3) adds to one turn.
+//!
+//! Turns with one tool round trip (`session_status`, then an answer) against the scripted
+//! model over loopback HTTP, alternately without the journal and with it as the gateway keeps
+//! it — the turn admitted (one durable commit), marked running, its base and each step and
+//! call recorded, and ended (one durable commit) — on one home and one store, so both kinds
+//! share the disk, the caches and the moment. p50 and p99 of each kind, and their difference
+//! against the budget (≤ 1 ms at p50 on the embedded store, ARCHITECTURE.md §9). Run with the
+//! home on the disk and on tmpfs (`/dev/shm`): the difference between the two is this disk's
+//! sync latency.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use lurkbot_agent::Agent;
+use lurkbot_agent::journal::Journal;
+use lurkbot_core::{Config, Home, SessionKey};
+use lurkbot_llm::fake::FakeProvider;
+use lurkbot_state::{NewTurn, Store};
+use serde_json::json;
+
+use crate::agent::{failover_for, scripted};
+
+/// Budget for what the journal adds to one turn at p50, ms.
+const JOURNAL_BUDGET_MS: f64 = 1.0;
+
+pub(crate) fn journal(turns: usize) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let places: Vec<(&str, Option<PathBuf>)> = std::iter::once(("disk", None))
+        .chain(
+            Path::new("/dev/shm")
+                .is_dir()
+                .then(|| ("tmpfs", Some(PathBuf::from("/dev/shm")))),
+        )
+        .collect();
+    println!("turn journal: {turns} turns of each kind, one tool round trip each, alternating");
+    for (place, dir) in &places {
+        let (plain, journalled) = runtime.block_on(measure(turns, dir.as_deref()))?;
+        let (p50, p99) = (percentile(&plain, 50), percentile(&plain, 99));
+        let (j50, j99) = (percentile(&journalled, 50), percentile(&journalled, 99));
+        let added = j50 - p50;
+        println!(
+            "  home on {place:<5}: without p50 {p50:.3} ms p99 {p99:.3} ms; with the journal p50 {j50:.3} ms p99 {j99:.3} ms; added p50 {added:.3} ms p99 {:.3} ms (budget {JOURNAL_BUDGET_MS} ms at p50: {})",
+            j99 - p99,
+            if added <= JOURNAL_BUDGET_MS {
+                "within"
+            } else {
+                "OVER"
+            }
+        );
+    }
+    Ok(())
+}
+
+/// Per-turn milliseconds without and with the journal.
+async fn measure(turns: usize, place: Option<&Path>) -> Result<(Vec<f64>, Vec<f64>), String> {
+    let dir = match place {
+        Some(place) => tempfile::tempdir_in(place),
+        None => tempfile::tempdir(),
+    }
+    .map_err(|e| e.to_string())?;
+    let home = Home::open(dir.path()).map_err(|e| e.to_string())?;
+    lurkbot_core::init_home(&home, &[]).map_err(|e| e.to_string())?;
+    let store = Store::open(&home).map_err(|e| e.to_string())?;
+    let fake = FakeProvider::start(Vec::new()).await;
+    fake.respond(scripted(1));
+    fake.record(false);
+    let mut agent = Agent::new(home.clone(), Config::default(), failover_for(&fake)?);
+    let (plain_key, journal_key) = (
+        SessionKey::main(),
+        SessionKey::parse("agent:main:dm:bench:journal").map_err(|e| e.to_string())?,
+    );
+    // Warm-up: connections, files, the store's pages.
+    for key in [&plain_key, &journal_key] {
+        agent
+            .turn(key, "status?", &mut |_| {})
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let (mut plain, mut journalled) = (Vec::with_capacity(turns), Vec::with_capacity(turns));
+    for i in 0..turns {
+        let start = Instant::now();
+        agent
+            .turn(&plain_key, "status?", &mut |_| {})
+            .await
+            .map_err(|e| e.to_string())?;
+        plain.push(start.elapsed().as_secs_f64() * 1000.0);
+
+        let start = Instant::now();
+        let id = format!("run_bench_{i}");
+        store
+            .admit(&NewTurn {
+                id: id.clone(),
+                source: None,
+                session: journal_key.as_str().to_string(),
+                origin: json!({"kind": "client"}),
+                message: "status?".into(),
+                options: json!({}),
+            })
+            .map_err(|e| e.to_string())?;
+        store.begin(&id).map_err(|e| e.to_string())?;
+        agent.set_journal(Some(Journal::new(store.clone(), id.clone())));
+        let done = agent
+            .turn(&journal_key, "status?", &mut |_| {})
+            .await
+            .map_err(|e| e.to_string())?;
+        agent.set_journal(None);
+        store
+            .finish(&id, Ok(&done.text), &[])
+            .map_err(|e| e.to_string())?;
+        journalled.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok((plain, journalled))
+}
+
+fn percentile(samples: &[f64], p: usize) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let at = (sorted.len() * p / 100).min(sorted.len().saturating_sub(1));
+    sorted.get(at).copied().unwrap_or(0.0)
+}
