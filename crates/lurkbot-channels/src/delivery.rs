@@ -79,6 +79,20 @@ pub async fn deliver_from(
     Ok(pieces.len())
 }
 
+/// Sends a voice note with the policy's retries.
+///
+/// # Errors
+/// Refused for good, or still failing after the retries.
+pub async fn deliver_voice(
+    channel: &dyn Channel,
+    chat: &str,
+    note: crate::VoiceNote<'_>,
+    reply_to: Option<&str>,
+    policy: RetryPolicy,
+) -> Result<(), ChannelError> {
+    retrying(channel, policy, || channel.send_voice(chat, note, reply_to)).await
+}
+
 /// The formatted messages for `markdown`: each raw piece is cut again until its formatted
 /// form (escaping makes it longer) fits.
 fn formatted_pieces(channel: &dyn Channel, markdown: &str) -> Vec<String> {

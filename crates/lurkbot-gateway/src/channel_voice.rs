@@ -101,8 +101,9 @@ fn audio_kind(bytes: &[u8]) -> (&'static str, &'static str) {
     }
 }
 
-/// Sends the turn's voice notes after its answer — or speaks the answer when `[tts] auto`
-/// says so and the model made none. Failures are logged; the text answer already went.
+/// Speaks the answer when `[tts] auto` says so and the model made no voice note (the notes it
+/// made go through the outbox with the answer: `outbox.rs`). Failures are logged; the text
+/// answer already went.
 pub(crate) async fn speak(
     state: &AppState,
     channel: &dyn Channel,
@@ -112,18 +113,14 @@ pub(crate) async fn speak(
     answer: &str,
     voice_in: bool,
 ) -> usize {
-    let mut notes: Vec<Vec<u8>> = made
-        .iter()
-        .filter_map(|name| lurkbot_agent::speech::voice_note_file(&state.home, name))
-        .filter_map(|path| std::fs::read(path).ok())
-        .collect();
+    let mut notes: Vec<Vec<u8>> = Vec::new();
     let config = state.config();
     let auto = match config.tts.auto {
         TtsAuto::Off => false,
         TtsAuto::Always => true,
         TtsAuto::InboundVoice => voice_in,
     };
-    if notes.is_empty() && made.is_empty() && auto {
+    if made.is_empty() && auto {
         let text = spoken_text(answer);
         if !text.trim().is_empty() {
             let setup = lurkbot_agent::speech::tts_setup(&state.home, &config);

@@ -421,7 +421,15 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
                     let _ = state
                         .host
                         .channels
-                        .deliver_recorded(store, name, &message.chat, &text, reply_to, "code")
+                        .deliver_recorded(
+                            &state.home,
+                            store,
+                            name,
+                            &message.chat,
+                            &text,
+                            reply_to,
+                            "code",
+                        )
                         .await;
                 }
                 None => {

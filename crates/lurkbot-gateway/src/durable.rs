@@ -158,7 +158,13 @@ impl SessionHost {
     }
 
     /// Ends a turn in the journal with what it sends, then sends it.
-    pub(crate) fn journal_end(&self, run_id: &str, origin: &Origin, result: Result<&str, &str>) {
+    pub(crate) fn journal_end(
+        &self,
+        run_id: &str,
+        origin: &Origin,
+        result: Result<&str, &str>,
+        voice_notes: &[String],
+    ) {
         let Some(store) = self.store() else {
             return;
         };
@@ -173,26 +179,29 @@ impl SessionHost {
                     Ok(text) => text,
                     Err(_) => APOLOGY,
                 };
-                if text.trim().is_empty() {
-                    Vec::new()
-                } else {
-                    vec![NewOutgoing {
-                        channel: channel.clone(),
-                        chat: chat.clone(),
-                        reply_to: reply_to.clone(),
-                        kind: "text".into(),
-                        body: text.to_string(),
-                    }]
-                }
+                let message = |kind: &str, body: &str| NewOutgoing {
+                    channel: channel.clone(),
+                    chat: chat.clone(),
+                    reply_to: reply_to.clone(),
+                    kind: kind.into(),
+                    body: body.to_string(),
+                };
+                // The answer, then the voice notes the turn made, in order.
+                (!text.trim().is_empty())
+                    .then(|| message("text", text))
+                    .into_iter()
+                    .chain(voice_notes.iter().map(|name| message("voice", name)))
+                    .collect()
             }
         };
         match store.finish(run_id, result, &outgoing) {
             Ok(recorded) if !recorded.is_empty() => {
-                let (channels, store) = (self.channels.clone(), store.clone());
+                let (channels, store, home) =
+                    (self.channels.clone(), store.clone(), self.home.clone());
                 tokio::spawn(async move {
                     for message in recorded {
                         // A failure is kept in the outbox (and sent again if it may succeed).
-                        let _ = channels.send_recorded(&store, &message).await;
+                        let _ = channels.send_recorded(&home, &store, &message).await;
                     }
                 });
             }
@@ -275,11 +284,11 @@ impl SessionHost {
                     "stopped: this turn was started {} times and the gateway stopped during each",
                     turn.starts
                 );
-                self.journal_end(&turn.id, &origin, Err(&error));
+                self.journal_end(&turn.id, &origin, Err(&error), &[]);
                 continue;
             }
             let Ok(key) = SessionKey::parse(&turn.session) else {
-                self.journal_end(&turn.id, &origin, Err("its session key is not valid"));
+                self.journal_end(&turn.id, &origin, Err("its session key is not valid"), &[]);
                 continue;
             };
             let (mut options, ephemeral) = options_from(&turn.options);

@@ -396,7 +396,16 @@ impl SessionHost {
                 .turn(&key, &message, &options, &id, journal, &mut *on_event)
                 .await;
             let text = result.as_ref().map(|done| done.text.as_str());
-            host.journal_end(&id, &options.origin, text.map_err(|e| e.message.as_str()));
+            let voice = result
+                .as_ref()
+                .map(|d| d.voice_notes.as_slice())
+                .unwrap_or_default();
+            host.journal_end(
+                &id,
+                &options.origin,
+                text.map_err(|e| e.message.as_str()),
+                voice,
+            );
             let end = match &result {
                 Ok(done) => RunEnd::Done {
                     text: done.text.clone(),
@@ -482,7 +491,12 @@ impl SessionHost {
             if let Some((_, _, agent)) = slot.agent.lock().await.as_ref() {
                 let _ = agent.cancelled(key);
             }
-            self.journal_end(&run_id, &crate::durable::Origin::Client, Err("aborted"));
+            self.journal_end(
+                &run_id,
+                &crate::durable::Origin::Client,
+                Err("aborted"),
+                &[],
+            );
         }
         self.finish_aborted(&run_id, key);
         true

@@ -8,8 +8,9 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lurkbot_channels::ChannelError;
-use lurkbot_channels::delivery::{RetryPolicy, deliver_from};
+use lurkbot_channels::delivery::{RetryPolicy, deliver_from, deliver_voice};
+use lurkbot_channels::{Channel, ChannelError, VoiceNote};
+use lurkbot_core::Home;
 use lurkbot_state::{NewOutgoing, Outgoing, OutgoingState, Store};
 
 use crate::channels::ChannelSet;
@@ -41,6 +42,7 @@ impl ChannelSet {
     /// its retries; a transient failure stays in the outbox and is sent later).
     pub(crate) async fn deliver_recorded(
         &self,
+        home: &Home,
         store: &Store,
         name: &str,
         chat: &str,
@@ -65,7 +67,7 @@ impl ChannelSet {
                 },
             )
             .map_err(|e| format!("the message was not recorded, so not sent: {e}"))?;
-        self.send_recorded(store, &recorded).await?;
+        self.send_recorded(home, store, &recorded).await?;
         Ok(format!("{name} {chat}"))
     }
 
@@ -75,6 +77,7 @@ impl ChannelSet {
     /// The channel does not run, or the platform refused (the entry says so).
     pub(crate) async fn send_recorded(
         &self,
+        home: &Home,
         store: &Store,
         message: &Outgoing,
     ) -> Result<(), String> {
@@ -94,16 +97,20 @@ impl ChannelSet {
                 tracing::error!(outbox = message.id.as_str(), error = %e, "sent piece not recorded");
             }
         };
-        let sent = deliver_from(
-            live.channel(),
-            &message.chat,
-            &message.body,
-            message.reply_to.as_deref(),
-            RetryPolicy::default(),
-            (&message.id, first),
-            &mut record,
-        )
-        .await;
+        let sent = if message.kind == "voice" {
+            send_voice_note(home, live.channel(), message).await
+        } else {
+            deliver_from(
+                live.channel(),
+                &message.chat,
+                &message.body,
+                message.reply_to.as_deref(),
+                RetryPolicy::default(),
+                (&message.id, first),
+                &mut record,
+            )
+            .await
+        };
         self.in_flight.release(&message.id);
         let outcome = match sent {
             Ok(pieces) => {
@@ -127,7 +134,7 @@ impl ChannelSet {
     }
 
     /// Sends every pending message whose channel runs (at start, then every minute).
-    pub(crate) async fn send_pending(&self, store: &Store) {
+    pub(crate) async fn send_pending(&self, home: &Home, store: &Store) {
         let pending = match store.outbox(&[OutgoingState::Pending], 1000) {
             Ok(p) => p,
             Err(e) => {
@@ -137,10 +144,35 @@ impl ChannelSet {
         };
         for message in pending {
             if self.has(&message.channel) {
-                let _ = self.send_recorded(store, &message).await;
+                let _ = self.send_recorded(home, store, &message).await;
             }
         }
     }
+}
+
+/// Sends the voice note an outbox entry names (a file under `workspace/audio/` the `tts` tool
+/// made); one piece.
+async fn send_voice_note(
+    home: &Home,
+    channel: &dyn Channel,
+    message: &Outgoing,
+) -> Result<usize, ChannelError> {
+    let path = lurkbot_agent::speech::voice_note_file(home, &message.body).ok_or_else(|| {
+        ChannelError::Permanent(format!("the voice note {} is gone", message.body))
+    })?;
+    let ogg = std::fs::read(&path)
+        .map_err(|e| ChannelError::Permanent(format!("the voice note is unreadable: {e}")))?;
+    let seconds = lurkbot_media::speech::ogg_opus_seconds(&ogg).unwrap_or(0.0);
+    let note = VoiceNote { ogg: &ogg, seconds };
+    deliver_voice(
+        channel,
+        &message.chat,
+        note,
+        message.reply_to.as_deref(),
+        RetryPolicy::default(),
+    )
+    .await
+    .map(|()| 1)
 }
 
 /// The outbox as `status` and `channels.status` show it: how many messages are pending and
@@ -181,10 +213,10 @@ pub(crate) fn retry(
     match store.retry_outgoing(id) {
         Ok(()) => {
             let (channels, store) = (state.host.channels.clone(), store.clone());
-            let id = id.to_string();
+            let (id, home) = (id.to_string(), state.home.clone());
             tokio::spawn(async move {
                 if let Ok(Some(message)) = store.outgoing(&id) {
-                    let _ = channels.send_recorded(&store, &message).await;
+                    let _ = channels.send_recorded(&home, &store, &message).await;
                 }
             });
             Ok(serde_json::json!({"id": params["id"], "state": "pending"}))
@@ -197,10 +229,14 @@ pub(crate) fn retry(
 }
 
 /// Sends pending messages now and every [`RETRY_EVERY`] until the gateway stops.
-pub(crate) fn start(channels: Arc<ChannelSet>, store: Store) -> tokio::task::JoinHandle<()> {
+pub(crate) fn start(
+    channels: Arc<ChannelSet>,
+    home: Home,
+    store: Store,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            channels.send_pending(&store).await;
+            channels.send_pending(&home, &store).await;
             tokio::time::sleep(RETRY_EVERY).await;
         }
     })

@@ -225,7 +225,15 @@ impl SessionHost {
                 match self.store() {
                     Some(store) => {
                         self.channels
-                            .deliver_recorded(store, name, &chat, &message.text, None, "text")
+                            .deliver_recorded(
+                                &self.home,
+                                store,
+                                name,
+                                &chat,
+                                &message.text,
+                                None,
+                                "text",
+                            )
                             .await
                     }
                     None => {

@@ -115,7 +115,7 @@ pub async fn serve(
     let channels = crate::channels::start(&state);
     // Turns cut by the last stop go on, and messages not sent go out (ARCHITECTURE.md §10).
     state.host.resume_unfinished();
-    let outbox = crate::outbox::start(state.host.channels.clone(), store);
+    let outbox = crate::outbox::start(state.host.channels.clone(), state.home.clone(), store);
     // Every user's own state, so their cron jobs and heartbeats run while they are away: made
     // beside serving, not before it (a connection that comes first makes its own at once).
     if let Some(users) = state.users.clone() {

@@ -289,6 +289,7 @@ impl Tenants {
             if let Some(store) = state.host.store() {
                 tasks.push(crate::outbox::start(
                     state.host.channels.clone(),
+                    state.home.clone(),
                     store.clone(),
                 ));
             }

@@ -163,6 +163,24 @@ async fn a_tts_call_is_kept_in_the_workspace_and_sent_as_voice() {
     assert_eq!(std::fs::read(files[0].path()).unwrap(), voices[0].bytes);
     // auto is off: the text answer is not spoken a second time.
     assert_eq!(server.voices().len(), 1);
+    // The voice note went through the outbox after the answer, as its own entry.
+    let store = lurkbot_state::Store::open(&gw.home).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let sent = loop {
+        let sent = store
+            .outbox(&[lurkbot_state::OutgoingState::Sent], 10)
+            .unwrap();
+        if sent.len() == 2 || std::time::Instant::now() > deadline {
+            break sent;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let kinds: Vec<&str> = sent.iter().map(|m| m.kind.as_str()).collect();
+    assert_eq!(kinds, ["text", "voice"], "{sent:?}");
+    assert_eq!(
+        gw.home.join("workspace/audio").join(&sent[1].body),
+        files[0].path()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
