@@ -422,13 +422,14 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
                         .host
                         .channels
                         .deliver_recorded(
-                            &state.home,
-                            store,
-                            name,
-                            &message.chat,
-                            &text,
-                            reply_to,
-                            "code",
+                            (&state.home, store),
+                            lurkbot_state::NewOutgoing {
+                                channel: name.to_string(),
+                                chat: message.chat.clone(),
+                                reply_to: reply_to.map(str::to_string),
+                                kind: "code".into(),
+                                body: text.clone(),
+                            },
                         )
                         .await;
                 }

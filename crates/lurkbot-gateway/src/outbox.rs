@@ -42,30 +42,17 @@ impl ChannelSet {
     /// its retries; a transient failure stays in the outbox and is sent later).
     pub(crate) async fn deliver_recorded(
         &self,
-        home: &Home,
-        store: &Store,
-        name: &str,
-        chat: &str,
-        text: &str,
-        reply_to: Option<&str>,
-        kind: &str,
+        (home, store): (&Home, &Store),
+        message: NewOutgoing,
     ) -> Result<String, String> {
-        if !self.has(name) {
+        let (name, chat) = (message.channel.clone(), message.chat.clone());
+        if !self.has(&name) {
             return Err(format!(
                 "the {name} channel is not running (see [channels.{name}])"
             ));
         }
         let recorded = store
-            .enqueue(
-                None,
-                &NewOutgoing {
-                    channel: name.to_string(),
-                    chat: chat.to_string(),
-                    reply_to: reply_to.map(str::to_string),
-                    kind: kind.to_string(),
-                    body: text.to_string(),
-                },
-            )
+            .enqueue(None, &message)
             .map_err(|e| format!("the message was not recorded, so not sent: {e}"))?;
         self.send_recorded(home, store, &recorded).await?;
         Ok(format!("{name} {chat}"))

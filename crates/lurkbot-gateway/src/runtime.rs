@@ -226,13 +226,14 @@ impl SessionHost {
                     Some(store) => {
                         self.channels
                             .deliver_recorded(
-                                &self.home,
-                                store,
-                                name,
-                                &chat,
-                                &message.text,
-                                None,
-                                "text",
+                                (&self.home, store),
+                                lurkbot_state::NewOutgoing {
+                                    channel: name.to_string(),
+                                    chat: chat.clone(),
+                                    reply_to: None,
+                                    kind: "text".into(),
+                                    body: message.text.clone(),
+                                },
                             )
                             .await
                     }

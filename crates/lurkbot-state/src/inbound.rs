@@ -97,11 +97,11 @@ impl Store {
     /// Store failures.
     pub fn prune_inbound(&self, before_ms: u64) -> Result<usize, StateError> {
         self.with(|conn| {
-            Ok(run(
+            run(
                 conn,
                 "DELETE FROM inbound WHERE state != 'received' AND updated_ms < ?1",
                 [before_ms.min(i64::MAX as u64) as i64],
-            )?)
+            )
         })
     }
 }

@@ -307,11 +307,11 @@ impl Store {
     /// Store failures.
     pub fn prune_outbox(&self, before_ms: u64) -> Result<usize, StateError> {
         self.with(|conn| {
-            Ok(run(
+            run(
                 conn,
                 "DELETE FROM outbox WHERE state = 'sent' AND updated_ms < ?1",
                 [before_ms.min(i64::MAX as u64) as i64],
-            )?)
+            )
         })
     }
 }

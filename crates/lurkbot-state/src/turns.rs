@@ -379,11 +379,11 @@ impl Store {
     /// Store failures.
     pub fn prune_turns(&self, before_ms: u64) -> Result<usize, StateError> {
         self.with(|conn| {
-            Ok(run(
+            run(
                 conn,
                 "DELETE FROM turns WHERE state IN ('done', 'failed') AND updated_ms < ?1",
                 [before_ms.min(i64::MAX as u64) as i64],
-            )?)
+            )
         })
     }
 }
