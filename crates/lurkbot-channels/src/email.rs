@@ -312,19 +312,8 @@ impl Email {
     }
 
     /// Sends one mail to `to` (a reply when `reply_to` names a mail received).
-    async fn submit(
-        &self,
-        to: &str,
-        text: &str,
-        reply_to: Option<&str>,
-        voice: Option<&[u8]>,
-    ) -> Result<(), ChannelError> {
-        self.submit_as(to, text, reply_to, voice, None).await
-    }
-
-    /// [`Email::submit`] with the `Message-ID` `<key@domain of EMAIL_FROM>` when `key` is
-    /// given: a mail sent again after a crash has the same id, which mail systems and readers
-    /// use to show it once.
+    /// With `key`, the `Message-ID` is `<key@domain of EMAIL_FROM>`: a mail sent again after a
+    /// crash has the same id, which mail systems and readers use to show it once.
     async fn submit_as(
         &self,
         to: &str,
@@ -525,7 +514,7 @@ impl Channel for Email {
         text: &'a str,
         reply_to: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(self.submit(chat, text, reply_to, None))
+        Box::pin(self.submit_as(chat, text, reply_to, None, None))
     }
 
     fn send_once<'a>(
@@ -558,7 +547,10 @@ impl Channel for Email {
             "A voice message is attached ({:.0} s, OGG/Opus).",
             note.seconds.max(1.0)
         );
-        Box::pin(async move { self.submit(chat, &text, reply_to, Some(note.ogg)).await })
+        Box::pin(async move {
+            self.submit_as(chat, &text, reply_to, Some(note.ogg), None)
+                .await
+        })
     }
 
     fn typing<'a>(&'a self, _chat: &'a str) -> BoxFuture<'a, ()> {

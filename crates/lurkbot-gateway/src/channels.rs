@@ -256,7 +256,7 @@ pub(crate) fn start(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
             running.insert(name, live.clone());
         }
         tracing::info!(channel = name, "channel started");
-        replay(state, &live);
+        crate::channel_inbound::replay(state, &live);
         tasks.push(tokio::spawn(receive_loop(state.clone(), live)));
     }
     tasks
@@ -276,7 +276,7 @@ async fn receive_loop(state: AppState, live: Arc<Live>) {
                 });
                 // Recorded before the platform is told they arrived; one served again after
                 // a crash is recorded already, and not answered twice.
-                let Some(batch) = record(&state, &live, batch) else {
+                let Some(batch) = crate::channel_inbound::record(&state, &live, batch) else {
                     tokio::time::sleep(backoff).await;
                     continue;
                 };
@@ -310,82 +310,13 @@ async fn receive_loop(state: AppState, live: Arc<Live>) {
     }
 }
 
-/// Records a received batch in the inbound records: the messages not recorded before, or
-/// `None` when the store failed (nothing is acknowledged; the platform serves them again).
-fn record(state: &AppState, live: &Live, batch: Vec<Inbound>) -> Option<Vec<Inbound>> {
-    let Some(store) = state.host.store() else {
-        return Some(batch);
-    };
-    let mut fresh = Vec::with_capacity(batch.len());
-    for message in batch {
-        let Some(source) = message.source_id() else {
-            fresh.push(message);
-            continue;
-        };
-        let payload = serde_json::to_value(&message).unwrap_or(Value::Null);
-        match store.receive(&source, live.channel.name(), &payload) {
-            Ok(true) => fresh.push(message),
-            Ok(false) => tracing::info!(
-                channel = live.channel.name(),
-                source = source.as_str(),
-                "message served again: recorded before, not answered twice"
-            ),
-            Err(e) => {
-                tracing::error!(channel = live.channel.name(), error = %e, "message not recorded: not acknowledged");
-                live.update(|s| s.last_error = Some(e.to_string()));
-                return None;
-            }
-        }
-    }
-    Some(fresh)
-}
-
-/// Handles again the messages recorded and not handled when the gateway stopped.
-fn replay(state: &AppState, live: &Arc<Live>) {
-    let Some(store) = state.host.store() else {
-        return;
-    };
-    let open = store.unhandled(live.channel.name()).unwrap_or_else(|e| {
-        tracing::error!(error = %e, "recorded messages not read");
-        Vec::new()
-    });
-    let batch: Vec<Inbound> = open
-        .iter()
-        .filter_map(|r| Inbound::from_record(&r.payload))
-        .collect();
-    if batch.is_empty() {
-        return;
-    }
-    tracing::info!(
-        channel = live.channel.name(),
-        messages = batch.len(),
-        "handling messages received before a restart"
-    );
-    let (state, live) = (state.clone(), live.clone());
-    tokio::spawn(async move {
-        for message in batch {
-            handle(&state, &live, message).await;
-        }
-    });
-}
-
-/// Marks an inbound message handled without a turn.
-fn handled(state: &AppState, message: &Inbound, note: &str) {
-    if let Some(store) = state.host.store()
-        && let Some(source) = message.source_id()
-        && let Err(e) = store.handled(&source, note)
-    {
-        tracing::warn!(error = %e, "inbound record not updated");
-    }
-}
-
 /// One inbound message: access, routing, the turn (whose answer the host sends through the
 /// outbox), the voice notes.
-async fn handle(state: &AppState, live: &Live, message: Inbound) {
+pub(crate) async fn handle(state: &AppState, live: &Live, message: Inbound) {
     let config = state.config();
     let name = live.channel.name();
     let Some(settings) = config.channels.get(name) else {
-        handled(state, &message, "ignored");
+        crate::channel_inbound::handled(state, &message, "ignored");
         return;
     };
     let pairings = PairingStore::open(&state.home);
@@ -398,7 +329,7 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
     };
     let owner = match decision {
         Decision::Ignore(reason) => {
-            handled(state, &message, "ignored");
+            crate::channel_inbound::handled(state, &message, "ignored");
             tracing::info!(
                 channel = name,
                 sender = message.sender.as_str(),
@@ -413,7 +344,7 @@ async fn handle(state: &AppState, live: &Live, message: Inbound) {
                 sender = message.sender.as_str(),
                 "pairing code sent; approve with lurkbot pairing approve"
             );
-            handled(state, &message, "pairing code");
+            crate::channel_inbound::handled(state, &message, "pairing code");
             let text = code_message(&code);
             let reply_to = Some(message.message_id.as_str());
             match state.host.store() {

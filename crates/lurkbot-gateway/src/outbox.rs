@@ -18,6 +18,31 @@ use crate::channels::ChannelSet;
 /// How often pending messages are tried again.
 const RETRY_EVERY: Duration = Duration::from_secs(60);
 
+/// How long ended turns (whose replies answer a retried `Idempotency-Key`), handled inbound
+/// records and sent messages are kept.
+pub(crate) const KEPT_FOR_MS: u64 = 7 * 24 * 3600 * 1000;
+
+/// Passes of the send loop between two prunings (an hour).
+const PRUNE_EVERY_PASSES: u64 = 60;
+
+/// Forgets what is older than [`KEPT_FOR_MS`] and done with (failed messages and unended turns
+/// stay).
+fn prune(store: &Store) {
+    let before = lurkbot_core::now_ms().saturating_sub(KEPT_FOR_MS);
+    let pruned = (
+        store.prune_turns(before),
+        store.prune_inbound(before),
+        store.prune_outbox(before),
+    );
+    match pruned {
+        (Ok(turns), Ok(inbound), Ok(sent)) if turns + inbound + sent > 0 => {
+            tracing::info!(turns, inbound, sent, "old state records pruned");
+        }
+        (Ok(_), Ok(_), Ok(_)) => {}
+        _ => tracing::warn!("old state records not pruned"),
+    }
+}
+
 /// The outbox entries being sent now (a pass skips them).
 #[derive(Default)]
 pub(crate) struct InFlight(Mutex<HashSet<String>>);
@@ -222,7 +247,10 @@ pub(crate) fn start(
     store: Store,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        loop {
+        for pass in 0u64.. {
+            if pass % PRUNE_EVERY_PASSES == 0 {
+                prune(&store);
+            }
             channels.send_pending(&home, &store).await;
             tokio::time::sleep(RETRY_EVERY).await;
         }

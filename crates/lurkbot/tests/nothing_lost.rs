@@ -390,6 +390,12 @@ async fn a_reply_refused_for_good_is_kept_and_listed() {
         "{}",
         text.stdout
     );
+    let status = t.run(&["gateway", "status"]);
+    assert!(
+        status.stdout.contains("outbox: 0 pending, 1 failed"),
+        "{}",
+        status.stdout
+    );
     // Kept across a restart, and retried only when the owner says so.
     kill(gw);
     let id = rows[0]["id"].as_str().unwrap().to_string();

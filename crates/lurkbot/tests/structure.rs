@@ -314,6 +314,7 @@ fn crate_dependencies_point_one_way() {
     // The order of docs/ARCHITECTURE.md §1: a crate may depend only on crates before it.
     let order = [
         "lurkbot-core",
+        "lurkbot-state",
         "lurkbot-term",
         "lurkbot-llm",
         "lurkbot-memory",

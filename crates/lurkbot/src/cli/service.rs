@@ -250,6 +250,7 @@ fn status(home_path: &Path) -> CliResult {
         )),
         None => lines.push("gateway: not running for this home".to_string()),
     }
+    lines.extend(durable_state(home_path));
     crate::run::print_stdout(&format!("{}\n", lines.join("\n")))?;
     if answering {
         Ok(())
@@ -257,6 +258,32 @@ fn status(home_path: &Path) -> CliResult {
         // systemctl's convention: 3 means "not running".
         crate::error::status(3)
     }
+}
+
+/// What the state store holds unfinished: turns to resume and messages not sent (nothing when
+/// no gateway ever ran here; the store is not created by looking).
+fn durable_state(home_path: &Path) -> Vec<String> {
+    let Ok(home) = Home::open(home_path) else {
+        return Vec::new();
+    };
+    if !home.join(lurkbot_state::STATE_FILE).is_file() {
+        return Vec::new();
+    }
+    let Ok(store) = lurkbot_state::Store::open(&home) else {
+        return vec!["state: state/state.sqlite cannot be opened".into()];
+    };
+    let [queued, running, _, _] = store.turn_counts().unwrap_or_default();
+    let (pending, failed) = store.outbox_counts().unwrap_or_default();
+    let mut lines = vec![format!(
+        "turns: {} unfinished (resumed at the gateway's start)",
+        queued + running
+    )];
+    lines.push(if failed > 0 {
+        format!("outbox: {pending} pending, {failed} failed (lurkbot outbox shows them)")
+    } else {
+        format!("outbox: {pending} pending, none failed")
+    });
+    lines
 }
 
 /// Whether `GET /health` answers 200 within a second.
