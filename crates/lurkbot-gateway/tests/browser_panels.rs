@@ -128,6 +128,48 @@ async fn the_channels_panel_shows_states_and_approves_a_pairing_in_chromium() {
     )
     .await;
     assert!(store.is_approved("telegram", "555").unwrap());
+    // A reply the platform refused for good is shown with why, and Retry sends it.
+    let outbox = lurkbot_state::Store::open(&gw.home).unwrap();
+    let refused = outbox
+        .enqueue(
+            None,
+            &lurkbot_state::NewOutgoing {
+                channel: "telegram".into(),
+                chat: "42".into(),
+                reply_to: None,
+                kind: "text".into(),
+                body: "The answer you missed.".into(),
+            },
+        )
+        .unwrap();
+    outbox
+        .mark_failed(&refused.id, "Forbidden: bot was blocked by the user", true)
+        .unwrap();
+    server.user_started(42);
+    click(b, "#usage-toggle").await;
+    click(b, "#channels-toggle").await;
+    let card = format!("#undelivered .undelivered[data-outbox=\"{}\"]", refused.id);
+    let shown = until(
+        b,
+        "the undelivered card",
+        &format!("document.querySelector('{card}')?.textContent"),
+    )
+    .await;
+    let shown = shown.as_str().unwrap_or_default();
+    assert!(
+        shown.contains("The answer you missed.") && shown.contains("blocked by the user"),
+        "{shown}"
+    );
+    click(b, &format!("{card} button[data-action=\"Retry\"]")).await;
+    until(
+        b,
+        "every message delivered",
+        "document.getElementById('undelivered').textContent.includes('Every message was delivered.')",
+    )
+    .await;
+    let sent = server.wait_sent(1, std::time::Duration::from_secs(30));
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].text, "The answer you missed\\.");
     // The other panels still switch.
     click(b, "#usage-toggle").await;
     until(
