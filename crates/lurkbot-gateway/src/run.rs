@@ -46,7 +46,7 @@ pub struct TurnOptions {
     pub images: Vec<lurkbot_llm::ImagePart>,
     /// Where the answer goes (recorded with the turn: a resumed turn delivers it too).
     pub origin: crate::durable::Origin,
-    /// The turn was admitted already under its run id ([`crate::host::SessionHost::admit_source`]).
+    /// The turn was admitted already under its run id (`SessionHost::admit_source`).
     pub admitted: bool,
     /// The turn continues where its journal says it stopped (a restart cut it).
     pub resume: Option<crate::durable::Resume>,
