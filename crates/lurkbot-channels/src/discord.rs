@@ -27,11 +27,40 @@ pub const MAX_CHARS: usize = 2000;
 pub const INTENTS: u64 = (1 << 9) | (1 << 12) | (1 << 15);
 
 /// Where a dropped session resumes.
-#[derive(Default, Clone)]
+#[derive(Default, Clone, Debug, PartialEq, Eq)]
 struct Resume {
     session_id: String,
     url: String,
     seq: Option<u64>,
+}
+
+impl Resume {
+    fn to_json(&self) -> Value {
+        json!({"sessionId": self.session_id, "url": self.url, "seq": self.seq})
+    }
+
+    fn from_json(v: &Value) -> Option<Self> {
+        Some(Self {
+            session_id: v["sessionId"]
+                .as_str()
+                .filter(|s| !s.is_empty())?
+                .to_string(),
+            url: v["url"].as_str().unwrap_or_default().to_string(),
+            seq: Some(v["seq"].as_u64()?),
+        })
+    }
+}
+
+/// Where the session stands for a restart: the session and sequence number of each message
+/// handed over (in order), and the last one the gateway recorded, written to
+/// `channels/discord/state.json` by [`Channel::acknowledge`]. A restart resumes that session,
+/// and Discord replays what came after (the gateway's records keep a replayed message from
+/// being answered twice).
+#[derive(Default)]
+struct Resumable {
+    handed: Mutex<std::collections::VecDeque<Resume>>,
+    recorded: Mutex<Option<Resume>>,
+    state: Option<std::path::PathBuf>,
 }
 
 /// A Discord bot.
@@ -42,6 +71,7 @@ pub struct Discord {
     inbox: SocketInbox,
     /// The bot's own user id (from READY).
     me: Arc<Mutex<String>>,
+    resumable: Arc<Resumable>,
 }
 
 impl Discord {
@@ -57,7 +87,25 @@ impl Discord {
             token: token.to_string(),
             inbox: SocketInbox::default(),
             me: Arc::new(Mutex::new(String::new())),
+            resumable: Arc::default(),
         })
+    }
+
+    /// The same bot keeping where its session stands in `dir` (`state.json`), so a restart
+    /// resumes the session and receives what was sent meanwhile.
+    #[must_use]
+    pub fn resuming_from(mut self, dir: std::path::PathBuf) -> Self {
+        let state = dir.join("state.json");
+        let saved = std::fs::read(&state)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| Resume::from_json(&v));
+        self.resumable = Arc::new(Resumable {
+            recorded: Mutex::new(saved),
+            state: Some(state),
+            ..Resumable::default()
+        });
+        self
     }
 
     async fn rest(
@@ -179,11 +227,23 @@ async fn run_gateway(
     token: String,
     me: Arc<Mutex<String>>,
     out: mpsc::Sender<Handed>,
+    resumable: Arc<Resumable>,
 ) {
-    let mut resume: Option<Resume> = None;
+    let mut resume: Option<Resume> = resumable.recorded.lock().ok().and_then(|r| r.clone());
+    if resume.is_some() {
+        tracing::info!("discord: resuming the session of the last start");
+    }
     let mut backoff = Duration::from_secs(1);
     loop {
-        let result = session(&api_base, &http, &token, &me, &out, &mut resume).await;
+        let result = session(
+            &api_base,
+            &http,
+            &token,
+            (&me, &resumable),
+            &out,
+            &mut resume,
+        )
+        .await;
         match result {
             Err(ChannelError::Permanent(e)) => {
                 let _ = out.send(Err(ChannelError::Permanent(e))).await;
@@ -210,7 +270,7 @@ async fn session(
     api: &str,
     http: &reqwest::Client,
     token: &str,
-    me: &Arc<Mutex<String>>,
+    (me, resumable): (&Arc<Mutex<String>>, &Arc<Resumable>),
     out: &mpsc::Sender<Handed>,
     resume: &mut Option<Resume>,
 ) -> Result<(), ChannelError> {
@@ -289,10 +349,13 @@ async fn session(
                         }
                         Some("MESSAGE_CREATE") => {
                             let id = me.lock().map(|m| m.clone()).unwrap_or_default();
-                            if let Some(message) = inbound(&frame["d"], &id)
-                                && out.send(Ok(message)).await.is_err()
-                            {
-                                return Ok(());
+                            if let Some(message) = inbound(&frame["d"], &id) {
+                                if let (Some(at), Ok(mut handed)) = (resume.clone(), resumable.handed.lock()) {
+                                    handed.push_back(at);
+                                }
+                                if out.send(Ok(message)).await.is_err() {
+                                    return Ok(());
+                                }
                             }
                         }
                         _ => {}
@@ -365,15 +428,48 @@ impl Channel for Discord {
     }
 
     fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
-        Box::pin(self.inbox.next("discord gateway", |tx| {
-            tokio::spawn(run_gateway(
-                self.api.clone(),
-                self.http.clone(),
-                self.token.clone(),
-                self.me.clone(),
-                tx,
-            ));
-        }))
+        Box::pin(async move {
+            let batch = self
+                .inbox
+                .next("discord gateway", |tx| {
+                    tokio::spawn(run_gateway(
+                        self.api.clone(),
+                        self.http.clone(),
+                        self.token.clone(),
+                        self.me.clone(),
+                        tx,
+                        self.resumable.clone(),
+                    ));
+                })
+                .await?;
+            // Where the last message of this batch stands: written once it is recorded.
+            if let Ok(mut handed) = self.resumable.handed.lock() {
+                let last = (0..batch.len()).filter_map(|_| handed.pop_front()).last();
+                if let (Some(last), Ok(mut recorded)) = (last, self.resumable.recorded.lock()) {
+                    *recorded = Some(last);
+                }
+            }
+            Ok(batch)
+        })
+    }
+
+    fn acknowledge(&self) {
+        let Some(state) = &self.resumable.state else {
+            return;
+        };
+        let Some(recorded) = self.resumable.recorded.lock().ok().and_then(|r| r.clone()) else {
+            return;
+        };
+        if let Some(dir) = state.parent()
+            && let Err(e) = lurkbot_core::create_private_dir(dir)
+        {
+            tracing::warn!(error = %e, "discord session not saved");
+            return;
+        }
+        let bytes = recorded.to_json().to_string();
+        if let Err(e) = lurkbot_core::write_atomic_with_mode(state, bytes.as_bytes(), 0o600) {
+            tracing::warn!(error = %e, "discord session not saved");
+        }
     }
 
     fn send<'a>(

@@ -152,8 +152,9 @@ fn build(state: &AppState, name: &str) -> Result<Arc<dyn Channel>, String> {
         "discord" => {
             let token = vars("DISCORD_BOT_TOKEN")
                 .ok_or("DISCORD_BOT_TOKEN is not set (put it in the home's .env)")?;
+            let dir = state.home.join(layout::CHANNELS).join("discord");
             lurkbot_channels::discord::Discord::new(settings.base_url.as_deref(), &token)
-                .map(|d| Arc::new(d) as Arc<dyn Channel>)
+                .map(|d| Arc::new(d.resuming_from(dir)) as Arc<dyn Channel>)
                 .map_err(|e| e.to_string())
         }
         "slack" => {

@@ -18,6 +18,7 @@ mod chat;
 mod cli;
 mod config;
 mod dashboard;
+mod discord_restarts;
 mod docs;
 mod doctor;
 mod exec;
