@@ -383,3 +383,76 @@ async fn a_spoken_answer_arrives_as_an_attachment_by_mail() {
         json!([{"name": "voice.ogg", "type": "audio/ogg", "oggOpus": true}])
     );
 }
+
+/// A mail whose turn is cut by a stop (the tests' grace is 0: the turn is left unended) is
+/// answered once after the next start: the mailbox's reading position was written after the
+/// mail was recorded, and the resumed turn's reply goes out through the outbox, in reply to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mail_cut_by_a_stop_is_answered_once_after_the_next_start() {
+    let users = [
+        ("bot@localhost", "bot-pass"),
+        ("owner@localhost", "owner-pass"),
+    ];
+    let server = tokio::task::spawn_blocking(move || MailServer::start(&users))
+        .await
+        .unwrap();
+    let env = format!(
+        "EMAIL_IMAP_URL=imap://127.0.0.1:{}\nEMAIL_SMTP_URL=smtp://127.0.0.1:{}\nEMAIL_USER=bot@localhost\nEMAIL_PASSWORD=bot-pass\nEMAIL_FROM=bot@localhost\n",
+        server.imap_port, server.smtp_port
+    );
+    let mut gw = Gateway::start_with_env(
+        "[channels.email]\nallow_from = [\"owner@localhost\"]\ntrusted_authserv_id = \"mail.test\"\n",
+        vec![
+            Step::Held(lurkbot_llm::fake::Gate::new(), Box::new(Step::text("never sent"))),
+            Step::text("Answered after the restart."),
+        ],
+        &env,
+    )
+    .await;
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+    connected(&mut c, &server).await;
+    send(
+        &server,
+        "owner@localhost",
+        "owner-pass",
+        "Still there?",
+        "Tell me after the restart.",
+        "<m9@localhost>",
+        &[],
+    )
+    .await;
+    let deadline = Instant::now() + WAIT;
+    while gw.fake.requests().is_empty() {
+        assert!(Instant::now() < deadline, "the model was not asked");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    gw.stop().await;
+    let again = gw.on_same_home().await;
+    let replies = inbox(&server, "owner@localhost", "owner-pass", 1).await;
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert_eq!(replies[0]["body"], "Answered after the restart.");
+    assert_eq!(replies[0]["inReplyTo"], "<m9@localhost>");
+    let store = lurkbot_state::Store::open(&again.home).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while store
+        .outbox(&[lurkbot_state::OutgoingState::Sent], 10)
+        .unwrap()
+        .len()
+        != 1
+    {
+        assert!(Instant::now() < deadline, "the reply was not marked sent");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        inbox(&server, "owner@localhost", "owner-pass", 1)
+            .await
+            .len(),
+        1
+    );
+    assert_eq!(
+        gw.fake.requests().len(),
+        2,
+        "one call cut, one that answered"
+    );
+    drop(again);
+}
