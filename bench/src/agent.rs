@@ -41,13 +41,7 @@ pub(crate) fn agent(bin: &Path, turns: usize) -> Result<(), String> {
     // The same loop with its home on the disk (where the temporary folder is) and in memory
     // (/dev/shm, tmpfs: fdatasync and fsync return at once): the difference is what durability
     // costs on this disk, the rest is the loop's own work. Median of three runs each.
-    let places: Vec<(&str, Option<PathBuf>)> = std::iter::once(("disk", None))
-        .chain(
-            Path::new("/dev/shm")
-                .is_dir()
-                .then(|| ("tmpfs", Some(PathBuf::from("/dev/shm")))),
-        )
-        .collect();
+    let places = places();
     for (turns, rounds) in [(turns, 1), ((turns / 10).max(1), 10)] {
         println!(
             "agent loop, {turns} turns × {rounds} tool round trip(s), {} model requests; median per-turn difference, three runs",
@@ -83,6 +77,18 @@ pub(crate) fn agent(bin: &Path, turns: usize) -> Result<(), String> {
         long as f64 / 1024.0
     );
     Ok(())
+}
+
+/// Where a benchmark's home goes: the disk (the temporary folder) and, where there is one,
+/// tmpfs (`/dev/shm`, where syncs return at once) — the difference is the disk's sync latency.
+pub(crate) fn places() -> Vec<(&'static str, Option<PathBuf>)> {
+    std::iter::once(("disk", None))
+        .chain(
+            Path::new("/dev/shm")
+                .is_dir()
+                .then(|| ("tmpfs", Some(PathBuf::from("/dev/shm")))),
+        )
+        .collect()
 }
 
 /// The scripted model of a turn with `rounds` tool round trips: `session_status` until the

@@ -9,7 +9,7 @@
 //! home on the disk and on tmpfs (`/dev/shm`): the difference between the two is this disk's
 //! sync latency.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use lurkbot_agent::Agent;
@@ -19,7 +19,7 @@ use lurkbot_llm::fake::FakeProvider;
 use lurkbot_state::{NewTurn, Store};
 use serde_json::json;
 
-use crate::agent::{failover_for, scripted};
+use crate::agent::{failover_for, places, scripted};
 
 /// Budget for what the journal adds to one turn at p50, ms.
 const JOURNAL_BUDGET_MS: f64 = 1.0;
@@ -30,13 +30,7 @@ pub(crate) fn journal(turns: usize) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let places: Vec<(&str, Option<PathBuf>)> = std::iter::once(("disk", None))
-        .chain(
-            Path::new("/dev/shm")
-                .is_dir()
-                .then(|| ("tmpfs", Some(PathBuf::from("/dev/shm")))),
-        )
-        .collect();
+    let places = places();
     println!("turn journal: {turns} turns of each kind, one tool round trip each, alternating");
     for (place, dir) in &places {
         let (plain, journalled) = runtime.block_on(measure(turns, dir.as_deref()))?;

@@ -53,6 +53,10 @@ pub(crate) async fn chat_completions(
         Ok(b) => b,
         Err(e) => return e.into_response(),
     };
+    let idempotency = match crate::idempotency::key_of(&headers) {
+        Ok(key) => key,
+        Err(e) => return e.into_response(),
+    };
     let mut turn = match prepare(&state, &headers, &body) {
         Ok(turn) => turn,
         Err(e) => return e.into_response(),
@@ -61,10 +65,6 @@ pub(crate) async fn chat_completions(
     turn.options.images = match crate::inbound_images::ready(&state, raw).await {
         Ok(images) => images,
         Err(e) => return HttpError::bad_request(e).into_response(),
-    };
-    let idempotency = match crate::idempotency::key_of(&headers) {
-        Ok(key) => key,
-        Err(e) => return e.into_response(),
     };
     if let Some(key) = idempotency {
         let run_id = format!("run_{}", lurkbot_core::random_hex(8));

@@ -51,7 +51,7 @@ pub(crate) fn append_config(t: &Test, text: &str) {
 }
 
 /// Every message of every transcript of the main agent.
-fn transcript_messages(t: &Test) -> Vec<Value> {
+pub(crate) fn transcript_messages(t: &Test) -> Vec<Value> {
     let dir = t.path("sessions/main");
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
@@ -75,19 +75,24 @@ fn count_user_messages(t: &Test, text: &str) -> usize {
         .count()
 }
 
-/// `POST /v1/chat/completions` on `addr` with an `Idempotency-Key`: status and body.
-fn chat_completion(addr: &str, token: &str, key: &str, message: &str) -> (u16, Value) {
+/// `POST /v1/chat/completions` on `addr` with an `Idempotency-Key`: status and body (status 0
+/// when the gateway was not there or died before answering).
+pub(crate) fn chat_completion(addr: &str, token: &str, key: &str, message: &str) -> (u16, Value) {
     let body =
         json!({"model": "lurkbot", "messages": [{"role": "user", "content": message}]}).to_string();
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
+    let Ok(mut stream) = TcpStream::connect(addr) else {
+        return (0, Value::Null);
+    };
+    let sent = write!(
         stream,
         "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
          x-lurkbot-session: agent:main:main\r\nIdempotency-Key: {key}\r\n\
          Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    )
-    .unwrap();
+    );
+    if sent.is_err() {
+        return (0, Value::Null);
+    }
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response);
     let status = response
@@ -288,6 +293,18 @@ async fn a_tool_call_cut_by_a_kill_is_run_again_only_when_it_only_reads() {
             .await
             .unwrap();
     assert_eq!(status, 422, "{refused}");
+    // A key that is no key is refused before anything is recorded.
+    let (a, tk) = (gw.addr.clone(), token.clone());
+    let (status, refused) =
+        tokio::task::spawn_blocking(move || chat_completion(&a, &tk, "two words", "hello"))
+            .await
+            .unwrap();
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused.to_string().contains("Idempotency-Key must be"),
+        "{refused}"
+    );
+    assert_eq!(count_user_messages(&t, "hello"), 0);
     assert_eq!(count_user_messages(&t, "subscribe and read"), 1);
     drop(gw);
 }

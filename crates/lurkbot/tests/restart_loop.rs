@@ -6,56 +6,17 @@
 //! message and each answer exactly once, the journal ends every turn done — and the model is
 //! asked again only for calls a kill cut.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use lurkbot_llm::fake::{FakeProvider, Step};
-use serde_json::{Value, json};
 
+use crate::nothing_lost::{chat_completion, transcript_messages};
 use crate::util::{Test, free_port, start_gateway_on};
 
 const TURNS: usize = 200;
 const KILLS: usize = 20;
-
-/// One `POST /v1/chat/completions` with an `Idempotency-Key`: the status (0 when the gateway
-/// was not there or died mid-answer) and the answer's text.
-fn ask(addr: &str, token: &str, key: &str, message: &str) -> (u16, String) {
-    let Ok(mut stream) = TcpStream::connect(addr) else {
-        return (0, String::new());
-    };
-    let body =
-        json!({"model": "lurkbot", "messages": [{"role": "user", "content": message}]}).to_string();
-    let sent = write!(
-        stream,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
-         x-lurkbot-session: agent:main:main\r\nIdempotency-Key: {key}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    if sent.is_err() {
-        return (0, String::new());
-    }
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let text = response
-        .split_once("\r\n\r\n")
-        .and_then(|(_, b)| serde_json::from_str::<Value>(b).ok())
-        .and_then(|v| {
-            v["choices"][0]["message"]["content"]
-                .as_str()
-                .map(str::to_string)
-        })
-        .unwrap_or_default();
-    (status, text)
-}
 
 /// A small seeded generator (xorshift): the same moments every run.
 struct Moments(u64);
@@ -108,7 +69,11 @@ async fn twenty_kills_over_two_hundred_turns_lose_nothing_and_answer_nothing_twi
             for i in 0..TURNS {
                 let (key, message) = (format!("loop-{i}"), format!("turn {i}"));
                 loop {
-                    let (status, text) = ask(&addr, &token, &key, &message);
+                    let (status, body) = chat_completion(&addr, &token, &key, &message);
+                    let text = body["choices"][0]["message"]["content"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
                     if status == 200 {
                         assert_eq!(text, format!("answer to turn {i}"), "turn {i}");
                         break;
@@ -155,19 +120,7 @@ async fn twenty_kills_over_two_hundred_turns_lose_nothing_and_answer_nothing_twi
     assert_eq!(status, 0, "{stderr}");
 
     // The transcript: each message once, each answer once, in order.
-    let sessions = t.path("sessions/main");
-    let mut messages = Vec::new();
-    for entry in std::fs::read_dir(sessions).unwrap().flatten() {
-        if entry.path().extension().is_some_and(|e| e == "jsonl") {
-            let text = std::fs::read_to_string(entry.path()).unwrap();
-            messages.extend(
-                text.lines()
-                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                    .filter(|e| e["type"] == "message")
-                    .map(|e| e["message"].clone()),
-            );
-        }
-    }
+    let messages = transcript_messages(&t);
     let contents: Vec<(String, String)> = messages
         .iter()
         .map(|m| {
