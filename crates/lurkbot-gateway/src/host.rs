@@ -346,15 +346,24 @@ impl SessionHost {
         if known {
             return Ok(run_id.to_string());
         }
+        // The journal decides, in one transaction: two requests with the same key arriving
+        // together (a client retrying on a second connection) start one turn.
+        let mut options = TurnOptions::default();
+        let source = format!("run:{run_id}");
+        if let Some(turn) = self.admit_source(run_id, &source, &key, &message, &options, false)? {
+            return Ok(turn.id);
+        }
+        options.admitted = self.store().is_some();
         self.spawn_run(
             key,
             message,
-            TurnOptions::default(),
+            options,
             false,
             Box::new(|_| {}),
             run_id.to_string(),
         )
         .map(|(id, _)| id)
+        .inspect_err(|_| self.withdraw(run_id))
     }
 
     pub(crate) fn spawn_run(
