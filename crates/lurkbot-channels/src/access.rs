@@ -156,6 +156,7 @@ mod tests {
             mentioned,
             message_id: "1".into(),
             thread: None,
+            platform_id: None,
             media: Vec::new(),
         }
     }

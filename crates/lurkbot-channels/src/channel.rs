@@ -40,6 +40,9 @@ pub struct Inbound {
     pub message_id: String,
     /// A thread or topic inside the group, if any.
     pub thread: Option<String>,
+    /// The platform's own id of the message where `message_id` is something else (Slack's
+    /// `ts`: its `message_id` is the thread answers go to).
+    pub platform_id: Option<String>,
     /// Attachments (named in `text`; fetched only under `fetch_media = true`).
     #[serde(skip)]
     pub media: Vec<Media>,
@@ -79,15 +82,18 @@ impl Inbound {
             mentioned: flag("mentioned"),
             message_id: text("messageId")?,
             thread: text("thread"),
+            platform_id: text("platformId"),
             media: Vec::new(),
         })
     }
 
     /// Its source id — one message, however often the platform serves it — where the
     /// platform gives each message an id of its own (Telegram, Matrix, Discord, e-mail's
-    /// `Message-ID`); `None` on Slack (whose `message_id` here is the thread to answer in) and
-    /// IRC (no ids).
+    /// `Message-ID`, Slack's `ts`); `None` on IRC (no ids).
     pub fn source_id(&self) -> Option<String> {
+        if let Some(id) = self.platform_id.as_deref().filter(|id| !id.is_empty()) {
+            return Some(format!("{}:{}:{id}", self.channel, self.chat));
+        }
         let unique = matches!(self.channel, "telegram" | "matrix" | "discord" | "email");
         (unique && !self.message_id.is_empty())
             .then(|| format!("{}:{}:{}", self.channel, self.chat, self.message_id))

@@ -200,6 +200,7 @@ fn inbound(d: &Value, me: &str) -> Option<Inbound> {
         mentioned,
         message_id: d["id"].as_str().unwrap_or_default().to_string(),
         thread: None,
+        platform_id: None,
         media: d["attachments"]
             .as_array()
             .into_iter()

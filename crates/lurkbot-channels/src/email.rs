@@ -307,6 +307,7 @@ impl Email {
             mentioned: true,
             message_id,
             thread: None,
+            platform_id: None,
             media: attachments,
         })
     }

@@ -56,6 +56,7 @@ fn inbound(message: &InboundMessage, nick: &str) -> Inbound {
         mentioned: !nick.is_empty() && lower.contains(&nick.to_lowercase()),
         message_id: String::new(),
         thread: None,
+        platform_id: None,
         media: Vec::new(),
     }
 }

@@ -393,6 +393,7 @@ impl Matrix {
                         .and_then(|_| content.pointer("/m.relates_to/event_id"))
                         .and_then(Value::as_str)
                         .map(str::to_string),
+                    platform_id: None,
                     media,
                 });
             }

@@ -79,6 +79,7 @@ mod tests {
             mentioned: true,
             message_id: "7".into(),
             thread: thread.map(str::to_string),
+            platform_id: None,
             media: Vec::new(),
         }
     }

@@ -1,12 +1,14 @@
 //! Slack (`[channels.slack]`; `SLACK_BOT_TOKEN`, the `xoxb-` token, and `SLACK_APP_TOKEN`, the
 //! `xapp-` token with `connections:write`, in the home's `.env`): Socket Mode for events —
 //! `apps.connections.open` gives a WebSocket URL, every envelope is acknowledged with its
-//! `envelope_id` (an unacknowledged one is sent again by Slack), a `disconnect` asks for a
-//! fresh connection — and the Web API's `chat.postMessage` for replies, in mrkdwn, in the
+//! `envelope_id` — one carrying a message only once the gateway recorded it
+//! ([`Channel::acknowledge`]; an unacknowledged one is sent again by Slack, and its `ts`, the
+//! source id, keeps it from being answered twice) — a `disconnect` asks for a fresh connection — and the Web API's `chat.postMessage` for replies, in mrkdwn, in the
 //! thread of the message answered (threads are topics); voice notes through the external file
 //! upload (`files.getUploadURLExternal`, the bytes, `files.completeUploadExternal`). Channel messages are answered when the
 //! bot is mentioned; direct messages (`im`) follow `dm_policy`.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,6 +34,33 @@ pub struct Slack {
     app_token: String,
     inbox: SocketInbox,
     me: Arc<Mutex<String>>,
+    acks: Arc<Acks>,
+}
+
+/// The envelopes of messages, acknowledged to Slack only once the gateway recorded them.
+struct Acks {
+    /// Envelope ids of the messages handed to the inbox, by the message's source id (a
+    /// message and its `app_mention` arrive in two envelopes).
+    forwarded: Mutex<HashMap<String, Vec<String>>>,
+    /// Those of the last batch [`Channel::receive`] returned: acknowledged by
+    /// [`Channel::acknowledge`]; a batch never acknowledged (not recorded) is dropped at the
+    /// next receive, and Slack sends it again.
+    handed: Mutex<Vec<String>>,
+    /// To the socket task: envelope ids to acknowledge.
+    tx: mpsc::UnboundedSender<String>,
+    rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
+}
+
+impl Default for Acks {
+    fn default() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Self {
+            forwarded: Mutex::default(),
+            handed: Mutex::default(),
+            tx,
+            rx: tokio::sync::Mutex::new(rx),
+        }
+    }
 }
 
 impl Slack {
@@ -52,6 +81,7 @@ impl Slack {
             app_token: app_token.into(),
             inbox: SocketInbox::default(),
             me: Arc::new(Mutex::new(String::new())),
+            acks: Arc::default(),
         })
     }
 }
@@ -150,6 +180,8 @@ fn inbound(event: &Value, me: &str) -> Option<Inbound> {
                 .to_string()
         },
         thread: event["thread_ts"].as_str().map(str::to_string),
+        // Its own id (a message and its `app_mention` share it: answered once).
+        platform_id: event["ts"].as_str().map(str::to_string),
         media: event["files"]
             .as_array()
             .into_iter()
@@ -169,7 +201,7 @@ fn inbound(event: &Value, me: &str) -> Option<Inbound> {
     })
 }
 
-/// Runs Socket Mode connections until the receiver is gone.
+/// Keeps a Socket Mode connection open (reconnecting with back-off) and hands the messages on.
 async fn run_socket(
     http: reqwest::Client,
     api: String,
@@ -177,11 +209,17 @@ async fn run_socket(
     app: String,
     me: Arc<Mutex<String>>,
     out: mpsc::Sender<Handed>,
+    acks: Arc<Acks>,
 ) {
     let mut backoff = Duration::from_secs(1);
-    let mut seen: Vec<String> = Vec::new();
     loop {
-        match connection(&http, &api, &bot, &app, &me, &out, &mut seen).await {
+        let slack = Peer {
+            http: &http,
+            api: &api,
+            bot: &bot,
+            app: &app,
+        };
+        match connection(&slack, &me, &out, &acks).await {
             Err(ChannelError::Permanent(e)) => {
                 let _ = out.send(Err(ChannelError::Permanent(e))).await;
                 return;
@@ -199,27 +237,50 @@ async fn run_socket(
     }
 }
 
+/// The Web API and the tokens a connection opens with.
+struct Peer<'a> {
+    http: &'a reqwest::Client,
+    api: &'a str,
+    bot: &'a str,
+    app: &'a str,
+}
+
+async fn send_ack(socket: &mut Socket, envelope: &str) -> Result<(), ChannelError> {
+    let ack = json!({"envelope_id": envelope}).to_string();
+    socket
+        .send(Message::Text(ack.into()))
+        .await
+        .map_err(|e| ChannelError::Transient(format!("slack socket: {e}")))
+}
+
 /// One socket: `Ok` when Slack asked for a fresh connection.
 async fn connection(
-    http: &reqwest::Client,
-    api: &str,
-    bot: &str,
-    app: &str,
+    slack: &Peer<'_>,
     me: &Arc<Mutex<String>>,
     out: &mpsc::Sender<Handed>,
-    seen: &mut Vec<String>,
+    acks: &Acks,
 ) -> Result<(), ChannelError> {
+    let (http, api, bot) = (slack.http, slack.api, slack.bot);
     if me.lock().map(|m| m.is_empty()).unwrap_or(true) {
         let auth = call(http, api, bot, "auth.test", json!({})).await?;
         if let Ok(mut m) = me.lock() {
             *m = auth["user_id"].as_str().unwrap_or_default().to_string();
         }
     }
-    let opened = call(http, api, app, "apps.connections.open", json!({})).await?;
+    let opened = call(http, api, slack.app, "apps.connections.open", json!({})).await?;
     let url = opened["url"].as_str().unwrap_or_default().to_string();
     let mut socket: Socket = open(&url, "slack").await?;
+    let mut to_ack = acks.rx.lock().await;
+    while to_ack.try_recv().is_ok() {}
     loop {
-        let frame = match socket.next().await {
+        let next = tokio::select! {
+            frame = socket.next() => frame,
+            Some(envelope) = to_ack.recv() => {
+                send_ack(&mut socket, &envelope).await?;
+                continue;
+            }
+        };
+        let frame = match next {
             Some(Ok(Message::Text(text))) => {
                 serde_json::from_str::<Value>(text.as_str()).unwrap_or(Value::Null)
             }
@@ -233,38 +294,43 @@ async fn connection(
             Some(Ok(_)) => continue,
             Some(Err(e)) => return Err(ChannelError::Transient(format!("slack socket: {e}"))),
         };
-        if let Some(envelope) = frame["envelope_id"].as_str() {
-            let ack = json!({"envelope_id": envelope}).to_string();
-            socket
-                .send(Message::Text(ack.into()))
-                .await
-                .map_err(|e| ChannelError::Transient(format!("slack socket: {e}")))?;
-            // A redelivered envelope (ours was late) is handled once.
-            if seen.iter().any(|s| s == envelope) {
-                continue;
-            }
-            seen.push(envelope.to_string());
-            if seen.len() > 512 {
-                seen.drain(..256);
-            }
-        }
-        match frame["type"].as_str() {
+        let envelope = frame["envelope_id"].as_str();
+        let message = match frame["type"].as_str() {
             Some("disconnect") => return Ok(()),
             Some("events_api") => {
                 let id = me.lock().map(|m| m.clone()).unwrap_or_default();
-                if let Some(mut message) = inbound(&frame["payload"]["event"], &id) {
-                    // Slack's private file URLs need the bot token.
-                    for media in &mut message.media {
-                        if let crate::MediaSource::Url { bearer, .. } = &mut media.source {
-                            *bearer = Some(bot.to_string());
-                        }
-                    }
-                    if out.send(Ok(message)).await.is_err() {
-                        return Ok(());
-                    }
+                inbound(&frame["payload"]["event"], &id)
+            }
+            _ => None,
+        };
+        let Some(mut message) = message else {
+            // Nothing to record: acknowledged at once.
+            if let Some(envelope) = envelope {
+                send_ack(&mut socket, envelope).await?;
+            }
+            continue;
+        };
+        // Slack's private file URLs need the bot token.
+        for media in &mut message.media {
+            if let crate::MediaSource::Url { bearer, .. } = &mut media.source {
+                *bearer = Some(bot.to_string());
+            }
+        }
+        match (envelope, message.source_id()) {
+            (Some(envelope), Some(source)) => {
+                if let Ok(mut forwarded) = acks.forwarded.lock() {
+                    forwarded
+                        .entry(source)
+                        .or_default()
+                        .push(envelope.to_string());
                 }
             }
-            _ => {}
+            // Without an id nothing could keep it from being answered twice: acknowledged now.
+            (Some(envelope), None) => send_ack(&mut socket, envelope).await?,
+            (None, _) => {}
+        }
+        if out.send(Ok(message)).await.is_err() {
+            return Ok(());
         }
     }
 }
@@ -292,16 +358,46 @@ impl Channel for Slack {
     }
 
     fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
-        Box::pin(self.inbox.next("slack socket", |tx| {
-            tokio::spawn(run_socket(
-                self.http.clone(),
-                self.api.clone(),
-                self.bot_token.clone(),
-                self.app_token.clone(),
-                self.me.clone(),
-                tx,
-            ));
-        }))
+        Box::pin(async move {
+            let batch = self
+                .inbox
+                .next("slack socket", |tx| {
+                    tokio::spawn(run_socket(
+                        self.http.clone(),
+                        self.api.clone(),
+                        self.bot_token.clone(),
+                        self.app_token.clone(),
+                        self.me.clone(),
+                        tx,
+                        self.acks.clone(),
+                    ));
+                })
+                .await?;
+            // The envelopes of this batch, acknowledged once it is recorded.
+            let envelopes: Vec<String> = match self.acks.forwarded.lock() {
+                Ok(mut forwarded) => batch
+                    .iter()
+                    .filter_map(Inbound::source_id)
+                    .filter_map(|source| forwarded.remove(&source))
+                    .flatten()
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
+            if let Ok(mut handed) = self.acks.handed.lock() {
+                *handed = envelopes;
+            }
+            Ok(batch)
+        })
+    }
+
+    fn acknowledge(&self) {
+        let handed = match self.acks.handed.lock() {
+            Ok(mut handed) => std::mem::take(&mut *handed),
+            Err(_) => return,
+        };
+        for envelope in handed {
+            let _ = self.acks.tx.send(envelope);
+        }
     }
 
     fn send<'a>(

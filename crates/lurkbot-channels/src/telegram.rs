@@ -197,6 +197,7 @@ impl Telegram {
             mentioned,
             message_id: message["message_id"].as_i64()?.to_string(),
             thread: message["message_thread_id"].as_i64().map(|t| t.to_string()),
+            platform_id: None,
             media,
         })
     }
