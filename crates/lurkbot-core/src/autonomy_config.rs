@@ -1,4 +1,4 @@
-//! `[heartbeat]` and `[agent.subagents]`: the settings of the autonomy layer (ARCHITECTURE.md §7),
+//! `[heartbeat]`, `[cron]` and `[agent.subagents]`: the settings of the autonomy layer (ARCHITECTURE.md §7),
 //! and the period syntax (`30s`, `10m`, `1h`, `1d`) cron jobs and the heartbeat share.
 
 use serde::{Deserialize, Serialize};
@@ -34,6 +34,29 @@ impl Default for HeartbeatConfig {
             budget_tokens: None,
         }
     }
+}
+
+/// `[cron]`: the scheduler's settings.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+pub struct CronConfig {
+    /// A job that fell due while the gateway was down: `one` (default) runs it once at start,
+    /// however many times it was missed; `none` skips what was missed and waits for the next
+    /// time (the skip is logged in the job's runs).
+    pub catch_up: CatchUp,
+}
+
+/// What happens to cron runs missed while the gateway was down.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum CatchUp {
+    /// Run once at start.
+    #[default]
+    One,
+    /// Skip to the next scheduled time.
+    None,
 }
 
 /// `[heartbeat.active_hours]`: a daily window; `start` after `end` crosses midnight; both

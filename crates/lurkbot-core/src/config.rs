@@ -34,6 +34,8 @@ pub struct Config {
     pub log: LogConfig,
     /// `[heartbeat]`: the periodic check of `workspace/HEARTBEAT.md`.
     pub heartbeat: crate::HeartbeatConfig,
+    /// `[cron]`: what the scheduler does with runs missed while the gateway was down.
+    pub cron: crate::CronConfig,
     /// `[memory]`: the embedder of long-term memory search.
     pub memory: crate::MemoryConfig,
     /// `[mcp]`: MCP servers whose tools the agent may call.
@@ -285,6 +287,10 @@ pub struct GatewayConfig {
     /// are running to finish, while new work is answered 503 with `Retry-After` (default 20;
     /// 0 stops at once, cancelling them).
     pub shutdown_grace_secs: u64,
+    /// This gateway's id: the leases it holds on unended turns carry it, and `status` shows it
+    /// (default: the host name and a random suffix, new at each start). Letters, digits, `-`,
+    /// `_` and `.`; each gateway on one home needs its own.
+    pub id: Option<String>,
 }
 
 impl Default for GatewayConfig {
@@ -298,6 +304,7 @@ impl Default for GatewayConfig {
             allowed_hosts: Vec::new(),
             max_connections: 4096,
             shutdown_grace_secs: 20,
+            id: None,
         }
     }
 }

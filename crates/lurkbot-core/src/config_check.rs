@@ -114,6 +114,16 @@ impl Config {
                 message,
             });
         };
+        if let Some(id) = self.gateway.id.as_deref()
+            && !crate::valid_gateway_id(id)
+        {
+            problem(
+                "gateway.id",
+                format!(
+                    "gateway.id '{id}' cannot name this gateway: use letters, digits, '-', '_' and '.' (at most 100, no leading dot)"
+                ),
+            );
+        }
         let heartbeat = &self.heartbeat;
         if crate::parse_period_ms(&heartbeat.every).is_none() {
             problem(

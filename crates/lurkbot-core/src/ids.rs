@@ -33,6 +33,17 @@ pub fn new_session_id() -> String {
     format!("ses_{}", random_hex(6))
 }
 
+/// Whether `id` can be a gateway's id (`[gateway] id`): 1 to 100 letters, digits, `-`, `_`
+/// and `.`, not starting with a dot (it names a lock file in the home).
+pub fn valid_gateway_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 100
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,7 +49,8 @@ pub use atomic::{
     write_atomic_with_mode, write_new_atomic,
 };
 pub use autonomy_config::{
-    ActiveHours, HeartbeatConfig, SubagentsConfig, parse_period_ms, within_window,
+    ActiveHours, CatchUp, CronConfig, HeartbeatConfig, SubagentsConfig, parse_period_ms,
+    within_window,
 };
 pub use budget_config::{BudgetsConfig, ModelPrice};
 pub use channels_config::{
@@ -69,7 +70,7 @@ pub use home::{Home, layout};
 pub use host_port::split_host_port;
 pub use html_entities::decode_html_entities;
 pub use html_text::html_to_text;
-pub use ids::{new_run_id, new_session_id, random_hex};
+pub use ids::{new_run_id, new_session_id, random_hex, valid_gateway_id};
 pub use init::{InitReport, init_home, init_member_home, is_untouched_bootstrap};
 pub use log_file::{
     DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, GATEWAY_LOG, RotatingLog, TailWindow, tail,

@@ -259,13 +259,15 @@ impl SessionHost {
         }
     }
 
-    /// Resumes every turn the journal holds unended (the gateway stopped or died during it),
-    /// oldest first, each in its session's order; one started [`MAX_STARTS`] times is failed.
+    /// Resumes every turn the journal holds unended whose gateway is gone (it stopped or died
+    /// during the turn), taking over its lease, oldest first, each in its session's order; one started [`MAX_STARTS`] times is failed.
     pub(crate) fn resume_unfinished(self: &Arc<Self>) {
         let Some(store) = self.store().cloned() else {
             return;
         };
-        let open = match store.unfinished() {
+        // Only turns nobody runs: this gateway's own, and those of another gateway alive on
+        // this home, keep running where they are.
+        let open = match store.claim_unfinished() {
             Ok(open) => open,
             Err(e) => {
                 tracing::error!(error = %e, "unfinished turns not read: none resumed");
@@ -319,4 +321,25 @@ impl SessionHost {
             });
         }
     }
+}
+
+/// Renews the leases of `host`'s store every [`lurkbot_state::LEASE_RENEW_MS`] and takes over
+/// the turns another gateway on the home left when it died (ARCHITECTURE.md §10). Runs until
+/// aborted.
+pub(crate) fn keep_leases(host: Arc<SessionHost>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let every = std::time::Duration::from_millis(lurkbot_state::LEASE_RENEW_MS);
+        loop {
+            tokio::time::sleep(every).await;
+            let Some(store) = host.store() else {
+                return;
+            };
+            if let Err(e) = store.renew_leases() {
+                tracing::warn!(error = %e, "leases not renewed");
+            }
+            if !host.drain.is_draining() {
+                host.resume_unfinished();
+            }
+        }
+    })
 }

@@ -110,7 +110,12 @@ impl SessionHost {
         );
         let approvals = Arc::new(Approvals::new(&home, config.approvals.clone()));
         let mcp = lurkbot_agent::mcp::McpHub::new(&home, &config.mcp);
-        let store = lurkbot_state::Store::open(&home)
+        let owner = config
+            .gateway
+            .id
+            .clone()
+            .unwrap_or_else(lurkbot_state::default_owner_id);
+        let store = lurkbot_state::Store::open_as(&home, &owner)
             .inspect_err(|e| tracing::error!(error = %e, "the state store cannot be opened"))
             .ok();
         Arc::new_cyclic(|me| Self {

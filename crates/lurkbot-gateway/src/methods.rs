@@ -345,6 +345,7 @@ pub(crate) fn status(state: &AppState) -> Value {
         .and_then(|m| m.first().map(ToString::to_string));
     json!({
         "version": env!("CARGO_PKG_VERSION"),
+        "gatewayId": state.host.store().map(lurkbot_state::Store::owner),
         "model": model,
         "irc": {"configured": lurkbot_term::IrcSessions::configured(&state.home)},
         "liveSessions": state.host.live_sessions(),

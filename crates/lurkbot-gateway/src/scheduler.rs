@@ -3,7 +3,8 @@
 //! twice (the other is on standby, retries the lock every 30 s and takes over when the first
 //! stops). Due jobs
 //! run concurrently, each under its own run lock; jobs missed while the gateway was down are
-//! due at start and run once (the next run is computed from "now"). The scheduler sleeps until
+//! due at start and run once (the next run is computed from "now"), or — with
+//! `[cron] catch_up = "none"` — logged as skipped and left for their next time. The scheduler sleeps until
 //! the earliest next run, at most 10 s (so jobs added by the CLI are seen), or until a `cron.*`
 //! method wakes it. Each run and each heartbeat is reported on the hub.
 
@@ -108,6 +109,28 @@ fn try_lock(state: &AppState, store: &CronStore) -> Option<lurkbot_agent::cron::
 }
 
 async fn cron_loop(state: &AppState, store: &CronStore) {
+    // What fell due while no gateway ran the scheduler: run once below (`one`), or skipped.
+    if state.config().cron.catch_up == lurkbot_core::CatchUp::None {
+        match store.skip_missed(now_ms()) {
+            Ok(skipped) => {
+                for id in skipped {
+                    tracing::info!(
+                        job = id.as_str(),
+                        "cron run missed while down: skipped (catch_up = none)"
+                    );
+                    state.hub.emit(Event::Cron(CronEvent {
+                        job_id: id,
+                        action: "finished".into(),
+                        status: Some("skipped".into()),
+                        error: Some(lurkbot_agent::cron::MISSED.into()),
+                        duration_ms: None,
+                        next_run_at_ms: None,
+                    }));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "missed cron runs not skipped"),
+        }
+    }
     loop {
         let now = now_ms();
         // One read of jobs.json per look: the due jobs and the next run.

@@ -100,22 +100,34 @@ pub async fn serve(
     let local = listener.local_addr()?;
     check_safe(&state, local)?;
     let Some(store) = state.host.store().cloned() else {
-        let reason = lurkbot_state::Store::open(&state.home)
-            .err()
-            .map_or_else(|| "it failed once".to_string(), |e| e.to_string());
+        let config = state.config();
+        let reason = match config.gateway.id.as_deref() {
+            Some(id) => lurkbot_state::Store::open_as(&state.home, id),
+            None => lurkbot_state::Store::open(&state.home),
+        }
+        .err()
+        .map_or_else(|| "it failed once".to_string(), |e| e.to_string());
         return Err(StartError::Unsafe(format!(
             "the state store ({}) cannot be opened, and without it a crash would lose messages: {reason}",
             lurkbot_state::STATE_FILE
         )));
     };
     state.set_bound(local);
+    // Turns cut by the last stop go on (ARCHITECTURE.md §10). Read before the timers and the
+    // channels start: a turn they admit now is theirs, not one to resume.
+    state.host.resume_unfinished();
     let forwarder = tokio::spawn(state.host.clone().forward_irc());
     let timers = crate::scheduler::start(state.clone());
     let memory_watch = crate::memory_watch::start(state.clone());
     let channels = crate::channels::start(&state);
-    // Turns cut by the last stop go on, and messages not sent go out (ARCHITECTURE.md §10).
-    state.host.resume_unfinished();
-    let outbox = crate::outbox::start(state.host.channels.clone(), state.home.clone(), store);
+    // Messages not sent go out.
+    let outbox = crate::outbox::start(
+        state.host.channels.clone(),
+        state.home.clone(),
+        store.clone(),
+    );
+    // Leases renewed, and turns a gone gateway on this home left taken over.
+    let leases = crate::durable::keep_leases(state.host.clone());
     // Every user's own state, so their cron jobs and heartbeats run while they are away: made
     // beside serving, not before it (a connection that comes first makes its own at once).
     if let Some(users) = state.users.clone() {
@@ -139,6 +151,7 @@ pub async fn serve(
     memory_watch.abort();
     channels.iter().for_each(tokio::task::JoinHandle::abort);
     outbox.abort();
+    leases.abort();
     starting.abort();
     mcp.shutdown().await;
     // This home's Chromium stops with us (a kill -9 stops it too: its DevTools pipe closes).
@@ -149,6 +162,11 @@ pub async fn serve(
     timers.abort();
     // The scheduler's lock is released before this returns (another gateway may take it).
     let _ = timers.await;
+    // What this gateway leaves unended is free at once for the next start or another gateway
+    // (its turns were stopped above).
+    if let Err(e) = store.release_leases() {
+        tracing::warn!(error = %e, "leases not given back: another gateway waits for them");
+    }
     served?;
     Ok(())
 }

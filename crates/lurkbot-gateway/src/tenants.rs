@@ -292,6 +292,7 @@ impl Tenants {
                     state.home.clone(),
                     store.clone(),
                 ));
+                tasks.push(crate::durable::keep_leases(state.host.clone()));
             }
             tasks
         } else {
@@ -316,6 +317,11 @@ impl Tenants {
         if let Some((state, tasks)) = taken {
             tasks.iter().for_each(tokio::task::JoinHandle::abort);
             state.host.shutdown().await;
+            if let Some(store) = state.host.store()
+                && let Err(e) = store.release_leases()
+            {
+                tracing::warn!(user = name, error = %e, "leases not given back");
+            }
         }
     }
 

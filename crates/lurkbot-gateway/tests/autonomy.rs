@@ -218,6 +218,41 @@ async fn missed_runs_run_once_and_one_gateway_per_home_runs_them() {
     third.stop().await;
 }
 
+/// `[cron] catch_up = "none"`: what fell due while the gateway was down is logged as skipped
+/// and waits for its next time; no model call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missed_runs_are_skipped_when_catch_up_is_none() {
+    let mut first = Gateway::start("[cron]\ncatch_up = \"none\"", vec![]).await;
+    let (mut c, _) = Client::connect(&first, TOKEN).await;
+    let added = c.request("cron.add", report_job("webchat", None)).await;
+    let id = added["payload"]["job"]["id"].as_str().unwrap().to_string();
+    drop(c);
+    first.stop().await;
+    miss(&first, &id);
+    let mut second = first.on_same_home().await;
+    let mut events = second.early_events.take().unwrap();
+    let finished = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match events.recv().await {
+                Ok(Event::Cron(c)) if c.action == "finished" => break c,
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+    })
+    .await
+    .expect("the missed run reported");
+    assert_eq!(finished.status.as_deref(), Some("skipped"), "{finished:?}");
+    let job = CronStore::open(&first.home).jobs().unwrap().remove(0);
+    assert!(job.enabled);
+    assert!(job.state.next_run_at_ms.unwrap() > lurkbot_core::now_ms());
+    let runs = CronStore::open(&first.home).runs(&id).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].error.as_deref(), Some(lurkbot_agent::cron::MISSED));
+    assert!(first.fake.requests().is_empty(), "no model call");
+    second.stop().await;
+}
+
 /// Waits for the end of a main-session turn (a cron run's own turn ends on its session).
 async fn main_turn_ended(c: &mut Client) {
     c.event(|e| {

@@ -1,6 +1,6 @@
 //! Slack as a channel, against a server written from Slack's API documentation
 //! (`lurkbot_test_support::slack_server`: the Web API and Socket Mode envelopes): every
-//! envelope acknowledged, a direct message under the allowlist, a channel message answered in
+//! envelope acknowledged (a message only once it is recorded), a direct message under the allowlist, a channel message answered in
 //! its thread only when the bot is mentioned (the thread is the session's topic), mrkdwn, a 429
 //! with `Retry-After` then success, and a `disconnect` followed by a fresh connection without a
 //! message lost or answered twice.
@@ -133,4 +133,55 @@ async fn a_voice_note_is_shared_in_the_thread_on_slack() {
         .unwrap()
         .path();
     assert_eq!(std::fs::read(kept).unwrap(), shared[0].bytes);
+}
+
+/// A message is acknowledged to Slack only once it is recorded: while the state store cannot
+/// record it, its envelope stays unacknowledged (Slack keeps it); once the store works again
+/// Slack's new delivery is recorded, acknowledged and answered once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slack_message_is_acknowledged_only_once_recorded() {
+    use crate::common::{Client, TOKEN};
+    use serde_json::json;
+
+    let server = Arc::new(SlackServer::start(BOT, APP));
+    let gw = Gateway::start_with_env(
+        &format!(
+            "[channels.slack]\nbase_url = \"{}\"\nallow_from = [\"UOWNER\"]\n",
+            server.url()
+        ),
+        vec![Step::text("Recorded, then answered.")],
+        &format!("SLACK_BOT_TOKEN={BOT}\nSLACK_APP_TOKEN={APP}\n"),
+    )
+    .await;
+    connections(&server, 1).await;
+    let (mut c, _) = Client::connect(&gw, TOKEN).await;
+
+    // Another writer holds the store: recording waits for it, then fails.
+    let db = rusqlite::Connection::open(gw.home.join(lurkbot_state::STATE_FILE)).unwrap();
+    db.execute_batch("BEGIN IMMEDIATE").unwrap();
+    server.user_writes("DOWNER", "im", "UOWNER", "are you there?", None);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let status =
+            c.request("channels.status", json!({})).await["payload"]["channels"][0].clone();
+        if status["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("state store"))
+        {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(server.counts().1, 0, "not acknowledged while not recorded");
+    assert!(server.posted().is_empty());
+
+    db.execute_batch("ROLLBACK").unwrap();
+    drop(db);
+    server.refresh();
+    let all = posted(&server, 1).await;
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0].text, "Recorded, then answered.");
+    assert_eq!(server.counts().1, 1, "acknowledged once recorded");
+    assert_eq!(gw.fake.requests().len(), 1, "answered once");
 }

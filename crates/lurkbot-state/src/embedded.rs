@@ -16,7 +16,7 @@ use crate::StateError;
 pub const STATE_FILE: &str = "state/state.sqlite";
 
 /// The schema version this build writes (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 /// Version 1: inbound records, turns (with the source that started them) and the outbox.
 const SCHEMA_V1: &str = "
@@ -67,6 +67,17 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE INDEX IF NOT EXISTS outbox_open ON outbox(state) WHERE state = 'pending';
 ";
 
+/// Version 2: leases (which gateway runs an unended turn).
+const SCHEMA_V2: &str = "
+CREATE TABLE IF NOT EXISTS leases (
+    name        TEXT PRIMARY KEY,
+    owner       TEXT NOT NULL,
+    incarnation TEXT NOT NULL,
+    expires_ms  INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner);
+";
+
 /// Opens the store of `home`, creating its folder (0700) and file (0600) and bringing the
 /// schema up to date.
 pub(crate) fn open(home: &Home) -> Result<Connection, StateError> {
@@ -107,9 +118,14 @@ fn migrate(conn: &Connection) -> Result<(), StateError> {
             supported: SCHEMA_VERSION,
         });
     }
-    if found < 1 {
+    if found < SCHEMA_VERSION {
+        let mut steps = String::new();
+        if found < 1 {
+            steps.push_str(SCHEMA_V1);
+        }
+        steps.push_str(SCHEMA_V2);
         conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {SCHEMA_V1} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            "BEGIN IMMEDIATE; {steps} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         ))?;
     }
     Ok(())
@@ -143,7 +159,9 @@ pub(crate) fn durably<T>(
 ) -> Result<T, StateError> {
     conn.pragma_update(None, "synchronous", "FULL")?;
     let result = (|| {
-        let tx = conn.transaction()?;
+        // Immediate: the write lock is taken first, so a read inside never has to upgrade
+        // (which another gateway's write would refuse at once, busy timeout or not).
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let value = f(&tx)?;
         tx.commit()?;
         Ok(value)

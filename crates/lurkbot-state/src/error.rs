@@ -22,6 +22,16 @@ pub enum StateError {
         /// This build's.
         supported: i64,
     },
+    /// A gateway id that cannot name its lock file.
+    #[error(
+        "the gateway id '{0}' is not valid: use letters, digits, '-', '_' and '.' ([gateway] id in config.toml)"
+    )]
+    BadOwner(String),
+    /// Another gateway on this home runs under the same id.
+    #[error(
+        "another gateway on this home already runs as '{0}': give each its own [gateway] id, or leave it unset"
+    )]
+    OwnerTaken(String),
     /// No such record.
     #[error("no {what} '{id}'")]
     NotFound {

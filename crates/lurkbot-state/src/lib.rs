@@ -11,18 +11,24 @@
 //!   it is sent, and marked sent with the platform's id; an unsent one is sent after a restart,
 //!   a permanent failure is kept and shown.
 //!
+//! - **Leases** ([`leases`]): which gateway runs an unended turn. A turn is leased to the
+//!   gateway that admitted it; another gateway (or the next start) takes it over only once its
+//!   holder is gone.
+//!
 //! The first backend is the embedded store: `state/state.sqlite` in the home (SQLite, WAL).
 //! Callers see [`Store`] only, so another backend can stand behind the same calls.
 
 mod embedded;
 mod error;
 pub mod inbound;
+pub mod leases;
 pub mod outbox;
 pub mod turns;
 
 pub use embedded::STATE_FILE;
 pub use error::StateError;
 pub use inbound::Received;
+pub use leases::{LEASE_RENEW_MS, LEASE_TTL_MS, Lease, default_owner_id};
 pub use outbox::{NewOutgoing, Outgoing, OutgoingState};
 pub use turns::{Admitted, NewTurn, TurnRecord, TurnState};
 
@@ -34,6 +40,7 @@ use lurkbot_core::Home;
 #[derive(Clone)]
 pub struct Store {
     db: Arc<Mutex<rusqlite::Connection>>,
+    owner: Arc<leases::Owner>,
 }
 
 impl std::fmt::Debug for Store {
@@ -44,15 +51,39 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// Opens (creating) the embedded store of `home`: `state/state.sqlite`, private, in WAL
-    /// mode, its schema brought up to date.
+    /// mode, its schema brought up to date. Its leases carry a new owner id
+    /// ([`default_owner_id`]).
     ///
     /// # Errors
     /// The folder or the database cannot be opened, or its schema is newer than this build.
     pub fn open(home: &Home) -> Result<Self, StateError> {
         let conn = embedded::open(home)?;
-        Ok(Self {
+        Ok(Self::with_owner(home, conn, default_owner_id()))
+    }
+
+    fn with_owner(home: &Home, conn: rusqlite::Connection, owner: String) -> Self {
+        let dir = home.join(lurkbot_core::layout::STATE);
+        Self {
             db: Arc::new(Mutex::new(conn)),
-        })
+            owner: Arc::new(leases::Owner::new(owner, &dir)),
+        }
+    }
+
+    /// [`Store::open`] for the gateway `owner` (`[gateway] id`): the leases it takes carry
+    /// it, and it says at once that it runs (see [`leases`]).
+    ///
+    /// # Errors
+    /// As [`Store::open`]; [`StateError::BadOwner`] for an id that is not letters, digits,
+    /// `-`, `_` and `.`; [`StateError::OwnerTaken`] when a gateway running on this home has
+    /// the same id.
+    pub fn open_as(home: &Home, owner: &str) -> Result<Self, StateError> {
+        if !leases::safe_id(owner) {
+            return Err(StateError::BadOwner(owner.to_string()));
+        }
+        let conn = embedded::open(home)?;
+        let store = Self::with_owner(home, conn, owner.to_string());
+        store.owner.hold()?;
+        Ok(store)
     }
 
     /// Runs `f` on the connection (a poisoned lock still holds a usable connection: SQLite

@@ -108,6 +108,8 @@ pub enum Admitted {
 
 const COLUMNS: &str = "id, source, session, origin, message, options, state, base, step, tool, \
     reply, error, starts, created_ms, updated_ms";
+/// How many columns [`COLUMNS`] names.
+const COLUMN_COUNT: usize = 15;
 
 fn record(row: &Row<'_>) -> rusqlite::Result<(TurnRecord, String, String)> {
     let origin: String = row.get(3)?;
@@ -142,13 +144,18 @@ fn decode(raw: (TurnRecord, String, String)) -> Result<TurnRecord, StateError> {
     Ok(turn)
 }
 
+/// The lease that says which gateway runs turn `id`.
+fn lease_name(id: &str) -> String {
+    format!("turn:{id}")
+}
+
 fn now() -> i64 {
     lurkbot_core::now_ms() as i64
 }
 
 impl Store {
-    /// Admits a message: a new queued turn, or — when its source id was admitted before — the
-    /// turn it started. Committed durably: the source may be acknowledged once this returns.
+    /// Admits a message: a new queued turn, leased to this store's owner, or — when its source
+    /// id was admitted before — the turn it started. Committed durably: the source may be acknowledged once this returns.
     /// The inbound record of the same source id, if any, is marked handled with it.
     ///
     /// # Errors
@@ -190,6 +197,7 @@ impl Store {
                         at
                     ],
                 )?;
+                crate::leases::take(tx, self.lease_owner(), &lease_name(&turn.id))?;
                 Ok(Admitted::New)
             })
         })
@@ -308,6 +316,7 @@ impl Store {
                      updated_ms = ?5 WHERE id = ?1",
                     params![id, state.as_str(), reply, error, now()],
                 )?;
+                crate::leases::give_back(tx, self.lease_owner(), &lease_name(id))?;
                 outgoing
                     .iter()
                     .map(|o| insert_outgoing(tx, Some(id), o))
@@ -324,11 +333,17 @@ impl Store {
     /// Store failures.
     pub fn withdraw(&self, id: &str) -> Result<bool, StateError> {
         self.with(|conn| {
-            Ok(run(
-                conn,
-                "DELETE FROM turns WHERE id = ?1 AND state = 'queued' AND starts = 0",
-                [id],
-            )? == 1)
+            durably(conn, |tx| {
+                let withdrawn = run(
+                    tx,
+                    "DELETE FROM turns WHERE id = ?1 AND state = 'queued' AND starts = 0",
+                    [id],
+                )? == 1;
+                if withdrawn {
+                    crate::leases::give_back(tx, self.lease_owner(), &lease_name(id))?;
+                }
+                Ok(withdrawn)
+            })
         })
     }
 
@@ -344,6 +359,48 @@ impl Store {
             ))?;
             let rows = statement.query_map([], record)?;
             rows.map(|r| decode(r?)).collect()
+        })
+    }
+
+    /// Takes over every unended turn whose lease is free — nobody holds it, or its gateway
+    /// is gone — and returns them, oldest first: what a start (or another gateway) resumes.
+    /// Turns this owner holds are not returned: they run here already.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn claim_unfinished(&self) -> Result<Vec<TurnRecord>, StateError> {
+        self.with(|conn| {
+            durably(conn, |tx| {
+                type Holder = Option<(String, String)>;
+                let open: Vec<(TurnRecord, Holder)> = {
+                    let mut statement = tx.prepare_cached(&format!(
+                        "SELECT {COLUMNS}, leases.owner, leases.incarnation FROM turns \
+                         LEFT JOIN leases ON leases.name = 'turn:' || turns.id \
+                         WHERE turns.state IN ('queued', 'running') \
+                         ORDER BY turns.created_ms, turns.rowid"
+                    ))?;
+                    let rows = statement.query_map([], |row| {
+                        let owner: Option<String> = row.get(COLUMN_COUNT)?;
+                        let incarnation: Option<String> = row.get(COLUMN_COUNT + 1)?;
+                        Ok((record(row)?, owner.zip(incarnation)))
+                    })?;
+                    rows.map(|r| {
+                        let (turn, holder) = r?;
+                        Ok((decode(turn)?, holder))
+                    })
+                    .collect::<Result<_, StateError>>()?
+                };
+                let mut claimed = Vec::new();
+                for (turn, holder) in open {
+                    if holder.is_some_and(|(o, i)| self.lease_owner().is_me(&o, &i)) {
+                        continue;
+                    }
+                    if crate::leases::take(tx, self.lease_owner(), &lease_name(&turn.id))? {
+                        claimed.push(turn);
+                    }
+                }
+                Ok(claimed)
+            })
         })
     }
 

@@ -23,6 +23,7 @@ mod docs;
 mod doctor;
 mod exec;
 mod gateway;
+mod gateways_on_one_home;
 mod import;
 mod init;
 mod irc;

@@ -14,4 +14,4 @@ pub use run::{
     DEFAULT_TIMEOUT_SECONDS, RunError, RunMode, RunReport, rfc3339, run_job, run_job_reporting,
 };
 pub use schedule::{Schedule, ScheduleError, parse_at, parse_period};
-pub use store::{CronStore, JobLock, MAX_CONSECUTIVE_ERRORS, RunRecord, StoreError};
+pub use store::{CronStore, JobLock, MAX_CONSECUTIVE_ERRORS, MISSED, RunRecord, StoreError};

@@ -41,6 +41,10 @@ pub struct RunRecord {
     pub session_key: String,
 }
 
+/// The reason a run missed while the gateway was down is logged as skipped.
+pub const MISSED: &str =
+    "missed while the gateway was down; not run because [cron] catch_up = \"none\"";
+
 /// Why the store could not do it.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -232,6 +236,42 @@ impl CronStore {
                 job.state.next_run_at_ms = None;
             }
         })
+    }
+
+    /// `[cron] catch_up = "none"`: every enabled job due at `now_ms` (it fell due while no
+    /// gateway ran the scheduler) is not run; a skipped run is logged and the job waits for
+    /// its next time after `now_ms` (a one-shot `at` job has none and is disabled). Returns the
+    /// ids skipped.
+    ///
+    /// # Errors
+    /// The files failing.
+    pub fn skip_missed(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
+        let _lock = self.lock()?;
+        let mut jobs = self.jobs()?;
+        let mut skipped = Vec::new();
+        for job in jobs
+            .iter_mut()
+            .filter(|j| j.enabled && j.state.next_run_at_ms.is_some_and(|t| t <= now_ms))
+        {
+            let run = RunRecord {
+                ts: now_ms,
+                status: RunStatus::Skipped,
+                error: Some(MISSED.into()),
+                duration_ms: 0,
+                session_key: job.session_key(),
+            };
+            self.append_run(&job.id, &run)?;
+            job.state.last_status = Some(RunStatus::Skipped);
+            job.state.last_error = run.error;
+            job.state.next_run_at_ms = job.schedule.next_after(now_ms).ok().flatten();
+            job.enabled = job.state.next_run_at_ms.is_some();
+            job.updated_at_ms = now_ms;
+            skipped.push(job.id.clone());
+        }
+        if !skipped.is_empty() {
+            self.save(jobs)?;
+        }
+        Ok(skipped)
     }
 
     /// Changes job `id` under the lock and stores it.

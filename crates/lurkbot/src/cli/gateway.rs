@@ -2,7 +2,9 @@
 //! port. Prints one line with the URL and logs to stderr and `logs/gateway.log`; reloads
 //! config.toml on SIGHUP; stops cleanly on SIGINT/SIGTERM: running turns get
 //! `[gateway] shutdown_grace_secs` (20) to finish while new work is answered 503, then what
-//! still runs is cancelled and recorded, and clients get a `shutdown` event.
+//! still runs is left to the next start (ARCHITECTURE.md §10), and clients get a `shutdown`
+//! event. `LURKBOT_GATEWAY_ID` (or `[gateway] id`) names it: each of several gateways on one
+//! home needs its own.
 //!
 //! The token is `LURKBOT_GATEWAY_TOKEN` (environment or the home's `.env`), else
 //! `gateway.token`; `gateway.auth = "none"` runs without one on loopback only. Hooks use
@@ -41,8 +43,20 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> CliResult {
         return super::service::run(home_path, service);
     }
     let home = Home::open(home_path)?;
-    let config = Config::load(&home.join(layout::CONFIG))?;
+    let mut config = Config::load(&home.join(layout::CONFIG))?;
     let vars = lurkbot_agent::setup::variables(&home);
+    // Several gateways sharing one config.toml each name themselves here.
+    if let Some(id) = vars("LURKBOT_GATEWAY_ID").filter(|v| !v.trim().is_empty()) {
+        if !lurkbot_core::valid_gateway_id(id.trim()) {
+            return Err(CliError::usage(
+                "gateway",
+                format!(
+                    "LURKBOT_GATEWAY_ID '{id}' cannot name this gateway: use letters, digits, '-', '_' and '.'"
+                ),
+            ));
+        }
+        config.gateway.id = Some(id.trim().to_string());
+    }
     let mut token_source = "gateway.token in config.toml";
     let token = match config.gateway.auth {
         GatewayAuth::None => None,

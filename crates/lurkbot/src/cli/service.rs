@@ -278,6 +278,13 @@ fn durable_state(home_path: &Path) -> Vec<String> {
         "turns: {} unfinished (resumed at the gateway's start)",
         queued + running
     )];
+    let mut holders = std::collections::BTreeMap::<String, usize>::new();
+    for lease in store.leases().unwrap_or_default() {
+        *holders.entry(lease.owner).or_default() += 1;
+    }
+    for (owner, turns) in holders {
+        lines.push(format!("gateway {owner}: runs {turns} of them"));
+    }
     lines.push(if failed > 0 {
         format!("outbox: {pending} pending, {failed} failed (lurkbot outbox shows them)")
     } else {
