@@ -54,7 +54,10 @@ pub use runtime::{
 };
 pub use session_kind::SessionKind;
 pub use session_notes::{append_to_main, append_user, record_cancelled};
-pub use subagent::{Accepted, Cleanup, SpawnArgs, announcement, spawn as spawn_subagent};
+pub use subagent::{
+    Accepted, Cleanup, SpawnArgs, SpawnSource, announcement, report_request,
+    spawn as spawn_subagent,
+};
 pub use subagents::Subagents;
 pub use tools::ToolBox;
 pub use tools::browser::{BROWSER_PROFILE, home_browser, page_rules};

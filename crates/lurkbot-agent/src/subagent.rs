@@ -113,7 +113,16 @@ pub async fn spawn(
             used: 0,
             daily: false,
         }),
-        source: None,
+        // Recorded with who asked, so a gateway that resumes the child after a restart
+        // reports to them ([`SpawnSource`]).
+        source: Some(
+            SpawnSource {
+                child: child.as_str().to_string(),
+                requester: requester.as_str().to_string(),
+                delete: args.cleanup == Cleanup::Delete,
+            }
+            .to_string(),
+        ),
     };
     let handle = match runtime.start(request).await {
         Ok(h) => h,
@@ -128,6 +137,7 @@ pub async fn spawn(
         run_id: handle.run_id.clone(),
     };
     let flow_runtime = runtime.clone();
+    let handle_run_id = handle.run_id.clone();
     let home = home.clone();
     let requester_key = requester.clone();
     runtime.track(
@@ -140,7 +150,7 @@ pub async fn spawn(
                 let _ = Sessions::open(&home, child.agent_id()).delete(&child);
             }
             match flow_runtime
-                .start(TurnRequest::new(requester_key.clone(), message))
+                .start(report_request(&requester_key, message, &handle_run_id))
                 .await
             {
                 Ok(turn) => {
@@ -155,6 +165,45 @@ pub async fn spawn(
         }),
     );
     Ok(accepted)
+}
+
+/// The source id a sub-agent's turn is admitted under: `spawn:<child>|<requester>|keep|delete`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnSource {
+    /// The child's session key.
+    pub child: String,
+    /// The session that spawned it (the report goes there).
+    pub requester: String,
+    /// Whether the child's session is deleted after its report.
+    pub delete: bool,
+}
+
+impl std::fmt::Display for SpawnSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cleanup = if self.delete { "delete" } else { "keep" };
+        write!(f, "spawn:{}|{}|{cleanup}", self.child, self.requester)
+    }
+}
+
+impl SpawnSource {
+    /// The spawn a turn's source id names, if it is one.
+    pub fn parse(source: &str) -> Option<Self> {
+        let mut parts = source.strip_prefix("spawn:")?.split('|');
+        let (child, requester, cleanup) = (parts.next()?, parts.next()?, parts.next()?);
+        Some(Self {
+            child: child.to_string(),
+            requester: requester.to_string(),
+            delete: cleanup == "delete",
+        })
+    }
+}
+
+/// The requester's turn that reports the child run `child_run`: admitted under
+/// `report:<child run>`, so the report is made once, whichever process makes it.
+pub fn report_request(requester: &SessionKey, message: String, child_run: &str) -> TurnRequest {
+    let mut request = TurnRequest::new(requester.clone(), message);
+    request.source = Some(format!("report:{child_run}"));
+    request
 }
 
 /// The announce message (the seed's wording): status, the child's last reply, a stats line.

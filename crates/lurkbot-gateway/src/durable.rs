@@ -307,18 +307,78 @@ impl SessionHost {
                 "resuming a turn cut by a restart"
             );
             let host = Arc::clone(self);
+            let spawned = turn
+                .source
+                .as_deref()
+                .and_then(lurkbot_agent::SpawnSource::parse);
             tokio::spawn(async move {
-                if let Err(e) = host
-                    .start_when_free_as(key, turn.message, options, ephemeral, turn.id.clone())
+                let task = match host
+                    .start_when_free_as(
+                        key,
+                        turn.message.clone(),
+                        options,
+                        ephemeral,
+                        turn.id.clone(),
+                    )
                     .await
                 {
-                    tracing::warn!(
-                        run_id = turn.id.as_str(),
-                        error = e.message.as_str(),
-                        "turn not resumed"
-                    );
+                    Ok((_, task)) => task,
+                    Err(e) => {
+                        tracing::warn!(
+                            run_id = turn.id.as_str(),
+                            error = e.message.as_str(),
+                            "turn not resumed"
+                        );
+                        return;
+                    }
+                };
+                // A sub-agent's turn reports to the session that spawned it, as its spawn
+                // would have (the process that spawned it is gone).
+                if let Some(spawned) = spawned {
+                    let result = match task.await {
+                        Ok(result) => result.map_err(|e| e.message),
+                        Err(_) => Err("aborted".to_string()),
+                    };
+                    host.report_resumed(&turn, &spawned, &result).await;
                 }
             });
+        }
+    }
+}
+
+impl SessionHost {
+    /// Reports a resumed sub-agent's end to its requester, once (`report:<run id>`).
+    async fn report_resumed(
+        self: &Arc<Self>,
+        turn: &TurnRecord,
+        spawned: &lurkbot_agent::SpawnSource,
+        result: &Result<lurkbot_agent::TurnOutcome, String>,
+    ) {
+        let (Ok(child), Ok(requester)) = (
+            SessionKey::parse(&spawned.child),
+            SessionKey::parse(&spawned.requester),
+        ) else {
+            return;
+        };
+        let elapsed = std::time::Duration::from_millis(
+            lurkbot_core::now_ms().saturating_sub(turn.created_ms),
+        );
+        let message = lurkbot_agent::announcement(&turn.message, &child, result, elapsed);
+        if spawned.delete {
+            let _ = lurkbot_agent::Sessions::open(&self.home, child.agent_id()).delete(&child);
+        }
+        let runtime =
+            crate::runtime::HostRuntime::new(Arc::downgrade(self), self.subagents.clone());
+        let request = lurkbot_agent::report_request(&requester, message, &turn.id);
+        match lurkbot_agent::Runtime::start(&runtime, request).await {
+            Ok(report) => {
+                if let Err(e) = report.done.await {
+                    tracing::warn!(session = requester.as_str(), error = %e, "sub-agent report turn failed");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(session = requester.as_str(), error = %e, "sub-agent report not made");
+            }
         }
     }
 }

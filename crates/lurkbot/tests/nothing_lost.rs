@@ -520,3 +520,55 @@ async fn a_cron_run_cut_by_a_kill_runs_once() {
         "one call cut, one that answered: no second run"
     );
 }
+
+/// A sub-agent whose gateway is killed during its model call is resumed after the restart and
+/// reports to the session that spawned it, once, as its spawn would have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agent_cut_by_a_kill_reports_once_after_the_restart() {
+    let t = Test::init();
+    let fake = FakeProvider::start(vec![]).await;
+    fake.record(true);
+    fake.route(
+        "session=agent:main:main",
+        vec![
+            Step::call("c1", "sessions_spawn", json!({"task": "Count the stars"})),
+            Step::text("A helper is on it."),
+            Step::text("The helper counted many stars."),
+        ],
+    );
+    fake.route(
+        "Subagent Context",
+        vec![
+            Step::Held(Gate::new(), Box::new(Step::text("never sent"))),
+            Step::text("Many stars."),
+        ],
+    );
+    let env = model_env(&fake);
+    let gw = start_with(&t, &env);
+    let (status, body) =
+        chat_completion(&gw.addr, &t.gateway_token(), "k-stars", "Count the stars?");
+    assert_eq!(status, 200, "{body}");
+    until("the sub-agent's model call", || fake.requests().len() == 3).await;
+    kill(gw);
+
+    let gw = start_with(&t, &env);
+    until("the report", || fake.requests().len() == 5).await;
+    let reported = || {
+        transcript_messages(&t)
+            .iter()
+            .filter(|m| {
+                m["role"] == "assistant" && m["content"] == "The helper counted many stars."
+            })
+            .count()
+    };
+    until("the report's answer in the transcript", || reported() == 1).await;
+    let (status, stderr) = tokio::task::spawn_blocking(move || gw.stop())
+        .await
+        .unwrap();
+    assert_eq!(status, 0, "{stderr}");
+    let report = fake.requests()[4].body.to_string();
+    assert!(report.contains("just completed"), "{report}");
+    assert!(report.contains("Many stars."), "{report}");
+    assert_eq!(fake.requests().len(), 5, "no second report");
+    assert_eq!(reported(), 1);
+}
