@@ -184,6 +184,18 @@ impl Running {
     }
 }
 
+impl Running {
+    /// Waits for it to exit by itself (after a stop already sent); its exit status and whole
+    /// stderr.
+    pub fn exited(mut self) -> (i32, String) {
+        let status = self.child.wait().unwrap().code().unwrap_or(-1);
+        if let Some(drain) = self.drain.take() {
+            drain.join().unwrap();
+        }
+        (status, self.stderr())
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.child.kill();
