@@ -7,150 +7,13 @@ use std::time::{Duration, Instant};
 
 use lurkbot_channels::pairing::PairingStore;
 use lurkbot_llm::fake::Step;
+use lurkbot_test_support::matrix_user::{MatrixUser as User, enc};
 use lurkbot_test_support::synapse::Synapse;
 use serde_json::{Value, json};
 
 use crate::common::{Client, Gateway, TOKEN};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// A Matrix user of the test, talking to Synapse directly.
-struct User {
-    http: reqwest::Client,
-    url: String,
-    token: String,
-    id: String,
-}
-
-impl User {
-    async fn login(synapse: &Synapse, name: &str, password: &str) -> Self {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::new();
-        let answer: Value = serde_json::from_slice(
-            &http
-                .post(format!("{}/_matrix/client/v3/login", synapse.url))
-                .body(json!({"type": "m.login.password", "identifier": {"type": "m.id.user", "user": name}, "password": password}).to_string())
-                .send()
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap(),
-        )
-        .unwrap();
-        Self {
-            http,
-            url: synapse.url.clone(),
-            token: answer["access_token"].as_str().unwrap().to_string(),
-            id: answer["user_id"].as_str().unwrap().to_string(),
-        }
-    }
-
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(&self.token);
-        if let Some(body) = body {
-            request = request.body(body.to_string());
-        }
-        let bytes = request.send().await.unwrap().bytes().await.unwrap();
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null)
-    }
-
-    async fn create_room(&self, invite: &[&str], direct: bool) -> String {
-        let room = self
-            .call(
-                reqwest::Method::POST,
-                "/_matrix/client/v3/createRoom",
-                Some(json!({"invite": invite, "is_direct": direct, "preset": "private_chat"})),
-            )
-            .await;
-        room["room_id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{room}"))
-            .to_string()
-    }
-
-    async fn join(&self, room: &str) {
-        self.call(
-            reqwest::Method::POST,
-            &format!("/_matrix/client/v3/join/{}", enc(room)),
-            Some(json!({})),
-        )
-        .await;
-    }
-
-    async fn say(&self, room: &str, text: &str) {
-        let txn = lurkbot_core::random_hex(6);
-        self.call(
-            reqwest::Method::PUT,
-            &format!(
-                "/_matrix/client/v3/rooms/{}/send/m.room.message/{txn}",
-                enc(room)
-            ),
-            Some(json!({"msgtype": "m.text", "body": text})),
-        )
-        .await;
-    }
-
-    /// The bodies `from` sent in `room`, oldest first.
-    async fn bodies(&self, room: &str, from: &str) -> Vec<String> {
-        let page = self
-            .call(
-                reqwest::Method::GET,
-                &format!(
-                    "/_matrix/client/v3/rooms/{}/messages?dir=b&limit=100",
-                    enc(room)
-                ),
-                None,
-            )
-            .await;
-        let mut out: Vec<String> = page["chunk"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|e| e["type"] == "m.room.message" && e["sender"] == from)
-            .filter_map(|e| e["content"]["body"].as_str().map(str::to_string))
-            .collect();
-        out.reverse();
-        out
-    }
-
-    /// Waits until `from` sent `n` messages in `room`.
-    async fn wait_bodies(&self, room: &str, from: &str, n: usize) -> Vec<String> {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let bodies = self.bodies(room, from).await;
-            if bodies.len() >= n || Instant::now() > deadline {
-                return bodies;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    /// Waits until `who` joined `room`.
-    async fn wait_joined(&self, room: &str, who: &str) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let members = self
-                .call(
-                    reqwest::Method::GET,
-                    &format!("/_matrix/client/v3/rooms/{}/joined_members", enc(room)),
-                    None,
-                )
-                .await;
-            if members["joined"].get(who).is_some() {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{who} did not join {room}: {members}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
 
 /// A Synapse with the bot and the owner registered.
 async fn bot_and_owner() -> Synapse {
@@ -162,12 +25,6 @@ async fn bot_and_owner() -> Synapse {
     })
     .await
     .unwrap()
-}
-
-fn enc(s: &str) -> String {
-    s.replace('!', "%21")
-        .replace(':', "%3A")
-        .replace('#', "%23")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

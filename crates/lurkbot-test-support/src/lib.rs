@@ -9,6 +9,7 @@ pub mod feed_server;
 mod http_request;
 pub mod irc_server;
 pub mod mail_server;
+pub mod matrix_user;
 pub mod openclaw;
 pub mod ports;
 pub mod search_servers;

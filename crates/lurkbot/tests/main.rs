@@ -13,6 +13,7 @@ mod archive;
 mod autonomy;
 mod browser;
 mod cal;
+mod channel_restarts;
 mod channels;
 mod chat;
 mod cli;
