@@ -9,7 +9,6 @@
 //! `imaps://` and `smtps://` speak TLS from the start, `smtp://…?tls=starttls` upgrades;
 //! plain `imap://`/`smtp://` are for loopback and test servers.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -17,6 +16,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
+use crate::email_threads::{Thread, Threads};
 use crate::net::{Io, connect, host_port};
 use crate::{BoxFuture, Channel, ChannelError, Inbound};
 
@@ -24,8 +24,6 @@ use crate::{BoxFuture, Channel, ChannelError, Inbound};
 pub const MAX_CHARS: usize = 50_000;
 /// How long one IDLE waits before looking again.
 const IDLE: Duration = Duration::from_secs(25);
-/// Most threads remembered for replies.
-const MAX_THREADS: usize = 1000;
 
 /// The account.
 #[derive(Clone)]
@@ -47,20 +45,13 @@ pub struct EmailSettings {
 
 type Session = async_imap::Session<Box<dyn Io>>;
 
-/// What a reply needs to stay in its thread.
-#[derive(Clone, Default)]
-struct Thread {
-    subject: String,
-    references: String,
-}
-
 /// An email account read over IMAP and written over SMTP.
 pub struct Email {
     settings: EmailSettings,
     state: PathBuf,
     /// (UIDVALIDITY, the last UID handed over).
     seen: Mutex<Option<(u32, u32)>>,
-    threads: Mutex<HashMap<String, Thread>>,
+    threads: Threads,
     session: tokio::sync::Mutex<Option<Session>>,
 }
 
@@ -85,7 +76,7 @@ impl Email {
             settings,
             state,
             seen: Mutex::new(seen),
-            threads: Mutex::new(HashMap::new()),
+            threads: Threads::open(state_dir.join("threads.json")),
             session: tokio::sync::Mutex::new(None),
         }
     }
@@ -280,19 +271,12 @@ impl Email {
         let references = format!("{} {}", header("References"), message_id)
             .trim()
             .to_string();
-        if !message_id.is_empty()
-            && let Ok(mut threads) = self.threads.lock()
-        {
-            if threads.len() >= MAX_THREADS {
-                threads.clear();
-            }
-            threads.insert(
-                message_id.clone(),
-                Thread {
-                    subject,
-                    references,
-                },
-            );
+        if !message_id.is_empty() {
+            let thread = Thread {
+                subject,
+                references,
+            };
+            self.threads.insert(message_id.clone(), thread);
         }
         Some(Inbound {
             channel: "email",
@@ -326,7 +310,7 @@ impl Email {
         use lettre::AsyncTransport;
         use lettre::message::{Attachment, MultiPart, SinglePart, header::ContentType};
         let thread = reply_to
-            .and_then(|id| self.threads.lock().ok().and_then(|t| t.get(id).cloned()))
+            .and_then(|id| self.threads.get(id))
             .unwrap_or_default();
         let subject = match thread.subject.as_str() {
             "" => "Message from your agent".to_string(),
@@ -533,6 +517,8 @@ impl Channel for Email {
     }
 
     fn acknowledge(&self) {
+        // The threads first: a reading position never gets ahead of them.
+        self.threads.persist();
         if let Some((validity, last)) = self.seen.lock().ok().and_then(|s| *s) {
             self.persist(validity, last);
         }

@@ -12,6 +12,7 @@ pub mod chunk;
 pub mod delivery;
 pub mod discord;
 pub mod email;
+mod email_threads;
 mod http;
 pub mod irc;
 pub mod mail_auth;

@@ -173,6 +173,9 @@ async fn a_mail_killed_during_its_model_call_is_answered_once() {
     assert_eq!(replies.len(), 1, "{replies:?}");
     assert_eq!(replies[0]["body"], "Answered once after the kill.");
     assert_eq!(replies[0]["inReplyTo"], "<k1@localhost>");
+    // Threaded as a reply made before the crash would be.
+    assert_eq!(replies[0]["subject"], "Re: Still there?", "{replies:?}");
+    assert_eq!(replies[0]["references"], "<k1@localhost>", "{replies:?}");
     let (status, stderr) = tokio::task::spawn_blocking(move || gw.stop())
         .await
         .unwrap();
