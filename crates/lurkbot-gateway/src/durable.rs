@@ -312,7 +312,10 @@ impl SessionHost {
                 .as_deref()
                 .and_then(lurkbot_agent::SpawnSource::parse);
             tokio::spawn(async move {
-                let task = match host
+                // Its approvals wait for a client to come back.
+                host.approver.resuming(key.as_str(), true);
+                let session = key.as_str().to_string();
+                let started = host
                     .start_when_free_as(
                         key,
                         turn.message.clone(),
@@ -320,10 +323,11 @@ impl SessionHost {
                         ephemeral,
                         turn.id.clone(),
                     )
-                    .await
-                {
+                    .await;
+                let task = match started {
                     Ok((_, task)) => task,
                     Err(e) => {
+                        host.approver.resuming(&session, false);
                         tracing::warn!(
                             run_id = turn.id.as_str(),
                             error = e.message.as_str(),
@@ -332,13 +336,14 @@ impl SessionHost {
                         return;
                     }
                 };
+                let result = match task.await {
+                    Ok(result) => result.map_err(|e| e.message),
+                    Err(_) => Err("aborted".to_string()),
+                };
+                host.approver.resuming(&session, false);
                 // A sub-agent's turn reports to the session that spawned it, as its spawn
                 // would have (the process that spawned it is gone).
                 if let Some(spawned) = spawned {
-                    let result = match task.await {
-                        Ok(result) => result.map_err(|e| e.message),
-                        Err(_) => Err("aborted".to_string()),
-                    };
                     host.report_resumed(&turn, &spawned, &result).await;
                 }
             });

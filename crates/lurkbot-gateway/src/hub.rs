@@ -2,28 +2,35 @@
 //! own `seq`), and the approver that asks those clients.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use lurkbot_agent::DecisionFuture;
 use lurkbot_agent::{ApprovalRequest, Approver, Decision};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::{Notify, broadcast, oneshot};
 
 use crate::protocol::{ApprovalRequested, Event};
 
 /// How long an approval waits before it counts as denied.
 pub(crate) const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How long an approval of a turn resumed after a restart waits for a client to come back
+/// before it counts as one nobody can answer.
+const RECONNECT_GRACE: Duration = Duration::from_secs(30);
+
 /// The event fan-out.
 #[derive(Debug, Clone)]
 pub struct Hub {
     tx: broadcast::Sender<Event>,
+    /// Told when a listener joins.
+    joined: Arc<Notify>,
 }
 
 impl Default for Hub {
     fn default() -> Self {
         Self {
             tx: broadcast::channel(1024).0,
+            joined: Arc::default(),
         }
     }
 }
@@ -36,21 +43,44 @@ impl Hub {
 
     /// A new listener.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.tx.subscribe()
+        let rx = self.tx.subscribe();
+        self.joined.notify_waiters();
+        rx
     }
 
     /// Connections listening now.
     pub fn listeners(&self) -> usize {
         self.tx.receiver_count()
     }
+
+    /// Whether a listener is there, waiting up to [`RECONNECT_GRACE`] for one to come.
+    async fn someone_comes(&self) -> bool {
+        let until = Instant::now() + RECONNECT_GRACE;
+        if self.listeners() == 0 {
+            tracing::info!("an approval waits for a client to come back after the restart");
+        }
+        loop {
+            let joined = self.joined.notified();
+            if self.listeners() > 0 {
+                return true;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || tokio::time::timeout(left, joined).await.is_err() {
+                return self.listeners() > 0;
+            }
+        }
+    }
 }
 
 /// Asks the connected clients: emits `exec.approval.requested` and waits for
 /// `exec.approval.resolve`; nobody answering within [`APPROVAL_TIMEOUT`] denies, and with no
-/// client connected at all (an API-only turn) the call is denied at once.
+/// client connected at all (an API-only turn) the call is denied at once — except for a turn
+/// resumed after a restart, whose clients may be on their way back (up to 30 s).
 #[derive(Debug, Default)]
 pub struct ClientApprover {
     hub: Hub,
+    /// Sessions whose turn is being resumed after a restart.
+    resumed: Mutex<std::collections::HashSet<String>>,
     pending: Mutex<HashMap<String, (ApprovalRequested, oneshot::Sender<Decision>)>>,
 }
 
@@ -59,7 +89,20 @@ impl ClientApprover {
     pub fn new(hub: Hub) -> Self {
         Self {
             hub,
+            resumed: Mutex::default(),
             pending: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Marks `session`'s turn as resumed after a restart (`true`) or over (`false`): while it
+    /// is, an approval it asks waits for a client to come back instead of being denied.
+    pub(crate) fn resuming(&self, session: &str, on: bool) {
+        if let Ok(mut resumed) = self.resumed.lock() {
+            if on {
+                resumed.insert(session.to_string());
+            } else {
+                resumed.remove(session);
+            }
         }
     }
 
@@ -93,7 +136,15 @@ impl ClientApprover {
 impl Approver for ClientApprover {
     fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> DecisionFuture<'a> {
         Box::pin(async move {
-            if self.hub.listeners() == 0 {
+            let resumed = self
+                .resumed
+                .lock()
+                .is_ok_and(|r| r.contains(&request.session));
+            let heard = match self.hub.listeners() {
+                0 if resumed => self.hub.someone_comes().await,
+                n => n > 0,
+            };
+            if !heard {
                 return Decision::Deny;
             }
             let approval_id = format!("appr_{}", lurkbot_core::random_hex(8));

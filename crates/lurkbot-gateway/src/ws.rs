@@ -345,6 +345,10 @@ async fn serve(
             .await;
         return;
     }
+    // Approvals asked before this connection (a client back after a restart) are shown too.
+    for pending in state.approver.pending_list() {
+        let _ = out.send(Out::Event(Event::ApprovalRequested(pending)));
+    }
     let mut tick = tokio::time::interval(Duration::from_millis(TICK_INTERVAL_MS));
     tick.tick().await;
     loop {

@@ -546,3 +546,47 @@ async fn devices_need_the_pairing_scope_and_node_runs_the_admin_scope() {
         .await;
     assert_eq!(other["error"]["code"], "NOT_FOUND", "{other}");
 }
+
+/// A client that connects while an approval waits (a second device, or the web UI back after
+/// a restart) is shown it, and can answer it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_waiting_is_shown_to_a_client_that_connects_later() {
+    let gw = Gateway::start(
+        "[permissions]\ncalendar = \"read-write\"\n",
+        vec![
+            Step::call("c1", "terminal_exec", json!({"command": CREATE})),
+            Step::text("Booked it."),
+        ],
+    )
+    .await;
+    let (mut first, _) = Client::connect(&gw, TOKEN).await;
+    first
+        .request("chat.send", json!({"message": "book the dentist"}))
+        .await;
+    let asked = first
+        .event(|e| e["event"] == "exec.approval.requested")
+        .await;
+    let (mut later, _) = Client::connect(&gw, TOKEN).await;
+    let shown = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        later.event(|e| e["event"] == "exec.approval.requested"),
+    )
+    .await
+    .expect("the waiting approval shown to the later client");
+    assert_eq!(
+        shown["payload"]["approvalId"],
+        asked["payload"]["approvalId"]
+    );
+    assert_eq!(shown["payload"]["summary"], CREATE);
+    let resolved = later
+        .request(
+            "exec.approval.resolve",
+            json!({"approvalId": shown["payload"]["approvalId"], "decision": "allow-once"}),
+        )
+        .await;
+    assert_eq!(resolved["ok"], true, "{resolved}");
+    let fin = first
+        .event(|e| e["event"] == "chat" && e["payload"]["state"] == "final")
+        .await;
+    assert_eq!(fin["payload"]["text"], "Booked it.");
+}

@@ -9,6 +9,7 @@
 mod util;
 
 mod agent;
+mod approval_restarts;
 mod archive;
 mod autonomy;
 mod browser;

@@ -211,7 +211,7 @@ fn openclaws_node_host_pairs_answers_survives_a_restart_and_is_refused_once_reje
 }
 
 /// A connection of the test's own, as a client speaks to the gateway.
-struct Ws {
+pub(crate) struct Ws {
     ws: tokio_tungstenite::WebSocketStream<
         tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
     >,
@@ -220,7 +220,7 @@ struct Ws {
 
 impl Ws {
     /// Opens `url` and reads the challenge: `(socket, nonce, ts)`.
-    async fn open(url: &str) -> (Self, String, u64) {
+    pub(crate) async fn open(url: &str) -> (Self, String, u64) {
         let (ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
         let mut me = Self { ws, next: 0 };
         let challenge = me.frame().await;
@@ -229,7 +229,7 @@ impl Ws {
         (me, nonce, ts)
     }
 
-    async fn frame(&mut self) -> Value {
+    pub(crate) async fn frame(&mut self) -> Value {
         loop {
             match self.ws.next().await {
                 Some(Ok(Message::Text(t))) => return serde_json::from_str(t.as_str()).unwrap(),
@@ -241,7 +241,12 @@ impl Ws {
     }
 
     /// Sends a request and reads until its response (events on the way are handed to `seen`).
-    async fn call(&mut self, method: &str, params: Value, seen: &mut Vec<Value>) -> Value {
+    pub(crate) async fn call(
+        &mut self,
+        method: &str,
+        params: Value,
+        seen: &mut Vec<Value>,
+    ) -> Value {
         self.next += 1;
         let id = format!("t{}", self.next);
         let frame = json!({"type": "req", "id": id, "method": method, "params": params});
