@@ -105,10 +105,18 @@ impl<K: std::hash::Hash + Eq> FailureLimiter<K> {
 
 /// Whether a `Host` header value names this gateway: the bound address (or any IP literal when
 /// bound to all addresses: an IP literal cannot be rebound), `localhost`, or an allowed name.
-/// A port, when given, must be the bound one. `bound` is `None` before the listener is known.
+/// A port, when given, must be the bound one, unless `allowed_hosts` lists that `host:port`
+/// itself (a proxy's address). `bound` is `None` before the listener is known.
 pub fn host_allowed(host: &str, bound: Option<SocketAddr>, allowed_hosts: &[String]) -> bool {
     let (name, port) = split_host_port(host.trim());
     let name = name.to_ascii_lowercase();
+    // A `host:port` the owner allowed as written (a proxy in front, on a port of its own).
+    if allowed_hosts
+        .iter()
+        .any(|h| h.trim().eq_ignore_ascii_case(host.trim()))
+    {
+        return true;
+    }
     if let (Some(p), Some(b)) = (port, bound)
         && p != b.port()
     {
@@ -117,7 +125,7 @@ pub fn host_allowed(host: &str, bound: Option<SocketAddr>, allowed_hosts: &[Stri
     if name == "localhost"
         || allowed_hosts
             .iter()
-            .any(|h| h.trim().eq_ignore_ascii_case(&name) || h.trim().eq_ignore_ascii_case(host))
+            .any(|h| h.trim().eq_ignore_ascii_case(&name))
     {
         return true;
     }
@@ -220,6 +228,11 @@ mod tests {
         assert!(host_allowed("localhost", bound, &[]));
         assert!(!host_allowed("evil.example:18789", bound, &[]));
         assert!(!host_allowed("127.0.0.1:1", bound, &[]));
+        // A proxy's address, listed as written, is taken on its own port; a name is not.
+        let proxy = ["127.0.0.1:8443".to_string(), "gw.example".to_string()];
+        assert!(host_allowed("127.0.0.1:8443", bound, &proxy));
+        assert!(!host_allowed("gw.example:8443", bound, &proxy));
+        assert!(host_allowed("gw.example", bound, &proxy));
         assert!(!host_allowed("10.0.0.5:18789", bound, &[]));
         let any: Option<SocketAddr> = "0.0.0.0:18789".parse().ok();
         assert!(host_allowed("10.0.0.5:18789", any, &[]));

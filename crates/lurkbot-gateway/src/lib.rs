@@ -36,6 +36,7 @@ mod openclaw;
 mod ops;
 mod outbox;
 pub mod protocol;
+mod ready;
 mod reload;
 mod run;
 mod runtime;

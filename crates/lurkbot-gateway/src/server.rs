@@ -37,6 +37,7 @@ pub fn router(state: AppState) -> Router {
             "/health",
             get(|| async { axum::Json(crate::protocol::health()) }),
         )
+        .route("/ready", get(crate::ready::ready))
         .route("/ws", get(crate::ws::upgrade))
         .route("/v1/models", get(crate::openai::models))
         .route("/v1/images/{name}", get(crate::inbound_images::serve))

@@ -1,6 +1,7 @@
 //! Stopping without dropping a turn (ARCHITECTURE.md §6): told to stop while a model call is in
 //! flight, the gateway lets the turn finish and reach its client, and meanwhile refuses new
-//! work — HTTP 503 with `Retry-After`, `UNAVAILABLE` on the WebSocket — then stops.
+//! work — HTTP 503 with `Retry-After`, `UNAVAILABLE` on the WebSocket, `/ready` 503 while
+//! `/health` stays 200 — then stops.
 
 use std::time::Duration;
 
@@ -37,6 +38,11 @@ async fn a_stopping_gateway_lets_the_running_turn_finish_and_refuses_new_work() 
     assert_eq!(sent["ok"], true, "{sent}");
     // The model call is in flight.
     model_call_in_flight(&gw).await;
+    let base = gw.url("");
+    let get = |path: &str| reqwest::Client::new().get(format!("{base}{path}")).send();
+    let ready = get("/ready").await.unwrap();
+    assert_eq!(ready.status(), 200);
+    assert_eq!(ready.text().await.unwrap(), r#"{"ready":true}"#);
 
     gw.signal_stop();
     // New work is refused, over HTTP with a time to come back, and on the WebSocket.
@@ -66,6 +72,12 @@ async fn a_stopping_gateway_lets_the_running_turn_finish_and_refuses_new_work() 
     assert_eq!(refused.headers()["retry-after"], "5");
     let body = refused.text().await.unwrap();
     assert!(body.contains("the gateway is stopping"), "{body}");
+    // A load balancer sends nothing more here: not ready, though alive.
+    let ready = get("/ready").await.unwrap();
+    assert_eq!(ready.status(), 503);
+    assert_eq!(ready.headers()["retry-after"], "5");
+    assert!(ready.text().await.unwrap().contains("stopping"));
+    assert_eq!(get("/health").await.unwrap().status(), 200);
     let other = c
         .request(
             "chat.send",

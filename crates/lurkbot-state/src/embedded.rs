@@ -131,6 +131,19 @@ fn migrate(conn: &Connection) -> Result<(), StateError> {
     Ok(())
 }
 
+/// Whether the store answers, with the schema this build writes (another gateway on the home
+/// may have moved it on since this one opened it).
+pub(crate) fn check(conn: &Connection) -> Result<(), StateError> {
+    let found: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(StateError::Newer {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(())
+}
+
 /// Runs one statement, prepared once per connection (a journal write is a few of these per
 /// step: parsing the SQL each time would cost more than the write).
 pub(crate) fn run(

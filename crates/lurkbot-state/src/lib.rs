@@ -86,6 +86,14 @@ impl Store {
         Ok(store)
     }
 
+    /// Whether the store answers with a schema this build can use (`/ready`).
+    ///
+    /// # Errors
+    /// The database failing, or its schema moved past this build's.
+    pub fn ready(&self) -> Result<(), StateError> {
+        self.with(|conn| embedded::check(conn))
+    }
+
     /// Runs `f` on the connection (a poisoned lock still holds a usable connection: SQLite
     /// rolls back whatever the panicking holder left open).
     fn with<T>(

@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use lurkbot_llm::fake::{FakeProvider, Gate, Step};
 
 use crate::nothing_lost::{chat_completion, kill, transcript_messages, until};
-use crate::util::{Test, start_gateway};
+use crate::util::{Test, free_port, start_gateway, start_gateway_on};
 
 /// Whether `GET /health` on `addr` answers 200: the gateway serves, so its start — the
 /// look for turns to take over — is behind it.
@@ -120,4 +120,122 @@ fn two_gateways_with_one_id_on_one_home_are_refused() {
     );
     assert_eq!(bad.status, 2, "{}", bad.stderr);
     assert!(bad.stderr.contains("LURKBOT_GATEWAY_ID"), "{}", bad.stderr);
+}
+
+/// HAProxy in front of two gateways on one home, as the README's configuration has it (`/ready`
+/// checks, WebSockets tunnelled, a failed connection sent to the other server): a client's
+/// turn runs on the first; the first is killed; the client reconnects through HAProxy to the
+/// second, which took the turn over, and sees it finish — one answer, no model call repeated
+/// beyond the one the kill cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_haproxy_a_client_survives_the_death_of_its_gateway() {
+    let t = Test::init();
+    let fake = FakeProvider::start(vec![
+        Step::Held(Gate::new(), Box::new(Step::text("never sent"))),
+        Step::text("Answered by the other gateway."),
+    ])
+    .await;
+    fake.record(true);
+    let (front, a, b) = (free_port(), free_port(), free_port());
+    // Clients name HAProxy's address; the gateways take it as theirs.
+    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    let allowed = format!("allowed_hosts = [\"127.0.0.1:{front}\"]\n");
+    let config = match config.find("[gateway]\n") {
+        Some(at) => format!(
+            "{}[gateway]\n{allowed}{}",
+            &config[..at],
+            &config[at + 10..]
+        ),
+        None => format!("{config}\n[gateway]\n{allowed}"),
+    };
+    std::fs::write(t.path("config.toml"), config).unwrap();
+    let base = format!("{}/v1", fake.url);
+    let env = |id: &'static str| {
+        [
+            ("LURKBOT_MODEL", "openai/fake"),
+            ("OPENAI_BASE_URL", base.clone().leak() as &str),
+            ("LURKBOT_GATEWAY_ID", id),
+        ]
+    };
+    let first = start_gateway_on(&t, &env("gw-a"), a);
+    let second = start_gateway_on(&t, &env("gw-b"), b);
+    let haproxy = Haproxy::start(&t, front, a, b);
+    until("HAProxy finds a gateway ready", || {
+        serves(&format!("127.0.0.1:{front}"))
+    })
+    .await;
+
+    let (client, token) = (Test::init(), t.gateway_token());
+    let url = format!("ws://127.0.0.1:{front}/ws");
+    let asking = std::thread::spawn(move || {
+        client.run_env(
+            &["agent", "--gateway", &url, "-m", "who answers me?"],
+            &[("LURKBOT_GATEWAY_TOKEN", token.as_str())],
+        )
+    });
+    until("the model call", || fake.requests().len() == 1).await;
+    assert!(
+        first.stderr().contains("chat.send"),
+        "HAProxy sent the client to the first gateway"
+    );
+    kill(first);
+    let answered = tokio::task::spawn_blocking(move || asking.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(answered.status, 0, "{}", answered.stderr);
+    assert_eq!(answered.stdout, "Answered by the other gateway.\n");
+    assert!(
+        answered.stderr.contains("waiting for it to come back"),
+        "{}",
+        answered.stderr
+    );
+    assert!(
+        second.stderr().contains("resuming a turn cut by a restart"),
+        "{}",
+        second.stderr()
+    );
+    drop(haproxy);
+    let (status, stderr) = tokio::task::spawn_blocking(move || second.stop())
+        .await
+        .unwrap();
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(fake.requests().len(), 2, "one call cut, one that answered");
+    let messages = transcript_messages(&t);
+    let answers = messages.iter().filter(|m| m["role"] == "assistant").count();
+    assert_eq!(answers, 1, "{messages:?}");
+}
+
+/// HAProxy (Debian's) in the foreground on `front`, balancing `a` then `b`; stopped when dropped.
+struct Haproxy(std::process::Child);
+
+impl Haproxy {
+    fn start(t: &Test, front: u16, a: u16, b: u16) -> Self {
+        // `balance first`: every client goes to `a` while it is up (the test knows which
+        // gateway to kill); `/ready` checks every 200 ms; a refused connection is retried on
+        // the other server.
+        let config = format!(
+            "defaults\n  mode http\n  timeout connect 1s\n  timeout client 30s\n  timeout server 30s\n  timeout tunnel 1h\n  retries 3\n  option redispatch\n\
+             frontend fe\n  bind 127.0.0.1:{front}\n  default_backend gws\n\
+             backend gws\n  balance first\n  option httpchk GET /ready\n  http-check expect status 200\n\
+             \x20 server a 127.0.0.1:{a} check inter 200ms fall 1 rise 1\n\
+             \x20 server b 127.0.0.1:{b} check inter 200ms fall 1 rise 1\n"
+        );
+        let path = t.path("haproxy.cfg");
+        std::fs::write(&path, config).unwrap();
+        let child = std::process::Command::new("haproxy")
+            .args(["-db", "-f"])
+            .arg(&path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("haproxy (apt-get install haproxy; scripts/test.sh installs it)");
+        Self(child)
+    }
+}
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
