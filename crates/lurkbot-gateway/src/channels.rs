@@ -50,6 +50,10 @@ impl Live {
     pub(crate) fn note_error(&self, text: &str) {
         self.update(|s| s.last_error = Some(text.to_string()));
     }
+
+    pub(crate) fn set_state(&self, state: &str) {
+        self.update(|s| s.state = state.to_string());
+    }
 }
 
 /// The running channels, by name.
@@ -257,15 +261,17 @@ pub(crate) fn start(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
             running.insert(name, live.clone());
         }
         tracing::info!(channel = name, "channel started");
-        crate::channel_inbound::replay(state, &live);
-        tasks.push(tokio::spawn(receive_loop(state.clone(), live)));
+        tasks.push(tokio::spawn(crate::channel_lease::hold_then_receive(
+            state.clone(),
+            live,
+        )));
     }
     tasks
 }
 
 /// Receives until the gateway stops; failures back off (a platform's `retry_after` is
 /// honoured) and are shown in the channel's status.
-async fn receive_loop(state: AppState, live: Arc<Live>) {
+pub(crate) async fn receive_loop(state: AppState, live: Arc<Live>) {
     let mut backoff = Duration::from_secs(1);
     loop {
         match live.channel.receive().await {

@@ -6,6 +6,7 @@ mod accept;
 mod auth;
 mod browser_methods;
 mod channel_inbound;
+mod channel_lease;
 mod channel_media;
 mod channel_voice;
 mod channels;

@@ -14,6 +14,7 @@ mod browser;
 mod browser_panels;
 mod canvas_ui;
 mod channel_images;
+mod channel_leases;
 mod channel_voice;
 mod channels;
 mod discord;

@@ -237,6 +237,32 @@ impl Store {
         })
     }
 
+    /// Takes lease `name` (`channel:telegram`) when it is free or this owner's already;
+    /// whether this owner holds it now. Its holder keeps it until it gives it back, stops or
+    /// dies (renewed with the others by [`Store::renew_leases`]).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn take_lease(&self, name: &str) -> Result<bool, StateError> {
+        self.with(|conn| crate::embedded::durably(conn, |tx| take(tx, &self.owner, name)))
+    }
+
+    /// The gateway holding lease `name`, if any (alive or not).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn lease_holder(&self, name: &str) -> Result<Option<String>, StateError> {
+        self.with(|conn| {
+            Ok(crate::embedded::query_row(
+                conn,
+                "SELECT owner FROM leases WHERE name = ?1",
+                [name],
+                |row| row.get(0),
+            )
+            .optional()?)
+        })
+    }
+
     /// Every lease held now, by name.
     ///
     /// # Errors

@@ -4,7 +4,8 @@
 //! `{"ok":false,"error_code","description","parameters":{"retry_after"}}` — and refuses what
 //! Telegram refuses: a wrong token (401), an unknown chat (400 "chat not found"), a text over
 //! 4,096 characters (400 "message is too long"), an empty text, MarkdownV2 with an unescaped
-//! reserved character (400 "can't parse entities"), a chat that blocked the bot (403). Tests
+//! reserved character (400 "can't parse entities"), a chat that blocked the bot (403), a second
+//! `getUpdates` while one waits (409: it ends the older one, as with two bot instances). Tests
 //! queue user messages, script 429s and 5xx, and read what the bot sent.
 
 use std::collections::HashSet;
@@ -50,6 +51,10 @@ pub(crate) struct State {
     confirmed: Vec<Value>,
     /// Uploaded files: (file_id, file_path, bytes).
     files: Vec<(String, String, Vec<u8>)>,
+    /// The `getUpdates` calls so far: a newer one ends an older one still waiting.
+    polls: u64,
+    /// `getUpdates` calls ended by another (Telegram's 409: two bot instances polling).
+    conflicts: usize,
 }
 
 /// The running server (stopped when dropped: its threads end with the test process).
@@ -338,6 +343,11 @@ impl TelegramServer {
         true
     }
 
+    /// `getUpdates` calls ended by a newer one (two bot instances polling at once).
+    pub fn conflicts(&self) -> usize {
+        self.state.0.lock().unwrap().conflicts
+    }
+
     /// `sendMessage` calls so far, refused ones included.
     pub fn send_attempts(&self) -> usize {
         self.state.0.lock().unwrap().send_attempts
@@ -461,6 +471,8 @@ fn answer(shared: &(Mutex<State>, Condvar), method: &str, p: &Value) -> (u16, Va
             let deadline = Instant::now() + wait;
             let mut s = lock.lock().unwrap();
             s.offsets.push(offset);
+            s.polls += 1;
+            let mine = s.polls;
             wake.notify_all();
             // Confirmed updates (below the offset) are forgotten, as Telegram does.
             let (kept, confirmed): (Vec<Value>, Vec<Value>) = std::mem::take(&mut s.updates)
@@ -474,6 +486,15 @@ fn answer(shared: &(Mutex<State>, Condvar), method: &str, p: &Value) -> (u16, Va
                     break;
                 }
                 s = wake.wait_timeout(s, left).unwrap().0;
+                // Another instance polls now: Telegram ends this one.
+                if s.polls != mine {
+                    s.conflicts += 1;
+                    return error(
+                        409,
+                        "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+                        None,
+                    );
+                }
             }
             (200, json!({"ok": true, "result": s.updates.clone()}))
         }
