@@ -17,44 +17,12 @@ use lurkbot_channels::{Channel, ChannelError, ChannelStatus, Inbound};
 use lurkbot_core::layout;
 use serde_json::{Value, json};
 
+pub(crate) use crate::channel_live::Live;
 use crate::host::TurnOptions;
 use crate::state::AppState;
 
 /// Longest pause between failed receives.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
-
-/// One running channel.
-pub(crate) struct Live {
-    channel: Arc<dyn Channel>,
-    status: Mutex<ChannelStatus>,
-}
-
-impl Live {
-    fn update(&self, f: impl FnOnce(&mut ChannelStatus)) {
-        if let Ok(mut status) = self.status.lock() {
-            f(&mut status);
-        }
-    }
-
-    /// The platform.
-    pub(crate) fn channel(&self) -> &dyn Channel {
-        &*self.channel
-    }
-
-    /// `n` more messages went out.
-    pub(crate) fn count_sent(&self, n: usize) {
-        self.update(|s| s.sent += n as u64);
-    }
-
-    /// A send failed: the status shows why.
-    pub(crate) fn note_error(&self, text: &str) {
-        self.update(|s| s.last_error = Some(text.to_string()));
-    }
-
-    pub(crate) fn set_state(&self, state: &str) {
-        self.update(|s| s.state = state.to_string());
-    }
-}
 
 /// The running channels, by name.
 #[derive(Default)]
@@ -245,13 +213,7 @@ pub(crate) fn start(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
             continue;
         };
         let live = match build(state, name) {
-            Ok(channel) => Arc::new(Live {
-                channel,
-                status: Mutex::new(ChannelStatus {
-                    state: "starting".into(),
-                    ..ChannelStatus::default()
-                }),
-            }),
+            Ok(channel) => Arc::new(Live::new(channel)),
             Err(e) => {
                 tracing::warn!(channel = name, error = e.as_str(), "channel not started");
                 continue;

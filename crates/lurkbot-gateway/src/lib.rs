@@ -7,6 +7,7 @@ mod auth;
 mod browser_methods;
 mod channel_inbound;
 mod channel_lease;
+mod channel_live;
 mod channel_media;
 mod channel_voice;
 mod channels;
