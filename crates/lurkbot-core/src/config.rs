@@ -291,6 +291,10 @@ pub struct GatewayConfig {
     /// (default: the host name and a random suffix, new at each start). Letters, digits, `-`,
     /// `_` and `.`; each gateway on one home needs its own.
     pub id: Option<String>,
+    /// Addresses of load balancers in front (`["127.0.0.1"]`): a request from one is taken to
+    /// come from the client its `X-Forwarded-For` names (for rate limits and logs); anyone
+    /// else's header is ignored.
+    pub trusted_proxies: Vec<String>,
 }
 
 impl Default for GatewayConfig {
@@ -305,6 +309,7 @@ impl Default for GatewayConfig {
             max_connections: 4096,
             shutdown_grace_secs: 20,
             id: None,
+            trusted_proxies: Vec::new(),
         }
     }
 }

@@ -124,6 +124,16 @@ impl Config {
                 ),
             );
         }
+        for proxy in &self.gateway.trusted_proxies {
+            if proxy.trim().parse::<std::net::IpAddr>().is_err() {
+                problem(
+                    "gateway.trusted_proxies",
+                    format!(
+                        "gateway.trusted_proxies: '{proxy}' is not an IP address; list each proxy's address, e.g. \"127.0.0.1\""
+                    ),
+                );
+            }
+        }
         let heartbeat = &self.heartbeat;
         if crate::parse_period_ms(&heartbeat.every).is_none() {
             problem(
@@ -270,6 +280,25 @@ mod tests {
         Config::check(Path::new("config.toml"), text)
             .map(|(_, p)| p.into_iter().map(|p| p.message).collect())
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_gateway_id_and_proxies_that_cannot_work_are_named() {
+        let found = problems(
+            "[gateway]\nid = \"../up\"\ntrusted_proxies = [\"proxy.lan\", \"10.0.0.2\"]\n",
+        );
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found.iter().any(|p| p.contains("gateway.id '../up'")),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|p| p.contains("'proxy.lan' is not an IP address")),
+            "{found:?}"
+        );
+        assert!(problems("[gateway]\nid = \"gw-a\"\ntrusted_proxies = [\"::1\"]\n").is_empty());
     }
 
     #[test]

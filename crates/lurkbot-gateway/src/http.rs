@@ -263,8 +263,13 @@ pub(crate) async fn read_body_up_to(
 
 /// Every route: refuses a `Host` that does not name this gateway (DNS rebinding) and a browser
 /// `Origin` that is not the gateway's own or listed (ARCHITECTURE.md §6).
-pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub(crate) async fn guard(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let started = std::time::Instant::now();
+    crate::forwarded::rewrite(&mut request, &state.config().gateway.trusted_proxies);
     let method = request.method().clone();
     // The path only: a query string could carry a credential.
     let path = request.uri().path().to_string();

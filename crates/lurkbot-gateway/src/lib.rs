@@ -16,6 +16,7 @@ mod cron_methods;
 pub mod devices;
 mod drain;
 mod durable;
+mod forwarded;
 mod gateway_control;
 mod highlight;
 mod hooks;

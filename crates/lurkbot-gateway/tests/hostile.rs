@@ -259,3 +259,38 @@ async fn the_ui_cannot_be_framed() {
     assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
     assert_eq!(r.headers()["x-frame-options"], "DENY");
 }
+
+/// Wrong tokens from one client behind a trusted proxy lock that client out, not the others
+/// the proxy carries; a header from anyone not listed in `trusted_proxies` is not believed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_trusted_proxy_each_client_has_its_own_failed_attempt_limit() {
+    let models = |gw: &Gateway, token: &str, client: Option<&str>| {
+        let mut request = http()
+            .get(gw.url("/v1/models"))
+            .header("authorization", format!("Bearer {token}"));
+        if let Some(client) = client {
+            request = request.header("x-forwarded-for", client);
+        }
+        request.send()
+    };
+    let proxied = Gateway::start("[gateway]\ntrusted_proxies = [\"127.0.0.1\"]\n", vec![]).await;
+    let plain = Gateway::start("", vec![]).await;
+    for gw in [&proxied, &plain] {
+        for _ in 0..lurkbot_gateway::MAX_FAILURES {
+            let wrong = models(gw, "wrong-token", Some("198.51.100.1"))
+                .await
+                .unwrap();
+            assert_eq!(wrong.status(), 401);
+        }
+        let locked = models(gw, TOKEN, Some("198.51.100.1")).await.unwrap();
+        assert_eq!(locked.status(), 429, "the guessing client is locked out");
+    }
+    let other = models(&proxied, TOKEN, Some("198.51.100.2")).await.unwrap();
+    assert_eq!(other.status(), 200, "another client of the proxy is not");
+    let spoofed = models(&plain, TOKEN, Some("198.51.100.2")).await.unwrap();
+    assert_eq!(
+        spoofed.status(),
+        429,
+        "without trusted_proxies the header is the client's own words"
+    );
+}

@@ -155,6 +155,8 @@ pub struct Lease {
     pub owner: String,
     /// When it expires without a renewal (ms since the epoch).
     pub expires_ms: u64,
+    /// Whether its gateway still runs (its lock is held): a gone one's leases are free.
+    pub alive: bool,
 }
 
 fn now() -> i64 {
@@ -269,16 +271,30 @@ impl Store {
     /// Store failures.
     pub fn leases(&self) -> Result<Vec<Lease>, StateError> {
         self.with(|conn| {
-            let mut statement =
-                conn.prepare_cached("SELECT name, owner, expires_ms FROM leases ORDER BY name")?;
+            let mut statement = conn.prepare_cached(
+                "SELECT name, owner, incarnation, expires_ms FROM leases ORDER BY name",
+            )?;
             let rows = statement.query_map([], |row| {
-                Ok(Lease {
-                    name: row.get(0)?,
-                    owner: row.get(1)?,
-                    expires_ms: u64::try_from(row.get::<_, i64>(2)?).unwrap_or_default(),
-                })
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, i64>(3)?,
+                ))
             })?;
-            Ok(rows.collect::<Result<_, _>>()?)
+            let mut out = Vec::new();
+            for row in rows {
+                let (name, owner, incarnation, expires) = row?;
+                let alive = self.owner.is_me(&owner, &incarnation)
+                    || (owner != self.owner.id && self.owner.alive(&owner, &incarnation)?);
+                out.push(Lease {
+                    name,
+                    owner,
+                    expires_ms: u64::try_from(expires).unwrap_or_default(),
+                    alive,
+                });
+            }
+            Ok(out)
         })
     }
 

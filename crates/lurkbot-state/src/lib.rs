@@ -86,6 +86,14 @@ impl Store {
         Ok(store)
     }
 
+    /// The schema version of the store (`state status`).
+    ///
+    /// # Errors
+    /// The database failing.
+    pub fn schema_version(&self) -> Result<i64, StateError> {
+        self.with(|conn| Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?))
+    }
+
     /// Whether the store answers with a schema this build can use (`/ready`).
     ///
     /// # Errors

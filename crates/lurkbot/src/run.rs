@@ -30,6 +30,7 @@ pub(crate) fn run(cli: Cli) -> CliResult {
         Sub::Channels(args) => crate::cli::channels::run(&home_path, &args),
         Sub::Pairing(args) => crate::cli::pairing::run(&home_path, &args),
         Sub::Outbox(args) => crate::cli::outbox::run(&home_path, &args),
+        Sub::State(args) => crate::cli::state::run(&home_path, &args),
         Sub::Devices(args) => crate::cli::devices::run(&home_path, &args),
         Sub::Nodes(args) => crate::cli::nodes::run(&home_path, &args),
         Sub::Node(args) => crate::cli::node::run(&home_path, &args),

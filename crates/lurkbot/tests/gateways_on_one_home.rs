@@ -61,6 +61,19 @@ async fn a_killed_gateways_turn_is_taken_over_by_the_other_once() {
         status.stdout
     );
     assert_eq!(fake.requests().len(), 1, "no second model call");
+    let state = t.run(&["state", "status", "--json"]).json();
+    let turn = state["leases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"].as_str().is_some_and(|n| n.starts_with("turn:")))
+        .unwrap_or_else(|| panic!("{state}"))
+        .clone();
+    assert_eq!(
+        (turn["owner"].as_str(), turn["alive"].as_bool()),
+        (Some("gw-first"), Some(true))
+    );
+    assert_eq!(state["turns"]["running"], 1, "{state}");
 
     // The first dies: the second takes the turn over (it sees the first's lock gone).
     kill(first);
@@ -92,6 +105,9 @@ async fn a_killed_gateways_turn_is_taken_over_by_the_other_once() {
         .unwrap();
     assert_eq!(status, 0, "{stderr}");
     assert_eq!(fake.requests().len(), 2, "one call cut, one that answered");
+    let state = t.run(&["state", "status"]);
+    assert!(state.stdout.contains("leases: none"), "{}", state.stdout);
+    assert!(state.stdout.contains("1 done"), "{}", state.stdout);
     let messages = transcript_messages(&t);
     let asked = messages
         .iter()
@@ -99,6 +115,15 @@ async fn a_killed_gateways_turn_is_taken_over_by_the_other_once() {
         .count();
     let answers = messages.iter().filter(|m| m["role"] == "assistant").count();
     assert_eq!((asked, answers), (1, 1), "{messages:?}");
+}
+
+#[test]
+fn state_status_on_a_home_no_gateway_ran_in_creates_nothing() {
+    let t = Test::init();
+    let out = t.run(&["state", "status"]);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("no state yet"), "{}", out.stdout);
+    assert!(!t.path("state/state.sqlite").exists());
 }
 
 #[test]
@@ -139,7 +164,8 @@ async fn through_haproxy_a_client_survives_the_death_of_its_gateway() {
     let (front, a, b) = (free_port(), free_port(), free_port());
     // Clients name HAProxy's address; the gateways take it as theirs.
     let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
-    let allowed = format!("allowed_hosts = [\"127.0.0.1:{front}\"]\n");
+    let allowed =
+        format!("allowed_hosts = [\"127.0.0.1:{front}\"]\ntrusted_proxies = [\"127.0.0.1\"]\n");
     let config = match config.find("[gateway]\n") {
         Some(at) => format!(
             "{}[gateway]\n{allowed}{}",
@@ -214,7 +240,7 @@ impl Haproxy {
         // gateway to kill); `/ready` checks every 200 ms; a refused connection is retried on
         // the other server.
         let config = format!(
-            "defaults\n  mode http\n  timeout connect 1s\n  timeout client 30s\n  timeout server 30s\n  timeout tunnel 1h\n  retries 3\n  option redispatch\n\
+            "defaults\n  mode http\n  timeout connect 1s\n  timeout client 30s\n  timeout server 30s\n  timeout tunnel 1h\n  retries 3\n  option redispatch\n  option forwardfor\n\
              frontend fe\n  bind 127.0.0.1:{front}\n  default_backend gws\n\
              backend gws\n  balance first\n  option httpchk GET /ready\n  http-check expect status 200\n\
              \x20 server a 127.0.0.1:{a} check inter 200ms fall 1 rise 1\n\

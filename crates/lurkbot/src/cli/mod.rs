@@ -37,6 +37,7 @@ pub(crate) mod service;
 pub(crate) mod sessions;
 pub(crate) mod setup;
 pub(crate) mod skills;
+pub(crate) mod state;
 pub(crate) mod usage;
 pub(crate) mod users;
 
@@ -117,6 +118,9 @@ pub(crate) enum Sub {
     /// Messages recorded to send on a channel and not sent: pending or failed (exit 1 when one
     /// failed); retry a failed one.
     Outbox(outbox::OutboxArgs),
+    /// The home's durable state: the store, turns, outbox and which gateway holds what.
+    #[command(subcommand)]
+    State(state::StateArgs),
     /// Devices that asked to join the gateway as nodes: list, approve, reject.
     #[command(subcommand)]
     Devices(devices::DevicesArgs),
