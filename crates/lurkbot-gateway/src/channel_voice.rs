@@ -102,8 +102,9 @@ fn audio_kind(bytes: &[u8]) -> (&'static str, &'static str) {
 }
 
 /// Speaks the answer when `[tts] auto` says so and the model made no voice note (the notes it
-/// made go through the outbox with the answer: `outbox.rs`). Failures are logged; the text
-/// answer already went.
+/// made go through the outbox with the answer: `outbox.rs`); the spoken answer is kept under
+/// `workspace/audio/` and sent through the outbox too. Failures are logged; the text answer
+/// already went.
 pub(crate) async fn speak(
     state: &AppState,
     channel: &dyn Channel,
@@ -142,6 +143,37 @@ pub(crate) async fn speak(
     }
     let mut sent = 0;
     for ogg in &notes {
+        // Kept and recorded like a note the model made: sent through the outbox, retried with
+        // the channel's policy and shown if refused, sent after a restart if not sent yet.
+        if let Some(store) = state.host.store() {
+            let recorded = match keep(state, ogg) {
+                Ok(name) => {
+                    let message = lurkbot_state::NewOutgoing {
+                        channel: channel.name().to_string(),
+                        chat: chat.to_string(),
+                        reply_to: reply_to.map(str::to_string),
+                        kind: "voice".into(),
+                        body: name,
+                    };
+                    state
+                        .host
+                        .channels
+                        .deliver_recorded((&state.home, store), message)
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            match recorded {
+                Ok(_) => sent += 1,
+                Err(e) => tracing::warn!(
+                    channel = channel.name(),
+                    chat,
+                    error = e.as_str(),
+                    "the spoken answer was not sent"
+                ),
+            }
+            continue;
+        }
         let seconds = lurkbot_media::speech::ogg_opus_seconds(ogg).unwrap_or(0.0);
         match channel
             .send_voice(chat, VoiceNote { ogg, seconds }, reply_to)
@@ -154,6 +186,20 @@ pub(crate) async fn speak(
         }
     }
     sent
+}
+
+/// Keeps a spoken answer under `workspace/audio/` (private); its file name.
+fn keep(state: &AppState, ogg: &[u8]) -> Result<String, String> {
+    let name = format!(
+        "spoken-{}-{}.ogg",
+        lurkbot_core::now_ms(),
+        lurkbot_core::random_hex(3)
+    );
+    let dir = state.home.join(lurkbot_agent::speech::AUDIO_DIR);
+    lurkbot_core::create_private_dir(&dir).map_err(|e| e.to_string())?;
+    lurkbot_core::write_atomic_with_mode(&dir.join(&name), ogg, 0o600)
+        .map_err(|e| format!("the spoken answer was not kept: {e}"))?;
+    Ok(name)
 }
 
 /// What an answer says aloud: its Markdown's text, without code blocks, marks or link targets.

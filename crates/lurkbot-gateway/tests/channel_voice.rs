@@ -118,6 +118,24 @@ async fn a_voice_note_is_transcribed_and_answered_with_a_voice_note() {
     assert_eq!(voice.duration, Some(seconds.ceil() as u64));
     assert!(voice.reply_to.is_some());
     assert_eq!(gw.fake.requests().len(), 1);
+    // The spoken answer went through the outbox, kept in the workspace like a tts note.
+    let store = lurkbot_state::Store::open(&gw.home).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let spoken = loop {
+        let sent = store
+            .outbox(&[lurkbot_state::OutgoingState::Sent], 10)
+            .unwrap()
+            .into_iter()
+            .find(|m| m.kind == "voice");
+        if let Some(m) = sent {
+            break m;
+        }
+        assert!(std::time::Instant::now() < deadline, "no voice entry sent");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert!(spoken.body.starts_with("spoken-"), "{spoken:?}");
+    let kept = std::fs::read(gw.home.join("workspace/audio").join(&spoken.body)).unwrap();
+    assert_eq!(kept, voice.bytes, "the file sent is the one kept");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
