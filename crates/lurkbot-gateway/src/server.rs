@@ -131,6 +131,7 @@ pub async fn serve(
     let leases = crate::durable::keep_leases(state.host.clone());
     // Every user's own state, so their cron jobs and heartbeats run while they are away: made
     // beside serving, not before it (a connection that comes first makes its own at once).
+    let users_watch = state.users.as_ref().map(|users| users.watch());
     if let Some(users) = state.users.clone() {
         let gateway = state.clone();
         tokio::spawn(async move { users.start_all(&gateway) });
@@ -153,6 +154,9 @@ pub async fn serve(
     channels.iter().for_each(tokio::task::JoinHandle::abort);
     outbox.abort();
     leases.abort();
+    if let Some(watch) = &users_watch {
+        watch.abort();
+    }
     starting.abort();
     mcp.shutdown().await;
     // This home's Chromium stops with us (a kill -9 stops it too: its DevTools pipe closes).

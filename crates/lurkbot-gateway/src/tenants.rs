@@ -124,6 +124,24 @@ impl Tenants {
         self.changed.send_modify(|g| *g += 1);
     }
 
+    /// Rereads the users file whenever it changed on disk — another gateway on the home
+    /// renewed a token or removed a user — looking every second: a credential revoked there
+    /// closes its sockets here within two. Runs until aborted.
+    pub(crate) fn watch(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let users = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut seen = users.store.stamp();
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                let now = users.store.stamp();
+                if now != seen {
+                    seen = now;
+                    users.reread();
+                }
+            }
+        })
+    }
+
     /// The store (for the admin's changes; call [`Tenants::reread`] after one).
     pub(crate) fn store(&self) -> &UserStore {
         &self.store

@@ -182,6 +182,17 @@ impl UserStore {
         }
     }
 
+    /// What tells one version of the file from the next (inode, length, modification time;
+    /// `None` while it does not exist): another gateway on the home may write it.
+    pub fn stamp(&self) -> Option<(u64, u64, std::time::SystemTime)> {
+        let meta = std::fs::metadata(&self.path).ok()?;
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Some((inode, meta.len(), meta.modified().ok()?))
+    }
+
     /// Every user; none when the file does not exist yet.
     ///
     /// # Errors

@@ -376,3 +376,32 @@ async fn the_users_methods_refuse_what_they_cannot_do_and_a_user_is_no_node() {
     assert_eq!(bad.status(), 400);
     gw.stop().await;
 }
+
+/// Two gateways on one home: a user added on one signs in on the other, and a token renewed on
+/// the first closes the user's socket on the second (it rereads the users file when it changes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_renewed_on_one_gateway_closes_the_socket_on_the_other() {
+    let first = Gateway::start(USERS_ON, vec![]).await;
+    let second = first.on_same_home().await;
+    let (mut owner, _) = Client::connect(&first, TOKEN).await;
+    let bob_token = add(&mut owner, "bob").await;
+    // The second gateway learns of Bob from the file (within a second or two).
+    let (mut owner_there, _) = Client::connect(&second, TOKEN).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let listed = owner_there.request("users.list", json!({})).await;
+        if listed.to_string().contains("\"bob\"") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (mut bob, _) = Client::connect(&second, &bob_token).await;
+    let renewed = owner.request("users.token", json!({"name": "bob"})).await;
+    assert_eq!(renewed["ok"], true, "{renewed}");
+    assert_eq!(
+        bob.close_code().await,
+        Some(4001),
+        "closed on the other gateway"
+    );
+}
