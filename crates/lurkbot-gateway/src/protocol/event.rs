@@ -9,8 +9,9 @@ use lurkbot_llm::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// One server event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One server event. Read back by [`EventFrame::parse`], by name (a derived `Deserialize` for
+/// an adjacently tagged enum costs the binary 70 KB).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", content = "payload")]
 pub enum Event {
     /// The first frame on every connection.
@@ -353,11 +354,26 @@ impl EventFrame {
             return None;
         }
         let seq = frame.get("seq").and_then(Value::as_u64).unwrap_or(0);
-        let event = serde_json::from_value(serde_json::json!({
-            "event": frame.get("event")?,
-            "payload": frame.get("payload").cloned().unwrap_or(Value::Null),
-        }))
-        .ok()?;
+        let payload = frame.get("payload").cloned().unwrap_or(Value::Null);
+        fn read<T: serde::de::DeserializeOwned>(payload: Value) -> Option<T> {
+            serde_json::from_value(payload).ok()
+        }
+        let event = match frame.get("event")?.as_str()? {
+            "connect.challenge" => Event::ConnectChallenge(read(payload)?),
+            "chat" => Event::Chat(read(payload)?),
+            "agent" => Event::Agent(read(payload)?),
+            "exec.approval.requested" => Event::ApprovalRequested(read(payload)?),
+            "tick" => Event::Tick(read(payload)?),
+            "lagged" => Event::Lagged(read(payload)?),
+            "shutdown" => Event::Shutdown(read(payload)?),
+            "irc.status" => Event::IrcStatus(read(payload)?),
+            "heartbeat" => Event::Heartbeat(read(payload)?),
+            "cron" => Event::Cron(read(payload)?),
+            "memory.indexed" => Event::MemoryIndexed(read(payload)?),
+            "budget.exceeded" => Event::BudgetExceeded(read(payload)?),
+            "canvas" => Event::Canvas(read(payload)?),
+            _ => return None,
+        };
         Some(Self { event, seq })
     }
 }
@@ -366,6 +382,42 @@ impl EventFrame {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Every event reads back from what the server writes, under the name it advertises.
+    #[test]
+    fn every_event_name_reads_back() {
+        let heartbeat = lurkbot_agent::heartbeat::HeartbeatEvent {
+            ts: 1,
+            status: lurkbot_agent::heartbeat::HeartbeatStatus::Sent,
+            reason: None,
+            preview: Some("look".into()),
+            channel: Some("telegram".into()),
+            duration_ms: Some(5),
+        };
+        let samples = [
+            Event::Heartbeat(heartbeat),
+            Event::MemoryIndexed(lurkbot_memory::IndexReport::default()),
+            Event::BudgetExceeded(BudgetExceeded {
+                run_id: "run_1".into(),
+                session_key: "agent:main:main".into(),
+                message: "BudgetExceeded: daily".into(),
+            }),
+        ];
+        for event in samples {
+            let frame = EventFrame { event, seq: 3 };
+            assert_eq!(EventFrame::parse(&frame.to_value()), Some(frame));
+        }
+        // A name this build does not know is skipped, not an error.
+        assert_eq!(
+            EventFrame::parse(&json!({"type": "event", "event": "newer.thing", "payload": {}})),
+            None
+        );
+        assert_eq!(
+            Event::NAMES.len(),
+            13,
+            "a new event needs its line in EventFrame::parse"
+        );
+    }
 
     fn round_trip(event: Event, wire: Value) {
         let frame = EventFrame { event, seq: 7 };
