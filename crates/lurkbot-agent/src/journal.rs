@@ -1,4 +1,4 @@
-//! Where a turn records how far it got (ARCHITECTURE.md §10): the transcript's length before
+//! Where a turn records how far it got (ARCHITECTURE.md §6.3): the transcript's length before
 //! its message, each model step, and the tool call in flight — running, or waiting for a
 //! human's approval. The gateway hands one to the agent per turn; a resumed turn reads it back.
 //! A failure to record is logged, never fatal: the transcript stays the turn's content.

@@ -307,7 +307,7 @@ impl Channel for Telegram {
     }
 
     /// Telegram offers no idempotency: the message's id is kept (the window for a duplicate is
-    /// one send, ARCHITECTURE.md §10).
+    /// one send, ARCHITECTURE.md §6.3).
     fn send_once<'a>(
         &'a self,
         chat: &'a str,

@@ -1,4 +1,4 @@
-//! One gateway receives each channel (ARCHITECTURE.md §10): before a channel's receive loop
+//! One gateway receives each channel (ARCHITECTURE.md §6.3): before a channel's receive loop
 //! starts, its gateway takes the lease `channel:<name>` in the state store. Another gateway on
 //! the home configured with the same channel sends through it (replies of the turns it runs)
 //! but does not receive: it stands by, shown as `standby` in `channels.status`, and takes the

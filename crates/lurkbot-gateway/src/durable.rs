@@ -1,4 +1,4 @@
-//! Turns that survive a crash (ARCHITECTURE.md §10): every turn the host runs is admitted to
+//! Turns that survive a crash (ARCHITECTURE.md §6.3): every turn the host runs is admitted to
 //! the home's state store ([`lurkbot_state::Store`]) before it starts, journals its steps as it
 //! goes ([`lurkbot_agent::journal::Journal`]), and ends in one durable write with the messages
 //! it sends (the outbox). At start, every turn not ended is resumed
@@ -389,7 +389,7 @@ impl SessionHost {
 }
 
 /// Renews the leases of `host`'s store every [`lurkbot_state::LEASE_RENEW_MS`] and takes over
-/// the turns another gateway on the home left when it died (ARCHITECTURE.md §10). Runs until
+/// the turns another gateway on the home left when it died (ARCHITECTURE.md §6.3). Runs until
 /// aborted.
 pub(crate) fn keep_leases(host: Arc<SessionHost>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {

@@ -1,4 +1,4 @@
-//! `Idempotency-Key` on `POST /v1/chat/completions` (ARCHITECTURE.md §10): a request retried
+//! `Idempotency-Key` on `POST /v1/chat/completions` (ARCHITECTURE.md §6.3): a request retried
 //! with the same key — after a timeout, a dropped connection, a gateway restart — attaches to
 //! the turn the first one started instead of starting another. Its answer comes from the
 //! journal once that turn ended (no model call), or when the running turn ends. The key is

@@ -1,4 +1,4 @@
-//! Sending what the outbox holds (ARCHITECTURE.md §10): a message recorded before it is sent
+//! Sending what the outbox holds (ARCHITECTURE.md §6.3): a message recorded before it is sent
 //! goes out piece by piece, each piece recorded once the platform took it (with its id), under
 //! the platform's idempotency key where it has one. A transient failure leaves it pending — the
 //! next pass (every minute, and at start) sends the rest; a permanent one marks it failed,

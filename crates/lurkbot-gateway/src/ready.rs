@@ -1,5 +1,5 @@
 //! `GET /ready`: readiness, for a load balancer in front of several gateways (ARCHITECTURE.md
-//! §10): `200 {"ready": true}` when this gateway can take work — its state store answers with
+//! §6.3): `200 {"ready": true}` when this gateway can take work — its state store answers with
 //! a schema it can use and it is not stopping — else `503` with the reasons and
 //! `Retry-After`. `/health` stays liveness: a draining gateway is alive and not ready. Neither
 //! needs the token (a load balancer's checks carry none); neither says more than this.

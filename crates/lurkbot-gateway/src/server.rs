@@ -114,7 +114,7 @@ pub async fn serve(
         )));
     };
     state.set_bound(local);
-    // Turns cut by the last stop go on (ARCHITECTURE.md §10). Read before the timers and the
+    // Turns cut by the last stop go on (ARCHITECTURE.md §6.3). Read before the timers and the
     // channels start: a turn they admit now is theirs, not one to resume.
     state.host.resume_unfinished();
     let forwarder = tokio::spawn(state.host.clone().forward_irc());

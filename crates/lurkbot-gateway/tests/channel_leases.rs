@@ -1,4 +1,4 @@
-//! One gateway receives each channel (ARCHITECTURE.md §10): a second gateway on the home stands
+//! One gateway receives each channel (ARCHITECTURE.md §6.3): a second gateway on the home stands
 //! by instead of polling Telegram too (Telegram would end one poll with a 409), and takes the
 //! channel over when the first stops.
 

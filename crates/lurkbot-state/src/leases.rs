@@ -1,4 +1,4 @@
-//! Leases: which gateway holds a piece of work (ARCHITECTURE.md §10). A lease is a row — a
+//! Leases: which gateway holds a piece of work (ARCHITECTURE.md §6.3). A lease is a row — a
 //! name such as `turn:<run id>`, its owner (a gateway's id) and an expiry — that its owner
 //! renews every [`LEASE_RENEW_MS`]. Another gateway takes it only once it is free.
 //!

@@ -1,4 +1,4 @@
-//! LurkBot's durable state behind one seam (ARCHITECTURE.md §10): what must survive a crash,
+//! LurkBot's durable state behind one seam (ARCHITECTURE.md §6.3): what must survive a crash,
 //! a restart or a deploy so that every message is answered exactly once.
 //!
 //! - **Inbound** ([`inbound`]): a channel's message is recorded with its source id before the

@@ -1,4 +1,4 @@
-//! Two gateway processes on one home (ARCHITECTURE.md §10): a turn belongs to the gateway
+//! Two gateway processes on one home (ARCHITECTURE.md §6.3): a turn belongs to the gateway
 //! that admitted it while that gateway lives — the other leaves it alone, at its start and
 //! after — and when its gateway is killed (SIGKILL) the other takes it over and answers it
 //! once, with no second model call beyond the one the kill cut.

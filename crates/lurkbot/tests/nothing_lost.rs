@@ -1,4 +1,4 @@
-//! Nothing lost (ARCHITECTURE.md §10), as a user would try it: the gateway process is killed
+//! Nothing lost (ARCHITECTURE.md §6.3), as a user would try it: the gateway process is killed
 //! with SIGKILL at a point of a turn the test chooses (the scripted model holds its call open;
 //! a page server holds a tool's request open), started again on the same home, and each user
 //! message is answered exactly once on its channel — no second turn, no second model call

@@ -1,5 +1,5 @@
 //! Resuming a turn cut by a crash, a kill or a stop longer than the grace (ARCHITECTURE.md
-//! §10): the transcript after the length the journal recorded is the turn's own, and says
+//! §6.3): the transcript after the length the journal recorded is the turn's own, and says
 //! where it stopped.
 //!
 //! - Nothing written (the message never reached the transcript): the turn runs from the start.

@@ -140,7 +140,7 @@ pub trait Tool: Send + Sync {
     fn run<'a>(&'a self, ctx: &'a ToolCtx<'a>, args: &'a Value) -> ToolFuture<'a>;
     /// Whether this call only reads (running it twice changes nothing a user would see): a
     /// call of it cut by a crash is run again when the turn resumes; any other is answered
-    /// "interrupted by a restart; its effect is unknown" (ARCHITECTURE.md §10).
+    /// "interrupted by a restart; its effect is unknown" (ARCHITECTURE.md §6.3).
     fn side_effect_free(&self, _args: &Value) -> bool {
         false
     }

@@ -2,7 +2,7 @@
 //! port. Prints one line with the URL and logs to stderr and `logs/gateway.log`; reloads
 //! config.toml on SIGHUP; stops cleanly on SIGINT/SIGTERM: running turns get
 //! `[gateway] shutdown_grace_secs` (20) to finish while new work is answered 503, then what
-//! still runs is left to the next start (ARCHITECTURE.md §10), and clients get a `shutdown`
+//! still runs is left to the next start (ARCHITECTURE.md §6.3), and clients get a `shutdown`
 //! event. `LURKBOT_GATEWAY_ID` (or `[gateway] id`) names it: each of several gateways on one
 //! home needs its own.
 //!

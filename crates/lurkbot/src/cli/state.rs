@@ -1,4 +1,4 @@
-//! `lurkbot state status [--json]`: what the home's durable state holds (ARCHITECTURE.md §10) —
+//! `lurkbot state status [--json]`: what the home's durable state holds (ARCHITECTURE.md §6.3) —
 //! the store and its schema, the turns by state, the outbox, and the leases: which gateway
 //! runs which unended turn and receives which channel, and whether that gateway still runs.
 //! `--json` prints `{backend, file, schema, turns: {queued, running, done, failed}, outbox:
