@@ -165,12 +165,18 @@ pub(crate) async fn speak(
             };
             match recorded {
                 Ok(_) => sent += 1,
-                Err(e) => tracing::warn!(
-                    channel = channel.name(),
-                    chat,
-                    error = e.as_str(),
-                    "the spoken answer was not sent"
-                ),
+                Err(e) => {
+                    tracing::warn!(
+                        channel = channel.name(),
+                        chat,
+                        error = e.as_str(),
+                        "the spoken answer was not sent"
+                    );
+                    // Shown in the channel's status, where the owner looks.
+                    if let Some(live) = state.host.channels.live(channel.name()) {
+                        live.note_error(&e);
+                    }
+                }
             }
             continue;
         }
@@ -195,9 +201,15 @@ fn keep(state: &AppState, ogg: &[u8]) -> Result<String, String> {
         lurkbot_core::now_ms(),
         lurkbot_core::random_hex(3)
     );
-    let dir = state.home.join(lurkbot_agent::speech::AUDIO_DIR);
-    lurkbot_core::create_private_dir(&dir).map_err(|e| e.to_string())?;
-    lurkbot_core::write_atomic_with_mode(&dir.join(&name), ogg, 0o600)
+    let dir = lurkbot_agent::speech::AUDIO_DIR;
+    lurkbot_core::create_private_dir(&state.home.join(dir)).map_err(|e| e.to_string())?;
+    // Where it lands is what the path resolves to: the workspace is the model's, and a link it
+    // planted at workspace/audio must not carry the write out of that folder.
+    let path = state
+        .home
+        .resolve_under(dir, &format!("{dir}/{name}"))
+        .ok_or_else(|| format!("{dir} does not resolve inside the home's {dir}: not written"))?;
+    lurkbot_core::write_atomic_with_mode(&path, ogg, 0o600)
         .map_err(|e| format!("the spoken answer was not kept: {e}"))?;
     Ok(name)
 }

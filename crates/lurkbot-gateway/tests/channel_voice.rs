@@ -219,3 +219,39 @@ async fn a_transcription_failure_is_said_to_the_turn() {
     assert!(asked.contains("HTTP 503"), "{asked}");
     assert_eq!(stt.heard().len(), 1);
 }
+
+/// The spoken answer is written where `workspace/audio` resolves to, only inside it: a link the
+/// model planted there pointing out of the home carries nothing out; the channel's status says
+/// why no voice went.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spoken_answer_is_not_written_through_a_planted_link() {
+    let server = Arc::new(TelegramServer::start(BOT_TOKEN));
+    let extra = "[tts]\nprovider = \"espeak\"\nauto = \"always\"\n";
+    let gw = gateway(&server, extra, vec![Step::text("Spoken, or not.")], "").await;
+    let outside = tempfile::tempdir().unwrap();
+    let audio = gw.home.join("workspace/audio");
+    let _ = std::fs::remove_dir_all(&audio);
+    std::os::unix::fs::symlink(outside.path(), &audio).unwrap();
+    let (mut c, _) = crate::common::Client::connect(&gw, crate::common::TOKEN).await;
+    server.user_writes(42, 42, "owner", "private", "say it");
+    wait_texts(&server, 1).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let status =
+            c.request("channels.status", json!({})).await["payload"]["channels"][0].clone();
+        if status["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("does not resolve"))
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        std::fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "nothing outside"
+    );
+    assert!(server.voices().is_empty());
+}
