@@ -102,6 +102,11 @@ impl Owner {
         })
     }
 
+    /// This opening's incarnation.
+    pub(crate) fn incarnation(&self) -> &str {
+        &self.incarnation
+    }
+
     /// Whether a lease held by `holder` in `incarnation` is this store's own.
     pub(crate) fn is_me(&self, holder: &str, incarnation: &str) -> bool {
         holder == self.id && incarnation == self.incarnation
