@@ -36,6 +36,33 @@ pub fn variables(home: &Home) -> impl Fn(&str) -> Option<String> + Send + Sync +
     }
 }
 
+/// Opens the gateway's durable state where `[state] url` or `LURKBOT_STATE_URL` (the
+/// environment, then the home's `.env`) puts it — a PostgreSQL database — or else the home's
+/// embedded store; as gateway `owner`, or for a command (`None`).
+///
+/// # Errors
+/// The URL unusable, the database unreachable, the id taken (see [`lurkbot_state::Store`]).
+pub fn open_state(
+    home: &Home,
+    config: &lurkbot_core::Config,
+    owner: Option<&str>,
+) -> Result<lurkbot_state::Store, lurkbot_state::StateError> {
+    let location = state_location(home, config)?;
+    lurkbot_state::Store::open_at(home, &location, owner)
+}
+
+/// Where the durable state is: [`open_state`]'s choice, without opening it.
+///
+/// # Errors
+/// The URL unusable.
+pub fn state_location(
+    home: &Home,
+    config: &lurkbot_core::Config,
+) -> Result<lurkbot_state::Location, lurkbot_state::StateError> {
+    let vars = variables(home);
+    lurkbot_state::Location::resolve(config.state.url.as_deref(), &vars)
+}
+
 /// A provider's variables and public endpoint.
 pub struct ProviderVars {
     /// The key's variable (`OPENAI_API_KEY`).

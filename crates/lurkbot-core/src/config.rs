@@ -60,6 +60,8 @@ pub struct Config {
     pub nodes: crate::NodesConfig,
     /// `[users]`: several people sharing this gateway, each with their own home.
     pub users: crate::UsersConfig,
+    /// `[state]`: a PostgreSQL database several gateways share, or (unset) the home.
+    pub state: crate::StateConfig,
     /// Where `budgets` came from when it is not `[budgets]` (a user's caps on a shared
     /// gateway: `users.budgets`), so a refusal names the key to raise. Never read from a file.
     #[serde(skip)]

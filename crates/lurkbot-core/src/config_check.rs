@@ -134,6 +134,30 @@ impl Config {
                 );
             }
         }
+        if let Some(url) = self.state.url.as_deref().filter(|u| !u.trim().is_empty()) {
+            let url = url.trim();
+            let rest = url
+                .strip_prefix("postgres://")
+                .or_else(|| url.strip_prefix("postgresql://"));
+            match rest {
+                None => problem(
+                    "state.url",
+                    "state.url must be a PostgreSQL URL: postgres://user@host:5432/database".into(),
+                ),
+                Some(rest) => {
+                    let authority = rest.split(['/', '?']).next().unwrap_or_default();
+                    if authority
+                        .rsplit_once('@')
+                        .is_some_and(|(user, _)| user.contains(':'))
+                    {
+                        problem(
+                            "state.url",
+                            "state.url carries a password: remove it and put it in the home's .env as LURKBOT_STATE_PASSWORD (or the whole URL as LURKBOT_STATE_URL)".into(),
+                        );
+                    }
+                }
+            }
+        }
         let heartbeat = &self.heartbeat;
         if crate::parse_period_ms(&heartbeat.every).is_none() {
             problem(
@@ -299,6 +323,20 @@ mod tests {
             "{found:?}"
         );
         assert!(problems("[gateway]\nid = \"gw-a\"\ntrusted_proxies = [\"::1\"]\n").is_empty());
+    }
+
+    #[test]
+    fn a_state_url_with_a_password_or_another_scheme_is_named() {
+        let found = problems("[state]\nurl = \"postgres://lurk:pw@db.lan/lb\"\n");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("LURKBOT_STATE_PASSWORD"), "{found:?}");
+        assert!(!found[0].contains("pw@"), "{found:?}");
+        let found = problems("[state]\nurl = \"mysql://lurk@db.lan/lb\"\n");
+        assert!(found[0].contains("PostgreSQL URL"), "{found:?}");
+        assert!(
+            problems("[state]\nurl = \"postgres://lurk@db.lan:5432/lb?sslmode=require\"\n")
+                .is_empty()
+        );
     }
 
     #[test]

@@ -37,6 +37,7 @@ mod secrets;
 mod session_key;
 mod speech_config;
 mod stale_temp;
+mod state_config;
 mod templates;
 pub mod tls;
 mod untrusted_frame;
@@ -94,6 +95,7 @@ pub use speech_config::{SttConfig, TtsAuto, TtsConfig};
 pub use stale_temp::{
     STALE_AFTER, Sweep, sweep_stale_temp, sweep_stale_temp_at, sweep_stale_temp_in,
 };
+pub use state_config::StateConfig;
 pub use untrusted_frame::frame_untrusted;
 pub use users_config::{DEFAULT_SESSION_HOURS, UsersConfig};
 pub use web_config::{BrowserConfig, MediaToolsConfig, WebConfig, WebFetchConfig, WebSearchConfig};

@@ -115,7 +115,7 @@ impl SessionHost {
             .id
             .clone()
             .unwrap_or_else(lurkbot_state::default_owner_id);
-        let store = lurkbot_state::Store::open_as(&home, &owner)
+        let store = lurkbot_agent::setup::open_state(&home, &config, Some(&owner))
             .inspect_err(|e| tracing::error!(error = %e, "the state store cannot be opened"))
             .ok();
         Arc::new_cyclic(|me| Self {

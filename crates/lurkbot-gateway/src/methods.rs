@@ -346,6 +346,7 @@ pub(crate) fn status(state: &AppState) -> Value {
     json!({
         "version": env!("CARGO_PKG_VERSION"),
         "gatewayId": state.host.store().map(lurkbot_state::Store::owner),
+        "stateStore": state.host.store().map(lurkbot_state::Store::backend),
         "model": model,
         "irc": {"configured": lurkbot_term::IrcSessions::configured(&state.home)},
         "liveSessions": state.host.live_sessions(),

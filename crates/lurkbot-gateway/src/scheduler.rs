@@ -1,7 +1,8 @@
 //! The gateway's timers (ARCHITECTURE.md §7): the cron scheduler and the heartbeat. Only the
-//! gateway holding `cron/scheduler.lock` runs them, so two gateways on one home never run a job
-//! twice (the other is on standby, retries the lock every 30 s and takes over when the first
-//! stops). Due jobs
+//! gateway holding the state store's lease `scheduler` (ARCHITECTURE.md §6.3) runs them, so
+//! several gateways — on one home or on one PostgreSQL database — never run a job twice (the
+//! others stand by, try the lease every 2 s and take over when its holder stops or dies; the
+//! holder looks again before each round of due jobs, and stands by if it lost it). Due jobs
 //! run concurrently, each under its own run lock; jobs missed while the gateway was down are
 //! due at start and run once (the next run is computed from "now"), or — with
 //! `[cron] catch_up = "none"` — logged as skipped and left for their next time. The scheduler sleeps until
@@ -23,8 +24,10 @@ use crate::state::AppState;
 
 /// Longest the scheduler sleeps between looks at `jobs.json`.
 const MAX_SLEEP: Duration = Duration::from_secs(10);
-/// How often a gateway without the lock tries to take it.
-const LOCK_RETRY: Duration = Duration::from_secs(30);
+/// How often a gateway without the scheduler's lease tries to take it.
+const LEASE_RETRY: Duration = Duration::from_millis(lurkbot_state::LEASE_RENEW_MS);
+/// The lease of the gateway that runs the timers.
+const SCHEDULER_LEASE: &str = "scheduler";
 
 /// What the timers share with the methods.
 #[derive(Default)]
@@ -34,7 +37,7 @@ pub struct Autonomy {
     /// The last heartbeat's event.
     pub(crate) last_heartbeat: Mutex<Option<HeartbeatEvent>>,
     /// Whether this gateway runs the timers: `starting`, `running`, or `standby` (another
-    /// gateway on the home holds the lock).
+    /// gateway holds the scheduler's lease).
     state: Mutex<&'static str>,
 }
 
@@ -67,43 +70,54 @@ pub(crate) fn runtime(state: &AppState) -> Arc<HostRuntime> {
     ))
 }
 
-/// Starts the timers: the scheduler's lock is tried before this returns (so `cron.status` says
-/// at once whether this gateway runs them); the task runs until the gateway stops (the caller
-/// aborts it).
+/// Starts the timers: the scheduler's lease is tried before this returns (so `cron.status`
+/// says at once whether this gateway runs them); the task runs until the gateway stops (the
+/// caller aborts it).
 pub(crate) fn start(state: AppState) -> tokio::task::JoinHandle<()> {
     let store = CronStore::open(&state.home);
-    let first = try_lock(&state, &store);
+    let mut held = holds_lease(&state);
     tokio::spawn(async move {
-        let _lock = match first {
-            Some(lock) => lock,
-            None => loop {
-                tokio::time::sleep(LOCK_RETRY).await;
-                if let Some(lock) = try_lock(&state, &store) {
-                    break lock;
-                }
-            },
-        };
-        tokio::join!(cron_loop(&state, &store), heartbeat_loop(&state));
+        loop {
+            while !held {
+                tokio::time::sleep(LEASE_RETRY).await;
+                held = holds_lease(&state);
+            }
+            // Runs until the lease is found lost (another gateway took it: this one stalled
+            // past its expiry), then stands by again.
+            tokio::select! {
+                () = cron_loop(&state, &store) => {}
+                () = heartbeat_loop(&state) => {}
+            }
+            held = false;
+        }
     })
 }
 
-/// One attempt at the scheduler's lock, recorded in the state.
-fn try_lock(state: &AppState, store: &CronStore) -> Option<lurkbot_agent::cron::JobLock> {
-    match store.lock_scheduler() {
-        Ok(Some(lock)) => {
+/// Whether this gateway holds (or now takes) the scheduler's lease, recorded in the state.
+fn holds_lease(state: &AppState) -> bool {
+    let Some(store) = state.host.store() else {
+        return false;
+    };
+    match store.take_lease(SCHEDULER_LEASE) {
+        Ok(true) => {
+            if state.autonomy.scheduler_state() != "running" {
+                tracing::info!("this gateway runs the cron jobs and heartbeat");
+            }
             state.autonomy.set_state("running");
-            Some(lock)
+            true
         }
-        Ok(None) => {
+        Ok(false) => {
+            if state.autonomy.scheduler_state() != "standby" {
+                tracing::info!(
+                    "another gateway runs the cron jobs and heartbeat; this one stands by"
+                );
+            }
             state.autonomy.set_state("standby");
-            tracing::info!(
-                "another gateway runs this home's cron jobs and heartbeat; retrying every 30 s"
-            );
-            None
+            false
         }
         Err(e) => {
-            tracing::warn!(error = %e, "the scheduler lock failed; retrying every 30 s");
-            None
+            tracing::warn!(error = %e, "the scheduler's lease cannot be taken; trying again");
+            false
         }
     }
 }
@@ -132,6 +146,9 @@ async fn cron_loop(state: &AppState, store: &CronStore) {
         }
     }
     loop {
+        if !holds_lease(state) {
+            return;
+        }
         let now = now_ms();
         // One read of jobs.json per look: the due jobs and the next run.
         let jobs = store.jobs().unwrap_or_else(|e| {

@@ -102,15 +102,16 @@ pub async fn serve(
     check_safe(&state, local)?;
     let Some(store) = state.host.store().cloned() else {
         let config = state.config();
-        let reason = match config.gateway.id.as_deref() {
-            Some(id) => lurkbot_state::Store::open_as(&state.home, id),
-            None => lurkbot_state::Store::open(&state.home),
-        }
-        .err()
-        .map_or_else(|| "it failed once".to_string(), |e| e.to_string());
+        let reason =
+            lurkbot_agent::setup::open_state(&state.home, &config, config.gateway.id.as_deref())
+                .err()
+                .map_or_else(|| "it failed once".to_string(), |e| e.to_string());
+        let place = match lurkbot_agent::setup::state_location(&state.home, &config) {
+            Ok(lurkbot_state::Location::Postgres(url)) => url.to_string(),
+            _ => lurkbot_state::STATE_FILE.to_string(),
+        };
         return Err(StartError::Unsafe(format!(
-            "the state store ({}) cannot be opened, and without it a crash would lose messages: {reason}",
-            lurkbot_state::STATE_FILE
+            "the state store ({place}) cannot be opened, and without it a crash would lose messages: {reason}"
         )));
     };
     state.set_bound(local);

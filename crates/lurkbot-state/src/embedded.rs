@@ -11,12 +11,13 @@ use lurkbot_core::{Home, layout};
 use rusqlite::Connection;
 
 use crate::StateError;
+use crate::sql::{Lite, Sql};
 
 /// The store's file, relative to the home.
 pub const STATE_FILE: &str = "state/state.sqlite";
 
 /// The schema version this build writes (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 /// Version 1: inbound records, turns (with the source that started them) and the outbox.
 const SCHEMA_V1: &str = "
@@ -131,10 +132,15 @@ fn migrate(conn: &Connection) -> Result<(), StateError> {
     Ok(())
 }
 
+/// The schema version of the store (`PRAGMA user_version`).
+pub(crate) fn version(conn: &Connection) -> Result<i64, StateError> {
+    Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
+}
+
 /// Whether the store answers, with the schema this build writes (another gateway on the home
 /// may have moved it on since this one opened it).
 pub(crate) fn check(conn: &Connection) -> Result<(), StateError> {
-    let found: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    let found = version(conn)?;
     if found > SCHEMA_VERSION {
         return Err(StateError::Newer {
             found,
@@ -144,38 +150,18 @@ pub(crate) fn check(conn: &Connection) -> Result<(), StateError> {
     Ok(())
 }
 
-/// Runs one statement, prepared once per connection (a journal write is a few of these per
-/// step: parsing the SQL each time would cost more than the write).
-pub(crate) fn run(
-    conn: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> Result<usize, StateError> {
-    Ok(conn.prepare_cached(sql)?.execute(params)?)
-}
-
-/// One row of a query prepared once per connection.
-pub(crate) fn query_row<T>(
-    conn: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-    f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> rusqlite::Result<T> {
-    conn.prepare_cached(sql)?.query_row(params, f)
-}
-
 /// Runs `f` in one transaction committed with `synchronous = FULL`: a record a source is
 /// acknowledged on survives a power cut too.
 pub(crate) fn durably<T>(
     conn: &mut Connection,
-    f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StateError>,
+    f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError>,
 ) -> Result<T, StateError> {
     conn.pragma_update(None, "synchronous", "FULL")?;
     let result = (|| {
         // Immediate: the write lock is taken first, so a read inside never has to upgrade
         // (which another gateway's write would refuse at once, busy timeout or not).
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let value = f(&tx)?;
+        let value = f(&mut Lite(&tx))?;
         tx.commit()?;
         Ok(value)
     })();

@@ -9,6 +9,13 @@ pub enum StateError {
     /// The database failed (disk full, a locked or damaged file).
     #[error("the state store failed: {0} (state/state.sqlite in the home)")]
     Db(#[from] rusqlite::Error),
+    /// The PostgreSQL database failed or could not be reached (the message names it without
+    /// its password).
+    #[error("the state database failed: {0}")]
+    Postgres(String),
+    /// `[state] url` or `LURKBOT_STATE_URL` cannot be used.
+    #[error("{0}")]
+    Url(String),
     /// A record that should be JSON is not.
     #[error("a state record is not valid JSON: {0}")]
     Json(#[from] serde_json::Error),

@@ -3,10 +3,9 @@
 //! talk, fetching media, admitting its turn — happens after; a record still `received` at
 //! start is handled again, and a source id recorded once is never recorded twice.
 
-use rusqlite::params;
 use serde_json::Value;
 
-use crate::embedded::{durably, run};
+use crate::sql::vals;
 use crate::{StateError, Store};
 
 /// An inbound message recorded and not handled yet.
@@ -32,17 +31,15 @@ impl Store {
         channel: &str,
         payload: &Value,
     ) -> Result<bool, StateError> {
-        self.with(|conn| {
-            durably(conn, |tx| {
-                let at = lurkbot_core::now_ms() as i64;
-                let added = run(
-                    tx,
-                    "INSERT OR IGNORE INTO inbound (source, channel, payload, state, created_ms, \
-                     updated_ms) VALUES (?1, ?2, ?3, 'received', ?4, ?4)",
-                    params![source, channel, payload.to_string(), at],
-                )?;
-                Ok(added == 1)
-            })
+        let (source, channel, payload) =
+            (source.to_string(), channel.to_string(), payload.to_string());
+        self.durably(move |tx| {
+            let added = tx.exec(
+                "INSERT INTO inbound (source, channel, payload, state, created_ms, updated_ms) \
+                 VALUES (?1, ?2, ?3, 'received', ?4, ?4) ON CONFLICT (source) DO NOTHING",
+                vals![source, channel, payload, lurkbot_core::now_ms() as i64],
+            )?;
+            Ok(added == 1)
         })
     }
 
@@ -52,11 +49,11 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn handled(&self, source: &str, note: &str) -> Result<(), StateError> {
-        self.with(|conn| {
-            run(
-                conn,
+        let (source, note) = (source.to_string(), note.to_string());
+        self.read(move |sql| {
+            sql.exec(
                 "UPDATE inbound SET state = ?2, updated_ms = ?3 WHERE source = ?1",
-                params![source, note, lurkbot_core::now_ms() as i64],
+                vals![source, note, lurkbot_core::now_ms() as i64],
             )?;
             Ok(())
         })
@@ -67,27 +64,23 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn unhandled(&self, channel: &str) -> Result<Vec<Received>, StateError> {
-        self.with(|conn| {
-            let mut statement = conn.prepare_cached(
+        let channel = channel.to_string();
+        self.read(move |sql| {
+            let query = format!(
                 "SELECT source, channel, payload FROM inbound WHERE state = 'received' \
-                 AND channel = ?1 ORDER BY created_ms, rowid",
-            )?;
-            let rows = statement.query_map([channel], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                ))
-            })?;
-            rows.map(|row| {
-                let (source, channel, payload) = row?;
-                Ok(Received {
-                    source,
-                    channel,
-                    payload: serde_json::from_str(&payload)?,
+                 AND channel = ?1 ORDER BY created_ms, {}",
+                sql.seq()
+            );
+            sql.rows(&query, vals![channel])?
+                .iter()
+                .map(|row| {
+                    Ok(Received {
+                        source: row.text(0),
+                        channel: row.text(1),
+                        payload: serde_json::from_str(&row.text(2))?,
+                    })
                 })
-            })
-            .collect()
+                .collect()
         })
     }
 
@@ -96,12 +89,12 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn prune_inbound(&self, before_ms: u64) -> Result<usize, StateError> {
-        self.with(|conn| {
-            run(
-                conn,
+        self.read(move |sql| {
+            let n = sql.exec(
                 "DELETE FROM inbound WHERE state != 'received' AND updated_ms < ?1",
-                [before_ms.min(i64::MAX as u64) as i64],
-            )
+                vals![before_ms.min(i64::MAX as u64) as i64],
+            )?;
+            Ok(usize::try_from(n).unwrap_or(usize::MAX))
         })
     }
 }

@@ -9,14 +9,19 @@
 //! owner lives, however late a renewal is. The expiry matters where liveness cannot be seen
 //! (another host); it is kept and renewed here all the same, so `state status` reads the same
 //! on every backend.
+//!
+//! On PostgreSQL gateways run on several machines. Each holds a session-level advisory lock
+//! keyed by its id on its connection while it runs; PostgreSQL drops it when the connection
+//! ends (the process died, or its connection was lost). A lease is free there when its
+//! holder's lock is gone **or** its expiry passed (a host that vanished without closing its
+//! connection, a gateway that stopped renewing): taken over within [`LEASE_TTL_MS`] plus one
+//! renewal.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rusqlite::{OptionalExtension, Transaction, params};
-
-use crate::embedded::run;
+use crate::sql::{Sql, vals};
 use crate::{StateError, Store};
 
 /// How long a lease lasts without a renewal.
@@ -24,44 +29,76 @@ pub const LEASE_TTL_MS: u64 = 10_000;
 /// How often an owner renews its leases.
 pub const LEASE_RENEW_MS: u64 = 2_000;
 
-/// Who holds leases in this store: a gateway's id and its liveness lock.
+/// Who holds leases in this store: a gateway's id and how its liveness is seen.
 pub(crate) struct Owner {
     id: String,
     /// This opening of the store: a gateway restarted under the same id is another
     /// incarnation, and the leases of the one before it (dead: this one holds the id's lock)
     /// are free.
     incarnation: String,
-    dir: PathBuf,
-    /// Taken when a gateway opens the store (else at the first lease), held until the store
-    /// is dropped.
-    lock: Mutex<Option<File>>,
+    liveness: Liveness,
+}
+
+/// How the liveness of a lease's holder is seen.
+enum Liveness {
+    /// The embedded store: lock files in `state/owners/`.
+    Files {
+        dir: PathBuf,
+        /// Taken when a gateway opens the store (else at the first lease), held until the
+        /// store is dropped.
+        lock: Mutex<Option<File>>,
+    },
+    /// PostgreSQL: the holder's advisory lock on its session (taken by the backend when it
+    /// connects), and the lease's expiry.
+    Session,
 }
 
 impl Owner {
-    pub(crate) fn new(id: String, state_dir: &Path) -> Self {
+    /// An owner on the embedded store of the home whose `state/` is `state_dir`.
+    pub(crate) fn files(id: String, state_dir: &Path) -> Self {
         Self {
             id,
             incarnation: lurkbot_core::random_hex(8),
-            dir: state_dir.join("owners"),
-            lock: Mutex::new(None),
+            liveness: Liveness::Files {
+                dir: state_dir.join("owners"),
+                lock: Mutex::new(None),
+            },
         }
     }
 
-    fn lock_path(&self, id: &str) -> PathBuf {
-        self.dir.join(format!("{id}.lock"))
+    /// An owner on PostgreSQL (its connection holds its session lock).
+    pub(crate) fn session(id: String) -> Self {
+        Self {
+            id,
+            incarnation: lurkbot_core::random_hex(8),
+            liveness: Liveness::Session,
+        }
     }
 
-    /// Takes the liveness lock if this owner does not hold it yet.
+    /// The gateway id.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn lock_path(dir: &Path, id: &str) -> PathBuf {
+        dir.join(format!("{id}.lock"))
+    }
+
+    /// Takes the liveness lock if this owner does not hold it yet (on PostgreSQL its
+    /// connection took it).
     pub(crate) fn hold(&self) -> Result<(), StateError> {
-        let mut held = match self.lock.lock() {
+        let Liveness::Files { dir, lock } = &self.liveness else {
+            return Ok(());
+        };
+        let mut held = match lock.lock() {
             Ok(held) => held,
             Err(poisoned) => poisoned.into_inner(),
         };
         if held.is_some() {
             return Ok(());
         }
-        lurkbot_core::create_private_dir(&self.dir)?;
-        let path = self.lock_path(&self.id);
+        lurkbot_core::create_private_dir(dir)?;
+        let path = Self::lock_path(dir, &self.id);
         let io = |e| StateError::from(lurkbot_core::CoreError::io("lock", &path, e));
         let file = File::options()
             .create(true)
@@ -77,17 +114,30 @@ impl Owner {
         Ok(())
     }
 
-    /// Whether the holder `other` of a lease, in its `incarnation`, still runs.
-    fn alive(&self, other: &str, incarnation: &str) -> Result<bool, StateError> {
+    /// Whether the holder `other` of a lease, in its `incarnation`, with the lease's expiry,
+    /// still runs.
+    fn alive(
+        &self,
+        sql: &mut dyn Sql,
+        other: &str,
+        incarnation: &str,
+        expires_ms: i64,
+    ) -> Result<bool, StateError> {
         if other == self.id {
             // This id is held by this store: an older incarnation of it is gone.
             self.hold()?;
             return Ok(incarnation == self.incarnation);
         }
+        let dir = match &self.liveness {
+            Liveness::Session => {
+                return Ok(expires_ms >= now() && sql.owner_session_alive(other)?);
+            }
+            Liveness::Files { dir, .. } => dir,
+        };
         if !safe_id(other) {
             return Ok(false);
         }
-        let path = self.lock_path(other);
+        let path = Self::lock_path(dir, other);
         let Ok(file) = File::options().write(true).open(&path) else {
             return Ok(false);
         };
@@ -115,12 +165,15 @@ impl Owner {
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        let held = match self.lock.get_mut() {
+        let Liveness::Files { dir, lock } = &mut self.liveness else {
+            return;
+        };
+        let held = match lock.get_mut() {
             Ok(held) => held.take(),
             Err(poisoned) => poisoned.into_inner().take(),
         };
         if held.is_some() {
-            let _ = std::fs::remove_file(self.lock_path(&self.id));
+            let _ = std::fs::remove_file(Self::lock_path(dir, &self.id));
         }
     }
 }
@@ -174,37 +227,34 @@ fn expiry() -> i64 {
 
 /// Takes lease `name` for `owner` inside `tx` when it is free (nobody holds it, its holder is
 /// dead, or it is this owner's already); whether this owner holds it now.
-pub(crate) fn take(tx: &Transaction<'_>, owner: &Owner, name: &str) -> Result<bool, StateError> {
-    let holder: Option<(String, String)> = tx
-        .query_row(
-            "SELECT owner, incarnation FROM leases WHERE name = ?1",
-            [name],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .optional()?;
-    if let Some((holder, incarnation)) = holder
-        && !owner.is_me(&holder, &incarnation)
-        && owner.alive(&holder, &incarnation)?
-    {
-        return Ok(false);
+pub(crate) fn take(tx: &mut dyn Sql, owner: &Owner, name: &str) -> Result<bool, StateError> {
+    let holder = tx.row(
+        "SELECT owner, incarnation, expires_ms FROM leases WHERE name = ?1",
+        vals![name],
+    )?;
+    if let Some(row) = holder {
+        let (holder, incarnation) = (row.text(0), row.text(1));
+        if !owner.is_me(&holder, &incarnation)
+            && owner.alive(tx, &holder, &incarnation, row.int(2))?
+        {
+            return Ok(false);
+        }
     }
     owner.hold()?;
-    run(
-        tx,
+    tx.exec(
         "INSERT INTO leases (name, owner, incarnation, expires_ms) VALUES (?1, ?2, ?3, ?4) \
-         ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, \
+         ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, \
          incarnation = excluded.incarnation, expires_ms = excluded.expires_ms",
-        params![name, owner.id, owner.incarnation, expiry()],
+        vals![name, &owner.id, &owner.incarnation, expiry()],
     )?;
     Ok(true)
 }
 
 /// Gives back lease `name` if `owner` holds it.
-pub(crate) fn give_back(tx: &Transaction<'_>, owner: &Owner, name: &str) -> Result<(), StateError> {
-    run(
-        tx,
+pub(crate) fn give_back(tx: &mut dyn Sql, owner: &Owner, name: &str) -> Result<(), StateError> {
+    tx.exec(
         "DELETE FROM leases WHERE name = ?1 AND owner = ?2 AND incarnation = ?3",
-        params![name, owner.id, owner.incarnation],
+        vals![name, &owner.id, &owner.incarnation],
     )?;
     Ok(())
 }
@@ -220,12 +270,13 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn renew_leases(&self) -> Result<usize, StateError> {
-        self.with(|conn| {
-            run(
-                conn,
+        let owner = self.owner.clone();
+        self.read(move |sql| {
+            let n = sql.exec(
                 "UPDATE leases SET expires_ms = ?3 WHERE owner = ?1 AND incarnation = ?2",
-                params![self.owner.id, self.owner.incarnation, expiry()],
-            )
+                vals![&owner.id, &owner.incarnation, expiry()],
+            )?;
+            Ok(usize::try_from(n).unwrap_or(usize::MAX))
         })
     }
 
@@ -235,12 +286,13 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn release_leases(&self) -> Result<usize, StateError> {
-        self.with(|conn| {
-            run(
-                conn,
+        let owner = self.owner.clone();
+        self.read(move |sql| {
+            let n = sql.exec(
                 "DELETE FROM leases WHERE owner = ?1 AND incarnation = ?2",
-                [&self.owner.id, &self.owner.incarnation],
-            )
+                vals![&owner.id, &owner.incarnation],
+            )?;
+            Ok(usize::try_from(n).unwrap_or(usize::MAX))
         })
     }
 
@@ -251,7 +303,8 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn take_lease(&self, name: &str) -> Result<bool, StateError> {
-        self.with(|conn| crate::embedded::durably(conn, |tx| take(tx, &self.owner, name)))
+        let (owner, name) = (self.owner.clone(), name.to_string());
+        self.durably(move |tx| take(tx, &owner, &name))
     }
 
     /// The gateway holding lease `name`, if any (alive or not).
@@ -259,14 +312,10 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn lease_holder(&self, name: &str) -> Result<Option<String>, StateError> {
-        self.with(|conn| {
-            Ok(crate::embedded::query_row(
-                conn,
-                "SELECT owner FROM leases WHERE name = ?1",
-                [name],
-                |row| row.get(0),
-            )
-            .optional()?)
+        let name = name.to_string();
+        self.read(move |sql| {
+            let row = sql.row("SELECT owner FROM leases WHERE name = ?1", vals![name])?;
+            Ok(row.map(|r| r.text(0)))
         })
     }
 
@@ -275,35 +324,26 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn leases(&self) -> Result<Vec<Lease>, StateError> {
-        self.with(|conn| {
-            let mut statement = conn.prepare_cached(
+        let owner = self.owner.clone();
+        self.read(move |sql| {
+            let rows = sql.rows(
                 "SELECT name, owner, incarnation, expires_ms FROM leases ORDER BY name",
+                &[],
             )?;
-            let rows = statement.query_map([], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                    row.get::<_, i64>(3)?,
-                ))
-            })?;
             let mut out = Vec::new();
             for row in rows {
-                let (name, owner, incarnation, expires) = row?;
-                let alive = self.owner.is_me(&owner, &incarnation)
-                    || (owner != self.owner.id && self.owner.alive(&owner, &incarnation)?);
+                let (name, holder, incarnation, expires) =
+                    (row.text(0), row.text(1), row.text(2), row.int(3));
+                let alive = owner.is_me(&holder, &incarnation)
+                    || (holder != owner.id && owner.alive(sql, &holder, &incarnation, expires)?);
                 out.push(Lease {
                     name,
-                    owner,
+                    owner: holder,
                     expires_ms: u64::try_from(expires).unwrap_or_default(),
                     alive,
                 });
             }
             Ok(out)
         })
-    }
-
-    pub(crate) fn lease_owner(&self) -> &Owner {
-        &self.owner
     }
 }

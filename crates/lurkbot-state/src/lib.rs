@@ -15,20 +15,25 @@
 //!   gateway that admitted it; another gateway (or the next start) takes it over only once its
 //!   holder is gone.
 //!
-//! The first backend is the embedded store: `state/state.sqlite` in the home (SQLite, WAL).
-//! Callers see [`Store`] only, so another backend can stand behind the same calls.
+//! Two backends stand behind [`Store`]: the embedded store, `state/state.sqlite` in the home
+//! (SQLite, WAL), the default; and a PostgreSQL database several gateways share
+//! (`[state] url`, [`Location`]). Both run the same statements ([`sql`]).
 
 mod embedded;
 mod error;
 pub mod inbound;
 pub mod leases;
+mod location;
 pub mod outbox;
+mod postgres;
+mod sql;
 pub mod turns;
 
 pub use embedded::STATE_FILE;
 pub use error::StateError;
 pub use inbound::Received;
 pub use leases::{LEASE_RENEW_MS, LEASE_TTL_MS, Lease, default_owner_id};
+pub use location::{Location, STATE_PASSWORD_VAR, STATE_URL_VAR, StateUrl};
 pub use outbox::{NewOutgoing, Outgoing, OutgoingState};
 pub use turns::{Admitted, NewTurn, TurnRecord, TurnState};
 
@@ -36,16 +41,29 @@ use std::sync::{Arc, Mutex};
 
 use lurkbot_core::Home;
 
+use crate::sql::{Lite, Sql};
+
 /// The durable state of one home. Cheap to clone (one shared connection).
 #[derive(Clone)]
 pub struct Store {
-    db: Arc<Mutex<rusqlite::Connection>>,
+    backend: Arc<Backend>,
     owner: Arc<leases::Owner>,
+}
+
+/// Where a store's rows live.
+enum Backend {
+    /// `state/state.sqlite` in the home.
+    Embedded(Mutex<rusqlite::Connection>),
+    /// A PostgreSQL database several gateways share.
+    Postgres(postgres::Pg),
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Store(embedded)")
+        match &*self.backend {
+            Backend::Embedded(_) => f.write_str("Store(embedded)"),
+            Backend::Postgres(pg) => write!(f, "Store(postgres {})", pg.target()),
+        }
     }
 }
 
@@ -57,16 +75,7 @@ impl Store {
     /// # Errors
     /// The folder or the database cannot be opened, or its schema is newer than this build.
     pub fn open(home: &Home) -> Result<Self, StateError> {
-        let conn = embedded::open(home)?;
-        Ok(Self::with_owner(home, conn, default_owner_id()))
-    }
-
-    fn with_owner(home: &Home, conn: rusqlite::Connection, owner: String) -> Self {
-        let dir = home.join(lurkbot_core::layout::STATE);
-        Self {
-            db: Arc::new(Mutex::new(conn)),
-            owner: Arc::new(leases::Owner::new(owner, &dir)),
-        }
+        Self::open_at(home, &Location::Embedded, None)
     }
 
     /// [`Store::open`] for the gateway `owner` (`[gateway] id`): the leases it takes carry
@@ -77,13 +86,60 @@ impl Store {
     /// `-`, `_` and `.`; [`StateError::OwnerTaken`] when a gateway running on this home has
     /// the same id.
     pub fn open_as(home: &Home, owner: &str) -> Result<Self, StateError> {
-        if !leases::safe_id(owner) {
+        Self::open_at(home, &Location::Embedded, Some(owner))
+    }
+
+    /// Opens the store at `location` — the home's embedded store, or a PostgreSQL database
+    /// (connected, its schema migrated under a lock) — for the gateway `owner`, or for a
+    /// command (`None`: a new id, taken lazily).
+    ///
+    /// # Errors
+    /// As [`Store::open_as`]; the database unreachable or refusing.
+    pub fn open_at(
+        home: &Home,
+        location: &Location,
+        owner: Option<&str>,
+    ) -> Result<Self, StateError> {
+        if let Some(owner) = owner
+            && !leases::safe_id(owner)
+        {
             return Err(StateError::BadOwner(owner.to_string()));
         }
-        let conn = embedded::open(home)?;
-        let store = Self::with_owner(home, conn, owner.to_string());
-        store.owner.hold()?;
+        let id = owner.map_or_else(default_owner_id, str::to_string);
+        let store = match location {
+            Location::Embedded => {
+                let conn = embedded::open(home)?;
+                let dir = home.join(lurkbot_core::layout::STATE);
+                Self {
+                    backend: Arc::new(Backend::Embedded(Mutex::new(conn))),
+                    owner: Arc::new(leases::Owner::files(id, &dir)),
+                }
+            }
+            Location::Postgres(url) => Self {
+                backend: Arc::new(Backend::Postgres(postgres::Pg::connect(url, &id)?)),
+                owner: Arc::new(leases::Owner::session(id)),
+            },
+        };
+        if owner.is_some() {
+            store.owner.hold()?;
+        }
         Ok(store)
+    }
+
+    /// Which backend holds this store: `embedded` or `postgres`.
+    pub fn backend(&self) -> &'static str {
+        match &*self.backend {
+            Backend::Embedded(_) => "embedded",
+            Backend::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Where this store is, without a password: the home's file, or the database's URL.
+    pub fn describe(&self, home: &Home) -> String {
+        match &*self.backend {
+            Backend::Embedded(_) => home.join(STATE_FILE).display().to_string(),
+            Backend::Postgres(pg) => pg.target().to_string(),
+        }
     }
 
     /// The schema version of the store (`state status`).
@@ -91,7 +147,10 @@ impl Store {
     /// # Errors
     /// The database failing.
     pub fn schema_version(&self) -> Result<i64, StateError> {
-        self.with(|conn| Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?))
+        match &*self.backend {
+            Backend::Embedded(conn) => embedded::version(&lock(conn)),
+            Backend::Postgres(pg) => pg.schema_version(),
+        }
     }
 
     /// Whether the store answers with a schema this build can use (`/ready`).
@@ -99,19 +158,41 @@ impl Store {
     /// # Errors
     /// The database failing, or its schema moved past this build's.
     pub fn ready(&self) -> Result<(), StateError> {
-        self.with(|conn| embedded::check(conn))
+        match &*self.backend {
+            Backend::Embedded(conn) => embedded::check(&lock(conn)),
+            Backend::Postgres(pg) => pg.check(),
+        }
     }
 
-    /// Runs `f` on the connection (a poisoned lock still holds a usable connection: SQLite
-    /// rolls back whatever the panicking holder left open).
-    fn with<T>(
+    /// Runs `f` with statements committed one by one.
+    fn read<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut rusqlite::Connection) -> Result<T, StateError>,
+        f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError> + Send + 'static,
     ) -> Result<T, StateError> {
-        let mut conn = match self.db.lock() {
-            Ok(c) => c,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        f(&mut conn)
+        match &*self.backend {
+            Backend::Embedded(conn) => f(&mut Lite(&lock(conn))),
+            Backend::Postgres(pg) => pg.run(f),
+        }
+    }
+
+    /// Runs `f` in one transaction that no other writer interleaves with, committed durably
+    /// (a record a source is acknowledged on survives a power cut too).
+    fn durably<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError> + Send + 'static,
+    ) -> Result<T, StateError> {
+        match &*self.backend {
+            Backend::Embedded(conn) => embedded::durably(&mut lock(conn), f),
+            Backend::Postgres(pg) => pg.durably(f),
+        }
+    }
+}
+
+/// The embedded connection (a poisoned lock still holds a usable connection: SQLite rolls back
+/// whatever the panicking holder left open).
+fn lock(conn: &Mutex<rusqlite::Connection>) -> std::sync::MutexGuard<'_, rusqlite::Connection> {
+    match conn.lock() {
+        Ok(c) => c,
+        Err(poisoned) => poisoned.into_inner(),
     }
 }

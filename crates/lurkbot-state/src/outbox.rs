@@ -3,9 +3,7 @@
 //! how many went out, so a restart sends only the rest. A transient failure stays pending (the
 //! next start, or the retry loop, sends it again); a permanent one is kept, failed, and shown.
 
-use rusqlite::{OptionalExtension, Row, params};
-
-use crate::embedded::{durably, query_row, run};
+use crate::sql::{Row, Sql, vals};
 use crate::{StateError, Store};
 
 /// Where an outgoing message is.
@@ -90,55 +88,58 @@ pub struct Outgoing {
 const COLUMNS: &str = "id, turn, channel, chat, reply_to, kind, body, state, pieces_sent, \
     platform_id, attempts, error, created_ms, updated_ms";
 
-fn outgoing(row: &Row<'_>) -> rusqlite::Result<Outgoing> {
-    let count = |v: i64| v.clamp(0, i64::from(u32::MAX)) as u32;
-    Ok(Outgoing {
-        id: row.get(0)?,
-        turn: row.get(1)?,
-        channel: row.get(2)?,
-        chat: row.get(3)?,
-        reply_to: row.get(4)?,
-        kind: row.get(5)?,
-        body: row.get(6)?,
-        state: OutgoingState::parse(&row.get::<_, String>(7)?),
-        pieces_sent: count(row.get(8)?),
-        platform_id: row.get(9)?,
-        attempts: count(row.get(10)?),
-        error: row.get(11)?,
-        created_ms: row.get::<_, i64>(12)?.max(0) as u64,
-        updated_ms: row.get::<_, i64>(13)?.max(0) as u64,
-    })
+fn outgoing(row: &Row) -> Outgoing {
+    Outgoing {
+        id: row.text(0),
+        turn: row.opt_text(1),
+        channel: row.text(2),
+        chat: row.text(3),
+        reply_to: row.opt_text(4),
+        kind: row.text(5),
+        body: row.text(6),
+        state: OutgoingState::parse(&row.text(7)),
+        pieces_sent: row.count(8),
+        platform_id: row.opt_text(9),
+        attempts: row.count(10),
+        error: row.opt_text(11),
+        created_ms: row.ms(12),
+        updated_ms: row.ms(13),
+    }
+}
+
+fn by_id(sql: &mut dyn Sql, id: &str) -> Result<Option<Outgoing>, StateError> {
+    let row = sql.row(
+        &format!("SELECT {COLUMNS} FROM outbox WHERE id = ?1"),
+        vals![id],
+    )?;
+    Ok(row.as_ref().map(outgoing))
 }
 
 /// Inserts one pending message inside a transaction.
 pub(crate) fn insert_outgoing(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &mut dyn Sql,
     turn: Option<&str>,
     new: &NewOutgoing,
 ) -> Result<Outgoing, StateError> {
     let id = format!("out_{}", lurkbot_core::random_hex(8));
-    let at = lurkbot_core::now_ms() as i64;
-    run(
-        tx,
+    tx.exec(
         "INSERT INTO outbox (id, turn, channel, chat, reply_to, kind, body, state, created_ms, \
          updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?8)",
-        params![
-            id,
+        vals![
+            &id,
             turn,
-            new.channel,
-            new.chat,
-            new.reply_to,
-            new.kind,
-            new.body,
-            at
+            &new.channel,
+            &new.chat,
+            new.reply_to.clone(),
+            &new.kind,
+            &new.body,
+            now()
         ],
     )?;
-    Ok(query_row(
-        tx,
-        &format!("SELECT {COLUMNS} FROM outbox WHERE id = ?1"),
-        [&id],
-        outgoing,
-    )?)
+    by_id(tx, &id)?.ok_or(StateError::NotFound {
+        what: "outbox entry",
+        id,
+    })
 }
 
 impl Store {
@@ -147,7 +148,8 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn enqueue(&self, turn: Option<&str>, new: &NewOutgoing) -> Result<Outgoing, StateError> {
-        self.with(|conn| durably(conn, |tx| insert_outgoing(tx, turn, new)))
+        let (turn, new) = (turn.map(str::to_string), new.clone());
+        self.durably(move |tx| insert_outgoing(tx, turn.as_deref(), &new))
     }
 
     /// One more piece of `id` was taken by the platform (its id, when it gives one).
@@ -160,12 +162,12 @@ impl Store {
         pieces_sent: u32,
         platform_id: Option<&str>,
     ) -> Result<(), StateError> {
-        self.with(|conn| {
-            run(
-                conn,
+        let (id, platform_id) = (id.to_string(), platform_id.map(str::to_string));
+        self.read(move |sql| {
+            sql.exec(
                 "UPDATE outbox SET pieces_sent = ?2, platform_id = COALESCE(?3, platform_id), \
                  updated_ms = ?4 WHERE id = ?1",
-                params![id, i64::from(pieces_sent), platform_id, now()],
+                vals![id, i64::from(pieces_sent), platform_id, now()],
             )?;
             Ok(())
         })
@@ -199,17 +201,17 @@ impl Store {
         state: OutgoingState,
         error: Option<&str>,
     ) -> Result<(), StateError> {
-        self.with(|conn| {
-            let changed = run(
-                conn,
+        let (id, error) = (id.to_string(), error.map(str::to_string));
+        self.read(move |sql| {
+            let changed = sql.exec(
                 "UPDATE outbox SET state = ?2, error = COALESCE(?3, error), \
                  attempts = attempts + 1, updated_ms = ?4 WHERE id = ?1",
-                params![id, state.as_str(), error, now()],
+                vals![&id, state.as_str(), error, now()],
             )?;
             if changed == 0 {
                 return Err(StateError::NotFound {
                     what: "outbox entry",
-                    id: id.to_string(),
+                    id,
                 });
             }
             Ok(())
@@ -221,17 +223,17 @@ impl Store {
     /// # Errors
     /// `NotFound` when `id` is not a failed message; store failures.
     pub fn retry_outgoing(&self, id: &str) -> Result<(), StateError> {
-        self.with(|conn| {
-            let changed = run(
-                conn,
+        let id = id.to_string();
+        self.read(move |sql| {
+            let changed = sql.exec(
                 "UPDATE outbox SET state = 'pending', updated_ms = ?2 \
                  WHERE id = ?1 AND state = 'failed'",
-                params![id, now()],
+                vals![&id, now()],
             )?;
             if changed == 0 {
                 return Err(StateError::NotFound {
                     what: "failed outbox entry",
-                    id: id.to_string(),
+                    id,
                 });
             }
             Ok(())
@@ -243,15 +245,8 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn outgoing(&self, id: &str) -> Result<Option<Outgoing>, StateError> {
-        self.with(|conn| {
-            Ok(conn
-                .query_row(
-                    &format!("SELECT {COLUMNS} FROM outbox WHERE id = ?1"),
-                    [id],
-                    outgoing,
-                )
-                .optional()?)
-        })
+        let id = id.to_string();
+        self.read(move |sql| by_id(sql, &id))
     }
 
     /// Messages in `states` (all when empty), oldest first, at most `limit`.
@@ -263,19 +258,19 @@ impl Store {
         states: &[OutgoingState],
         limit: usize,
     ) -> Result<Vec<Outgoing>, StateError> {
-        self.with(|conn| {
-            let filter = if states.is_empty() {
-                String::new()
-            } else {
-                let names: Vec<String> =
-                    states.iter().map(|s| format!("'{}'", s.as_str())).collect();
-                format!("WHERE state IN ({})", names.join(", "))
-            };
-            let mut statement = conn.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM outbox {filter} ORDER BY created_ms, rowid LIMIT ?1"
-            ))?;
-            let rows = statement.query_map([limit.min(i64::MAX as usize) as i64], outgoing)?;
-            Ok(rows.collect::<Result<_, _>>()?)
+        let filter = if states.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<String> = states.iter().map(|s| format!("'{}'", s.as_str())).collect();
+            format!("WHERE state IN ({})", names.join(", "))
+        };
+        self.read(move |sql| {
+            let query = format!(
+                "SELECT {COLUMNS} FROM outbox {filter} ORDER BY created_ms, {} LIMIT ?1",
+                sql.seq()
+            );
+            let rows = sql.rows(&query, vals![limit.min(i64::MAX as usize) as i64])?;
+            Ok(rows.iter().map(outgoing).collect())
         })
     }
 
@@ -284,19 +279,13 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn outbox_counts(&self) -> Result<(u64, u64), StateError> {
-        self.with(|conn| {
-            Ok(query_row(
-                conn,
-                "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state = 'failed'), 0) \
-                 FROM outbox",
-                [],
-                |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?.max(0) as u64,
-                        r.get::<_, i64>(1)?.max(0) as u64,
-                    ))
-                },
-            )?)
+        self.read(|sql| {
+            let row = sql.row(
+                "SELECT COALESCE(SUM(CASE WHEN state = 'pending' THEN 1 ELSE 0 END), 0), \
+                 COALESCE(SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0) FROM outbox",
+                &[],
+            )?;
+            Ok(row.map_or((0, 0), |r| (r.ms(0), r.ms(1))))
         })
     }
 
@@ -306,12 +295,12 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn prune_outbox(&self, before_ms: u64) -> Result<usize, StateError> {
-        self.with(|conn| {
-            run(
-                conn,
+        self.read(move |sql| {
+            let n = sql.exec(
                 "DELETE FROM outbox WHERE state = 'sent' AND updated_ms < ?1",
-                [before_ms.min(i64::MAX as u64) as i64],
-            )
+                vals![before_ms.min(i64::MAX as u64) as i64],
+            )?;
+            Ok(usize::try_from(n).unwrap_or(usize::MAX))
         })
     }
 }

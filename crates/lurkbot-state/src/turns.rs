@@ -2,11 +2,10 @@
 //! before its source is acknowledged; its turn then moves `queued → running → done | failed`,
 //! recording the step it reached and the tool call in flight.
 
-use rusqlite::{OptionalExtension, Row, params};
 use serde_json::Value;
 
-use crate::embedded::{durably, query_row, run};
 use crate::outbox::{NewOutgoing, Outgoing, insert_outgoing};
+use crate::sql::{Row, Sql, vals};
 use crate::{StateError, Store};
 
 /// Where a turn is.
@@ -33,7 +32,7 @@ impl TurnState {
         }
     }
 
-    fn parse(s: &str) -> Self {
+    pub(crate) fn parse(s: &str) -> Self {
         match s {
             "queued" => Self::Queued,
             "running" => Self::Running,
@@ -111,37 +110,29 @@ const COLUMNS: &str = "id, source, session, origin, message, options, state, bas
 /// How many columns [`COLUMNS`] names.
 const COLUMN_COUNT: usize = 15;
 
-fn record(row: &Row<'_>) -> rusqlite::Result<(TurnRecord, String, String)> {
-    let origin: String = row.get(3)?;
-    let options: String = row.get(5)?;
-    Ok((
-        TurnRecord {
-            id: row.get(0)?,
-            source: row.get(1)?,
-            session: row.get(2)?,
-            origin: Value::Null,
-            message: row.get(4)?,
-            options: Value::Null,
-            state: TurnState::parse(&row.get::<_, String>(6)?),
-            base: row.get::<_, Option<i64>>(7)?.map(|b| b.max(0) as u64),
-            step: row.get::<_, i64>(8)?.clamp(0, i64::from(u32::MAX)) as u32,
-            tool: row.get(9)?,
-            reply: row.get(10)?,
-            error: row.get(11)?,
-            starts: row.get::<_, i64>(12)?.clamp(0, i64::from(u32::MAX)) as u32,
-            created_ms: row.get::<_, i64>(13)?.max(0) as u64,
-            updated_ms: row.get::<_, i64>(14)?.max(0) as u64,
-        },
-        origin,
-        options,
-    ))
+fn record(row: &Row) -> Result<TurnRecord, StateError> {
+    Ok(TurnRecord {
+        id: row.text(0),
+        source: row.opt_text(1),
+        session: row.text(2),
+        origin: serde_json::from_str(&row.text(3))?,
+        message: row.text(4),
+        options: serde_json::from_str(&row.text(5))?,
+        state: TurnState::parse(&row.text(6)),
+        base: row.opt_int(7).map(|b| b.max(0) as u64),
+        step: row.count(8),
+        tool: row.opt_text(9),
+        reply: row.opt_text(10),
+        error: row.opt_text(11),
+        starts: row.count(12),
+        created_ms: row.ms(13),
+        updated_ms: row.ms(14),
+    })
 }
 
-fn decode(raw: (TurnRecord, String, String)) -> Result<TurnRecord, StateError> {
-    let (mut turn, origin, options) = raw;
-    turn.origin = serde_json::from_str(&origin)?;
-    turn.options = serde_json::from_str(&options)?;
-    Ok(turn)
+/// The turn a query finds, if any.
+fn one(sql: &mut dyn Sql, query: &str, key: &str) -> Result<Option<TurnRecord>, StateError> {
+    sql.row(query, vals![key])?.as_ref().map(record).transpose()
 }
 
 /// The lease that says which gateway runs turn `id`.
@@ -155,51 +146,48 @@ fn now() -> i64 {
 
 impl Store {
     /// Admits a message: a new queued turn, leased to this store's owner, or — when its source
-    /// id was admitted before — the turn it started. Committed durably: the source may be acknowledged once this returns.
-    /// The inbound record of the same source id, if any, is marked handled with it.
+    /// id was admitted before — the turn it started. Committed durably: the source may be
+    /// acknowledged once this returns. The inbound record of the same source id, if any, is
+    /// marked handled with it.
     ///
     /// # Errors
     /// Store failures.
     pub fn admit(&self, turn: &NewTurn) -> Result<Admitted, StateError> {
-        self.with(|conn| {
-            durably(conn, |tx| {
-                if let Some(source) = &turn.source {
-                    let known = tx
-                        .query_row(
-                            &format!("SELECT {COLUMNS} FROM turns WHERE source = ?1"),
-                            [source],
-                            record,
-                        )
-                        .optional()?;
-                    if let Some(known) = known {
-                        return Ok(Admitted::Known(Box::new(decode(known)?)));
-                    }
-                }
-                let at = now();
-                if let Some(source) = &turn.source {
-                    run(
-                        tx,
-                        "UPDATE inbound SET state = 'handled', updated_ms = ?2 WHERE source = ?1",
-                        params![source, at],
-                    )?;
-                }
-                run(
+        let turn = turn.clone();
+        let owner = self.owner.clone();
+        self.durably(move |tx| {
+            if let Some(source) = &turn.source {
+                let known = one(
                     tx,
-                    "INSERT INTO turns (id, source, session, origin, message, options, state, \
-                     created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?7)",
-                    params![
-                        turn.id,
-                        turn.source,
-                        turn.session,
-                        turn.origin.to_string(),
-                        turn.message,
-                        turn.options.to_string(),
-                        at
-                    ],
+                    &format!("SELECT {COLUMNS} FROM turns WHERE source = ?1"),
+                    source,
                 )?;
-                crate::leases::take(tx, self.lease_owner(), &lease_name(&turn.id))?;
-                Ok(Admitted::New)
-            })
+                if let Some(known) = known {
+                    return Ok(Admitted::Known(Box::new(known)));
+                }
+            }
+            let at = now();
+            if let Some(source) = &turn.source {
+                tx.exec(
+                    "UPDATE inbound SET state = 'handled', updated_ms = ?2 WHERE source = ?1",
+                    vals![source, at],
+                )?;
+            }
+            tx.exec(
+                "INSERT INTO turns (id, source, session, origin, message, options, state, \
+                 created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?7)",
+                vals![
+                    &turn.id,
+                    turn.source.clone(),
+                    &turn.session,
+                    turn.origin.to_string(),
+                    &turn.message,
+                    turn.options.to_string(),
+                    at
+                ],
+            )?;
+            crate::leases::take(tx, &owner, &lease_name(&turn.id))?;
+            Ok(Admitted::New)
         })
     }
 
@@ -208,16 +196,13 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn turn(&self, id: &str) -> Result<Option<TurnRecord>, StateError> {
-        self.with(|conn| {
-            query_row(
-                conn,
+        let id = id.to_string();
+        self.read(move |sql| {
+            one(
+                sql,
                 &format!("SELECT {COLUMNS} FROM turns WHERE id = ?1"),
-                [id],
-                record,
+                &id,
             )
-            .optional()?
-            .map(decode)
-            .transpose()
         })
     }
 
@@ -226,16 +211,13 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn turn_by_source(&self, source: &str) -> Result<Option<TurnRecord>, StateError> {
-        self.with(|conn| {
-            query_row(
-                conn,
+        let source = source.to_string();
+        self.read(move |sql| {
+            one(
+                sql,
                 &format!("SELECT {COLUMNS} FROM turns WHERE source = ?1"),
-                [source],
-                record,
+                &source,
             )
-            .optional()?
-            .map(decode)
-            .transpose()
         })
     }
 
@@ -244,20 +226,15 @@ impl Store {
     /// # Errors
     /// `NotFound` for an unknown turn; store failures.
     pub fn begin(&self, id: &str) -> Result<u32, StateError> {
-        self.with(|conn| {
-            let starts: Option<i64> = query_row(
-                conn,
+        let id = id.to_string();
+        self.read(move |sql| {
+            let started = sql.row(
                 "UPDATE turns SET state = 'running', starts = starts + 1, updated_ms = ?2 \
                  WHERE id = ?1 RETURNING starts",
-                params![id, now()],
-                |r| r.get(0),
-            )
-            .optional()?;
-            let starts = starts.ok_or_else(|| StateError::NotFound {
-                what: "turn",
-                id: id.to_string(),
-            })?;
-            Ok(starts.clamp(0, i64::from(u32::MAX)) as u32)
+                vals![&id, now()],
+            )?;
+            let row = started.ok_or(StateError::NotFound { what: "turn", id })?;
+            Ok(row.count(0))
         })
     }
 
@@ -267,11 +244,11 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn set_base(&self, id: &str, base: u64) -> Result<(), StateError> {
-        self.with(|conn| {
-            run(
-                conn,
+        let id = id.to_string();
+        self.read(move |sql| {
+            sql.exec(
                 "UPDATE turns SET base = ?2, updated_ms = ?3 WHERE id = ?1 AND base IS NULL",
-                params![id, base.min(i64::MAX as u64) as i64, now()],
+                vals![id, base.min(i64::MAX as u64) as i64, now()],
             )?;
             Ok(())
         })
@@ -282,11 +259,11 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn set_step(&self, id: &str, step: u32, tool: Option<&str>) -> Result<(), StateError> {
-        self.with(|conn| {
-            run(
-                conn,
+        let (id, tool) = (id.to_string(), tool.map(str::to_string));
+        self.read(move |sql| {
+            sql.exec(
                 "UPDATE turns SET step = ?2, tool = ?3, updated_ms = ?4 WHERE id = ?1",
-                params![id, i64::from(step), tool, now()],
+                vals![id, i64::from(step), tool, now()],
             )?;
             Ok(())
         })
@@ -304,24 +281,22 @@ impl Store {
         outcome: Result<&str, &str>,
         outgoing: &[NewOutgoing],
     ) -> Result<Vec<Outgoing>, StateError> {
-        self.with(|conn| {
-            durably(conn, |tx| {
-                let (state, reply, error) = match outcome {
-                    Ok(reply) => (TurnState::Done, Some(reply), None),
-                    Err(error) => (TurnState::Failed, None, Some(error)),
-                };
-                run(
-                    tx,
-                    "UPDATE turns SET state = ?2, reply = ?3, error = ?4, tool = NULL, \
-                     updated_ms = ?5 WHERE id = ?1",
-                    params![id, state.as_str(), reply, error, now()],
-                )?;
-                crate::leases::give_back(tx, self.lease_owner(), &lease_name(id))?;
-                outgoing
-                    .iter()
-                    .map(|o| insert_outgoing(tx, Some(id), o))
-                    .collect()
-            })
+        let (id, outgoing, owner) = (id.to_string(), outgoing.to_vec(), self.owner.clone());
+        let (state, reply, error) = match outcome {
+            Ok(reply) => (TurnState::Done, Some(reply.to_string()), None),
+            Err(error) => (TurnState::Failed, None, Some(error.to_string())),
+        };
+        self.durably(move |tx| {
+            tx.exec(
+                "UPDATE turns SET state = ?2, reply = ?3, error = ?4, tool = NULL, \
+                 updated_ms = ?5 WHERE id = ?1",
+                vals![&id, state.as_str(), reply, error, now()],
+            )?;
+            crate::leases::give_back(tx, &owner, &lease_name(&id))?;
+            outgoing
+                .iter()
+                .map(|o| insert_outgoing(tx, Some(&id), o))
+                .collect()
         })
     }
 
@@ -332,18 +307,16 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn withdraw(&self, id: &str) -> Result<bool, StateError> {
-        self.with(|conn| {
-            durably(conn, |tx| {
-                let withdrawn = run(
-                    tx,
-                    "DELETE FROM turns WHERE id = ?1 AND state = 'queued' AND starts = 0",
-                    [id],
-                )? == 1;
-                if withdrawn {
-                    crate::leases::give_back(tx, self.lease_owner(), &lease_name(id))?;
-                }
-                Ok(withdrawn)
-            })
+        let (id, owner) = (id.to_string(), self.owner.clone());
+        self.durably(move |tx| {
+            let withdrawn = tx.exec(
+                "DELETE FROM turns WHERE id = ?1 AND state = 'queued' AND starts = 0",
+                vals![&id],
+            )? == 1;
+            if withdrawn {
+                crate::leases::give_back(tx, &owner, &lease_name(&id))?;
+            }
+            Ok(withdrawn)
         })
     }
 
@@ -352,13 +325,13 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn unfinished(&self) -> Result<Vec<TurnRecord>, StateError> {
-        self.with(|conn| {
-            let mut statement = conn.prepare_cached(&format!(
+        self.read(|sql| {
+            let query = format!(
                 "SELECT {COLUMNS} FROM turns WHERE state IN ('queued', 'running') \
-                 ORDER BY created_ms, rowid"
-            ))?;
-            let rows = statement.query_map([], record)?;
-            rows.map(|r| decode(r?)).collect()
+                 ORDER BY created_ms, {}",
+                sql.seq()
+            );
+            sql.rows(&query, &[])?.iter().map(record).collect()
         })
     }
 
@@ -369,51 +342,50 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn claim_unfinished(&self) -> Result<Vec<TurnRecord>, StateError> {
-        self.with(|conn| {
-            // The gateway asks every 2 s: a read first, the write lock only when some unended
-            // turn is not this gateway's own.
-            let others: i64 = query_row(
-                conn,
-                "SELECT COUNT(*) FROM turns LEFT JOIN leases ON leases.name = 'turn:' || turns.id \
-                 WHERE turns.state IN ('queued', 'running') AND (leases.owner IS NULL \
-                 OR leases.owner != ?1 OR leases.incarnation != ?2)",
-                params![self.owner(), self.lease_owner().incarnation()],
-                |row| row.get(0),
-            )?;
-            if others == 0 {
-                return Ok(Vec::new());
+        let owner = self.owner.clone();
+        // The gateway asks every 2 s: a read first, the write lock only when some unended
+        // turn is not this gateway's own.
+        let others = self.read({
+            let owner = owner.clone();
+            move |sql| {
+                let row = sql.row(
+                    "SELECT COUNT(*) FROM turns LEFT JOIN leases \
+                     ON leases.name = 'turn:' || turns.id \
+                     WHERE turns.state IN ('queued', 'running') AND (leases.owner IS NULL \
+                     OR leases.owner != ?1 OR leases.incarnation != ?2)",
+                    vals![owner.id(), owner.incarnation()],
+                )?;
+                Ok(row.map_or(0, |r| r.int(0)))
             }
-            durably(conn, |tx| {
-                type Holder = Option<(String, String)>;
-                let open: Vec<(TurnRecord, Holder)> = {
-                    let mut statement = tx.prepare_cached(&format!(
-                        "SELECT {COLUMNS}, leases.owner, leases.incarnation FROM turns \
-                         LEFT JOIN leases ON leases.name = 'turn:' || turns.id \
-                         WHERE turns.state IN ('queued', 'running') \
-                         ORDER BY turns.created_ms, turns.rowid"
-                    ))?;
-                    let rows = statement.query_map([], |row| {
-                        let owner: Option<String> = row.get(COLUMN_COUNT)?;
-                        let incarnation: Option<String> = row.get(COLUMN_COUNT + 1)?;
-                        Ok((record(row)?, owner.zip(incarnation)))
-                    })?;
-                    rows.map(|r| {
-                        let (turn, holder) = r?;
-                        Ok((decode(turn)?, holder))
-                    })
-                    .collect::<Result<_, StateError>>()?
-                };
-                let mut claimed = Vec::new();
-                for (turn, holder) in open {
-                    if holder.is_some_and(|(o, i)| self.lease_owner().is_me(&o, &i)) {
-                        continue;
-                    }
-                    if crate::leases::take(tx, self.lease_owner(), &lease_name(&turn.id))? {
-                        claimed.push(turn);
-                    }
+        })?;
+        if others == 0 {
+            return Ok(Vec::new());
+        }
+        self.durably(move |tx| {
+            let query = format!(
+                "SELECT {COLUMNS}, leases.owner, leases.incarnation \
+                 FROM turns LEFT JOIN leases ON leases.name = 'turn:' || turns.id \
+                 WHERE turns.state IN ('queued', 'running') \
+                 ORDER BY turns.created_ms, turns.{}",
+                tx.seq()
+            );
+            let open = tx.rows(&query, &[])?;
+            let mut claimed = Vec::new();
+            for row in open {
+                let holder = row.opt_text(COLUMN_COUNT);
+                let incarnation = row.text(COLUMN_COUNT + 1);
+                if holder
+                    .as_deref()
+                    .is_some_and(|h| owner.is_me(h, &incarnation))
+                {
+                    continue;
                 }
-                Ok(claimed)
-            })
+                let turn = record(&row)?;
+                if crate::leases::take(tx, &owner, &lease_name(&turn.id))? {
+                    claimed.push(turn);
+                }
+            }
+            Ok(claimed)
         })
     }
 
@@ -422,21 +394,16 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn turn_counts(&self) -> Result<[u64; 4], StateError> {
-        self.with(|conn| {
+        self.read(|sql| {
             let mut counts = [0u64; 4];
-            let mut statement =
-                conn.prepare_cached("SELECT state, COUNT(*) FROM turns GROUP BY state")?;
-            let rows =
-                statement.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
-            for row in rows {
-                let (state, n) = row?;
-                let slot = match TurnState::parse(&state) {
+            for row in sql.rows("SELECT state, COUNT(*) FROM turns GROUP BY state", &[])? {
+                let slot = match TurnState::parse(&row.text(0)) {
                     TurnState::Queued => 0,
                     TurnState::Running => 1,
                     TurnState::Done => 2,
                     TurnState::Failed => 3,
                 };
-                counts[slot] = n.max(0) as u64;
+                counts[slot] = row.ms(1);
             }
             Ok(counts)
         })
@@ -448,12 +415,12 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn prune_turns(&self, before_ms: u64) -> Result<usize, StateError> {
-        self.with(|conn| {
-            run(
-                conn,
+        self.read(move |sql| {
+            let n = sql.exec(
                 "DELETE FROM turns WHERE state IN ('done', 'failed') AND updated_ms < ?1",
-                [before_ms.min(i64::MAX as u64) as i64],
-            )
+                vals![before_ms.min(i64::MAX as u64) as i64],
+            )?;
+            Ok(usize::try_from(n).unwrap_or(usize::MAX))
         })
     }
 }

@@ -12,6 +12,7 @@ pub mod mail_server;
 pub mod matrix_user;
 pub mod openclaw;
 pub mod ports;
+pub mod postgres;
 pub mod search_servers;
 pub mod slack_server;
 pub mod speech_servers;

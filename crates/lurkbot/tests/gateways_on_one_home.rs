@@ -28,7 +28,25 @@ fn serves(addr: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_gateways_turn_is_taken_over_by_the_other_once() {
-    let t = Test::init();
+    killed_gateways_turn_is_taken_over(&Test::init()).await;
+}
+
+/// The same with the state in PostgreSQL (`[state] url`): the leases live in the database and
+/// a gateway's liveness is its connection's lock, as for gateways on several machines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_killed_gateways_turn_is_taken_over_by_the_other_once() {
+    let pg = lurkbot_test_support::postgres::Postgres::start();
+    let t = crate::gateways_on_postgres::home_on(&pg, "takeover");
+    killed_gateways_turn_is_taken_over(&t).await;
+    assert!(
+        !t.path("state/state.sqlite").exists(),
+        "nothing in the home"
+    );
+    assert_eq!(pg.psql("takeover", "SELECT state FROM turns"), "done");
+    assert_eq!(pg.psql("takeover", "SELECT count(*) FROM leases"), "0");
+}
+
+async fn killed_gateways_turn_is_taken_over(t: &Test) {
     let fake = FakeProvider::start(vec![
         Step::Held(Gate::new(), Box::new(Step::text("never sent"))),
         Step::text("Taken over and answered."),
@@ -43,7 +61,7 @@ async fn a_killed_gateways_turn_is_taken_over_by_the_other_once() {
             ("LURKBOT_GATEWAY_ID", id),
         ]
     };
-    let first = start_gateway(&t, &env("gw-first"));
+    let first = start_gateway(t, &env("gw-first"));
     let token = t.gateway_token();
     let asked = {
         let (addr, token) = (first.addr.clone(), token.clone());
@@ -52,7 +70,7 @@ async fn a_killed_gateways_turn_is_taken_over_by_the_other_once() {
     until("the model call", || fake.requests().len() == 1).await;
 
     // The second gateway starts while the first runs the turn: it leaves it alone.
-    let second = start_gateway(&t, &env("gw-second"));
+    let second = start_gateway(t, &env("gw-second"));
     until("the second gateway serves", || serves(&second.addr)).await;
     let status = t.run(&["gateway", "status"]);
     assert!(
@@ -108,7 +126,7 @@ async fn a_killed_gateways_turn_is_taken_over_by_the_other_once() {
     let state = t.run(&["state", "status"]);
     assert!(state.stdout.contains("leases: none"), "{}", state.stdout);
     assert!(state.stdout.contains("1 done"), "{}", state.stdout);
-    let messages = transcript_messages(&t);
+    let messages = transcript_messages(t);
     let asked = messages
         .iter()
         .filter(|m| m["role"] == "user" && m["content"] == "who answers me?")

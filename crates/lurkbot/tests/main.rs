@@ -26,6 +26,7 @@ mod doctor;
 mod exec;
 mod gateway;
 mod gateways_on_one_home;
+mod gateways_on_postgres;
 mod import;
 mod init;
 mod irc;

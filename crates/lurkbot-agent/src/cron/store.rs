@@ -153,25 +153,6 @@ impl CronStore {
         }
     }
 
-    /// The scheduler's lock (`cron/scheduler.lock`): only the gateway holding it runs due jobs,
-    /// so two gateways on one home never run a job twice. `None` when another holds it.
-    ///
-    /// # Errors
-    /// The lock file failing.
-    pub fn lock_scheduler(&self) -> Result<Option<JobLock>, StoreError> {
-        lurkbot_core::create_private_dir(&self.dir)?;
-        let path = self.dir.join("scheduler.lock");
-        let file = lurkbot_core::open_private_append(&path)
-            .map_err(|e| lurkbot_core::CoreError::io("open", &path, e))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(JobLock { _file: file })),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => {
-                Err(lurkbot_core::CoreError::io("lock", &path, e).into())
-            }
-        }
-    }
-
     fn save(&self, jobs: Vec<CronJob>) -> Result<(), StoreError> {
         lurkbot_core::create_private_dir(&self.dir)?;
         let text = serde_json::to_vec_pretty(&JobsFile { version: 1, jobs }).unwrap_or_default();

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use clap::{Args, Subcommand};
 use lurkbot_core::Home;
-use lurkbot_state::{Outgoing, OutgoingState, Store};
+use lurkbot_state::{Outgoing, OutgoingState};
 use serde_json::json;
 
 use crate::error::{CliError, CliResult};
@@ -43,7 +43,12 @@ const MAX_LISTED: usize = 1000;
 
 pub(crate) fn run(home_path: &Path, args: &OutboxArgs) -> CliResult {
     let home = Home::open(home_path)?;
-    let store = Store::open(&home).map_err(|e| CliError::failed("outbox", e.to_string()))?;
+    let store = super::state::open_existing(&home)
+        .map_err(|e| CliError::failed("outbox", e.to_string()))?;
+    let Some(store) = store else {
+        crate::run::print_stdout("the outbox is empty: no gateway has run in this home yet\n")?;
+        return Ok(());
+    };
     if let Some(OutboxAction::Retry { id }) = &args.action {
         store.retry_outgoing(id).map_err(|e| match e {
             lurkbot_state::StateError::NotFound { .. } => CliError::usage(

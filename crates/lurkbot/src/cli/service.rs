@@ -266,11 +266,10 @@ fn durable_state(home_path: &Path) -> Vec<String> {
     let Ok(home) = Home::open(home_path) else {
         return Vec::new();
     };
-    if !home.join(lurkbot_state::STATE_FILE).is_file() {
-        return Vec::new();
-    }
-    let Ok(store) = lurkbot_state::Store::open(&home) else {
-        return vec!["state: state/state.sqlite cannot be opened".into()];
+    let store = match super::state::open_existing(&home) {
+        Ok(Some(store)) => store,
+        Ok(None) => return Vec::new(),
+        Err(e) => return vec![format!("state: {e}")],
     };
     let [queued, running, _, _] = store.turn_counts().unwrap_or_default();
     let (pending, failed) = store.outbox_counts().unwrap_or_default();
@@ -279,11 +278,19 @@ fn durable_state(home_path: &Path) -> Vec<String> {
         queued + running
     )];
     let mut holders = std::collections::BTreeMap::<String, usize>::new();
+    let mut scheduler = None;
     for lease in store.leases().unwrap_or_default() {
-        *holders.entry(lease.owner).or_default() += 1;
+        if lease.name.starts_with("turn:") {
+            *holders.entry(lease.owner).or_default() += 1;
+        } else if lease.name == "scheduler" {
+            scheduler = Some(lease.owner);
+        }
     }
     for (owner, turns) in holders {
         lines.push(format!("gateway {owner}: runs {turns} of them"));
+    }
+    if let Some(owner) = scheduler {
+        lines.push(format!("cron jobs and heartbeat: run by gateway {owner}"));
     }
     lines.push(if failed > 0 {
         format!("outbox: {pending} pending, {failed} failed (lurkbot outbox shows them)")

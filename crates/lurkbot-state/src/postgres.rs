@@ -1,0 +1,511 @@
+//! The PostgreSQL backend: the journal, inbound records, outbox and leases in a database
+//! several gateways share (ARCHITECTURE.md §6.3).
+//!
+//! One connection per store, owned by a thread of its own (`lurkbot-state-pg`): the synchronous
+//! client runs its own small runtime and must not be driven from inside the gateway's, and the
+//! store's calls are synchronous on both backends. A call sends its work to the thread and
+//! waits for the answer; a loopback round trip costs about what SQLite's commit does.
+//!
+//! - The connection holds a session-level advisory lock on its gateway's id while it lives
+//!   (see [`crate::leases`]): a second gateway with the same id is refused, and a lease whose
+//!   holder's lock is gone is free.
+//! - Durable transactions take one transaction-level advisory lock first, so no two gateways'
+//!   admissions, claims and lease takes interleave (what SQLite's `BEGIN IMMEDIATE` gives the
+//!   embedded store); PostgreSQL commits synchronously by default.
+//! - The schema is created and migrated at connect, under a lock, in one transaction.
+//! - A lost connection is made again at the next call (and the id's lock taken again).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::mpsc;
+
+use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+use postgres::{GenericClient, Statement};
+
+use crate::StateError;
+use crate::location::{StateUrl, Tls};
+use crate::sql::{Row, Sql, Val, dollar_params};
+
+/// The schema version this build writes (the `lurkbot_schema` table), the embedded store's.
+const SCHEMA_VERSION: i64 = crate::embedded::SCHEMA_VERSION;
+
+/// Every table, as the embedded store has them (integers as `BIGINT`; `seq` keeps the order
+/// rows came in, which SQLite's `rowid` gives the other).
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS inbound (
+    seq         BIGSERIAL,
+    source      TEXT PRIMARY KEY,
+    channel     TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    created_ms  BIGINT NOT NULL,
+    updated_ms  BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS inbound_open ON inbound(state) WHERE state = 'received';
+CREATE TABLE IF NOT EXISTS turns (
+    seq         BIGSERIAL,
+    id          TEXT PRIMARY KEY,
+    source      TEXT UNIQUE,
+    session     TEXT NOT NULL,
+    origin      TEXT NOT NULL,
+    message     TEXT NOT NULL,
+    options     TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    base        BIGINT,
+    step        BIGINT NOT NULL DEFAULT 0,
+    tool        TEXT,
+    reply       TEXT,
+    error       TEXT,
+    starts      BIGINT NOT NULL DEFAULT 0,
+    created_ms  BIGINT NOT NULL,
+    updated_ms  BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS turns_open ON turns(state) WHERE state IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS turns_updated ON turns(updated_ms);
+CREATE TABLE IF NOT EXISTS outbox (
+    seq         BIGSERIAL,
+    id          TEXT PRIMARY KEY,
+    turn        TEXT,
+    channel     TEXT NOT NULL,
+    chat        TEXT NOT NULL,
+    reply_to    TEXT,
+    kind        TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    pieces_sent BIGINT NOT NULL DEFAULT 0,
+    platform_id TEXT,
+    attempts    BIGINT NOT NULL DEFAULT 0,
+    error       TEXT,
+    created_ms  BIGINT NOT NULL,
+    updated_ms  BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_open ON outbox(state) WHERE state = 'pending';
+CREATE TABLE IF NOT EXISTS leases (
+    name        TEXT PRIMARY KEY,
+    owner       TEXT NOT NULL,
+    incarnation TEXT NOT NULL,
+    expires_ms  BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner);
+";
+
+/// Work for the connection's thread.
+type Job = Box<dyn FnOnce(&mut Conn) + Send>;
+
+/// A store's PostgreSQL connection, driven by its own thread.
+pub(crate) struct Pg {
+    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    target: String,
+}
+
+impl Drop for Pg {
+    /// Closes the connection before returning: its gateway's id (its advisory lock) is free
+    /// once a store is gone.
+    fn drop(&mut self) {
+        let jobs = match self.jobs.get_mut() {
+            Ok(jobs) => jobs.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        drop(jobs);
+        let thread = match self.thread.get_mut() {
+            Ok(thread) => thread.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Pg {
+    /// Connects as gateway `owner` (taking its id's lock) and brings the schema up to date.
+    pub(crate) fn connect(url: &StateUrl, owner: &str) -> Result<Self, StateError> {
+        let mut conn = Conn {
+            client: None,
+            statements: HashMap::new(),
+            url: url.clone(),
+            owner_key: advisory_key(&format!("gateway:{owner}")),
+            owner: owner.to_string(),
+        };
+        let (jobs, inbox) = mpsc::channel::<Job>();
+        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+        let thread = std::thread::Builder::new()
+            .name("lurkbot-state-pg".into())
+            .spawn(move || {
+                let first = conn.client().and_then(migrate);
+                let failed = first.is_err();
+                let _ = ready_tx.send(first);
+                if failed {
+                    return;
+                }
+                while let Ok(job) = inbox.recv() {
+                    job(&mut conn);
+                }
+            })
+            .map_err(|e| StateError::Postgres(format!("cannot start its thread: {e}")))?;
+        ready_rx.recv().map_err(|_| gone())??;
+        Ok(Self {
+            jobs: Mutex::new(Some(jobs)),
+            thread: Mutex::new(Some(thread)),
+            target: url.to_string(),
+        })
+    }
+
+    /// The database, without its password.
+    pub(crate) fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// Runs `job` on the connection's thread and waits for its answer.
+    fn call<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Conn) -> Result<T, StateError> + Send + 'static,
+    ) -> Result<T, StateError> {
+        let (answer_tx, answer_rx) = mpsc::sync_channel(1);
+        let sent = {
+            let jobs = match self.jobs.lock() {
+                Ok(jobs) => jobs,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            jobs.as_ref().map(|jobs| {
+                jobs.send(Box::new(move |conn: &mut Conn| {
+                    let _ = answer_tx.send(job(conn));
+                }))
+            })
+        };
+        sent.ok_or_else(gone)?.map_err(|_| gone())?;
+        answer_rx.recv().map_err(|_| gone())?
+    }
+
+    /// Runs `f` with statements committed one by one.
+    pub(crate) fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError> + Send + 'static,
+    ) -> Result<T, StateError> {
+        self.call(move |conn| {
+            let Ready { client, statements } = conn.ready()?;
+            f(&mut PgSql { client, statements })
+        })
+    }
+
+    /// Runs `f` in one transaction under the store's write lock.
+    pub(crate) fn durably<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError> + Send + 'static,
+    ) -> Result<T, StateError> {
+        self.call(move |conn| {
+            let Ready { client, statements } = conn.ready()?;
+            let mut tx = client.transaction().map_err(db)?;
+            tx.execute(
+                "SELECT pg_advisory_xact_lock($1)",
+                &[&advisory_key("write")],
+            )
+            .map_err(db)?;
+            let value = f(&mut PgSql {
+                client: &mut tx,
+                statements,
+            })?;
+            tx.commit().map_err(db)?;
+            Ok(value)
+        })
+    }
+
+    /// The schema version the database holds.
+    pub(crate) fn schema_version(&self) -> Result<i64, StateError> {
+        self.call(|conn| version(conn.ready()?.client))
+    }
+
+    /// Whether the database answers with a schema this build can use.
+    pub(crate) fn check(&self) -> Result<(), StateError> {
+        self.call(|conn| {
+            let found = version(conn.ready()?.client)?;
+            if found > SCHEMA_VERSION {
+                return Err(StateError::Newer {
+                    found,
+                    supported: SCHEMA_VERSION,
+                });
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The connection's thread ended (it failed to start, or panicked).
+fn gone() -> StateError {
+    StateError::Postgres("its connection thread stopped: restart the gateway".into())
+}
+
+fn db(e: postgres::Error) -> StateError {
+    StateError::Postgres(connect_reason(&e))
+}
+
+/// The connection as its thread keeps it.
+struct Conn {
+    client: Option<postgres::Client>,
+    /// Statements prepared on this connection, by their SQL.
+    statements: HashMap<String, Statement>,
+    url: StateUrl,
+    owner_key: i64,
+    owner: String,
+}
+
+/// A connection known to be open.
+struct Ready<'a> {
+    client: &'a mut postgres::Client,
+    statements: &'a mut HashMap<String, Statement>,
+}
+
+impl Conn {
+    /// The client, connecting first (again) when there is none or it was closed.
+    fn client(&mut self) -> Result<&mut postgres::Client, StateError> {
+        Ok(self.ready()?.client)
+    }
+
+    fn ready(&mut self) -> Result<Ready<'_>, StateError> {
+        if self.client.as_ref().is_none_or(postgres::Client::is_closed) {
+            self.client = None;
+            self.statements.clear();
+            let mut client = connect(&self.url)?;
+            let held: bool = client
+                .query_one("SELECT pg_try_advisory_lock($1)", &[&self.owner_key])
+                .map_err(db)?
+                .get(0);
+            if !held {
+                return Err(StateError::OwnerTaken(self.owner.clone()));
+            }
+            self.client = Some(client);
+        }
+        match self.client.as_mut() {
+            Some(client) => Ok(Ready {
+                client,
+                statements: &mut self.statements,
+            }),
+            None => Err(gone()),
+        }
+    }
+}
+
+/// Opens a connection, over verified TLS when the URL asks for it.
+fn connect(url: &StateUrl) -> Result<postgres::Client, StateError> {
+    let failed = |e: postgres::Error| {
+        StateError::Postgres(format!("cannot connect to {url}: {}", connect_reason(&e)))
+    };
+    match &url.tls {
+        Tls::Off => url.config.connect(postgres::NoTls).map_err(failed),
+        Tls::Verified { roots } => {
+            let config = match roots {
+                None => rustls::ClientConfig::clone(&lurkbot_core::tls::client_config()),
+                Some(path) => pinned_roots(path)?,
+            };
+            let tls = tokio_postgres_rustls::MakeRustlsConnect::new(config);
+            url.config.connect(tls).map_err(failed)
+        }
+    }
+}
+
+/// What to tell the owner about a failed connection: the server's message, or the error and
+/// its cause (a refused TLS handshake names the certificate problem there).
+fn connect_reason(e: &postgres::Error) -> String {
+    use std::error::Error;
+    match e.source() {
+        Some(cause) if !e.to_string().contains(&cause.to_string()) => format!("{e}: {cause}"),
+        _ => e.to_string(),
+    }
+}
+
+/// A TLS client set-up trusting only the CA certificates in the PEM file at `path`.
+fn pinned_roots(path: &std::path::Path) -> Result<rustls::ClientConfig, StateError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let unreadable = |why: String| {
+        StateError::Url(format!(
+            "sslrootcert {}: {why} (name a PEM file of the CA that signed the server's certificate)",
+            path.display()
+        ))
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(path).map_err(|e| unreadable(e.to_string()))? {
+        let cert = cert.map_err(|e| unreadable(e.to_string()))?;
+        roots.add(cert).map_err(|e| unreadable(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(unreadable("no certificate in it".into()));
+    }
+    let provider = rustls::crypto::CryptoProvider::get_default()
+        .cloned()
+        .unwrap_or_else(|| std::sync::Arc::new(rustls::crypto::ring::default_provider()));
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| StateError::Postgres(format!("TLS set-up: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
+/// Creates the schema, or brings it up to date, under a lock no other gateway passes at the
+/// same time.
+fn migrate(client: &mut postgres::Client) -> Result<(), StateError> {
+    let mut tx = client.transaction().map_err(db)?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1)",
+        &[&advisory_key("migrate")],
+    )
+    .map_err(db)?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS lurkbot_schema (version BIGINT NOT NULL)")
+        .map_err(db)?;
+    let found = version(&mut tx)?;
+    if found > SCHEMA_VERSION {
+        return Err(StateError::Newer {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if found < SCHEMA_VERSION {
+        tx.batch_execute(SCHEMA).map_err(db)?;
+        tx.execute("DELETE FROM lurkbot_schema", &[]).map_err(db)?;
+        tx.execute(
+            "INSERT INTO lurkbot_schema (version) VALUES ($1)",
+            &[&SCHEMA_VERSION],
+        )
+        .map_err(db)?;
+    }
+    tx.commit().map_err(db)
+}
+
+fn version(client: &mut impl GenericClient) -> Result<i64, StateError> {
+    let row = client
+        .query_opt("SELECT version FROM lurkbot_schema LIMIT 1", &[])
+        .map_err(db)?;
+    Ok(row.map_or(0, |r| r.get(0)))
+}
+
+/// A 64-bit advisory lock key for `name` (FNV-1a: stable across builds and machines).
+fn advisory_key(name: &str) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in "lurkbot:".bytes().chain(name.bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    i64::from_ne_bytes(hash.to_ne_bytes())
+}
+
+/// Statements on a connection or inside a transaction.
+struct PgSql<'a, C: GenericClient> {
+    client: &'a mut C,
+    statements: &'a mut HashMap<String, Statement>,
+}
+
+impl<C: GenericClient> PgSql<'_, C> {
+    /// `sql` prepared once per connection.
+    fn prepared(&mut self, sql: &str) -> Result<Statement, StateError> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(&dollar_params(sql)).map_err(db)?;
+        self.statements.insert(sql.to_string(), statement.clone());
+        Ok(statement)
+    }
+}
+
+impl<C: GenericClient> Sql for PgSql<'_, C> {
+    fn exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, StateError> {
+        let statement = self.prepared(sql)?;
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|v| v as _).collect();
+        self.client.execute(&statement, &refs).map_err(db)
+    }
+
+    fn rows(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Row>, StateError> {
+        let statement = self.prepared(sql)?;
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|v| v as _).collect();
+        let rows = self.client.query(&statement, &refs).map_err(db)?;
+        rows.iter().map(read_row).collect()
+    }
+
+    fn seq(&self) -> &'static str {
+        "seq"
+    }
+
+    fn owner_session_alive(&mut self, owner: &str) -> Result<bool, StateError> {
+        let key = advisory_key(&format!("gateway:{owner}"));
+        let bits = u64::from_ne_bytes(key.to_ne_bytes());
+        // pg_locks shows a bigint key as its high half in `classid`, its low half in `objid`.
+        let rows = self.rows(
+            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+             AND classid::bigint = ?1 AND objid::bigint = ?2 \
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            &[
+                Val::Int((bits >> 32) as i64),
+                Val::Int((bits & 0xffff_ffff) as i64),
+            ],
+        )?;
+        Ok(!rows.is_empty())
+    }
+}
+
+/// A row as [`Val`]s: the store's columns are integers and text.
+fn read_row(row: &postgres::Row) -> Result<Row, StateError> {
+    let bad = |e: postgres::Error| StateError::Postgres(format!("reading a row: {e}"));
+    let mut values = Vec::with_capacity(row.len());
+    for (i, column) in row.columns().iter().enumerate() {
+        let value = match *column.type_() {
+            Type::INT8 => row.try_get::<_, Option<i64>>(i).map_err(bad)?.map(Val::Int),
+            Type::INT4 => row
+                .try_get::<_, Option<i32>>(i)
+                .map_err(bad)?
+                .map(|n| Val::Int(n.into())),
+            Type::INT2 => row
+                .try_get::<_, Option<i16>>(i)
+                .map_err(bad)?
+                .map(|n| Val::Int(n.into())),
+            Type::BOOL => row
+                .try_get::<_, Option<bool>>(i)
+                .map_err(bad)?
+                .map(|b| Val::Int(b.into())),
+            _ => row
+                .try_get::<_, Option<String>>(i)
+                .map_err(bad)?
+                .map(Val::Text),
+        };
+        values.push(value.unwrap_or(Val::Null));
+    }
+    Ok(Row(values))
+}
+
+impl ToSql for Val {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            Self::Null => Ok(IsNull::Yes),
+            Self::Int(n) => match *ty {
+                Type::INT2 => i16::try_from(*n)?.to_sql(ty, out),
+                Type::INT4 => i32::try_from(*n)?.to_sql(ty, out),
+                _ => n.to_sql(ty, out),
+            },
+            Self::Text(t) => t.as_str().to_sql(ty, out),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(
+            *ty,
+            Type::INT2 | Type::INT4 | Type::INT8 | Type::TEXT | Type::VARCHAR | Type::BPCHAR
+        )
+    }
+
+    to_sql_checked!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_keys_are_stable_and_distinct() {
+        assert_eq!(advisory_key("write"), advisory_key("write"));
+        assert_ne!(advisory_key("write"), advisory_key("migrate"));
+        assert_ne!(advisory_key("gateway:gw-a"), advisory_key("gateway:gw-b"));
+    }
+}

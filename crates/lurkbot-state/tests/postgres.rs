@@ -1,0 +1,277 @@
+//! The state seam on PostgreSQL (a real server, Debian's 15): the same journal, inbound
+//! records, outbox and leases as the embedded store, shared by several gateways — each a
+//! store of its own with its own connection, as gateways on several machines have.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::time::{Duration, Instant};
+
+use lurkbot_core::Home;
+use lurkbot_state::{
+    Admitted, Location, NewOutgoing, NewTurn, OutgoingState, StateError, StateUrl, Store, TurnState,
+};
+use lurkbot_test_support::postgres::Postgres;
+use serde_json::json;
+
+fn home() -> (tempfile::TempDir, Home) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    (dir, home)
+}
+
+fn location(url: &str) -> Location {
+    Location::Postgres(Box::new(StateUrl::parse(url).unwrap()))
+}
+
+fn turn(id: &str, source: Option<&str>) -> NewTurn {
+    NewTurn {
+        id: id.into(),
+        source: source.map(Into::into),
+        session: "agent:main:main".into(),
+        origin: json!({"kind": "channel", "channel": "telegram", "chat": "42"}),
+        message: "hello".into(),
+        options: json!({"model": "openai/fake"}),
+    }
+}
+
+fn ids(turns: &[lurkbot_state::TurnRecord]) -> Vec<&str> {
+    turns.iter().map(|t| t.id.as_str()).collect()
+}
+
+/// Opens the store as `owner`, waiting while the server still holds the id of a store just
+/// dropped (its connection's end reaches the server a moment after the drop).
+fn open_again(home: &Home, at: &Location, owner: &str) -> Store {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match Store::open_at(home, at, Some(owner)) {
+            Ok(store) => return store,
+            Err(StateError::OwnerTaken(_)) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn the_journal_outbox_and_inbound_records_live_in_postgres() {
+    let pg = Postgres::start();
+    let at = location(&pg.database("journal"));
+    let (_dir, home) = home();
+    let store = Store::open_at(&home, &at, Some("gw-a")).unwrap();
+    assert_eq!(store.backend(), "postgres");
+    assert!(!store.describe(&home).contains("state.sqlite"));
+    assert_eq!(store.schema_version().unwrap(), 2);
+    store.ready().unwrap();
+
+    // One source id starts one turn; its inbound record is handled by the admission.
+    assert!(
+        store
+            .receive("telegram:42:7", "telegram", &json!({"text": "hi"}))
+            .unwrap()
+    );
+    assert!(
+        !store
+            .receive("telegram:42:7", "telegram", &json!({"text": "hi"}))
+            .unwrap()
+    );
+    assert_eq!(store.unhandled("telegram").unwrap().len(), 1);
+    assert_eq!(
+        store.admit(&turn("run_a", Some("telegram:42:7"))).unwrap(),
+        Admitted::New
+    );
+    let Admitted::Known(known) = store.admit(&turn("run_b", Some("telegram:42:7"))).unwrap() else {
+        panic!("a second admission of one source id")
+    };
+    assert_eq!(known.id, "run_a");
+    assert!(store.unhandled("telegram").unwrap().is_empty());
+
+    // The journal keeps every step.
+    assert_eq!(store.begin("run_a").unwrap(), 1);
+    store.set_base("run_a", 120).unwrap();
+    store.set_base("run_a", 999).unwrap();
+    store.set_step("run_a", 2, Some("call_1 read")).unwrap();
+    let running = store.turn("run_a").unwrap().unwrap();
+    assert_eq!(
+        (
+            running.state,
+            running.base,
+            running.step,
+            running.tool.as_deref()
+        ),
+        (TurnState::Running, Some(120), 2, Some("call_1 read"))
+    );
+    assert_eq!(running.origin["chat"], "42");
+    assert_eq!(running.options["model"], "openai/fake");
+    assert!(matches!(
+        store.begin("nope"),
+        Err(StateError::NotFound { .. })
+    ));
+
+    // Ending it records what it sends, in order.
+    let reply = |body: &str| NewOutgoing {
+        channel: "telegram".into(),
+        chat: "42".into(),
+        reply_to: Some("7".into()),
+        kind: "text".into(),
+        body: body.into(),
+    };
+    let sent = store
+        .finish("run_a", Ok("Hi!"), &[reply("first"), reply("second")])
+        .unwrap();
+    assert_eq!(sent.len(), 2);
+    let ended = store.turn_by_source("telegram:42:7").unwrap().unwrap();
+    assert_eq!(
+        (ended.state, ended.reply.as_deref()),
+        (TurnState::Done, Some("Hi!"))
+    );
+    let pending = store.outbox(&[OutgoingState::Pending], 10).unwrap();
+    assert_eq!(
+        pending.iter().map(|o| o.body.as_str()).collect::<Vec<_>>(),
+        ["first", "second"]
+    );
+    store.piece_sent(&sent[0].id, 1, Some("m-9")).unwrap();
+    store.mark_sent(&sent[0].id).unwrap();
+    store
+        .mark_failed(&sent[1].id, "chat not found", true)
+        .unwrap();
+    assert_eq!(store.outbox_counts().unwrap(), (0, 1));
+    let first = store.outgoing(&sent[0].id).unwrap().unwrap();
+    assert_eq!(
+        (first.state, first.platform_id.as_deref(), first.attempts),
+        (OutgoingState::Sent, Some("m-9"), 1)
+    );
+    store.retry_outgoing(&sent[1].id).unwrap();
+    assert!(
+        store.retry_outgoing(&sent[1].id).is_err(),
+        "only a failed one"
+    );
+    assert_eq!(store.outbox_counts().unwrap(), (1, 0));
+    assert_eq!(store.turn_counts().unwrap(), [0, 0, 1, 0]);
+    assert_eq!(store.prune_turns(lurkbot_core::now_ms() + 1).unwrap(), 1);
+    assert_eq!(store.prune_outbox(lurkbot_core::now_ms() + 1).unwrap(), 1);
+    assert_eq!(store.prune_inbound(lurkbot_core::now_ms() + 1).unwrap(), 1);
+
+    // What was written is in the database, for another gateway to read.
+    assert_eq!(pg.psql("journal", "SELECT count(*) FROM outbox"), "1");
+    assert_eq!(
+        pg.psql("journal", "SELECT version FROM lurkbot_schema"),
+        "2"
+    );
+}
+
+#[test]
+fn gateways_share_turns_by_their_leases_and_take_over_a_dead_ones() {
+    let pg = Postgres::start();
+    let at = location(&pg.database("leases"));
+    let (_dir, home) = home();
+    let first = Store::open_at(&home, &at, Some("gw-first")).unwrap();
+    first.admit(&turn("run_a", None)).unwrap();
+    first.begin("run_a").unwrap();
+    first.admit(&turn("run_b", None)).unwrap();
+    assert!(first.claim_unfinished().unwrap().is_empty(), "its own");
+
+    // Another gateway leaves a live one's turns alone.
+    let second = Store::open_at(&home, &at, Some("gw-second")).unwrap();
+    assert!(second.claim_unfinished().unwrap().is_empty());
+    let seen = second.leases().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert!(
+        seen.iter().all(|l| l.owner == "gw-first" && l.alive),
+        "{seen:?}"
+    );
+
+    // The same id twice is refused while the first lives.
+    let twin = Store::open_at(&home, &at, Some("gw-first")).unwrap_err();
+    assert!(matches!(twin, StateError::OwnerTaken(_)), "{twin}");
+
+    // The first's connection ends (its process died): its turns are free at once (well
+    // before their expiry), taken once.
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let taken = loop {
+        let taken = second.claim_unfinished().unwrap();
+        if !taken.is_empty() || Instant::now() > deadline {
+            break taken;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(ids(&taken), ["run_a", "run_b"], "oldest first");
+    assert!(second.claim_unfinished().unwrap().is_empty(), "taken once");
+    let third = Store::open_at(&home, &at, Some("gw-third")).unwrap();
+    assert!(
+        third.claim_unfinished().unwrap().is_empty(),
+        "the second's now"
+    );
+
+    // A gateway that stops renewing (a host gone without closing its connection) loses its
+    // leases once they expire, though its session lock lives on.
+    pg.psql(
+        "leases",
+        "UPDATE leases SET expires_ms = 0 WHERE owner = 'gw-second'",
+    );
+    assert_eq!(ids(&third.claim_unfinished().unwrap()), ["run_a", "run_b"]);
+    assert!(
+        third
+            .leases()
+            .unwrap()
+            .iter()
+            .all(|l| l.owner == "gw-third")
+    );
+    assert_eq!(second.renew_leases().unwrap(), 0, "nothing left to renew");
+
+    // Back under its id after a crash, a gateway takes what its earlier self left.
+    drop(third);
+    let again = open_again(&home, &at, "gw-third");
+    assert_eq!(ids(&again.claim_unfinished().unwrap()), ["run_a", "run_b"]);
+    assert_eq!(again.release_leases().unwrap(), 2);
+}
+
+#[test]
+fn twenty_admissions_of_one_source_over_three_gateways_start_one_turn() {
+    let pg = Postgres::start();
+    let at = location(&pg.database("race"));
+    let (_dir, home) = home();
+    let stores: Vec<Store> = (0..3)
+        .map(|i| Store::open_at(&home, &at, Some(&format!("gw-{i}"))).unwrap())
+        .collect();
+    let handles: Vec<_> = (0..20)
+        .map(|i| {
+            let store = stores[i % 3].clone();
+            std::thread::spawn(move || {
+                store
+                    .admit(&turn(&format!("run_{i}"), Some("api:key-1")))
+                    .unwrap()
+            })
+        })
+        .collect();
+    let outcomes: Vec<Admitted> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let new = outcomes.iter().filter(|o| **o == Admitted::New).count();
+    assert_eq!(new, 1, "{outcomes:?}");
+    assert_eq!(pg.psql("race", "SELECT count(*) FROM turns"), "1");
+    assert_eq!(pg.psql("race", "SELECT count(*) FROM leases"), "1");
+}
+
+#[test]
+fn a_database_from_a_newer_lurkbot_is_refused_and_a_password_never_shown() {
+    let pg = Postgres::start();
+    let url = pg.database("newer");
+    let at = location(&url);
+    let (_dir, home) = home();
+    drop(Store::open_at(&home, &at, None).unwrap());
+    pg.psql("newer", "UPDATE lurkbot_schema SET version = 99");
+    let err = Store::open_at(&home, &at, None).unwrap_err();
+    assert!(matches!(err, StateError::Newer { found: 99, .. }), "{err}");
+
+    // A wrong port: the error names the database, never its password.
+    let wrong = format!(
+        "postgres://lurk:hunter2-secret@127.0.0.1:{}/newer",
+        lurkbot_test_support::ports::free_port()
+    );
+    let err = Store::open_at(&home, &location(&wrong), None).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("cannot connect to postgres://lurk@127.0.0.1"),
+        "{text}"
+    );
+    assert!(!text.contains("hunter2"), "{text}");
+}

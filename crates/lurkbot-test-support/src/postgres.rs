@@ -1,0 +1,177 @@
+//! A real PostgreSQL server on loopback for the tests of several gateways: Debian's
+//! `postgresql` package (15), a cluster made by `initdb` in a temporary folder, started with
+//! `pg_ctl` on a free port and stopped (`-m immediate`) when dropped. As root (CI), the
+//! cluster's programs run as the `postgres` user, which `initdb` insists on.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::ports::free_port;
+
+/// A running cluster; its superuser is `lurk`, trusted on loopback.
+pub struct Postgres {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    port: u16,
+    as_postgres: bool,
+}
+
+impl Postgres {
+    /// Makes and starts a cluster (a second or two).
+    ///
+    /// # Panics
+    /// When PostgreSQL is not installed (`apt-get install postgresql`; `scripts/test.sh`
+    /// installs it) or will not start.
+    pub fn start() -> Self {
+        let bin = server_bin();
+        let dir = tempfile::Builder::new()
+            .prefix("lurkbot-pg")
+            .tempdir()
+            .unwrap();
+        let as_postgres = is_root();
+        if as_postgres {
+            let owned = Command::new("chown")
+                .arg("postgres")
+                .arg(dir.path())
+                .status()
+                .unwrap();
+            assert!(owned.success(), "chown postgres {}", dir.path().display());
+        }
+        let port = free_port();
+        let pg = Self {
+            dir,
+            bin,
+            port,
+            as_postgres,
+        };
+        let data = pg.dir.path().join("data");
+        pg.run(&format!(
+            "{} -D {} -A trust -U lurk --no-sync",
+            pg.bin.join("initdb").display(),
+            data.display()
+        ));
+        pg.run(&format!(
+            "{} -D {} -l {} -w -o '-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off' start",
+            pg.bin.join("pg_ctl").display(),
+            data.display(),
+            pg.dir.path().join("pg.log").display(),
+            pg.dir.path().display(),
+            port
+        ));
+        pg
+    }
+
+    /// A new, empty database on the cluster; its URL (`postgres://lurk@127.0.0.1:<port>/<name>`).
+    pub fn database(&self, name: &str) -> String {
+        self.run(&format!(
+            "{} -h 127.0.0.1 -p {} -U lurk {name}",
+            self.bin.join("createdb").display(),
+            self.port
+        ));
+        self.url(name)
+    }
+
+    /// The URL of database `name` on the cluster.
+    pub fn url(&self, name: &str) -> String {
+        format!("postgres://lurk@127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// Runs `sql` with `psql` on database `name`; what it printed (unaligned, tuples only).
+    pub fn psql(&self, name: &str, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "lurk",
+                "-At",
+                "-v",
+                "ON_ERROR_STOP=1",
+            ])
+            .args(["-p", &self.port.to_string(), "-d", name, "-c", sql])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "psql: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The loopback port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The cluster's log so far (for a failing assertion's message).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("pg.log")).unwrap_or_default()
+    }
+
+    /// Runs one of the cluster's commands, as `postgres` when this is root.
+    fn run(&self, command: &str) {
+        let out = if self.as_postgres {
+            Command::new("su")
+                .args(["postgres", "-s", "/bin/sh", "-c", command])
+                .output()
+        } else {
+            Command::new("sh").args(["-c", command]).output()
+        }
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "{command}: {}{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            self.log()
+        );
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let command = format!(
+            "{} -D {} -m immediate stop",
+            self.bin.join("pg_ctl").display(),
+            self.dir.path().join("data").display()
+        );
+        let _ = if self.as_postgres {
+            Command::new("su")
+                .args(["postgres", "-s", "/bin/sh", "-c", &command])
+                .output()
+        } else {
+            Command::new("sh").args(["-c", &command]).output()
+        };
+    }
+}
+
+/// The newest `/usr/lib/postgresql/<version>/bin`.
+fn server_bin() -> PathBuf {
+    let root = Path::new("/usr/lib/postgresql");
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir(root)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| {
+                    let version = e.file_name().to_string_lossy().parse().ok()?;
+                    let bin = e.path().join("bin");
+                    bin.join("initdb").is_file().then_some((version, bin))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    versions.sort();
+    versions.pop().map(|(_, bin)| bin).unwrap_or_else(|| {
+        panic!(
+            "PostgreSQL is not installed (apt-get install postgresql; scripts/test.sh installs it)"
+        )
+    })
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
