@@ -26,7 +26,7 @@ pub(crate) async fn hold_then_receive(state: AppState, live: Arc<Live>) {
                         tracing::info!(
                             channel = live.channel().name(),
                             holder = holder.as_deref().unwrap_or("another gateway"),
-                            "channel received by another gateway on this home: standing by"
+                            "channel received by another gateway: standing by"
                         );
                         live.set_state("standby");
                         told = true;

@@ -16,6 +16,9 @@ pub enum StateError {
     /// `[state] url` or `LURKBOT_STATE_URL` cannot be used.
     #[error("{0}")]
     Url(String),
+    /// A move between backends that cannot be made (`state migrate`).
+    #[error("{0}")]
+    Migrate(String),
     /// A record that should be JSON is not.
     #[error("a state record is not valid JSON: {0}")]
     Json(#[from] serde_json::Error),

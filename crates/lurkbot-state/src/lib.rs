@@ -24,6 +24,7 @@ mod error;
 pub mod inbound;
 pub mod leases;
 mod location;
+pub mod migrate;
 pub mod outbox;
 mod postgres;
 mod sql;
@@ -34,6 +35,7 @@ pub use error::StateError;
 pub use inbound::Received;
 pub use leases::{LEASE_RENEW_MS, LEASE_TTL_MS, Lease, default_owner_id};
 pub use location::{Location, STATE_PASSWORD_VAR, STATE_URL_VAR, StateUrl};
+pub use migrate::Counts;
 pub use outbox::{NewOutgoing, Outgoing, OutgoingState};
 pub use turns::{Admitted, NewTurn, TurnRecord, TurnState};
 

@@ -170,6 +170,11 @@ impl StateUrl {
         Ok(Self { config, tls, shown })
     }
 
+    /// Whether the URL carries a password.
+    pub fn has_password(&self) -> bool {
+        self.config.get_password().is_some()
+    }
+
     /// Whether the connection will use TLS.
     pub fn tls(&self) -> bool {
         self.tls != Tls::Off

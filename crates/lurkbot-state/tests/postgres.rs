@@ -275,3 +275,40 @@ fn a_database_from_a_newer_lurkbot_is_refused_and_a_password_never_shown() {
     );
     assert!(!text.contains("hunter2"), "{text}");
 }
+
+#[test]
+fn tls_verifies_the_server_against_the_system_or_the_named_ca() {
+    let (pg, ca) = Postgres::start_tls();
+    pg.database("tls");
+    let (_dir, home) = home();
+    let base = pg.url("tls");
+
+    // Verified against the test CA it names: connected, over TLS.
+    let pinned = format!("{base}?sslmode=verify-full&sslrootcert={}", ca.display());
+    let store = Store::open_at(&home, &location(&pinned), None).unwrap();
+    store.admit(&turn("run_tls", None)).unwrap();
+    let encrypted = pg.psql(
+        "tls",
+        "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+         WHERE s.ssl AND a.application_name <> 'psql'",
+    );
+    assert_eq!(encrypted, "1", "the store's connection is encrypted");
+
+    // The system's roots do not know the test CA: refused, saying why (libpq's `require`
+    // would have connected to anyone).
+    for mode in ["require", "prefer"] {
+        let err = Store::open_at(&home, &location(&format!("{base}?sslmode={mode}")), None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("certificate"), "{mode}: {err}");
+    }
+    // A CA file that is not there says so.
+    let missing = format!("{base}?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem");
+    let err = Store::open_at(&home, &location(&missing), None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("sslrootcert /nonexistent/ca.pem"), "{err}");
+    // In the clear when asked (loopback's default).
+    let clear = Store::open_at(&home, &location(&base), None).unwrap();
+    assert_eq!(clear.turn_counts().unwrap(), [1, 0, 0, 0]);
+}

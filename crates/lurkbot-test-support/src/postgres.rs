@@ -23,15 +23,51 @@ impl Postgres {
     /// When PostgreSQL is not installed (`apt-get install postgresql`; `scripts/test.sh`
     /// installs it) or will not start.
     pub fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// [`Postgres::start`] with PostgreSQL's defaults kept — every commit synced to disk — for
+    /// measurements (the tests' clusters run with `fsync = off`).
+    pub fn start_synced() -> Self {
+        Self::start_inner(false, true)
+    }
+
+    /// [`Postgres::start`] with TLS on (`ssl = on`), its server certificate for 127.0.0.1
+    /// signed by a test CA; the CA's certificate (for `sslrootcert`).
+    ///
+    /// # Panics
+    /// As [`Postgres::start`]; `openssl` missing.
+    pub fn start_tls() -> (Self, PathBuf) {
+        let pg = Self::start_with(true);
+        let ca = pg.dir.path().join("ca.pem");
+        (pg, ca)
+    }
+
+    fn start_with(tls: bool) -> Self {
+        Self::start_inner(tls, false)
+    }
+
+    fn start_inner(tls: bool, synced: bool) -> Self {
         let bin = server_bin();
         let dir = tempfile::Builder::new()
             .prefix("lurkbot-pg")
             .tempdir()
             .unwrap();
         let as_postgres = is_root();
+        let mut ssl = String::new();
+        if tls {
+            let pki = crate::tls::issue(dir.path(), "lurkbot test CA");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&pki.key, std::fs::Permissions::from_mode(0o600)).unwrap();
+            ssl = format!(
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                pki.cert.display(),
+                pki.key.display()
+            );
+        }
         if as_postgres {
             let owned = Command::new("chown")
-                .arg("postgres")
+                .args(["-R", "postgres"])
                 .arg(dir.path())
                 .status()
                 .unwrap();
@@ -45,13 +81,14 @@ impl Postgres {
             as_postgres,
         };
         let data = pg.dir.path().join("data");
+        let fsync = if synced { "" } else { " -c fsync=off" };
         pg.run(&format!(
             "{} -D {} -A trust -U lurk --no-sync",
             pg.bin.join("initdb").display(),
             data.display()
         ));
         pg.run(&format!(
-            "{} -D {} -l {} -w -o '-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off' start",
+            "{} -D {} -l {} -w -o '-k {} -p {} -c listen_addresses=127.0.0.1{fsync}{ssl}' start",
             pg.bin.join("pg_ctl").display(),
             data.display(),
             pg.dir.path().join("pg.log").display(),

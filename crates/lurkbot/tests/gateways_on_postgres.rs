@@ -1,25 +1,113 @@
 //! Several gateway processes sharing one PostgreSQL database (`[state] url`; Debian's
 //! PostgreSQL 15 on loopback): one of them runs the cron jobs — the holder of the lease
 //! `scheduler` — and when it is killed another takes the schedule over well within 15 s,
-//! each scheduled time run once.
+//! each scheduled time run once; the Telegram poller's gateway killed mid-turn, another takes
+//! the poll and the turn; `state migrate` there and back.
 
-use std::time::Instant;
+const BOT_TOKEN: &str = "123456:on-postgres";
 
-use lurkbot_llm::fake::{FakeProvider, Step};
+use std::time::{Duration, Instant};
+
+use lurkbot_llm::fake::{FakeProvider, Gate, Step};
 use lurkbot_test_support::postgres::Postgres;
+use lurkbot_test_support::telegram_server::TelegramServer;
 
-use crate::nothing_lost::{kill, until};
+use crate::nothing_lost::{append_config, kill, until};
 use crate::util::{Running, Test, start_gateway};
 
 /// A home whose state is in database `name` of `pg`.
 pub(crate) fn home_on(pg: &Postgres, name: &str) -> Test {
     let url = pg.database(name);
     let t = Test::init();
-    let config = t.path("config.toml");
-    let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(&format!("\n[state]\nurl = \"{url}\"\n"));
-    std::fs::write(&config, text).unwrap();
+    append_config(&t, &format!("[state]\nurl = \"{url}\""));
     t
+}
+
+/// The holder of lease `name` in database `db`, if any.
+fn holder_of(pg: &Postgres, db: &str, name: &str) -> String {
+    pg.psql(
+        db,
+        &format!("SELECT owner FROM leases WHERE name = '{name}'"),
+    )
+}
+
+/// Two gateways on PostgreSQL with Telegram: the one polling is killed during a message's
+/// model call; the other takes the poll and the turn over within 15 s, answers that message
+/// once and the next one too — never two pollers at once (Telegram's 409), nothing twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_telegram_pollers_gateway_killed_another_takes_the_poll_and_its_turn() {
+    let pg = Postgres::start();
+    let t = home_on(&pg, "poll");
+    let telegram = TelegramServer::start(BOT_TOKEN);
+    append_config(
+        &t,
+        &format!(
+            "[channels.telegram]\nbase_url = \"{}\"\nallow_from = [\"42\"]",
+            telegram.url()
+        ),
+    );
+    std::fs::write(t.path(".env"), format!("TELEGRAM_BOT_TOKEN={BOT_TOKEN}\n")).unwrap();
+    let fake = FakeProvider::start(vec![
+        Step::Held(Gate::new(), Box::new(Step::text("never sent"))),
+        Step::text("Answered after the takeover."),
+        Step::text("And the next one."),
+    ])
+    .await;
+    fake.record(true);
+    let base = format!("{}/v1", fake.url);
+    let env = |id: &'static str| {
+        [
+            ("LURKBOT_MODEL", "openai/fake"),
+            ("OPENAI_BASE_URL", base.clone().leak() as &str),
+            ("LURKBOT_GATEWAY_ID", id),
+        ]
+    };
+    let first = start_gateway(&t, &env("gw-poller"));
+    until("the first polls", || {
+        holder_of(&pg, "poll", "channel:telegram") == "gw-poller"
+    })
+    .await;
+    let second = start_gateway(&t, &env("gw-standby"));
+    until("the second stands by", || {
+        second.stderr().contains("standing by")
+    })
+    .await;
+    telegram.user_writes(42, 42, "ada", "private", "who answers?");
+    until("the model call", || fake.requests().len() == 1).await;
+    assert_eq!(telegram.conflicts(), 0, "one poller while both live");
+
+    kill(first);
+    let killed_at = Instant::now();
+    let sent = telegram.wait_sent(1, Duration::from_secs(30));
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].text, "Answered after the takeover\\.");
+    assert!(
+        killed_at.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        killed_at.elapsed()
+    );
+    until("the second polls", || {
+        holder_of(&pg, "poll", "channel:telegram") == "gw-standby"
+    })
+    .await;
+    telegram.user_writes(42, 42, "ada", "private", "and now?");
+    let sent = telegram.wait_sent(2, Duration::from_secs(30));
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[1].text, "And the next one\\.");
+    let (status, stderr) = tokio::task::spawn_blocking(move || second.stop())
+        .await
+        .unwrap();
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(
+        telegram.sent().len(),
+        2,
+        "nothing twice: {:?}",
+        telegram.sent()
+    );
+    // The dead poller's last wait may still be open at Telegram: its successor's first poll
+    // ends it (a 409 nobody reads). Never more.
+    assert!(telegram.conflicts() <= 1, "{}", telegram.conflicts());
+    assert_eq!(fake.requests().len(), 3, "one call cut, two that answered");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,5 +202,147 @@ async fn three_gateways_run_a_cron_job_once_per_time_and_another_takes_over_the_
     assert!(
         calls == turns || calls == turns + 1,
         "{calls} model calls for {turns} runs"
+    );
+}
+
+/// `state migrate` moves a populated home's state to PostgreSQL and back: the same turns
+/// (replies, journal steps, sources), inbound records and outbox, counted on both sides; a
+/// password on the command line, a running gateway and a non-empty target are refused.
+#[test]
+fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
+    use lurkbot_state::{NewOutgoing, NewTurn, Store};
+    let pg = Postgres::start();
+    let url = pg.database("moved");
+    let t = Test::init();
+    let home = lurkbot_core::Home::open(&t.path("")).unwrap();
+    {
+        let store = Store::open(&home).unwrap();
+        for i in 0..5 {
+            let id = format!("run_{i}");
+            let source = format!("telegram:42:{i}");
+            store
+                .receive(&source, "telegram", &serde_json::json!({"text": i}))
+                .unwrap();
+            store
+                .admit(&NewTurn {
+                    id: id.clone(),
+                    source: Some(source),
+                    session: "agent:main:main".into(),
+                    origin: serde_json::json!({"chat": "42"}),
+                    message: format!("question {i}"),
+                    options: serde_json::json!({}),
+                })
+                .unwrap();
+            store.begin(&id).unwrap();
+            store.set_step(&id, 1, None).unwrap();
+            if i < 4 {
+                let reply = NewOutgoing {
+                    channel: "telegram".into(),
+                    chat: "42".into(),
+                    reply_to: Some(i.to_string()),
+                    kind: "text".into(),
+                    body: format!("answer {i}"),
+                };
+                store
+                    .finish(&id, Ok(&format!("answer {i}")), &[reply])
+                    .unwrap();
+            }
+        }
+        store
+            .receive("telegram:42:99", "telegram", &serde_json::json!({}))
+            .unwrap();
+        store.release_leases().unwrap();
+    }
+
+    // The password never on the command line.
+    let with_password = url.replace("lurk@", "lurk:pw-on-argv@");
+    let refused = t.run(&["state", "migrate", "--to", &with_password]);
+    assert_eq!(refused.status, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("LURKBOT_STATE_PASSWORD"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.stderr.contains("pw-on-argv"), "{}", refused.stderr);
+    let same = t.run(&["state", "migrate", "--to", "home"]);
+    assert_eq!(same.status, 2, "{}", same.stderr);
+
+    // While a gateway runs on the state, nothing moves.
+    let running = crate::util::start_gateway(&t, &[("LURKBOT_GATEWAY_ID", "busy")]);
+    let busy = t.run(&["state", "migrate", "--to", &url]);
+    assert_ne!(busy.status, 0);
+    assert!(
+        busy.stderr.contains("gateway busy still runs"),
+        "{}",
+        busy.stderr
+    );
+    let (status, stderr) = running.stop();
+    assert_eq!(status, 0, "{stderr}");
+    // (It ended the unended turn at its start: no model is configured.)
+    let records: Vec<_> = {
+        let store = Store::open(&home).unwrap();
+        (0..5)
+            .map(|i| store.turn(&format!("run_{i}")).unwrap().unwrap())
+            .collect()
+    };
+
+    let moved = t.run(&["state", "migrate", "--to", &url, "--json"]);
+    assert_eq!(moved.status, 0, "{}", moved.stderr);
+    let moved = moved.json();
+    assert_eq!(
+        (&moved["turns"], &moved["inbound"], &moved["outbox"]),
+        (
+            &serde_json::json!(5),
+            &serde_json::json!(6),
+            &serde_json::json!(4)
+        )
+    );
+    assert_eq!(pg.psql("moved", "SELECT count(*) FROM turns"), "5");
+    let again = t.run(&["state", "migrate", "--to", &url]);
+    assert_ne!(again.status, 0, "a target that holds state is refused");
+    assert!(
+        again.stderr.contains("already holds state"),
+        "{}",
+        again.stderr
+    );
+
+    // Pointed at the database, the home's own store moved aside: back into the home.
+    let config = t.path("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!("\n[state]\nurl = \"{url}\"\n"));
+    std::fs::write(&config, text).unwrap();
+    let status = t.run(&["state", "status", "--json"]).json();
+    assert_eq!(status["backend"], "postgres", "{status}");
+    assert_eq!(status["turns"]["done"], 4, "{status}");
+    for name in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"] {
+        let _ = std::fs::rename(
+            t.path(&format!("state/{name}")),
+            t.path(&format!("state/before-{name}")),
+        );
+    }
+    let back = t.run(&["state", "migrate", "--to", "home"]);
+    assert_eq!(back.status, 0, "{}", back.stderr);
+    assert!(
+        back.stdout
+            .contains("moved 5 turns, 6 inbound records and 4 outbox messages"),
+        "{}",
+        back.stdout
+    );
+    let store = Store::open(&home).unwrap();
+    for before in &records {
+        let after = store.turn(&before.id).unwrap().unwrap();
+        assert_eq!(&after, before);
+    }
+    assert_eq!(store.unhandled("telegram").unwrap().len(), 1);
+    let pending: Vec<String> = store
+        .outbox(&[lurkbot_state::OutgoingState::Pending], 10)
+        .unwrap()
+        .into_iter()
+        .map(|o| o.body)
+        .collect();
+    assert_eq!(
+        pending,
+        ["answer 0", "answer 1", "answer 2", "answer 3"],
+        "in order"
     );
 }

@@ -38,6 +38,7 @@ pub(crate) mod sessions;
 pub(crate) mod setup;
 pub(crate) mod skills;
 pub(crate) mod state;
+mod state_migrate;
 pub(crate) mod usage;
 pub(crate) mod users;
 

@@ -20,6 +20,8 @@ use crate::error::{CliError, CliResult};
 pub(crate) enum StateArgs {
     /// The store, its schema, turns, outbox and leases.
     Status(StatusArgs),
+    /// Move the state to PostgreSQL or back into the home, counted on both sides.
+    Migrate(super::state_migrate::MigrateArgs),
 }
 
 /// Flags of `lurkbot state status`.
@@ -43,7 +45,10 @@ pub(crate) fn open_existing(home: &Home) -> Result<Option<Store>, lurkbot_state:
 }
 
 pub(crate) fn run(home_path: &Path, args: &StateArgs) -> CliResult {
-    let StateArgs::Status(args) = args;
+    let args = match args {
+        StateArgs::Status(args) => args,
+        StateArgs::Migrate(args) => return super::state_migrate::run(home_path, args),
+    };
     let home = Home::open(home_path)?;
     let failed = |e: lurkbot_state::StateError| CliError::failed("state", e.to_string());
     let Some(store) = open_existing(&home).map_err(failed)? else {
