@@ -225,19 +225,43 @@ fn expiry() -> i64 {
     now().saturating_add(LEASE_TTL_MS as i64)
 }
 
+/// Whether each holder seen so far lives, by `(holder, incarnation)`: one look per holder
+/// in a pass over many leases, so a gateway dying in the middle of the pass is seen as dead or
+/// alive for all of its leases alike.
+pub(crate) type Seen = std::collections::HashMap<(String, String), bool>;
+
 /// Takes lease `name` for `owner` inside `tx` when it is free (nobody holds it, its holder is
 /// dead, or it is this owner's already); whether this owner holds it now.
 pub(crate) fn take(tx: &mut dyn Sql, owner: &Owner, name: &str) -> Result<bool, StateError> {
+    take_seen(tx, owner, name, &mut Seen::new())
+}
+
+/// [`take`], with what earlier takes of the same pass saw of the holders.
+pub(crate) fn take_seen(
+    tx: &mut dyn Sql,
+    owner: &Owner,
+    name: &str,
+    seen: &mut Seen,
+) -> Result<bool, StateError> {
     let holder = tx.row(
         "SELECT owner, incarnation, expires_ms FROM leases WHERE name = ?1",
         vals![name],
     )?;
     if let Some(row) = holder {
         let (holder, incarnation) = (row.text(0), row.text(1));
-        if !owner.is_me(&holder, &incarnation)
-            && owner.alive(tx, &holder, &incarnation, row.int(2))?
-        {
-            return Ok(false);
+        if !owner.is_me(&holder, &incarnation) {
+            let key = (holder, incarnation);
+            let alive = match seen.get(&key) {
+                Some(alive) => *alive,
+                None => {
+                    let alive = owner.alive(tx, &key.0, &key.1, row.int(2))?;
+                    seen.insert(key, alive);
+                    alive
+                }
+            };
+            if alive {
+                return Ok(false);
+            }
         }
     }
     owner.hold()?;

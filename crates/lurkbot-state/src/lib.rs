@@ -118,7 +118,11 @@ impl Store {
                 }
             }
             Location::Postgres(url) => Self {
-                backend: Arc::new(Backend::Postgres(postgres::Pg::connect(url, &id)?)),
+                backend: Arc::new(Backend::Postgres(postgres::Pg::connect(
+                    url,
+                    &id,
+                    user_of(home).as_deref(),
+                )?)),
                 owner: Arc::new(leases::Owner::session(id)),
             },
         };
@@ -188,6 +192,13 @@ impl Store {
             Backend::Postgres(pg) => pg.durably(f),
         }
     }
+}
+
+/// The user whose home `home` is, on a shared gateway (`users/<name>`); `None` for the
+/// gateway's own home.
+fn user_of(home: &Home) -> Option<String> {
+    home.shared()?;
+    Some(home.root().file_name()?.to_string_lossy().into_owned())
 }
 
 /// The embedded connection (a poisoned lock still holds a usable connection: SQLite rolls back

@@ -119,21 +119,33 @@ impl Drop for Pg {
 }
 
 impl Pg {
-    /// Connects as gateway `owner` (taking its id's lock) and brings the schema up to date.
-    pub(crate) fn connect(url: &StateUrl, owner: &str) -> Result<Self, StateError> {
+    /// Connects as gateway `owner` (taking its id's lock) and brings the schema up to date;
+    /// the state of user `user` on a shared gateway lives in a PostgreSQL schema of its own
+    /// (`lurkbot_user_<name>_<hash>`), so no query of one user's store sees another's rows.
+    pub(crate) fn connect(
+        url: &StateUrl,
+        owner: &str,
+        user: Option<&str>,
+    ) -> Result<Self, StateError> {
+        let schema = user.map(schema_for);
         let mut conn = Conn {
             client: None,
             statements: HashMap::new(),
             url: url.clone(),
             owner_key: advisory_key(&format!("gateway:{owner}")),
             owner: owner.to_string(),
+            write_key: advisory_key(&format!("write:{}", schema.as_deref().unwrap_or(""))),
+            schema,
         };
         let (jobs, inbox) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("lurkbot-state-pg".into())
             .spawn(move || {
-                let first = conn.client().and_then(migrate);
+                let schema = conn.schema.clone();
+                let first = conn
+                    .client()
+                    .and_then(|client| migrate(client, schema.as_deref()));
                 let failed = first.is_err();
                 let _ = ready_tx.send(first);
                 if failed {
@@ -195,13 +207,11 @@ impl Pg {
         f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError> + Send + 'static,
     ) -> Result<T, StateError> {
         self.call(move |conn| {
+            let write_key = conn.write_key;
             let Ready { client, statements } = conn.ready()?;
             let mut tx = client.transaction().map_err(db)?;
-            tx.execute(
-                "SELECT pg_advisory_xact_lock($1)",
-                &[&advisory_key("write")],
-            )
-            .map_err(db)?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&write_key])
+                .map_err(db)?;
             let value = f(&mut PgSql {
                 client: &mut tx,
                 statements,
@@ -248,6 +258,10 @@ struct Conn {
     url: StateUrl,
     owner_key: i64,
     owner: String,
+    /// The lock durable transactions take (one per schema).
+    write_key: i64,
+    /// A user's schema, if this store is a user's.
+    schema: Option<String>,
 }
 
 /// A connection known to be open.
@@ -273,6 +287,11 @@ impl Conn {
                 .get(0);
             if !held {
                 return Err(StateError::OwnerTaken(self.owner.clone()));
+            }
+            if let Some(schema) = &self.schema {
+                client
+                    .batch_execute(&format!("SET search_path TO \"{schema}\""))
+                    .map_err(db)?;
             }
             self.client = Some(client);
         }
@@ -344,13 +363,17 @@ fn pinned_roots(path: &std::path::Path) -> Result<rustls::ClientConfig, StateErr
 
 /// Creates the schema, or brings it up to date, under a lock no other gateway passes at the
 /// same time.
-fn migrate(client: &mut postgres::Client) -> Result<(), StateError> {
+fn migrate(client: &mut postgres::Client, schema: Option<&str>) -> Result<(), StateError> {
     let mut tx = client.transaction().map_err(db)?;
     tx.execute(
         "SELECT pg_advisory_xact_lock($1)",
         &[&advisory_key("migrate")],
     )
     .map_err(db)?;
+    if let Some(schema) = schema {
+        tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
+            .map_err(db)?;
+    }
     tx.batch_execute("CREATE TABLE IF NOT EXISTS lurkbot_schema (version BIGINT NOT NULL)")
         .map_err(db)?;
     let found = version(&mut tx)?;
@@ -377,6 +400,24 @@ fn version(client: &mut impl GenericClient) -> Result<i64, StateError> {
         .query_opt("SELECT version FROM lurkbot_schema LIMIT 1", &[])
         .map_err(db)?;
     Ok(row.map_or(0, |r| r.get(0)))
+}
+
+/// The schema of user `user`'s state: the name made safe for an identifier, and a hash of it
+/// so that names differing only in what was replaced stay apart.
+fn schema_for(user: &str) -> String {
+    let safe: String = user
+        .chars()
+        .take(32)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let hash = u64::from_ne_bytes(advisory_key(user).to_ne_bytes()) & 0xffff_ffff;
+    format!("lurkbot_user_{safe}_{hash:08x}")
 }
 
 /// A 64-bit advisory lock key for `name` (FNV-1a: stable across builds and machines).
@@ -501,6 +542,13 @@ impl ToSql for Val {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn users_get_schemas_apart() {
+        assert_ne!(schema_for("a-b"), schema_for("a_b"));
+        assert!(schema_for("ada").starts_with("lurkbot_user_ada_"));
+        assert!(schema_for(&"x".repeat(80)).len() < 63);
+    }
 
     #[test]
     fn lock_keys_are_stable_and_distinct() {

@@ -371,6 +371,7 @@ impl Store {
             );
             let open = tx.rows(&query, &[])?;
             let mut claimed = Vec::new();
+            let mut seen = crate::leases::Seen::new();
             for row in open {
                 let holder = row.opt_text(COLUMN_COUNT);
                 let incarnation = row.text(COLUMN_COUNT + 1);
@@ -381,7 +382,7 @@ impl Store {
                     continue;
                 }
                 let turn = record(&row)?;
-                if crate::leases::take(tx, &owner, &lease_name(&turn.id))? {
+                if crate::leases::take_seen(tx, &owner, &lease_name(&turn.id), &mut seen)? {
                     claimed.push(turn);
                 }
             }

@@ -312,3 +312,45 @@ fn tls_verifies_the_server_against_the_system_or_the_named_ca() {
     let clear = Store::open_at(&home, &location(&base), None).unwrap();
     assert_eq!(clear.turn_counts().unwrap(), [1, 0, 0, 0]);
 }
+
+/// On a shared gateway each user's state is their own on PostgreSQL too: a schema per user,
+/// so the gateway's store and another user's never see (or take over) their turns.
+#[test]
+fn each_users_state_is_apart_in_one_database() {
+    let pg = Postgres::start();
+    let at = location(&pg.database("users"));
+    let (_dir, home) = home();
+    let ada_home = home.member("ada").unwrap();
+    let bob_home = home.member("bob").unwrap();
+    let gateway = Store::open_at(&home, &at, Some("gw-main")).unwrap();
+    let ada = Store::open_at(&ada_home, &at, None).unwrap();
+    let bob = Store::open_at(&bob_home, &at, None).unwrap();
+    ada.admit(&turn("run_ada", Some("api:same-key"))).unwrap();
+    assert_eq!(
+        bob.admit(&turn("run_bob", Some("api:same-key"))).unwrap(),
+        Admitted::New,
+        "one source id per user, not per database"
+    );
+    assert!(gateway.unfinished().unwrap().is_empty());
+    assert_eq!(ids(&bob.unfinished().unwrap()), ["run_bob"]);
+    drop(ada);
+    // Ada's gateway gone: her turn is taken by her next store, by nobody else's.
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(gateway.claim_unfinished().unwrap().is_empty());
+    assert!(bob.claim_unfinished().unwrap().is_empty());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let ada_again = Store::open_at(&ada_home, &at, None).unwrap();
+    let taken = loop {
+        let taken = ada_again.claim_unfinished().unwrap();
+        if !taken.is_empty() || Instant::now() > deadline {
+            break taken;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(ids(&taken), ["run_ada"]);
+    let schemas = pg.psql(
+        "users",
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'turns'",
+    );
+    assert_eq!(schemas, "3", "the gateway's and one per user");
+}
