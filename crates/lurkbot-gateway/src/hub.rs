@@ -24,6 +24,8 @@ pub struct Hub {
     tx: broadcast::Sender<Event>,
     /// Told when a listener joins.
     joined: Arc<Notify>,
+    /// Other gateways' share of the events, on PostgreSQL (`shared_events.rs`).
+    pub(crate) sharing: Arc<crate::shared_events::Sharing>,
 }
 
 impl Default for Hub {
@@ -31,14 +33,22 @@ impl Default for Hub {
         Self {
             tx: broadcast::channel(1024).0,
             joined: Arc::default(),
+            sharing: Arc::default(),
         }
     }
 }
 
 impl Hub {
-    /// Sends `event` to every connection (dropped when none listens).
+    /// Sends `event` to every connection (dropped when none listens), and to the clients of
+    /// the other gateways when the state is shared.
     pub fn emit(&self, event: Event) {
+        self.sharing.publish(&event);
         let _ = self.tx.send(event);
+    }
+
+    /// What sends to this gateway's connections only (events another gateway published).
+    pub(crate) fn local_sender(&self) -> broadcast::Sender<Event> {
+        self.tx.clone()
     }
 
     /// A new listener.

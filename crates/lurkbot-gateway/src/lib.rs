@@ -45,6 +45,7 @@ mod run;
 mod runtime;
 mod scheduler;
 mod server;
+mod shared_events;
 mod shared_skills;
 mod sign_in;
 mod slots;

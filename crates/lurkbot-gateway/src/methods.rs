@@ -347,6 +347,10 @@ pub(crate) fn status(state: &AppState) -> Value {
         "version": env!("CARGO_PKG_VERSION"),
         "gatewayId": state.host.store().map(lurkbot_state::Store::owner),
         "stateStore": state.host.store().map(lurkbot_state::Store::backend),
+        "sharedEvents": {
+            "on": state.host.store().is_some_and(lurkbot_state::Store::shares_events),
+            "dropped": state.hub.sharing.dropped(),
+        },
         "model": model,
         "irc": {"configured": lurkbot_term::IrcSessions::configured(&state.home)},
         "liveSessions": state.host.live_sessions(),

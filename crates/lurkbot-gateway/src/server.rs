@@ -118,6 +118,7 @@ pub async fn serve(
     // Turns cut by the last stop go on (ARCHITECTURE.md §6.3). Read before the timers and the
     // channels start: a turn they admit now is theirs, not one to resume.
     state.host.resume_unfinished();
+    crate::shared_events::start(&state.hub, &store);
     let forwarder = tokio::spawn(state.host.clone().forward_irc());
     let timers = crate::scheduler::start(state.clone());
     let memory_watch = crate::memory_watch::start(state.clone());

@@ -305,6 +305,7 @@ impl Tenants {
                 crate::memory_watch::start(state.clone()),
             ];
             if let Some(store) = state.host.store() {
+                crate::shared_events::start(&state.hub, store);
                 tasks.push(crate::outbox::start(
                     state.host.channels.clone(),
                     state.home.clone(),

@@ -21,6 +21,7 @@
 
 mod embedded;
 mod error;
+pub mod events;
 pub mod inbound;
 pub mod leases;
 mod location;
@@ -32,6 +33,7 @@ pub mod turns;
 
 pub use embedded::STATE_FILE;
 pub use error::StateError;
+pub use events::{Follower, SharedEvent};
 pub use inbound::Received;
 pub use leases::{LEASE_RENEW_MS, LEASE_TTL_MS, Lease, default_owner_id};
 pub use location::{Location, STATE_PASSWORD_VAR, STATE_URL_VAR, StateUrl};
@@ -57,7 +59,7 @@ enum Backend {
     /// `state/state.sqlite` in the home.
     Embedded(Mutex<rusqlite::Connection>),
     /// A PostgreSQL database several gateways share.
-    Postgres(postgres::Pg),
+    Postgres(Box<postgres::Pg>),
 }
 
 impl std::fmt::Debug for Store {
@@ -118,11 +120,11 @@ impl Store {
                 }
             }
             Location::Postgres(url) => Self {
-                backend: Arc::new(Backend::Postgres(postgres::Pg::connect(
+                backend: Arc::new(Backend::Postgres(Box::new(postgres::Pg::connect(
                     url,
                     &id,
                     user_of(home).as_deref(),
-                )?)),
+                )?))),
                 owner: Arc::new(leases::Owner::session(id)),
             },
         };

@@ -87,6 +87,12 @@ CREATE TABLE IF NOT EXISTS leases (
     expires_ms  BIGINT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner);
+CREATE TABLE IF NOT EXISTS events (
+    id          BIGSERIAL PRIMARY KEY,
+    origin      TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    created_ms  BIGINT NOT NULL
+);
 ";
 
 /// Work for the connection's thread.
@@ -97,6 +103,9 @@ pub(crate) struct Pg {
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     target: String,
+    /// What another connection of this store (the events' follower) needs.
+    pub(crate) url: StateUrl,
+    pub(crate) schema: Option<String>,
 }
 
 impl Drop for Pg {
@@ -128,6 +137,7 @@ impl Pg {
         user: Option<&str>,
     ) -> Result<Self, StateError> {
         let schema = user.map(schema_for);
+        let kept_schema = schema.clone();
         let mut conn = Conn {
             client: None,
             statements: HashMap::new(),
@@ -161,6 +171,8 @@ impl Pg {
             jobs: Mutex::new(Some(jobs)),
             thread: Mutex::new(Some(thread)),
             target: url.to_string(),
+            url: url.clone(),
+            schema: kept_schema,
         })
     }
 
@@ -170,7 +182,7 @@ impl Pg {
     }
 
     /// Runs `job` on the connection's thread and waits for its answer.
-    fn call<T: Send + 'static>(
+    pub(crate) fn call<T: Send + 'static>(
         &self,
         job: impl FnOnce(&mut Conn) -> Result<T, StateError> + Send + 'static,
     ) -> Result<T, StateError> {
@@ -246,12 +258,12 @@ fn gone() -> StateError {
     StateError::Postgres("its connection thread stopped: restart the gateway".into())
 }
 
-fn db(e: postgres::Error) -> StateError {
+pub(crate) fn db(e: postgres::Error) -> StateError {
     StateError::Postgres(connect_reason(&e))
 }
 
 /// The connection as its thread keeps it.
-struct Conn {
+pub(crate) struct Conn {
     client: Option<postgres::Client>,
     /// Statements prepared on this connection, by their SQL.
     statements: HashMap<String, Statement>,
@@ -265,8 +277,8 @@ struct Conn {
 }
 
 /// A connection known to be open.
-struct Ready<'a> {
-    client: &'a mut postgres::Client,
+pub(crate) struct Ready<'a> {
+    pub(crate) client: &'a mut postgres::Client,
     statements: &'a mut HashMap<String, Statement>,
 }
 
@@ -276,7 +288,7 @@ impl Conn {
         Ok(self.ready()?.client)
     }
 
-    fn ready(&mut self) -> Result<Ready<'_>, StateError> {
+    pub(crate) fn ready(&mut self) -> Result<Ready<'_>, StateError> {
         if self.client.as_ref().is_none_or(postgres::Client::is_closed) {
             self.client = None;
             self.statements.clear();
@@ -306,7 +318,7 @@ impl Conn {
 }
 
 /// Opens a connection, over verified TLS when the URL asks for it.
-fn connect(url: &StateUrl) -> Result<postgres::Client, StateError> {
+pub(crate) fn connect(url: &StateUrl) -> Result<postgres::Client, StateError> {
     let failed = |e: postgres::Error| {
         StateError::Postgres(format!("cannot connect to {url}: {}", connect_reason(&e)))
     };
@@ -383,8 +395,10 @@ fn migrate(client: &mut postgres::Client, schema: Option<&str>) -> Result<(), St
             supported: SCHEMA_VERSION,
         });
     }
+    // Every table is made if missing (they all say IF NOT EXISTS): a database made by an
+    // earlier build of this version gains the ones added since.
+    tx.batch_execute(SCHEMA).map_err(db)?;
     if found < SCHEMA_VERSION {
-        tx.batch_execute(SCHEMA).map_err(db)?;
         tx.execute("DELETE FROM lurkbot_schema", &[]).map_err(db)?;
         tx.execute(
             "INSERT INTO lurkbot_schema (version) VALUES ($1)",
@@ -421,7 +435,7 @@ fn schema_for(user: &str) -> String {
 }
 
 /// A 64-bit advisory lock key for `name` (FNV-1a: stable across builds and machines).
-fn advisory_key(name: &str) -> i64 {
+pub(crate) fn advisory_key(name: &str) -> i64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in "lurkbot:".bytes().chain(name.bytes()) {
         hash ^= u64::from(byte);

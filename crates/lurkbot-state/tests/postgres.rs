@@ -354,3 +354,49 @@ fn each_users_state_is_apart_in_one_database() {
     );
     assert_eq!(schemas, "3", "the gateway's and one per user");
 }
+
+/// Events published by one gateway reach the others' followers, in order, and never come
+/// back to their publisher; nothing is shared on the embedded store.
+#[test]
+fn events_published_by_one_gateway_reach_the_others_in_order() {
+    let pg = Postgres::start();
+    let at = location(&pg.database("events"));
+    let (_dir, home) = home();
+    let a = Store::open_at(&home, &at, Some("gw-a")).unwrap();
+    let b = Store::open_at(&home, &at, Some("gw-b")).unwrap();
+    let follow = |store: &Store| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let follower = store
+            .follow_events(move |batch| {
+                for event in batch {
+                    let _ = tx.send(event.payload);
+                }
+            })
+            .unwrap()
+            .expect("PostgreSQL shares events");
+        (follower, rx)
+    };
+    let (_on_a, from_b) = follow(&a);
+    let (_on_b, from_a) = follow(&b);
+    a.publish_events(vec!["one".into(), "two".into()]).unwrap();
+    a.publish_events(vec!["three".into()]).unwrap();
+    b.publish_events(vec!["from b".into()]).unwrap();
+    let got: Vec<String> = (0..3)
+        .map(|_| from_a.recv_timeout(Duration::from_secs(30)).unwrap())
+        .collect();
+    assert_eq!(got, ["one", "two", "three"]);
+    assert_eq!(
+        from_b.recv_timeout(Duration::from_secs(30)).unwrap(),
+        "from b"
+    );
+    assert!(
+        from_a.try_recv().is_err(),
+        "b's own event is not delivered to b"
+    );
+
+    let (_plain_dir, plain) = crate::home();
+    let embedded = Store::open(&plain).unwrap();
+    assert!(!embedded.shares_events());
+    assert!(embedded.follow_events(|_| {}).unwrap().is_none());
+    embedded.publish_events(vec!["x".into()]).unwrap();
+}

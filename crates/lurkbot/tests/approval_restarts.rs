@@ -12,7 +12,7 @@ use crate::util::Test;
 const CREATE: &str = "cal create-event --calendar-id 1 --title Dentist --start 2026-11-24T09:00:00Z --end 2026-11-24T09:30:00Z --confirm";
 
 /// A client signed in with the gateway's token on `url`.
-async fn client(url: &str, token: &str) -> Ws {
+pub(crate) async fn client(url: &str, token: &str) -> Ws {
     let (mut ws, _, _) = Ws::open(url).await;
     let hello = ws
         .call(

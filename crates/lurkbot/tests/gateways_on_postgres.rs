@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use lurkbot_llm::fake::{FakeProvider, Gate, Step};
 use lurkbot_test_support::postgres::Postgres;
 use lurkbot_test_support::telegram_server::TelegramServer;
+use serde_json::json;
 
 use crate::nothing_lost::{append_config, kill, until};
 use crate::util::{Running, Test, start_gateway};
@@ -345,4 +346,67 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
         ["answer 0", "answer 1", "answer 2", "answer 3"],
         "in order"
     );
+}
+
+/// A client connected to one gateway sees the events of a turn another gateway runs
+/// (`LISTEN/NOTIFY` through the database), once each: its `agent` start and its final `chat`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_on_one_gateway_sees_the_turn_another_runs() {
+    let pg = Postgres::start();
+    let t = home_on(&pg, "events");
+    let fake = FakeProvider::start(vec![Step::text("Answered on A.")]).await;
+    fake.record(true);
+    let base = format!("{}/v1", fake.url);
+    let env = |id: &'static str| {
+        [
+            ("LURKBOT_MODEL", "openai/fake"),
+            ("OPENAI_BASE_URL", base.clone().leak() as &str),
+            ("LURKBOT_GATEWAY_ID", id),
+        ]
+    };
+    let a = start_gateway(&t, &env("gw-a"));
+    let b = start_gateway(&t, &env("gw-b"));
+    let token = t.gateway_token();
+    let mut on_b = crate::approval_restarts::client(&b.ws, &token).await;
+    let asked = {
+        let (addr, token) = (a.addr.clone(), token.clone());
+        std::thread::spawn(move || {
+            crate::nothing_lost::chat_completion(&addr, &token, "k-events", "who runs me?")
+        })
+    };
+    let mut seen = Vec::new();
+    let last = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let frame = on_b.frame().await;
+            assert!(!frame.is_null(), "the connection to B closed");
+            let done = frame["event"] == "chat" && frame["payload"]["state"] == "final";
+            seen.push(frame.clone());
+            if done {
+                return frame;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no final chat event on B; saw {seen:?}"));
+    assert_eq!(last["payload"]["text"], "Answered on A.", "{last}");
+    let run = last["payload"]["runId"].clone();
+    let finals = seen
+        .iter()
+        .filter(|f| f["event"] == "chat" && f["payload"]["state"] == "final")
+        .count();
+    assert_eq!(finals, 1, "{seen:?}");
+    assert!(
+        seen.iter()
+            .any(|f| f["event"] == "agent" && f["payload"]["runId"] == run),
+        "the run's agent events too: {seen:?}"
+    );
+    let (code, body) = tokio::task::spawn_blocking(move || asked.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(fake.requests().len(), 1, "one turn, run on A");
+    let status = on_b.call("status", json!({}), &mut Vec::new()).await;
+    assert_eq!(status["payload"]["sharedEvents"]["on"], true, "{status}");
+    drop(a);
+    drop(b);
 }
