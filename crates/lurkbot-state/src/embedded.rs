@@ -19,66 +19,6 @@ pub const STATE_FILE: &str = "state/state.sqlite";
 /// The schema version this build writes (`PRAGMA user_version`).
 pub(crate) const SCHEMA_VERSION: i64 = 2;
 
-/// Version 1: inbound records, turns (with the source that started them) and the outbox.
-const SCHEMA_V1: &str = "
-CREATE TABLE IF NOT EXISTS inbound (
-    source      TEXT PRIMARY KEY,
-    channel     TEXT NOT NULL,
-    payload     TEXT NOT NULL,
-    state       TEXT NOT NULL,
-    created_ms  INTEGER NOT NULL,
-    updated_ms  INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS inbound_open ON inbound(state) WHERE state = 'received';
-CREATE TABLE IF NOT EXISTS turns (
-    id          TEXT PRIMARY KEY,
-    source      TEXT UNIQUE,
-    session     TEXT NOT NULL,
-    origin      TEXT NOT NULL,
-    message     TEXT NOT NULL,
-    options     TEXT NOT NULL,
-    state       TEXT NOT NULL,
-    base        INTEGER,
-    step        INTEGER NOT NULL DEFAULT 0,
-    tool        TEXT,
-    reply       TEXT,
-    error       TEXT,
-    starts      INTEGER NOT NULL DEFAULT 0,
-    created_ms  INTEGER NOT NULL,
-    updated_ms  INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS turns_open ON turns(state) WHERE state IN ('queued', 'running');
-CREATE INDEX IF NOT EXISTS turns_updated ON turns(updated_ms);
-CREATE TABLE IF NOT EXISTS outbox (
-    id          TEXT PRIMARY KEY,
-    turn        TEXT,
-    channel     TEXT NOT NULL,
-    chat        TEXT NOT NULL,
-    reply_to    TEXT,
-    kind        TEXT NOT NULL,
-    body        TEXT NOT NULL,
-    state       TEXT NOT NULL,
-    pieces_sent INTEGER NOT NULL DEFAULT 0,
-    platform_id TEXT,
-    attempts    INTEGER NOT NULL DEFAULT 0,
-    error       TEXT,
-    created_ms  INTEGER NOT NULL,
-    updated_ms  INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS outbox_open ON outbox(state) WHERE state = 'pending';
-";
-
-/// Version 2: leases (which gateway runs an unended turn).
-const SCHEMA_V2: &str = "
-CREATE TABLE IF NOT EXISTS leases (
-    name        TEXT PRIMARY KEY,
-    owner       TEXT NOT NULL,
-    incarnation TEXT NOT NULL,
-    expires_ms  INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner);
-";
-
 /// Opens the store of `home`, creating its folder (0700) and file (0600) and bringing the
 /// schema up to date.
 pub(crate) fn open(home: &Home) -> Result<Connection, StateError> {
@@ -122,9 +62,9 @@ fn migrate(conn: &Connection) -> Result<(), StateError> {
     if found < SCHEMA_VERSION {
         let mut steps = String::new();
         if found < 1 {
-            steps.push_str(SCHEMA_V1);
+            steps.push_str(&crate::sql::tables_v1("INTEGER", ""));
         }
-        steps.push_str(SCHEMA_V2);
+        steps.push_str(&crate::sql::tables_v2("INTEGER"));
         conn.execute_batch(&format!(
             "BEGIN IMMEDIATE; {steps} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         ))?;

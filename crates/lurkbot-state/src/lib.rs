@@ -17,7 +17,7 @@
 //!
 //! Two backends stand behind [`Store`]: the embedded store, `state/state.sqlite` in the home
 //! (SQLite, WAL), the default; and a PostgreSQL database several gateways share
-//! (`[state] url`, [`Location`]). Both run the same statements ([`sql`]).
+//! (`[state] url`, [`Location`]). Both run the same statements (`sql.rs`).
 
 mod embedded;
 mod error;
@@ -27,6 +27,7 @@ pub mod leases;
 mod location;
 pub mod migrate;
 pub mod outbox;
+mod pg_tls;
 mod postgres;
 mod sql;
 pub mod turns;

@@ -14,6 +14,7 @@
 //!   embedded store); PostgreSQL commits synchronously by default.
 //! - The schema is created and migrated at connect, under a lock, in one transaction.
 //! - A lost connection is made again at the next call (and the id's lock taken again).
+//! - TLS is rustls, verified (`pg_tls.rs`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -30,70 +31,21 @@ use crate::sql::{Row, Sql, Val, dollar_params};
 const SCHEMA_VERSION: i64 = crate::embedded::SCHEMA_VERSION;
 
 /// Every table, as the embedded store has them (integers as `BIGINT`; `seq` keeps the order
-/// rows came in, which SQLite's `rowid` gives the other).
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS inbound (
-    seq         BIGSERIAL,
-    source      TEXT PRIMARY KEY,
-    channel     TEXT NOT NULL,
-    payload     TEXT NOT NULL,
-    state       TEXT NOT NULL,
-    created_ms  BIGINT NOT NULL,
-    updated_ms  BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS inbound_open ON inbound(state) WHERE state = 'received';
-CREATE TABLE IF NOT EXISTS turns (
-    seq         BIGSERIAL,
-    id          TEXT PRIMARY KEY,
-    source      TEXT UNIQUE,
-    session     TEXT NOT NULL,
-    origin      TEXT NOT NULL,
-    message     TEXT NOT NULL,
-    options     TEXT NOT NULL,
-    state       TEXT NOT NULL,
-    base        BIGINT,
-    step        BIGINT NOT NULL DEFAULT 0,
-    tool        TEXT,
-    reply       TEXT,
-    error       TEXT,
-    starts      BIGINT NOT NULL DEFAULT 0,
-    created_ms  BIGINT NOT NULL,
-    updated_ms  BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS turns_open ON turns(state) WHERE state IN ('queued', 'running');
-CREATE INDEX IF NOT EXISTS turns_updated ON turns(updated_ms);
-CREATE TABLE IF NOT EXISTS outbox (
-    seq         BIGSERIAL,
-    id          TEXT PRIMARY KEY,
-    turn        TEXT,
-    channel     TEXT NOT NULL,
-    chat        TEXT NOT NULL,
-    reply_to    TEXT,
-    kind        TEXT NOT NULL,
-    body        TEXT NOT NULL,
-    state       TEXT NOT NULL,
-    pieces_sent BIGINT NOT NULL DEFAULT 0,
-    platform_id TEXT,
-    attempts    BIGINT NOT NULL DEFAULT 0,
-    error       TEXT,
-    created_ms  BIGINT NOT NULL,
-    updated_ms  BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS outbox_open ON outbox(state) WHERE state = 'pending';
-CREATE TABLE IF NOT EXISTS leases (
-    name        TEXT PRIMARY KEY,
-    owner       TEXT NOT NULL,
-    incarnation TEXT NOT NULL,
-    expires_ms  BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner);
-CREATE TABLE IF NOT EXISTS events (
+/// rows came in, which SQLite's `rowid` gives the other), and the events other gateways follow.
+fn tables() -> String {
+    let mut tables = crate::sql::tables_v1("BIGINT", "seq BIGSERIAL,");
+    tables.push_str(&crate::sql::tables_v2("BIGINT"));
+    tables.push_str(
+        "CREATE TABLE IF NOT EXISTS events (
     id          BIGSERIAL PRIMARY KEY,
     origin      TEXT NOT NULL,
     payload     TEXT NOT NULL,
     created_ms  BIGINT NOT NULL
 );
-";
+",
+    );
+    tables
+}
 
 /// Work for the connection's thread.
 type Job = Box<dyn FnOnce(&mut Conn) + Send>;
@@ -329,7 +281,7 @@ pub(crate) fn connect(url: &StateUrl) -> Result<postgres::Client, StateError> {
                 None => rustls::ClientConfig::clone(&lurkbot_core::tls::client_config()),
                 Some(path) => pinned_roots(path)?,
             };
-            let tls = tokio_postgres_rustls::MakeRustlsConnect::new(config);
+            let tls = crate::pg_tls::RustlsTls(std::sync::Arc::new(config));
             url.config.connect(tls).map_err(failed)
         }
     }
@@ -397,7 +349,7 @@ fn migrate(client: &mut postgres::Client, schema: Option<&str>) -> Result<(), St
     }
     // Every table is made if missing (they all say IF NOT EXISTS): a database made by an
     // earlier build of this version gains the ones added since.
-    tx.batch_execute(SCHEMA).map_err(db)?;
+    tx.batch_execute(&tables()).map_err(db)?;
     if found < SCHEMA_VERSION {
         tx.execute("DELETE FROM lurkbot_schema", &[]).map_err(db)?;
         tx.execute(

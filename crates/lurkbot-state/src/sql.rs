@@ -172,6 +172,79 @@ impl Sql for Lite<'_> {
     }
 }
 
+/// Version 1 of the tables, written once for both backends: inbound records, turns (with the
+/// source that started them) and the outbox. `int` is the integer type; `seq` a first column
+/// keeping the order rows came in (empty on SQLite, whose `rowid` does).
+pub(crate) fn tables_v1(int: &str, seq: &str) -> String {
+    format!(
+        "
+CREATE TABLE IF NOT EXISTS inbound (
+    {seq}
+    source      TEXT PRIMARY KEY,
+    channel     TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    created_ms  {int} NOT NULL,
+    updated_ms  {int} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS inbound_open ON inbound(state) WHERE state = 'received';
+CREATE TABLE IF NOT EXISTS turns (
+    {seq}
+    id          TEXT PRIMARY KEY,
+    source      TEXT UNIQUE,
+    session     TEXT NOT NULL,
+    origin      TEXT NOT NULL,
+    message     TEXT NOT NULL,
+    options     TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    base        {int},
+    step        {int} NOT NULL DEFAULT 0,
+    tool        TEXT,
+    reply       TEXT,
+    error       TEXT,
+    starts      {int} NOT NULL DEFAULT 0,
+    created_ms  {int} NOT NULL,
+    updated_ms  {int} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS turns_open ON turns(state) WHERE state IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS turns_updated ON turns(updated_ms);
+CREATE TABLE IF NOT EXISTS outbox (
+    {seq}
+    id          TEXT PRIMARY KEY,
+    turn        TEXT,
+    channel     TEXT NOT NULL,
+    chat        TEXT NOT NULL,
+    reply_to    TEXT,
+    kind        TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    pieces_sent {int} NOT NULL DEFAULT 0,
+    platform_id TEXT,
+    attempts    {int} NOT NULL DEFAULT 0,
+    error       TEXT,
+    created_ms  {int} NOT NULL,
+    updated_ms  {int} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_open ON outbox(state) WHERE state = 'pending';
+"
+    )
+}
+
+/// Version 2: leases (which gateway holds a turn, a channel, the schedule).
+pub(crate) fn tables_v2(int: &str) -> String {
+    format!(
+        "
+CREATE TABLE IF NOT EXISTS leases (
+    name        TEXT PRIMARY KEY,
+    owner       TEXT NOT NULL,
+    incarnation TEXT NOT NULL,
+    expires_ms  {int} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner);
+"
+    )
+}
+
 /// `sql` with SQLite's `?N` parameters written as PostgreSQL's `$N` (the store's statements
 /// hold no `?` inside a string literal).
 pub(crate) fn dollar_params(sql: &str) -> String {

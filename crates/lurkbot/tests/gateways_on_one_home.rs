@@ -8,7 +8,7 @@ use std::net::TcpStream;
 
 use lurkbot_llm::fake::{FakeProvider, Gate, Step};
 
-use crate::nothing_lost::{chat_completion, kill, transcript_messages, until};
+use crate::nothing_lost::{chat_completion, kill, start_as, transcript_messages, until};
 use crate::util::{Test, free_port, start_gateway, start_gateway_on};
 
 /// Whether `GET /health` on `addr` answers 200: the gateway serves, so its start — the
@@ -53,15 +53,7 @@ async fn killed_gateways_turn_is_taken_over(t: &Test) {
     ])
     .await;
     fake.record(true);
-    let base = format!("{}/v1", fake.url);
-    let env = |id: &'static str| {
-        [
-            ("LURKBOT_MODEL", "openai/fake"),
-            ("OPENAI_BASE_URL", base.clone().leak() as &str),
-            ("LURKBOT_GATEWAY_ID", id),
-        ]
-    };
-    let first = start_gateway(t, &env("gw-first"));
+    let first = start_as(t, &fake, "gw-first");
     let token = t.gateway_token();
     let asked = {
         let (addr, token) = (first.addr.clone(), token.clone());
@@ -70,7 +62,7 @@ async fn killed_gateways_turn_is_taken_over(t: &Test) {
     until("the model call", || fake.requests().len() == 1).await;
 
     // The second gateway starts while the first runs the turn: it leaves it alone.
-    let second = start_gateway(t, &env("gw-second"));
+    let second = start_as(t, &fake, "gw-second");
     until("the second gateway serves", || serves(&second.addr)).await;
     let status = t.run(&["gateway", "status"]);
     assert!(

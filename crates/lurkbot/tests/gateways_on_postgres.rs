@@ -13,8 +13,8 @@ use lurkbot_test_support::postgres::Postgres;
 use lurkbot_test_support::telegram_server::TelegramServer;
 use serde_json::json;
 
-use crate::nothing_lost::{append_config, kill, until};
-use crate::util::{Running, Test, start_gateway};
+use crate::nothing_lost::{append_config, kill, start_as, until, with_telegram};
+use crate::util::{Running, Test};
 
 /// A home whose state is in database `name` of `pg`.
 pub(crate) fn home_on(pg: &Postgres, name: &str) -> Test {
@@ -40,14 +40,7 @@ async fn the_telegram_pollers_gateway_killed_another_takes_the_poll_and_its_turn
     let pg = Postgres::start();
     let t = home_on(&pg, "poll");
     let telegram = TelegramServer::start(BOT_TOKEN);
-    append_config(
-        &t,
-        &format!(
-            "[channels.telegram]\nbase_url = \"{}\"\nallow_from = [\"42\"]",
-            telegram.url()
-        ),
-    );
-    std::fs::write(t.path(".env"), format!("TELEGRAM_BOT_TOKEN={BOT_TOKEN}\n")).unwrap();
+    with_telegram(&t, &telegram, BOT_TOKEN);
     let fake = FakeProvider::start(vec![
         Step::Held(Gate::new(), Box::new(Step::text("never sent"))),
         Step::text("Answered after the takeover."),
@@ -55,20 +48,12 @@ async fn the_telegram_pollers_gateway_killed_another_takes_the_poll_and_its_turn
     ])
     .await;
     fake.record(true);
-    let base = format!("{}/v1", fake.url);
-    let env = |id: &'static str| {
-        [
-            ("LURKBOT_MODEL", "openai/fake"),
-            ("OPENAI_BASE_URL", base.clone().leak() as &str),
-            ("LURKBOT_GATEWAY_ID", id),
-        ]
-    };
-    let first = start_gateway(&t, &env("gw-poller"));
+    let first = start_as(&t, &fake, "gw-poller");
     until("the first polls", || {
         holder_of(&pg, "poll", "channel:telegram") == "gw-poller"
     })
     .await;
-    let second = start_gateway(&t, &env("gw-standby"));
+    let second = start_as(&t, &fake, "gw-standby");
     until("the second stands by", || {
         second.stderr().contains("standing by")
     })
@@ -118,7 +103,6 @@ async fn three_gateways_run_a_cron_job_once_per_time_and_another_takes_over_the_
     let fake =
         FakeProvider::start((0..200).map(|i| Step::text(&format!("tick {i}"))).collect()).await;
     fake.record(true);
-    let base = format!("{}/v1", fake.url);
     let added = t.run(&[
         "cron",
         "add",
@@ -134,16 +118,11 @@ async fn three_gateways_run_a_cron_job_once_per_time_and_another_takes_over_the_
     let mut gateways: Vec<(String, Option<Running>)> = (1..=3)
         .map(|i| {
             let id = format!("gw-{i}");
-            let env = [
-                ("LURKBOT_MODEL", "openai/fake"),
-                ("OPENAI_BASE_URL", base.as_str()),
-                ("LURKBOT_GATEWAY_ID", id.as_str()),
-            ];
-            let running = start_gateway(&t, &env);
+            let running = start_as(&t, &fake, &id);
             (id, Some(running))
         })
         .collect();
-    let holder = || pg.psql("cron", "SELECT owner FROM leases WHERE name = 'scheduler'");
+    let holder = || holder_of(&pg, "cron", "scheduler");
     let runs = || -> usize {
         pg.psql(
             "cron",
@@ -356,16 +335,8 @@ async fn a_client_on_one_gateway_sees_the_turn_another_runs() {
     let t = home_on(&pg, "events");
     let fake = FakeProvider::start(vec![Step::text("Answered on A.")]).await;
     fake.record(true);
-    let base = format!("{}/v1", fake.url);
-    let env = |id: &'static str| {
-        [
-            ("LURKBOT_MODEL", "openai/fake"),
-            ("OPENAI_BASE_URL", base.clone().leak() as &str),
-            ("LURKBOT_GATEWAY_ID", id),
-        ]
-    };
-    let a = start_gateway(&t, &env("gw-a"));
-    let b = start_gateway(&t, &env("gw-b"));
+    let a = start_as(&t, &fake, "gw-a");
+    let b = start_as(&t, &fake, "gw-b");
     let token = t.gateway_token();
     let mut on_b = crate::approval_restarts::client(&b.ws, &token).await;
     let asked = {

@@ -40,6 +40,26 @@ pub(crate) fn model_env(fake: &FakeProvider) -> Vec<(String, String)> {
     ]
 }
 
+/// A gateway answered by `fake`, named `id` (one of several on a home or a database).
+pub(crate) fn start_as(t: &Test, fake: &FakeProvider, id: &str) -> Running {
+    let mut env = model_env(fake);
+    env.push(("LURKBOT_GATEWAY_ID".into(), id.into()));
+    start_with(t, &env)
+}
+
+/// Telegram, served by `telegram` for the bot `token`, in the home's config and `.env`;
+/// chat 42 may talk.
+pub(crate) fn with_telegram(t: &Test, telegram: &TelegramServer, token: &str) {
+    append_config(
+        t,
+        &format!(
+            "[channels.telegram]\nbase_url = \"{}\"\nallow_from = [\"42\"]",
+            telegram.url()
+        ),
+    );
+    std::fs::write(t.path(".env"), format!("TELEGRAM_BOT_TOKEN={token}\n")).unwrap();
+}
+
 pub(crate) fn start_with(t: &Test, env: &[(String, String)]) -> Running {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     start(t, &env)
@@ -142,14 +162,7 @@ fn page_server(held: usize) -> (String, Arc<AtomicUsize>) {
 async fn a_telegram_message_killed_during_its_model_call_is_answered_once() {
     let t = Test::init();
     let telegram = TelegramServer::start(BOT_TOKEN);
-    append_config(
-        &t,
-        &format!(
-            "[channels.telegram]\nbase_url = \"{}\"\nallow_from = [\"42\"]",
-            telegram.url()
-        ),
-    );
-    std::fs::write(t.path(".env"), format!("TELEGRAM_BOT_TOKEN={BOT_TOKEN}\n")).unwrap();
+    with_telegram(&t, &telegram, BOT_TOKEN);
     let fake = FakeProvider::start(vec![
         Step::Held(Gate::new(), Box::new(Step::text("never sent"))),
         Step::text("Answered once after the restart."),
@@ -366,14 +379,7 @@ async fn a_turn_longer_than_the_grace_is_resumed_after_the_next_start() {
 async fn a_reply_refused_for_good_is_kept_and_listed() {
     let t = Test::init();
     let telegram = TelegramServer::start(BOT_TOKEN);
-    append_config(
-        &t,
-        &format!(
-            "[channels.telegram]\nbase_url = \"{}\"\nallow_from = [\"42\"]",
-            telegram.url()
-        ),
-    );
-    std::fs::write(t.path(".env"), format!("TELEGRAM_BOT_TOKEN={BOT_TOKEN}\n")).unwrap();
+    with_telegram(&t, &telegram, BOT_TOKEN);
     let fake = FakeProvider::start(vec![Step::text("You will never read this.")]).await;
     let env = model_env(&fake);
     let gw = start_with(&t, &env);
