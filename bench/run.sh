@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the release binary and runs a benchmark (ARCHITECTURE.md §9).
-# Usage: bench/run.sh [startup|archive|rss|agent|journal|gateway|memory|soak|users|peers|media|browser|speech] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
+# Usage: bench/run.sh [startup|archive|rss|agent|journal|gateway|gateways|memory|soak|users|peers|media|browser|speech] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
 #   startup  binary size, --version and exec help against the budgets (default)
 #   archive  zip/tar throughput against Info-ZIP zip/unzip and GNU tar, as ratios, and peak RSS
 #   rss      feed parse and fetch+parse against Python feedparser (installed here in a venv)
@@ -11,7 +11,9 @@
 #   speech   tts of a 500-character reply (espeak-ng, OGG/Opus encoded in-process) beside
 #            espeak-ng | ffmpeg libopus in the same run (time, peak RSS)
 #   agent    agent loop overhead per tool round trip, peak RSS of a 200-turn chat session
-#   journal  what the turn journal adds to one turn (p50/p99 with and without it, same run)
+#   journal  what the turn journal adds to one turn (p50/p99 with and without it, same run;
+#            on the embedded store and on PostgreSQL)
+#   gateways one and three gateways on PostgreSQL: turns/s and their ratio, failover, idle RSS
 #   gateway  start to /health, idle RSS after 60 s, 1,000 WebSocket clients doing health
 #   memory   the memory index at 50,000 chunks: build time, memory_search p50/p99 keyword and hybrid
 #   soak     10,000 API turns and 10,000 WebSocket cycles with cron, heartbeat and an IRC flood:

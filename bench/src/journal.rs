@@ -9,8 +9,8 @@
 //! home on the disk and on tmpfs (`/dev/shm`): the difference between the two is this disk's
 //! sync latency. Then the same on PostgreSQL (`[state] url`): a cluster of Debian's
 //! PostgreSQL on loopback with its defaults (fsync on), the home on the disk; what the journal
-//! adds there beyond what it adds on the embedded store is held to ≤ 5 ms at p50 (DESIGN
-//! §10.2).
+//! adds there beyond what it adds on the embedded store is held to ≤ 5 ms at p50 (ARCHITECTURE.md
+//! §9).
 
 use std::path::Path;
 use std::time::Instant;

@@ -32,6 +32,7 @@ mod agent;
 mod archive;
 mod browser;
 mod gateway;
+mod gateways;
 mod journal;
 mod media;
 mod memory;
@@ -67,8 +68,10 @@ fn main() -> ExitCode {
     let mut iter = args.iter();
     while let Some(a) = iter.next() {
         match a.as_str() {
-            "startup" | "archive" | "rss" | "agent" | "journal" | "gateway" | "memory" | "soak"
-            | "users" | "peers" | "media" | "browser" | "speech" => which = a.clone(),
+            "startup" | "archive" | "rss" | "agent" | "journal" | "gateway" | "gateways"
+            | "memory" | "soak" | "users" | "peers" | "media" | "browser" | "speech" => {
+                which = a.clone()
+            }
             "child-speech" => {
                 let runs = iter.next().and_then(|r| r.parse().ok()).unwrap_or(5);
                 return match speech::child(runs) {
@@ -114,7 +117,7 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|journal|gateway|memory|soak|users|peers|media|browser|speech] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|journal|gateway|gateways|memory|soak|users|peers|media|browser|speech] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
                 );
                 return ExitCode::from(2);
             }
@@ -126,6 +129,7 @@ fn main() -> ExitCode {
         "agent" => agent::agent(&bin, runs.unwrap_or(200).max(10)),
         "journal" => journal::journal(runs.unwrap_or(500).max(20)),
         "gateway" => gateway::gateway(&bin, runs.unwrap_or(20).max(3), idle_secs, 1000),
+        "gateways" => gateways::gateways(&bin, runs.unwrap_or(600).max(30)),
         "memory" => memory::memory(runs.unwrap_or(200).max(10)),
         "media" => media::media(&python, runs.unwrap_or(5).max(3)),
         "browser" => browser::browser(runs.unwrap_or(5).max(3)),

@@ -279,39 +279,17 @@ fn cron_add(bin: &Path, home: &Path, args: &[&str]) -> Result<(), String> {
 
 /// Prepares the home: the scripted model's URL, a heartbeat and two cron jobs every second.
 fn prepare(bin: &Path, home: &Path, model_url: &str) -> Result<String, String> {
-    crate::startup::run_once(
-        Command::new(bin)
-            .arg("--home")
-            .arg(home)
-            .args(["init", "--quiet"]),
-    )?;
-    let config = std::fs::read_to_string(home.join("config.toml")).map_err(|e| e.to_string())?;
-    let token = config
-        .lines()
-        .find_map(|l| l.strip_prefix("token = \""))
-        .map(|t| t.trim_end_matches('"').to_string())
-        .ok_or("no token in config.toml")?;
+    let token = prepare_plain(bin, home, model_url)?;
     crate::startup::run_once(Command::new(bin).arg("--home").arg(home).args([
         "config",
         "set",
         "heartbeat.every",
         "1s",
     ]))?;
-    crate::startup::run_once(Command::new(bin).arg("--home").arg(home).args([
-        "config",
-        "set",
-        "agent.model",
-        "openai/gpt-4o-mini",
-    ]))?;
     // The heartbeat calls the model only when HEARTBEAT.md holds more than comments.
     std::fs::write(
         home.join("workspace/HEARTBEAT.md"),
         "Check the session status.\n",
-    )
-    .map_err(|e| e.to_string())?;
-    std::fs::write(
-        home.join(".env"),
-        format!("OPENAI_BASE_URL={model_url}/v1\nOPENAI_API_KEY=sk-bench\n"),
     )
     .map_err(|e| e.to_string())?;
     cron_add(
@@ -331,6 +309,34 @@ fn prepare(bin: &Path, home: &Path, model_url: &str) -> Result<String, String> {
             "tock",
         ],
     )?;
+    Ok(token)
+}
+
+/// A new home answered by the scripted model at `model_url`; its gateway token.
+pub(crate) fn prepare_plain(bin: &Path, home: &Path, model_url: &str) -> Result<String, String> {
+    crate::startup::run_once(
+        Command::new(bin)
+            .arg("--home")
+            .arg(home)
+            .args(["init", "--quiet"]),
+    )?;
+    let config = std::fs::read_to_string(home.join("config.toml")).map_err(|e| e.to_string())?;
+    let token = config
+        .lines()
+        .find_map(|l| l.strip_prefix("token = \""))
+        .map(|t| t.trim_end_matches('"').to_string())
+        .ok_or("no token in config.toml")?;
+    crate::startup::run_once(Command::new(bin).arg("--home").arg(home).args([
+        "config",
+        "set",
+        "agent.model",
+        "openai/gpt-4o-mini",
+    ]))?;
+    std::fs::write(
+        home.join(".env"),
+        format!("OPENAI_BASE_URL={model_url}/v1\nOPENAI_API_KEY=sk-bench\n"),
+    )
+    .map_err(|e| e.to_string())?;
     Ok(token)
 }
 

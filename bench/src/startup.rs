@@ -53,7 +53,7 @@ pub(crate) fn startup(bin: &Path, runs: usize) -> Result<(), String> {
         size as f64 / MIB,
         "MiB",
         // ARCHITECTURE.md §9: ≤ 14 MiB with every feature of the seed's tools; ≤ 15 MiB with
-        // the PostgreSQL backend built in (DESIGN §10.2: the one binary carries both).
+        // the PostgreSQL backend built in (ARCHITECTURE.md §9: the one binary carries both).
         15.0,
         Some(("ZeptoClaw", 10.6)),
     );

@@ -58,7 +58,7 @@ impl Control {
 
 impl GatewayControl for Control {
     fn status(&self) -> BoxFuture<'_, Value> {
-        Box::pin(crate::methods::status_with_browser(&self.state))
+        Box::pin(crate::status::status_with_browser(&self.state))
     }
 
     fn patch<'a>(

@@ -51,6 +51,7 @@ mod sign_in;
 mod slots;
 mod standing;
 mod state;
+mod status;
 pub mod tenants;
 mod ui;
 mod usage_methods;

@@ -152,6 +152,45 @@ impl Owner {
         })
     }
 
+    /// The other gateways running on this state now: their ids on the embedded store (each
+    /// holds its lock file), or how many other connections hold a gateway's lock on
+    /// PostgreSQL (where a lock carries no name).
+    fn others_running(&self, sql: &mut dyn Sql) -> Result<Vec<String>, StateError> {
+        match &self.liveness {
+            Liveness::Session => {
+                let row = sql.row(
+                    "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                     AND objsubid = 1 AND pid <> pg_backend_pid() \
+                     AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                    &[],
+                )?;
+                let n = row.map_or(0, |r| r.int(0));
+                Ok(if n > 0 {
+                    vec![format!("{n} other connection(s) to the database")]
+                } else {
+                    Vec::new()
+                })
+            }
+            Liveness::Files { dir, .. } => {
+                let Ok(entries) = std::fs::read_dir(dir) else {
+                    return Ok(Vec::new());
+                };
+                let mut running = Vec::new();
+                for entry in entries.flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let Some(id) = name.strip_suffix(".lock") else {
+                        continue;
+                    };
+                    if id != self.id && self.alive(sql, id, "", i64::MAX)? {
+                        running.push(id.to_string());
+                    }
+                }
+                running.sort();
+                Ok(running)
+            }
+        }
+    }
+
     /// This opening's incarnation.
     pub(crate) fn incarnation(&self) -> &str {
         &self.incarnation
@@ -341,6 +380,15 @@ impl Store {
             let row = sql.row("SELECT owner FROM leases WHERE name = ?1", vals![name])?;
             Ok(row.map(|r| r.text(0)))
         })
+    }
+
+    /// The other gateways running on this state now (see `state migrate`, which needs none).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn others_running(&self) -> Result<Vec<String>, StateError> {
+        let owner = self.owner.clone();
+        self.read(move |sql| owner.others_running(sql))
     }
 
     /// Every lease held now, by name.

@@ -180,6 +180,11 @@ fn gateways_share_turns_by_their_leases_and_take_over_a_dead_ones() {
         "{seen:?}"
     );
 
+    assert_eq!(
+        second.others_running().unwrap(),
+        ["1 other connection(s) to the database"],
+        "the first runs (what `state migrate` refuses to move under)"
+    );
     // The same id twice is refused while the first lives.
     let twin = Store::open_at(&home, &at, Some("gw-first")).unwrap_err();
     assert!(matches!(twin, StateError::OwnerTaken(_)), "{twin}");

@@ -252,7 +252,8 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
     let busy = t.run(&["state", "migrate", "--to", &url]);
     assert_ne!(busy.status, 0);
     assert!(
-        busy.stderr.contains("gateway busy still runs"),
+        busy.stderr
+            .contains("a gateway still runs on this state (busy)"),
         "{}",
         busy.stderr
     );
@@ -328,7 +329,8 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
 }
 
 /// A client connected to one gateway sees the events of a turn another gateway runs
-/// (`LISTEN/NOTIFY` through the database), once each: its `agent` start and its final `chat`.
+/// (`LISTEN/NOTIFY` through the database), once each: its `agent` start and its final `chat`;
+/// its session and history read the same through either gateway.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_on_one_gateway_sees_the_turn_another_runs() {
     let pg = Postgres::start();
@@ -376,6 +378,18 @@ async fn a_client_on_one_gateway_sees_the_turn_another_runs() {
         .unwrap();
     assert_eq!(code, 200, "{body}");
     assert_eq!(fake.requests().len(), 1, "one turn, run on A");
+    // Its session and history read the same through B.
+    let session = last["payload"]["sessionKey"].as_str().unwrap().to_string();
+    let listed = on_b.call("sessions.list", json!({}), &mut Vec::new()).await;
+    assert!(listed.to_string().contains(&session), "{listed}");
+    let history = on_b
+        .call(
+            "chat.history",
+            json!({"sessionKey": session}),
+            &mut Vec::new(),
+        )
+        .await;
+    assert!(history.to_string().contains("Answered on A."), "{history}");
     let status = on_b.call("status", json!({}), &mut Vec::new()).await;
     assert_eq!(status["payload"]["sharedEvents"]["on"], true, "{status}");
     drop(a);

@@ -52,6 +52,16 @@ pub(crate) fn run(home_path: &Path, args: &MigrateArgs) -> CliResult {
         ));
     }
     let source = Store::open_at(&home, &from, None).map_err(failed)?;
+    let running = source.others_running().map_err(failed)?;
+    if !running.is_empty() {
+        return Err(CliError::failed(
+            "state migrate",
+            format!(
+                "a gateway still runs on this state ({}): stop every gateway first",
+                running.join(", ")
+            ),
+        ));
+    }
     if let Some(lease) = source
         .leases()
         .map_err(failed)?

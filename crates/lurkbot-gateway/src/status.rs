@@ -1,0 +1,50 @@
+//! `status`: the gateway's headline figures — its id and state store, the model, sessions,
+//! approvals, connections, nodes, the last heartbeat, what it keeps in memory and the outbox.
+
+use serde_json::{Value, json};
+
+use crate::state::AppState;
+
+/// The `status` method's payload.
+pub(crate) fn status(state: &AppState) -> Value {
+    let config = state.config();
+    let model = lurkbot_agent::setup::models(None, &config)
+        .ok()
+        .and_then(|m| m.first().map(ToString::to_string));
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "gatewayId": state.host.store().map(lurkbot_state::Store::owner),
+        "stateStore": state.host.store().map(lurkbot_state::Store::backend),
+        "sharedEvents": {
+            "on": state.host.store().is_some_and(lurkbot_state::Store::shares_events),
+            "dropped": state.hub.sharing.dropped(),
+        },
+        "model": model,
+        "irc": {"configured": lurkbot_term::IrcSessions::configured(&state.home)},
+        "liveSessions": state.host.live_sessions(),
+        "pendingApprovals": state.approver.pending(),
+        "connections": state.connections(),
+        "nodes": state.nodes.summary(),
+        "heartbeat": state.autonomy.last_heartbeat(),
+        "retained": retained(state),
+        "outbox": crate::outbox::summary(state),
+    })
+}
+
+/// `status`: [`status`] with the managed browser's state (the method, the `gateway` tool).
+pub(crate) async fn status_with_browser(state: &AppState) -> Value {
+    let mut v = status(state);
+    v["browser"] = crate::browser_methods::state(state).await;
+    v
+}
+
+/// What the gateway keeps in memory, counted, with the bounds of those that have one
+/// (ARCHITECTURE.md §9): the session host's slots, agents, run records and sub-agents, the
+/// hub's listeners, pending approvals, addresses with recent auth failures.
+fn retained(state: &AppState) -> Value {
+    let mut retained = state.host.retained();
+    retained["hubListeners"] = json!(state.hub.listeners());
+    retained["pendingApprovals"] = json!(state.approver.pending());
+    retained["authFailureAddresses"] = json!(state.limiter.tracked());
+    retained
+}
