@@ -80,8 +80,10 @@ fn load(ports: &[u16], token: &str, turns: usize) -> Result<f64, String> {
                     if n >= turns {
                         return Ok(());
                     }
-                    let port = ports[n % ports.len()];
-                    api_turn(port, &token, Some(format!("bench-{c}-{}", n % 4)), n)?;
+                    // A client keeps to one gateway, and its sessions with it.
+                    let port = ports[c % ports.len()];
+                    let session = format!("agent:main:dm:bench:c{c}-{}", n % 4);
+                    api_turn(port, &token, Some(session), n)?;
                 }
             })
         })

@@ -79,6 +79,20 @@ fn unavailable(e: impl std::fmt::Display) -> MethodError {
     )
 }
 
+/// A session's lease while its turn runs (see [`SessionHost::hold_session`]): given back
+/// when dropped — the turn ended, failed to start, or was aborted.
+pub(crate) struct SessionLease(Option<(Store, String)>);
+
+impl Drop for SessionLease {
+    fn drop(&mut self) {
+        if let Some((store, name)) = self.0.take()
+            && let Err(e) = store.give_back_lease(&name)
+        {
+            tracing::warn!(lease = name, error = %e, "a session's lease was not given back");
+        }
+    }
+}
+
 impl SessionHost {
     /// The home's state store.
     pub(crate) fn store(&self) -> Option<&Store> {
@@ -146,6 +160,32 @@ impl SessionHost {
         }
         store.begin(run_id).map_err(unavailable)?;
         Ok(Some(Journal::new(store.clone(), run_id)))
+    }
+
+    /// On a database several gateways share, one turn at a time per session across all of
+    /// them: the turn holds the lease `session:<key>` (taken here, given back by the
+    /// [`SessionLease`] when the turn ends or is dropped). A session another live gateway
+    /// runs is refused like a session busy here. On the embedded store (one machine, its
+    /// gateways for failover) nothing is taken.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`: the session runs on another gateway, or the store failed.
+    pub(crate) fn hold_session(&self, key: &SessionKey) -> Result<SessionLease, MethodError> {
+        let Some(store) = self.store().filter(|s| s.shares_events()) else {
+            return Ok(SessionLease(None));
+        };
+        let name = format!("session:{}", key.as_str());
+        if store.take_lease(&name).map_err(unavailable)? {
+            return Ok(SessionLease(Some((store.clone(), name))));
+        }
+        let holder = store.lease_holder(&name).ok().flatten().unwrap_or_default();
+        Err(MethodError::new(
+            ErrorCode::Unavailable,
+            format!(
+                "session {} is running a turn on gateway {holder}; wait for it or send chat.abort there",
+                key.as_str()
+            ),
+        ))
     }
 
     /// Takes back an admitted turn its caller could not start (see [`lurkbot_state::Store::withdraw`]).

@@ -395,6 +395,7 @@ impl SessionHost {
                 ),
             ));
         }
+        let session_lease = self.hold_session(&key)?;
         let journal = self.journal_for(&run_id, &key, &message, &options, ephemeral)?;
         let (tx, rx) = watch::channel(None);
         if let Ok(mut runs) = self.runs.lock() {
@@ -406,6 +407,7 @@ impl SessionHost {
         let id = run_id.clone();
         let task_slot = Arc::clone(&slot);
         let task = tokio::spawn(async move {
+            let _session_lease = session_lease;
             let (started, result) = host
                 .turn(&key, &message, &options, &id, journal, &mut *on_event)
                 .await;

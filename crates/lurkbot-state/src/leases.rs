@@ -370,6 +370,15 @@ impl Store {
         self.durably(move |tx| take(tx, &owner, &name))
     }
 
+    /// Gives back lease `name` if this owner holds it.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn give_back_lease(&self, name: &str) -> Result<(), StateError> {
+        let (owner, name) = (self.owner.clone(), name.to_string());
+        self.read(move |sql| give_back(sql, &owner, &name))
+    }
+
     /// The gateway holding lease `name`, if any (alive or not).
     ///
     /// # Errors

@@ -395,3 +395,50 @@ async fn a_client_on_one_gateway_sees_the_turn_another_runs() {
     drop(a);
     drop(b);
 }
+
+/// One turn at a time per session across gateways: while A runs a turn on a session, B
+/// refuses another on it, naming A (the lease `session:<key>`); once A's ends, B runs one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_session_runs_one_turn_at_a_time_across_gateways() {
+    use crate::nothing_lost::chat_completion;
+    let pg = Postgres::start();
+    let t = home_on(&pg, "session");
+    let gate = Gate::new();
+    let fake = FakeProvider::start(vec![
+        Step::Held(gate.clone(), Box::new(Step::text("First, on A."))),
+        Step::text("Second, on B."),
+    ])
+    .await;
+    fake.record(true);
+    let a = start_as(&t, &fake, "gw-a");
+    let b = start_as(&t, &fake, "gw-b");
+    let token = t.gateway_token();
+    let on_a = {
+        let (addr, token) = (a.addr.clone(), token.clone());
+        std::thread::spawn(move || chat_completion(&addr, &token, "k-a", "first"))
+    };
+    until("A's model call", || fake.requests().len() == 1).await;
+    let ask_b = |key: &'static str| {
+        let (addr, token) = (b.addr.clone(), token.clone());
+        tokio::task::spawn_blocking(move || chat_completion(&addr, &token, key, "second"))
+    };
+    let (code, body) = ask_b("k-b").await.unwrap();
+    assert_ne!(code, 200, "{body}");
+    assert!(
+        body.to_string().contains("on gateway gw-a"),
+        "{code} {body}"
+    );
+    assert_eq!(fake.requests().len(), 1, "no second turn on the session");
+
+    gate.open();
+    let (code, body) = tokio::task::spawn_blocking(move || on_a.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        (code, &body["choices"][0]["message"]["content"]),
+        (200, &json!("First, on A."))
+    );
+    let (code, body) = ask_b("k-b2").await.unwrap();
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["choices"][0]["message"]["content"], "Second, on B.");
+}
