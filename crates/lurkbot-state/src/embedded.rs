@@ -97,14 +97,21 @@ pub(crate) fn durably<T>(
     f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError>,
 ) -> Result<T, StateError> {
     conn.pragma_update(None, "synchronous", "FULL")?;
-    let result = (|| {
-        // Immediate: the write lock is taken first, so a read inside never has to upgrade
-        // (which another gateway's write would refuse at once, busy timeout or not).
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let value = f(&mut Lite(&tx))?;
-        tx.commit()?;
-        Ok(value)
-    })();
+    let result = exclusively(conn, f);
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     result
+}
+
+/// Runs `f` in one transaction no other writer interleaves with, committed without waiting for
+/// the disk (what a power cut could lose — a lease — dies with the gateway holding it anyway).
+pub(crate) fn exclusively<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError>,
+) -> Result<T, StateError> {
+    // Immediate: the write lock is taken first, so a read inside never has to upgrade
+    // (which another gateway's write would refuse at once, busy timeout or not).
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let value = f(&mut Lite(&tx))?;
+    tx.commit()?;
+    Ok(value)
 }

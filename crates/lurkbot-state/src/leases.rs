@@ -367,7 +367,7 @@ impl Store {
     /// Store failures.
     pub fn take_lease(&self, name: &str) -> Result<bool, StateError> {
         let (owner, name) = (self.owner.clone(), name.to_string());
-        self.durably(move |tx| take(tx, &owner, &name))
+        self.exclusively(move |tx| take(tx, &owner, &name))
     }
 
     /// Gives back lease `name` if this owner holds it.

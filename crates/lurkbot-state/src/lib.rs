@@ -204,6 +204,20 @@ fn user_of(home: &Home) -> Option<String> {
     Some(home.root().file_name()?.to_string_lossy().into_owned())
 }
 
+impl Store {
+    /// Runs `f` in one transaction no other writer interleaves with, not waiting for the disk
+    /// on the embedded store (leases: a power cut ends their holder too).
+    fn exclusively<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError> + Send + 'static,
+    ) -> Result<T, StateError> {
+        match &*self.backend {
+            Backend::Embedded(conn) => embedded::exclusively(&mut lock(conn), f),
+            Backend::Postgres(pg) => pg.durably(f),
+        }
+    }
+}
+
 /// The embedded connection (a poisoned lock still holds a usable connection: SQLite rolls back
 /// whatever the panicking holder left open).
 fn lock(conn: &Mutex<rusqlite::Connection>) -> std::sync::MutexGuard<'_, rusqlite::Connection> {
