@@ -203,18 +203,7 @@ pub(crate) fn gateway(
 ) -> Result<(), String> {
     let home = std::env::temp_dir().join(format!("lurkbot-bench-gw-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
-    run_once(
-        Command::new(bin)
-            .arg("--home")
-            .arg(&home)
-            .args(["init", "--quiet"]),
-    )?;
-    let config = std::fs::read_to_string(home.join("config.toml")).map_err(|e| e.to_string())?;
-    let token = config
-        .lines()
-        .find_map(|l| l.strip_prefix("token = \""))
-        .map(|t| t.trim_end_matches('"').to_string())
-        .ok_or("no token in config.toml")?;
+    let token = crate::soak::init_home(bin, &home)?;
 
     let floor = median(runs, || run_once(&mut Command::new("true")))?;
     let to_health = median(runs, || time_to_health(bin, &home))?;

@@ -312,8 +312,8 @@ fn prepare(bin: &Path, home: &Path, model_url: &str) -> Result<String, String> {
     Ok(token)
 }
 
-/// A new home answered by the scripted model at `model_url`; its gateway token.
-pub(crate) fn prepare_plain(bin: &Path, home: &Path, model_url: &str) -> Result<String, String> {
+/// `lurkbot init` of a new home; its gateway token.
+pub(crate) fn init_home(bin: &Path, home: &Path) -> Result<String, String> {
     crate::startup::run_once(
         Command::new(bin)
             .arg("--home")
@@ -321,11 +321,16 @@ pub(crate) fn prepare_plain(bin: &Path, home: &Path, model_url: &str) -> Result<
             .args(["init", "--quiet"]),
     )?;
     let config = std::fs::read_to_string(home.join("config.toml")).map_err(|e| e.to_string())?;
-    let token = config
+    config
         .lines()
         .find_map(|l| l.strip_prefix("token = \""))
         .map(|t| t.trim_end_matches('"').to_string())
-        .ok_or("no token in config.toml")?;
+        .ok_or_else(|| "no token in config.toml".to_string())
+}
+
+/// A new home answered by the scripted model at `model_url`; its gateway token.
+pub(crate) fn prepare_plain(bin: &Path, home: &Path, model_url: &str) -> Result<String, String> {
+    let token = init_home(bin, home)?;
     crate::startup::run_once(Command::new(bin).arg("--home").arg(home).args([
         "config",
         "set",
