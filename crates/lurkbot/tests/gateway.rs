@@ -55,6 +55,20 @@ fn starts_logs_one_line_and_stops_on_sigterm() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("stopped"));
 }
 
+/// SIGTERM the moment the address line is read stops the gateway cleanly (exit 0): the
+/// handler is installed before that line is printed (it was installed when the gateway first
+/// waited for connections, so an early SIGTERM killed it: seen once in CI).
+#[test]
+fn a_sigterm_right_after_the_address_line_stops_cleanly() {
+    let t = Test::init();
+    for _ in 0..3 {
+        let gw = start(&t, &[]);
+        let (status, stderr) = gw.stop();
+        assert_eq!(status, 0, "{stderr}");
+        assert!(stderr.contains("gateway stopped"), "{stderr}");
+    }
+}
+
 #[test]
 fn unsafe_or_incomplete_settings_refuse_to_start() {
     let t = Test::init();

@@ -120,8 +120,10 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> CliResult {
             }
         };
         let local = listener.local_addr()?;
-        // Installed before the address is printed: from then on SIGHUP reloads, never kills.
+        // Installed before the address is printed: from then on SIGHUP reloads and SIGINT or
+        // SIGTERM stop cleanly, never kill (whoever read that line may send one at once).
         reload_on_hangup(state.clone())?;
+        let stop = stop_signal()?;
         // Recorded before the address is printed: whoever read that line can find it.
         if let Err(e) = RunningGateway::record(&state.home, local) {
             tracing::warn!(error = %e, "cannot record the gateway's address; `lurkbot config set` will not reload it");
@@ -143,7 +145,7 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> CliResult {
         // serving, not before it: a home with years of transcripts must not delay `/health`.
         let sweep_home = home.clone();
         std::thread::spawn(move || lurkbot_core::sweep_stale_temp(&sweep_home));
-        let served = lurkbot_gateway::serve(listener, state, stop_signal()).await;
+        let served = lurkbot_gateway::serve(listener, state, stop).await;
         RunningGateway::clear(&home);
         match served {
             Ok(()) => {
@@ -180,16 +182,15 @@ fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     socket.listen(4096)
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn stop_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = async {
-            match term.as_mut() {
-                Some(t) => { t.recv().await; }
-                None => std::future::pending::<()>().await,
-            }
-        } => {}
-    }
+/// Resolves on SIGINT or SIGTERM; both are caught from when this returns.
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+    })
 }
