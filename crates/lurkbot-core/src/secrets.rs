@@ -94,13 +94,30 @@ impl Secrets {
             .values()
             .chain([&self.home_env, &self.shared_env])
             .flat_map(|vars| vars.iter())
-            .filter(|(k, v)| is_secret_name(k) && v.chars().count() >= MIN_REDACTED_LEN)
-            .map(|(_, v)| v.clone())
+            .filter_map(|(k, v)| {
+                // A URL's password is a secret whatever the variable is called
+                // (`LURKBOT_STATE_URL=postgres://user:…@host/db`).
+                let secret = if is_secret_name(k) {
+                    v.as_str()
+                } else {
+                    url_password(v)?
+                };
+                (secret.chars().count() >= MIN_REDACTED_LEN).then(|| secret.to_string())
+            })
             .collect();
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
         values.dedup();
         values
     }
+}
+
+/// The password a URL carries in its user information (`scheme://user:password@host`).
+fn url_password(value: &str) -> Option<&str> {
+    let (_, rest) = value.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let (userinfo, _) = authority.rsplit_once('@')?;
+    let (_, password) = userinfo.split_once(':')?;
+    Some(password)
 }
 
 /// Whether a variable name marks a secret.
@@ -114,6 +131,20 @@ fn is_secret_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_urls_password_is_redacted_whatever_its_variable_is_called() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::open(dir.path()).unwrap();
+        std::fs::write(
+            home.join(".env"),
+            "LURKBOT_STATE_URL=postgres://lurk:pg-s3cret@db.example/lb\nOPENAI_BASE_URL=http://127.0.0.1:8080/v1\n",
+        )
+        .unwrap();
+        let values = Secrets::load(&home).redaction_values();
+        assert_eq!(values, ["pg-s3cret"]);
+        assert_eq!(url_password("http://u@h/p?x=a:b@c"), None);
+    }
 
     #[test]
     fn loads_skill_env_files_and_lists_secret_values() {

@@ -86,6 +86,7 @@ mod tests {
         for widening in [
             "tools.allow",
             "tools.web.search.brave_url",
+            "state.url",
             "network.allow_hosts",
             "budgets.daily_tokens",
             "browser.evaluate",
