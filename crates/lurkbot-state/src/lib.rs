@@ -190,8 +190,28 @@ impl Store {
         &self,
         f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError> + Send + 'static,
     ) -> Result<T, StateError> {
+        self.transaction(true, f)
+    }
+
+    /// Runs `f` in one transaction no other writer interleaves with, not waiting for the disk
+    /// on the embedded store (leases: a power cut ends their holder too).
+    fn exclusively<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError> + Send + 'static,
+    ) -> Result<T, StateError> {
+        self.transaction(false, f)
+    }
+
+    /// One transaction under the store's write lock; `synced`: committed with
+    /// `synchronous = FULL` on the embedded store (PostgreSQL always commits synchronously).
+    fn transaction<T: Send + 'static>(
+        &self,
+        synced: bool,
+        f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError> + Send + 'static,
+    ) -> Result<T, StateError> {
         match &*self.backend {
-            Backend::Embedded(conn) => embedded::durably(&mut lock(conn), f),
+            Backend::Embedded(conn) if synced => embedded::durably(&mut lock(conn), f),
+            Backend::Embedded(conn) => embedded::exclusively(&mut lock(conn), f),
             Backend::Postgres(pg) => pg.durably(f),
         }
     }
@@ -202,20 +222,6 @@ impl Store {
 fn user_of(home: &Home) -> Option<String> {
     home.shared()?;
     Some(home.root().file_name()?.to_string_lossy().into_owned())
-}
-
-impl Store {
-    /// Runs `f` in one transaction no other writer interleaves with, not waiting for the disk
-    /// on the embedded store (leases: a power cut ends their holder too).
-    fn exclusively<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError> + Send + 'static,
-    ) -> Result<T, StateError> {
-        match &*self.backend {
-            Backend::Embedded(conn) => embedded::exclusively(&mut lock(conn), f),
-            Backend::Postgres(pg) => pg.durably(f),
-        }
-    }
 }
 
 /// The embedded connection (a poisoned lock still holds a usable connection: SQLite rolls back

@@ -339,8 +339,17 @@ fn each_users_state_is_apart_in_one_database() {
     assert!(gateway.unfinished().unwrap().is_empty());
     assert_eq!(ids(&bob.unfinished().unwrap()), ["run_bob"]);
     drop(ada);
-    // Ada's gateway gone: her turn is taken by her next store, by nobody else's.
-    std::thread::sleep(Duration::from_millis(100));
+    // Ada's gateway gone (its lock released: only the gateway's and Bob's stay): her turn is
+    // taken by her next store, by nobody else's.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pg.psql(
+        "users",
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1",
+    ) != "2"
+    {
+        assert!(Instant::now() < deadline, "Ada's lock never went");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(gateway.claim_unfinished().unwrap().is_empty());
     assert!(bob.claim_unfinished().unwrap().is_empty());
     let deadline = Instant::now() + Duration::from_secs(5);

@@ -194,6 +194,13 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
     let pg = Postgres::start();
     let url = pg.database("moved");
     let t = Test::init();
+    let nothing = t.run(&["state", "migrate", "--to", &url]);
+    assert_eq!(nothing.status, 2, "{}", nothing.stderr);
+    assert!(
+        nothing.stderr.contains("nothing to migrate"),
+        "{}",
+        nothing.stderr
+    );
     let home = lurkbot_core::Home::open(&t.path("")).unwrap();
     {
         let store = Store::open(&home).unwrap();
@@ -294,6 +301,9 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
     std::fs::write(&config, text).unwrap();
     let status = t.run(&["state", "status", "--json"]).json();
     assert_eq!(status["backend"], "postgres", "{status}");
+    let same = t.run(&["state", "migrate", "--to", &url]);
+    assert_eq!(same.status, 2, "{}", same.stderr);
+    assert!(same.stderr.contains("already"), "{}", same.stderr);
     assert_eq!(status["turns"]["done"], 4, "{status}");
     for name in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"] {
         let _ = std::fs::rename(
