@@ -38,7 +38,9 @@ pub fn variables(home: &Home) -> impl Fn(&str) -> Option<String> + Send + Sync +
 
 /// Opens the gateway's durable state where `[state] url` or `LURKBOT_STATE_URL` (the
 /// environment, then the home's `.env`) puts it — a PostgreSQL database — or else the home's
-/// embedded store; as gateway `owner`, or for a command (`None`).
+/// embedded store; as gateway `owner`, or for a command (`None`). A gateway's store on
+/// PostgreSQL keeps the budget holds of the home's calls in flight, so that the gateways on it
+/// check their calls against each other's ([`crate::usage::Ledger::share`]).
 ///
 /// # Errors
 /// The URL unusable, the database unreachable, the id taken (see [`lurkbot_state::Store`]).
@@ -48,7 +50,11 @@ pub fn open_state(
     owner: Option<&str>,
 ) -> Result<lurkbot_state::Store, lurkbot_state::StateError> {
     let location = state_location(home, config)?;
-    lurkbot_state::Store::open_at(home, &location, owner)
+    let store = lurkbot_state::Store::open_at(home, &location, owner)?;
+    if owner.is_some() && store.backend() == "postgres" {
+        crate::usage::Ledger::share(home, &store);
+    }
+    Ok(store)
 }
 
 /// Where the durable state is: [`open_state`]'s choice, without opening it.

@@ -17,7 +17,7 @@ use crate::sql::{Lite, Sql};
 pub const STATE_FILE: &str = "state/state.sqlite";
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 /// Opens the store of `home`, creating its folder (0700) and file (0600) and bringing the
 /// schema up to date.
@@ -64,7 +64,10 @@ fn migrate(conn: &Connection) -> Result<(), StateError> {
         if found < 1 {
             steps.push_str(&crate::sql::tables_v1("INTEGER", ""));
         }
-        steps.push_str(&crate::sql::tables_v2("INTEGER"));
+        if found < 2 {
+            steps.push_str(&crate::sql::tables_v2("INTEGER"));
+        }
+        steps.push_str(&crate::sql::tables_v3("INTEGER"));
         conn.execute_batch(&format!(
             "BEGIN IMMEDIATE; {steps} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         ))?;

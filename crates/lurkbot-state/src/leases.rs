@@ -116,7 +116,7 @@ impl Owner {
 
     /// Whether the holder `other` of a lease, in its `incarnation`, with the lease's expiry,
     /// still runs.
-    fn alive(
+    pub(crate) fn alive(
         &self,
         sql: &mut dyn Sql,
         other: &str,

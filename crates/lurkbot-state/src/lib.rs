@@ -14,6 +14,8 @@
 //! - **Leases** ([`leases`]): which gateway runs an unended turn. A turn is leased to the
 //!   gateway that admitted it; another gateway (or the next start) takes it over only once its
 //!   holder is gone.
+//! - **Budget holds** ([`holds`]): what model calls in flight hold against the budgets, so
+//!   that calls on several gateways are checked against each other's estimates.
 //!
 //! Two backends stand behind [`Store`]: the embedded store, `state/state.sqlite` in the home
 //! (SQLite, WAL), the default; and a PostgreSQL database several gateways share
@@ -22,6 +24,7 @@
 mod embedded;
 mod error;
 pub mod events;
+pub mod holds;
 pub mod inbound;
 pub mod leases;
 mod location;
@@ -35,6 +38,7 @@ pub mod turns;
 pub use embedded::STATE_FILE;
 pub use error::StateError;
 pub use events::{Follower, SharedEvent};
+pub use holds::{HOLD_TTL_MS, Held, HeldSums};
 pub use inbound::Received;
 pub use leases::{LEASE_RENEW_MS, LEASE_TTL_MS, Lease, default_owner_id};
 pub use location::{Location, STATE_PASSWORD_VAR, STATE_URL_VAR, StateUrl};
@@ -53,6 +57,24 @@ use crate::sql::{Lite, Sql};
 pub struct Store {
     backend: Arc<Backend>,
     owner: Arc<leases::Owner>,
+}
+
+/// A [`Store`] that does not keep it open: what a process-wide registry holds, so that the
+/// store still closes (and its gateway's locks go) when its owner drops it.
+#[derive(Clone, Default)]
+pub struct WeakStore {
+    backend: std::sync::Weak<Backend>,
+    owner: std::sync::Weak<leases::Owner>,
+}
+
+impl WeakStore {
+    /// The store, while it is open.
+    pub fn upgrade(&self) -> Option<Store> {
+        Some(Store {
+            backend: self.backend.upgrade()?,
+            owner: self.owner.upgrade()?,
+        })
+    }
 }
 
 /// Where a store's rows live.
@@ -133,6 +155,14 @@ impl Store {
             store.owner.hold()?;
         }
         Ok(store)
+    }
+
+    /// This store, not kept open by the reference ([`WeakStore`]).
+    pub fn downgrade(&self) -> WeakStore {
+        WeakStore {
+            backend: Arc::downgrade(&self.backend),
+            owner: Arc::downgrade(&self.owner),
+        }
     }
 
     /// Which backend holds this store: `embedded` or `postgres`.

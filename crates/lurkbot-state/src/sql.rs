@@ -245,6 +245,23 @@ CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner);
     )
 }
 
+/// Schema 3: the budget holds of calls in flight (`holds.rs`).
+pub(crate) fn tables_v3(int: &str) -> String {
+    format!(
+        "
+CREATE TABLE IF NOT EXISTS holds (
+    id          TEXT PRIMARY KEY,
+    owner       TEXT NOT NULL,
+    incarnation TEXT NOT NULL,
+    agent       TEXT NOT NULL,
+    tokens      {int} NOT NULL,
+    micro_usd   {int} NOT NULL,
+    expires_ms  {int} NOT NULL
+);
+"
+    )
+}
+
 /// `sql` with SQLite's `?N` parameters written as PostgreSQL's `$N` (the store's statements
 /// hold no `?` inside a string literal).
 pub(crate) fn dollar_params(sql: &str) -> String {

@@ -60,7 +60,7 @@ fn the_journal_outbox_and_inbound_records_live_in_postgres() {
     let store = Store::open_at(&home, &at, Some("gw-a")).unwrap();
     assert_eq!(store.backend(), "postgres");
     assert!(!store.describe(&home).contains("state.sqlite"));
-    assert_eq!(store.schema_version().unwrap(), 2);
+    assert_eq!(store.schema_version().unwrap(), 3);
     store.ready().unwrap();
 
     // One source id starts one turn; its inbound record is handled by the admission.
@@ -155,7 +155,7 @@ fn the_journal_outbox_and_inbound_records_live_in_postgres() {
     assert_eq!(pg.psql("journal", "SELECT count(*) FROM outbox"), "1");
     assert_eq!(
         pg.psql("journal", "SELECT version FROM lurkbot_schema"),
-        "2"
+        "3"
     );
 }
 

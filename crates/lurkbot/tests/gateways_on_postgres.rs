@@ -452,3 +452,94 @@ async fn one_session_runs_one_turn_at_a_time_across_gateways() {
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["choices"][0]["message"]["content"], "Second, on B.");
 }
+
+/// A budget over three gateways: 20 calls at once, spread over them, each estimated at E
+/// tokens under a daily cap of 3.5 E — exactly three reach the model, the other 17 are refused
+/// naming the cap (each gateway alone would let three through: fails without the holds in the
+/// database).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_calls_over_three_gateways_never_pass_the_budget() {
+    use crate::nothing_lost::chat_completion_in;
+    let pg = Postgres::start();
+    let t = home_on(&pg, "budget");
+    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    let with_cap = |cap: u64| {
+        std::fs::write(
+            t.path("config.toml"),
+            format!("{config}\n[budgets]\ndaily_tokens = {cap}\n"),
+        )
+        .unwrap();
+    };
+    let gate = Gate::new();
+    let steps = (0..20)
+        .map(|_| Step::Held(gate.clone(), Box::new(Step::text("Within the budget."))))
+        .collect();
+    let fake = FakeProvider::start(steps).await;
+    fake.record(true);
+    let token = t.gateway_token();
+    let ask = move |addr: String, i: usize| {
+        let token = token.clone();
+        move || {
+            let (key, session) = (format!("k{i:02}"), format!("agent:main:dm:api:p{i:02}"));
+            chat_completion_in(&addr, &token, &key, &session, "How much may I spend?")
+        }
+    };
+
+    // A call's estimate, read from a refusal (a refused call spends nothing).
+    with_cap(1);
+    let probe = start_as(&t, &fake, "gw-probe");
+    let (code, body) = tokio::task::spawn_blocking(ask(probe.addr.clone(), 99))
+        .await
+        .unwrap();
+    kill(probe);
+    let text = body.to_string();
+    assert_ne!(code, 200, "{text}");
+    let needed: u64 = text
+        .split("needs about ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no estimate in {text}"));
+    assert!(needed > 100, "{text}");
+    assert!(fake.requests().is_empty());
+
+    with_cap(needed * 3 + needed / 2);
+    let gateways = [
+        start_as(&t, &fake, "gw-a"),
+        start_as(&t, &fake, "gw-b"),
+        start_as(&t, &fake, "gw-c"),
+    ];
+    let (done, answers) = std::sync::mpsc::channel();
+    for i in 0..20 {
+        let (call, done) = (ask(gateways[i % 3].addr.clone(), i), done.clone());
+        std::thread::spawn(move || done.send(call()));
+    }
+    let mut refused = Vec::new();
+    until("every call refused or at the model", || {
+        refused.extend(answers.try_iter());
+        refused.len() + fake.requests().len() >= 20
+    })
+    .await;
+    assert_eq!(fake.requests().len(), 3, "{refused:?}");
+    for (code, body) in &refused {
+        assert_ne!(*code, 200, "{body}");
+        assert!(
+            body.to_string()
+                .contains("BudgetExceeded: budgets.daily_tokens"),
+            "{body}"
+        );
+    }
+    gate.open();
+    let answered: Vec<(u16, serde_json::Value)> =
+        tokio::task::spawn_blocking(move || (0..3).map(|_| answers.recv().unwrap()).collect())
+            .await
+            .unwrap();
+    for (code, body) in answered {
+        assert_eq!(code, 200, "{body}");
+        assert_eq!(
+            body["choices"][0]["message"]["content"],
+            "Within the budget."
+        );
+    }
+    drop(gateways);
+}

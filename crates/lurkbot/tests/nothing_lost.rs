@@ -98,6 +98,17 @@ fn count_user_messages(t: &Test, text: &str) -> usize {
 /// `POST /v1/chat/completions` on `addr` with an `Idempotency-Key`: status and body (status 0
 /// when the gateway was not there or died before answering).
 pub(crate) fn chat_completion(addr: &str, token: &str, key: &str, message: &str) -> (u16, Value) {
+    chat_completion_in(addr, token, key, "agent:main:main", message)
+}
+
+/// [`chat_completion`] on session `session`.
+pub(crate) fn chat_completion_in(
+    addr: &str,
+    token: &str,
+    key: &str,
+    session: &str,
+    message: &str,
+) -> (u16, Value) {
     let body =
         json!({"model": "lurkbot", "messages": [{"role": "user", "content": message}]}).to_string();
     let Ok(mut stream) = TcpStream::connect(addr) else {
@@ -106,7 +117,7 @@ pub(crate) fn chat_completion(addr: &str, token: &str, key: &str, message: &str)
     let sent = write!(
         stream,
         "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
-         x-lurkbot-session: agent:main:main\r\nIdempotency-Key: {key}\r\n\
+         x-lurkbot-session: {session}\r\nIdempotency-Key: {key}\r\n\
          Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );

@@ -70,84 +70,120 @@ pub fn check_with(
     tokens: u64,
     totals: &dyn Fn(Option<&str>) -> (Totals, Totals),
 ) -> Result<(), Box<BudgetExceeded>> {
-    let usd = call_usd(config, model, tokens);
-    let scopes: [(String, Option<&BudgetsConfig>, Option<&str>); 2] = [
-        (
-            config
-                .budgets_key
-                .as_deref()
-                .unwrap_or("budgets")
-                .to_string(),
-            Some(&config.budgets),
-            None,
-        ),
-        (
-            format!("agents.{agent}.budgets"),
-            config.agents.get(agent).map(|a| &a.budgets),
-            Some(agent),
-        ),
-    ];
-    let today = local_date(zone, now_ms);
-    for (prefix, budgets, who) in scopes {
-        let Some(budgets) = budgets.filter(|b| b.any()) else {
-            continue;
-        };
-        let (day, month) = totals(who);
-        let over = |period: &'static str, used: Totals| -> Option<BudgetExceeded> {
-            let (tokens_cap, usd_cap, key_tokens, key_usd, resets) = if period == "today" {
-                (
-                    budgets.daily_tokens,
-                    budgets.daily_usd,
-                    "daily_tokens",
-                    "daily_usd",
-                    today.succ_opt(),
-                )
-            } else {
-                (
-                    budgets.monthly_tokens,
-                    budgets.monthly_usd,
-                    "monthly_tokens",
-                    "monthly_usd",
-                    next_month(today),
-                )
-            };
-            let exceeded =
-                |cap: String, limit: String, used: String, needed: String| BudgetExceeded {
-                    cap,
-                    limit,
-                    used,
-                    period,
-                    needed,
-                    resets: resets.map(|d| format!("{d} 00:00")).unwrap_or_default(),
-                    zone: zone.name.clone(),
-                };
-            if let Some(cap) = tokens_cap
-                && used.tokens + tokens > cap
-            {
-                return Some(exceeded(
-                    format!("{prefix}.{key_tokens}"),
-                    format!("{cap} tokens"),
-                    format!("{} tokens", used.tokens),
-                    format!("{tokens} tokens"),
-                ));
-            }
-            if let Some(cap) = usd_cap
-                && used.usd + usd > cap
-            {
-                return Some(exceeded(
-                    format!("{prefix}.{key_usd}"),
-                    format!("${cap:.2}"),
-                    format!("${:.4}", used.usd),
-                    format!("${usd:.4}"),
-                ));
-            }
-            None
-        };
-        if let Some(e) = over("today", day).or_else(|| over("this month", month)) {
-            return Err(Box::new(e));
+    Caps::of(config, agent, model, tokens).check(zone, now_ms, totals)
+}
+
+/// The caps one call is checked against, taken from the settings and owned: a check can run
+/// where the settings are not (inside the state store's transaction, on its thread).
+#[derive(Debug, Clone)]
+pub struct Caps {
+    /// (the setting's prefix, its caps, whose totals: `None` every agent's).
+    scopes: Vec<(String, BudgetsConfig, Option<String>)>,
+    /// The call's estimated tokens.
+    tokens: u64,
+    /// Their cost at the model's input price.
+    usd: f64,
+}
+
+impl Caps {
+    /// The caps that apply to a call of `tokens` input tokens to `model` by `agent`.
+    pub fn of(config: &Config, agent: &str, model: &str, tokens: u64) -> Self {
+        let mut scopes = Vec::new();
+        if config.budgets.any() {
+            let prefix = config.budgets_key.as_deref().unwrap_or("budgets");
+            scopes.push((prefix.to_string(), config.budgets.clone(), None));
+        }
+        if let Some(own) = config.agents.get(agent).map(|a| &a.budgets)
+            && own.any()
+        {
+            scopes.push((
+                format!("agents.{agent}.budgets"),
+                own.clone(),
+                Some(agent.to_string()),
+            ));
+        }
+        Self {
+            scopes,
+            tokens,
+            usd: call_usd(config, model, tokens),
         }
     }
-    Ok(())
+
+    /// Whether no cap applies.
+    pub fn none(&self) -> bool {
+        self.scopes.is_empty()
+    }
+
+    /// Checks the call against `totals` (today's and this month's, for an agent or `None`).
+    ///
+    /// # Errors
+    /// [`BudgetExceeded`] for the first cap the call would pass.
+    pub fn check(
+        &self,
+        zone: &Zone,
+        now_ms: u64,
+        totals: &dyn Fn(Option<&str>) -> (Totals, Totals),
+    ) -> Result<(), Box<BudgetExceeded>> {
+        let (tokens, usd) = (self.tokens, self.usd);
+        let today = local_date(zone, now_ms);
+        for (prefix, budgets, who) in &self.scopes {
+            let (day, month) = totals(who.as_deref());
+            let over = |period: &'static str, used: Totals| -> Option<BudgetExceeded> {
+                let (tokens_cap, usd_cap, key_tokens, key_usd, resets) = if period == "today" {
+                    (
+                        budgets.daily_tokens,
+                        budgets.daily_usd,
+                        "daily_tokens",
+                        "daily_usd",
+                        today.succ_opt(),
+                    )
+                } else {
+                    (
+                        budgets.monthly_tokens,
+                        budgets.monthly_usd,
+                        "monthly_tokens",
+                        "monthly_usd",
+                        next_month(today),
+                    )
+                };
+                let exceeded =
+                    |cap: String, limit: String, used: String, needed: String| BudgetExceeded {
+                        cap,
+                        limit,
+                        used,
+                        period,
+                        needed,
+                        resets: resets.map(|d| format!("{d} 00:00")).unwrap_or_default(),
+                        zone: zone.name.clone(),
+                    };
+                if let Some(cap) = tokens_cap
+                    && used.tokens + tokens > cap
+                {
+                    return Some(exceeded(
+                        format!("{prefix}.{key_tokens}"),
+                        format!("{cap} tokens"),
+                        format!("{} tokens", used.tokens),
+                        format!("{tokens} tokens"),
+                    ));
+                }
+                if let Some(cap) = usd_cap
+                    && used.usd + usd > cap
+                {
+                    return Some(exceeded(
+                        format!("{prefix}.{key_usd}"),
+                        format!("${cap:.2}"),
+                        format!("${:.4}", used.usd),
+                        format!("${usd:.4}"),
+                    ));
+                }
+                None
+            };
+            if let Some(e) = over("today", day).or_else(|| over("this month", month)) {
+                return Err(Box::new(e));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A cap on one run (a cron job's `budgetTokens`, a sub-agent's `runBudgetTokens`) or on one

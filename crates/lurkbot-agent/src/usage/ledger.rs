@@ -2,6 +2,12 @@
 //! ledger per home and process reads the month's usage file once and then only what was
 //! appended since (by this process or another: the CLI and the gateway share the file), so a
 //! check before a call costs a `stat` and a short read.
+//!
+//! What calls in flight hold is the process's own on the embedded store (one gateway runs a
+//! home's turns). A gateway on PostgreSQL [shares](Ledger::share) its store with the ledger,
+//! and the holds live there: each check sums every live gateway's holds and takes its own in
+//! one transaction under the store's write lock, so calls on several gateways at once cannot
+//! pass a cap together.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -10,6 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::NaiveDate;
 use lurkbot_core::{Home, Zone};
+use lurkbot_state::{Held as StoreHeld, HeldSums, Store, WeakStore};
 
 use super::{UsageRecord, local_date, month_file};
 
@@ -46,6 +53,8 @@ struct State {
 pub struct Ledger {
     home: Home,
     state: Mutex<State>,
+    /// The store whose holds the checks share, while its gateway keeps it open.
+    shared: Mutex<WeakStore>,
 }
 
 impl Ledger {
@@ -67,7 +76,20 @@ impl Ledger {
         Self {
             home: home.clone(),
             state: Mutex::new(State::default()),
+            shared: Mutex::new(WeakStore::default()),
         }
+    }
+
+    /// Keeps the holds of this home's calls in flight in `store` (a gateway's, on PostgreSQL)
+    /// while it is open, where every gateway on it checks against them.
+    pub fn share(home: &Home, store: &Store) {
+        let ledger = Self::of(home);
+        let mut shared = lock(&ledger.shared);
+        *shared = store.downgrade();
+    }
+
+    fn shared_store(&self) -> Option<Store> {
+        lock(&self.shared).upgrade()
     }
 
     /// (today's, this month's) totals at `now_ms` in `zone`, for `agent` (or `session:<key>`
@@ -87,7 +109,58 @@ impl Ledger {
     ///
     /// # Errors
     /// What `allowed` says; nothing is held then.
-    pub fn reserve<E>(
+    pub fn reserve<E: Send + 'static>(
+        self: &Arc<Self>,
+        zone: &Zone,
+        now_ms: u64,
+        agent: &str,
+        amount: Totals,
+        allowed: impl Fn(&dyn Fn(Option<&str>) -> (Totals, Totals)) -> Result<(), E>
+        + Clone
+        + Send
+        + 'static,
+    ) -> Result<Held, E> {
+        let Some(store) = self.shared_store() else {
+            return self.reserve_here(zone, now_ms, agent, amount, allowed);
+        };
+        let (ledger, zone_there, me) = (self.clone(), zone.clone(), agent.to_string());
+        let wanted = StoreHeld {
+            tokens: amount.tokens,
+            micro_usd: (amount.usd * 1e6).ceil() as u64,
+        };
+        let check = allowed.clone();
+        let checked = store.hold_budget(agent, wanted, move |held: HeldSums| {
+            let mut state = lock(&ledger.state);
+            Self::refresh(&ledger.home, &mut state, &zone_there, now_ms);
+            check(&|who| {
+                let (day, month) = Self::of_state(&state, &zone_there, now_ms, who);
+                let theirs = match who {
+                    None => held.all,
+                    Some(who) if who == me => held.agent,
+                    Some(_) => StoreHeld::default(),
+                };
+                (plus(day, theirs), plus(month, theirs))
+            })
+        });
+        match checked {
+            Ok(Ok(id)) => Ok(Held {
+                ledger: self.clone(),
+                agent: agent.to_string(),
+                amount: Totals::default(),
+                in_store: Some((store, id)),
+            }),
+            Ok(Err(refused)) => Err(refused),
+            Err(e) => {
+                // The store failing must not let calls pass unchecked: this process's own
+                // holds still count (the turn's journal fails with the store anyway).
+                tracing::warn!(error = %e, "budget holds not shared: the state store failed");
+                self.reserve_here(zone, now_ms, agent, amount, allowed)
+            }
+        }
+    }
+
+    /// [`Ledger::reserve`] with this process's own holds.
+    fn reserve_here<E>(
         self: &Arc<Self>,
         zone: &Zone,
         now_ms: u64,
@@ -95,14 +168,7 @@ impl Ledger {
         amount: Totals,
         allowed: impl FnOnce(&dyn Fn(Option<&str>) -> (Totals, Totals)) -> Result<(), E>,
     ) -> Result<Held, E> {
-        let Ok(mut state) = self.state.lock() else {
-            allowed(&|_| (Totals::default(), Totals::default()))?;
-            return Ok(Held {
-                ledger: self.clone(),
-                agent: agent.to_string(),
-                amount: Totals::default(),
-            });
-        };
+        let mut state = lock(&self.state);
         Self::refresh(&self.home, &mut state, zone, now_ms);
         allowed(&|who| Self::of_state(&state, zone, now_ms, who))?;
         for who in [String::new(), agent.to_string()] {
@@ -114,6 +180,7 @@ impl Ledger {
             ledger: self.clone(),
             agent: agent.to_string(),
             amount,
+            in_store: None,
         })
     }
 
@@ -166,16 +233,24 @@ impl Ledger {
     }
 }
 
-/// What one call in flight holds in its [`Ledger`]: released when dropped — after the call's
-/// record was written and read back (see `Meter::record`), or when the call failed.
+/// What one call in flight holds in its [`Ledger`] (or in the shared store): released when
+/// dropped — after the call's record was written (see `Meter::record`), or when it failed.
 pub struct Held {
     ledger: Arc<Ledger>,
     agent: String,
     amount: Totals,
+    /// The hold in the shared store, and its id.
+    in_store: Option<(Store, String)>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
+        if let Some((store, id)) = self.in_store.take()
+            && let Err(e) = store.release_budget(&id)
+        {
+            // Not counted for long: the hold ends with this gateway, or lapses.
+            tracing::warn!(error = %e, "a budget hold was not released");
+        }
         if let Ok(mut state) = self.ledger.state.lock() {
             for who in [String::new(), self.agent.clone()] {
                 if let Some(held) = state.held.get_mut(&who) {
@@ -185,6 +260,21 @@ impl Drop for Held {
             }
         }
     }
+}
+
+/// `totals` with what calls in flight elsewhere hold.
+fn plus(totals: Totals, held: StoreHeld) -> Totals {
+    Totals {
+        tokens: totals.tokens + held.tokens,
+        usd: totals.usd + held.micro_usd as f64 / 1e6,
+    }
+}
+
+/// A ledger's lock (a poisoned one still guards consistent totals: every update is whole).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 struct Fresh {

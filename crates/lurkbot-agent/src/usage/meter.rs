@@ -5,9 +5,7 @@
 use lurkbot_core::{Config, Home, Zone};
 use lurkbot_llm::Usage;
 
-use super::{
-    Held, Ledger, RunBudget, Totals, UsageRecord, append, call_usd, check_run, check_with,
-};
+use super::{Caps, Held, Ledger, RunBudget, Totals, UsageRecord, append, call_usd, check_run};
 use crate::error::AgentError;
 
 /// Who is calling, for the caps and the records.
@@ -58,17 +56,12 @@ impl Meter<'_> {
         } else {
             None
         };
-        let held = Ledger::of(self.home).reserve(self.zone, now, self.agent, amount, |totals| {
-            check_with(
-                self.config,
-                self.zone,
-                now,
-                self.agent,
-                model,
-                estimate,
-                totals,
-            )
-        })?;
+        let caps = Caps::of(self.config, self.agent, model, estimate);
+        let zone = self.zone.clone();
+        let held =
+            Ledger::of(self.home).reserve(self.zone, now, self.agent, amount, move |totals| {
+                caps.check(&zone, now, totals)
+            })?;
         Ok(held)
     }
 

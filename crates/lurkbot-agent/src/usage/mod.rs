@@ -16,7 +16,7 @@ use lurkbot_core::{Config, Home, Zone};
 use lurkbot_llm::Usage;
 use serde::{Deserialize, Serialize};
 
-pub use budget::{BudgetExceeded, RunBudget, call_usd, check, check_run, check_with};
+pub use budget::{BudgetExceeded, Caps, RunBudget, call_usd, check, check_run, check_with};
 
 /// How a refused call's error begins (cron tells it from other failures by this).
 pub const BUDGET_EXCEEDED: &str = "BudgetExceeded";
