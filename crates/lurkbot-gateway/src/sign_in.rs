@@ -73,6 +73,7 @@ async fn attempt(state: &AppState, peer: IpAddr, request: Request) -> Result<Res
             format!("too many failed sign-ins; try again in {wait} s"),
         ));
     }
+    let counted = count_attempt(state, &name, peer).await?;
     let _one = users
         .hashing
         .acquire()
@@ -91,6 +92,7 @@ async fn attempt(state: &AppState, peer: IpAddr, request: Request) -> Result<Res
             .unwrap_or(false);
     let Some(user) = user.filter(|_| known && matches) else {
         tracing::warn!(%peer, "sign-in failed");
+        // A counted attempt stays counted: it was wrong.
         state.limiter.fail(peer);
         users.by_name.fail(name);
         return Err(HttpError::new(
@@ -99,6 +101,12 @@ async fn attempt(state: &AppState, peer: IpAddr, request: Request) -> Result<Res
             WRONG,
         ));
     };
+    if let Some((store, id)) = counted {
+        let forgotten = tokio::task::spawn_blocking(move || store.attempt_succeeded(&id)).await;
+        if !matches!(forgotten, Ok(Ok(()))) {
+            tracing::warn!("a right sign-in stays counted: the state store failed");
+        }
+    }
     let hours = state.config().users.session_hours;
     let value = users.sign_in(&user.name, hours);
     tracing::info!(%peer, user = user.name, "signed in");
@@ -113,6 +121,50 @@ async fn attempt(state: &AppState, peer: IpAddr, request: Request) -> Result<Res
         response.headers_mut().insert(header::SET_COOKIE, v);
     }
     Ok(response)
+}
+
+/// On PostgreSQL, counts the attempt in the store every gateway on it shares — against the
+/// name and the address, before the password is checked, in one transaction with the check of
+/// the counts — so spreading attempts over gateways gains nothing. The attempt's hold, to be
+/// forgotten when the password was right; `None` on the embedded store (one gateway: its own
+/// counts suffice).
+async fn count_attempt(
+    state: &AppState,
+    name: &str,
+    peer: IpAddr,
+) -> Result<Option<(lurkbot_state::Store, String)>, HttpError> {
+    let Some(store) = state.host.store().filter(|s| s.backend() == "postgres") else {
+        return Ok(None);
+    };
+    let (store, keys) = (
+        store.clone(),
+        vec![format!("name:{name}"), format!("addr:{peer}")],
+    );
+    let max = u32::try_from(crate::auth::MAX_FAILURES).unwrap_or(u32::MAX);
+    let window = u64::try_from(crate::auth::WINDOW.as_millis()).unwrap_or(u64::MAX);
+    let counting = store.clone();
+    let counted = tokio::task::spawn_blocking(move || counting.begin_attempt(&keys, max, window))
+        .await
+        .map_err(|e| HttpError::internal(format!("sign-in not counted: {e}")))?
+        .map_err(|e| {
+            // Never unlimited: without the shared counts no sign-in is checked.
+            HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                format!("sign-ins are paused: the state store failed ({e}); try again shortly"),
+            )
+        })?;
+    match counted {
+        Ok(id) => Ok(Some((store, id))),
+        Err(wait) => {
+            tracing::warn!(%peer, wait_seconds = wait, "sign-in refused: too many failed attempts (all gateways)");
+            Err(HttpError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!("too many failed sign-ins; try again in {wait} s"),
+            ))
+        }
+    }
 }
 
 /// `POST /auth/logout`: ends the cookie's sign-in and clears it.

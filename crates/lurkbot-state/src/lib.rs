@@ -16,11 +16,14 @@
 //!   holder is gone.
 //! - **Budget holds** ([`holds`]): what model calls in flight hold against the budgets, so
 //!   that calls on several gateways are checked against each other's estimates.
+//! - **Sign-in attempts** (`Store::begin_attempt`): counted before a password is checked, so
+//!   the sign-in limits hold across gateways.
 //!
 //! Two backends stand behind [`Store`]: the embedded store, `state/state.sqlite` in the home
 //! (SQLite, WAL), the default; and a PostgreSQL database several gateways share
 //! (`[state] url`, [`Location`]). Both run the same statements (`sql.rs`).
 
+mod attempts;
 mod embedded;
 mod error;
 pub mod events;

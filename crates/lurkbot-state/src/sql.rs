@@ -245,7 +245,8 @@ CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner);
     )
 }
 
-/// Schema 3: the budget holds of calls in flight (`holds.rs`).
+/// Schema 3: the budget holds of calls in flight (`holds.rs`) and sign-in attempts
+/// (`attempts.rs`).
 pub(crate) fn tables_v3(int: &str) -> String {
     format!(
         "
@@ -258,6 +259,12 @@ CREATE TABLE IF NOT EXISTS holds (
     micro_usd   {int} NOT NULL,
     expires_ms  {int} NOT NULL
 );
+CREATE TABLE IF NOT EXISTS attempts (
+    id          TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    at_ms       {int} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS attempts_key ON attempts(key);
 "
     )
 }

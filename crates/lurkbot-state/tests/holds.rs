@@ -72,7 +72,7 @@ fn a_store_from_before_holds_is_brought_up_to_date() {
     drop(Store::open(&home).unwrap());
     let path = home.join(lurkbot_state::STATE_FILE);
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("DROP TABLE holds; PRAGMA user_version = 2;")
+    conn.execute_batch("DROP TABLE holds; DROP TABLE attempts; PRAGMA user_version = 2;")
         .unwrap();
     drop(conn);
     let store = Store::open(&home).unwrap();

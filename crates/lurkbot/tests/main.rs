@@ -30,6 +30,7 @@ mod gateways_on_postgres;
 mod import;
 mod init;
 mod irc;
+mod limits_on_postgres;
 mod logs;
 mod mcp;
 mod memory;
