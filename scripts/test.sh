@@ -11,9 +11,9 @@ cd "$(dirname "$0")/.."
 # for a real IMAP server (the email channel), tmux to drive OpenClaw's TUI, and npm (Debian's, only when no npm is on PATH: a NodeSource Node brings its
 # own and conflicts with Debian's) for OpenClaw's CLI and the skill corpora.
 # espeak-ng speaks for the `tts` tests and ffmpeg (ffprobe) decodes the OGG/Opus LurkBot writes.
-# haproxy balances two gateways on one home in the failover test; postgresql (15) is the
+# haproxy and nginx-light balance two gateways in the failover tests; postgresql (15) is the
 # database several gateways share (the tests make their own clusters with initdb on loopback).
-packages=(zip unzip tar xz-utils bzip2 openssl ca-certificates python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services dovecot-imapd tmux espeak-ng ffmpeg haproxy postgresql)
+packages=(zip unzip tar xz-utils bzip2 openssl ca-certificates python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services dovecot-imapd tmux espeak-ng ffmpeg haproxy nginx-light postgresql)
 command -v npm >/dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do

@@ -164,7 +164,29 @@ fn two_gateways_with_one_id_on_one_home_are_refused() {
 /// beyond the one the kill cut.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn through_haproxy_a_client_survives_the_death_of_its_gateway() {
-    let t = Test::init();
+    client_survives_through_haproxy(&Test::init(), "first").await;
+}
+
+/// The same through nginx, as the README's configuration has it (the second gateway a
+/// `backup`; open-source nginx has no active checks: a refused connection moves on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_nginx_a_client_survives_the_death_of_its_gateway() {
+    client_survives_through_haproxy(&Test::init(), "nginx").await;
+}
+
+/// The same on PostgreSQL with both gateways active (`balance leastconn`: clients spread over
+/// them, each WebSocket staying on its gateway): whichever gateway runs the turn is killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_through_haproxy_a_client_survives_the_death_of_its_gateway() {
+    let pg = lurkbot_test_support::postgres::Postgres::start();
+    let t = crate::gateways_on_postgres::home_on(&pg, "haproxy");
+    client_survives_through_haproxy(&t, "leastconn").await;
+    assert_eq!(pg.psql("haproxy", "SELECT state FROM turns"), "done");
+}
+
+/// A client's turn through a balancer in front of two gateways, its gateway killed: `balance`
+/// is HAProxy's (`first`, `leastconn`), or `nginx` for nginx in front instead.
+async fn client_survives_through_haproxy(t: &Test, balance: &str) {
     let fake = FakeProvider::start(vec![
         Step::Held(Gate::new(), Box::new(Step::text("never sent"))),
         Step::text("Answered by the other gateway."),
@@ -193,10 +215,14 @@ async fn through_haproxy_a_client_survives_the_death_of_its_gateway() {
             ("LURKBOT_GATEWAY_ID", id),
         ]
     };
-    let first = start_gateway_on(&t, &env("gw-a"), a);
-    let second = start_gateway_on(&t, &env("gw-b"), b);
-    let haproxy = Haproxy::start(&t, front, a, b);
-    until("HAProxy finds a gateway ready", || {
+    let one = start_gateway_on(t, &env("gw-a"), a);
+    let other = start_gateway_on(t, &env("gw-b"), b);
+    let haproxy = if balance == "nginx" {
+        Balancer::nginx(t, front, a, b)
+    } else {
+        Balancer::haproxy(t, front, a, b, balance)
+    };
+    until("the balancer finds a gateway ready", || {
         serves(&format!("127.0.0.1:{front}"))
     })
     .await;
@@ -210,10 +236,22 @@ async fn through_haproxy_a_client_survives_the_death_of_its_gateway() {
         )
     });
     until("the model call", || fake.requests().len() == 1).await;
+    // The gateway HAProxy sent the client to runs the turn; it dies.
+    let (first, second) = if one.stderr().contains("chat.send") {
+        (one, other)
+    } else {
+        (other, one)
+    };
     assert!(
         first.stderr().contains("chat.send"),
-        "HAProxy sent the client to the first gateway"
+        "no gateway ran the turn"
     );
+    if balance != "leastconn" {
+        assert!(
+            first.addr.ends_with(&format!(":{a}")),
+            "balance first sends to a"
+        );
+    }
     kill(first);
     let answered = tokio::task::spawn_blocking(move || asking.join().unwrap())
         .await
@@ -236,23 +274,24 @@ async fn through_haproxy_a_client_survives_the_death_of_its_gateway() {
         .unwrap();
     assert_eq!(status, 0, "{stderr}");
     assert_eq!(fake.requests().len(), 2, "one call cut, one that answered");
-    let messages = transcript_messages(&t);
+    let messages = transcript_messages(t);
     let answers = messages.iter().filter(|m| m["role"] == "assistant").count();
     assert_eq!(answers, 1, "{messages:?}");
 }
 
-/// HAProxy (Debian's) in the foreground on `front`, balancing `a` then `b`; stopped when dropped.
-struct Haproxy(std::process::Child);
+/// HAProxy or nginx (Debian's) in the foreground on `front`, balancing `a` and `b`; stopped
+/// when dropped.
+struct Balancer(std::process::Child);
 
-impl Haproxy {
-    fn start(t: &Test, front: u16, a: u16, b: u16) -> Self {
-        // `balance first`: every client goes to `a` while it is up (the test knows which
-        // gateway to kill); `/ready` checks every 200 ms; a refused connection is retried on
-        // the other server.
+impl Balancer {
+    fn haproxy(t: &Test, front: u16, a: u16, b: u16, balance: &str) -> Self {
+        // `balance first`: every client goes to `a` while it is up (one active gateway, the
+        // other standing by); `leastconn`: both active; `/ready` checks every 200 ms; a
+        // refused connection is retried on the other server.
         let config = format!(
             "defaults\n  mode http\n  timeout connect 1s\n  timeout client 30s\n  timeout server 30s\n  timeout tunnel 1h\n  retries 3\n  option redispatch\n  option forwardfor\n\
              frontend fe\n  bind 127.0.0.1:{front}\n  default_backend gws\n\
-             backend gws\n  balance first\n  option httpchk GET /ready\n  http-check expect status 200\n\
+             backend gws\n  balance {balance}\n  option httpchk GET /ready\n  http-check expect status 200\n\
              \x20 server a 127.0.0.1:{a} check inter 200ms fall 1 rise 1\n\
              \x20 server b 127.0.0.1:{b} check inter 200ms fall 1 rise 1\n"
         );
@@ -267,9 +306,39 @@ impl Haproxy {
             .expect("haproxy (apt-get install haproxy; scripts/test.sh installs it)");
         Self(child)
     }
+
+    /// nginx with the README's `upstream` and `location` (temporary files in the home).
+    fn nginx(t: &Test, front: u16, a: u16, b: u16) -> Self {
+        let dir = t.path("nginx");
+        std::fs::create_dir_all(&dir).unwrap();
+        let d = dir.display();
+        let config = format!(
+            "daemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{ worker_connections 64; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
+             \x20 fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+             \x20 upstream lurkbot {{\n    server 127.0.0.1:{a};\n    server 127.0.0.1:{b} backup;\n  }}\n\
+             \x20 server {{\n    listen 127.0.0.1:{front};\n    location / {{\n      proxy_pass http://lurkbot;\n\
+             \x20     proxy_http_version 1.1;\n      proxy_set_header Upgrade $http_upgrade;\n\
+             \x20     proxy_set_header Connection \"upgrade\";\n      proxy_set_header Host $host:$server_port;\n\
+             \x20     proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n      proxy_read_timeout 1h;\n\
+             \x20     proxy_next_upstream error timeout http_503;\n    }}\n  }}\n}}\n"
+        );
+        let path = dir.join("nginx.conf");
+        std::fs::write(&path, config).unwrap();
+        let child = std::process::Command::new("nginx")
+            .args(["-e", "stderr", "-p"])
+            .arg(&dir)
+            .arg("-c")
+            .arg(&path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("nginx (apt-get install nginx-light; scripts/test.sh installs it)");
+        Self(child)
+    }
 }
 
-impl Drop for Haproxy {
+impl Drop for Balancer {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
