@@ -38,9 +38,10 @@ pub fn variables(home: &Home) -> impl Fn(&str) -> Option<String> + Send + Sync +
 
 /// Opens the gateway's durable state where `[state] url` or `LURKBOT_STATE_URL` (the
 /// environment, then the home's `.env`) puts it — a PostgreSQL database — or else the home's
-/// embedded store; as gateway `owner`, or for a command (`None`). A gateway's store on
-/// PostgreSQL keeps the budget holds of the home's calls in flight, so that the gateways on it
-/// check their calls against each other's ([`crate::usage::Ledger::share`]).
+/// embedded store; as gateway `owner`, or for a command (`None`). A store on PostgreSQL keeps
+/// the home's usage records and the budget holds of its calls in flight while it is open, so
+/// that the gateways on it count and check against each other's
+/// ([`crate::usage::Ledger::share`]).
 ///
 /// # Errors
 /// The URL unusable, the database unreachable, the id taken (see [`lurkbot_state::Store`]).
@@ -51,10 +52,35 @@ pub fn open_state(
 ) -> Result<lurkbot_state::Store, lurkbot_state::StateError> {
     let location = state_location(home, config)?;
     let store = lurkbot_state::Store::open_at(home, &location, owner)?;
-    if owner.is_some() && store.backend() == "postgres" {
+    if store.backend() == "postgres" {
         crate::usage::Ledger::share(home, &store);
     }
     Ok(store)
+}
+
+/// For a command working on `home` outside the gateway (`lurkbot agent`, `lurkbot usage`):
+/// when the state is in PostgreSQL, opens it for the rest of the process, so the command's
+/// usage records and budget checks are the gateways' ([`crate::usage::Ledger::share`]);
+/// nothing for the embedded store (the records are the home's files).
+///
+/// # Errors
+/// The URL unusable, the database unreachable.
+pub fn attach_state(
+    home: &Home,
+    config: &lurkbot_core::Config,
+) -> Result<(), lurkbot_state::StateError> {
+    static KEPT: std::sync::Mutex<Vec<lurkbot_state::Store>> = std::sync::Mutex::new(Vec::new());
+    if matches!(
+        state_location(home, config)?,
+        lurkbot_state::Location::Embedded
+    ) {
+        return Ok(());
+    }
+    let store = open_state(home, config, None)?;
+    KEPT.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(store);
+    Ok(())
 }
 
 /// Where the durable state is: [`open_state`]'s choice, without opening it.

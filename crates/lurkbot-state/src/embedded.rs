@@ -67,7 +67,7 @@ fn migrate(conn: &Connection) -> Result<(), StateError> {
         if found < 2 {
             steps.push_str(&crate::sql::tables_v2("INTEGER"));
         }
-        steps.push_str(&crate::sql::tables_v3("INTEGER"));
+        steps.push_str(&crate::sql::tables_v3("INTEGER", ""));
         conn.execute_batch(&format!(
             "BEGIN IMMEDIATE; {steps} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         ))?;

@@ -10,7 +10,7 @@
 
 use crate::leases::{Owner, Seen};
 use crate::sql::{Sql, vals};
-use crate::{StateError, Store};
+use crate::{StateError, Store, UsageRow};
 
 /// How long a hold lasts at most: a call still unrecorded by then is not counted.
 pub const HOLD_TTL_MS: u64 = 30 * 60 * 1000;
@@ -34,9 +34,11 @@ pub struct HeldSums {
 }
 
 impl Store {
-    /// Sums what live holders hold, asks `allowed` whether a call of `amount` for `agent` may
-    /// go, and when it may records its hold — one transaction under the write lock. The hold's
-    /// id (for [`Store::release_budget`]), or what `allowed` said.
+    /// Sums what live holders hold, reads the usage records after `usage_after` (`(seq,
+    /// since_ms)`, as [`Store::usage_after`]; `None`: none), asks `allowed` whether a call of
+    /// `amount` for `agent` may go, and when it may records its hold — one transaction under the
+    /// write lock, so the records and the holds are seen as one moment. The hold's id (for
+    /// [`Store::release_budget`]), or what `allowed` said.
     ///
     /// # Errors
     /// Store failures (then nothing is held).
@@ -44,12 +46,17 @@ impl Store {
         &self,
         agent: &str,
         amount: Held,
-        allowed: impl FnOnce(HeldSums) -> Result<(), E> + Send + 'static,
+        usage_after: Option<(i64, u64)>,
+        allowed: impl FnOnce(HeldSums, Vec<UsageRow>) -> Result<(), E> + Send + 'static,
     ) -> Result<Result<String, E>, StateError> {
         let (owner, agent) = (self.owner.clone(), agent.to_string());
         self.exclusively(move |tx| {
             let sums = live_sums(tx, &owner, &agent)?;
-            if let Err(refused) = allowed(sums) {
+            let records = match usage_after {
+                Some((seq, since)) => crate::usage::rows_after(tx, seq, since)?,
+                None => Vec::new(),
+            };
+            if let Err(refused) = allowed(sums, records) {
                 return Ok(Err(refused));
             }
             owner.hold()?;

@@ -16,6 +16,8 @@
 //!   holder is gone.
 //! - **Budget holds** ([`holds`]): what model calls in flight hold against the budgets, so
 //!   that calls on several gateways are checked against each other's estimates.
+//! - **Usage records** ([`usage`]): on PostgreSQL, each model call's record, so every gateway
+//!   reads the same figures.
 //! - **Sign-in attempts** (`Store::begin_attempt`): counted before a password is checked, so
 //!   the sign-in limits hold across gateways.
 //!
@@ -37,6 +39,7 @@ mod pg_tls;
 mod postgres;
 mod sql;
 pub mod turns;
+pub mod usage;
 
 pub use embedded::STATE_FILE;
 pub use error::StateError;
@@ -45,9 +48,10 @@ pub use holds::{HOLD_TTL_MS, Held, HeldSums};
 pub use inbound::Received;
 pub use leases::{LEASE_RENEW_MS, LEASE_TTL_MS, Lease, default_owner_id};
 pub use location::{Location, STATE_PASSWORD_VAR, STATE_URL_VAR, StateUrl};
-pub use migrate::Counts;
+pub use migrate::{Counts, Migrated};
 pub use outbox::{NewOutgoing, Outgoing, OutgoingState};
 pub use turns::{Admitted, NewTurn, TurnRecord, TurnState};
+pub use usage::UsageRow;
 
 use std::sync::{Arc, Mutex};
 

@@ -1,7 +1,9 @@
 //! Moving a home's state between backends (`lurkbot state migrate --to <postgres-url | home>`):
 //! every turn, inbound record and outbox message, in the order they came, copied in one durable
-//! transaction into a store that holds none, and counted on both sides. Leases are not moved:
-//! they belong to running gateways, and none may run while the state moves.
+//! transaction into a store that holds none, and counted on both sides. Leases, budget holds and
+//! sign-in attempts are not moved: they belong to running gateways, and none may run while the
+//! state moves. Usage records go with them: into PostgreSQL's table (from the home's month files,
+//! which the caller reads), or out of it for the caller to write as the home's files.
 
 use crate::sql::{Row, Sql, Val};
 use crate::{StateError, Store};
@@ -33,6 +35,18 @@ pub struct Counts {
     pub inbound: u64,
     /// Outbox messages.
     pub outbox: u64,
+    /// Usage records.
+    pub usage: u64,
+}
+
+/// What [`Store::copy_into`] moved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Migrated {
+    /// What the target holds now (usage: the records moved).
+    pub counts: Counts,
+    /// The usage records for the home's month files, oldest first, when the target is the
+    /// embedded store (which keeps them there): (ms since the epoch, the record).
+    pub usage_for_files: Vec<(u64, String)>,
 }
 
 impl Counts {
@@ -48,10 +62,12 @@ fn count(sql: &mut dyn Sql) -> Result<Counts, StateError> {
         let row = sql.row(&format!("SELECT COUNT(*) FROM {table}"), &[])?;
         *slot = row.map_or(0, |r| r.ms(0));
     }
+    let usage = sql.row("SELECT COUNT(*) FROM usage", &[])?;
     Ok(Counts {
         turns: n[0],
         inbound: n[1],
         outbox: n[2],
+        usage: usage.map_or(0, |r| r.ms(0)),
     })
 }
 
@@ -65,13 +81,26 @@ impl Store {
     }
 
     /// Copies every turn, inbound record and outbox message of this store into `target`,
-    /// which must hold none, in one durable transaction; the counts, checked equal on both
-    /// sides after the copy.
+    /// which must hold none, in one durable transaction, with the usage records — this store's
+    /// and `usage_from_files` (the home's month files, when this is the embedded store) — into
+    /// a PostgreSQL target's table, or handed back for the home's files; the counts, checked
+    /// equal on both sides after the copy.
     ///
     /// # Errors
     /// [`StateError::Migrate`]: the target is not empty, or its counts differ after the copy
     /// (nothing is kept then); store failures.
-    pub fn copy_into(&self, target: &Store) -> Result<Counts, StateError> {
+    pub fn copy_into(
+        &self,
+        target: &Store,
+        usage_from_files: Vec<(u64, String)>,
+    ) -> Result<Migrated, StateError> {
+        let mut usage: Vec<(u64, String)> = self
+            .usage_after(0, 0)?
+            .into_iter()
+            .map(|row| (row.ts_ms, row.record))
+            .collect();
+        usage.extend(usage_from_files);
+        let into_table = target.backend() == "postgres";
         let tables: Vec<Vec<Row>> = self.read(|sql| {
             TABLES
                 .iter()
@@ -84,14 +113,29 @@ impl Store {
                 })
                 .collect()
         })?;
-        let source = self.counts()?;
+        let mut source = self.counts()?;
+        source.usage = usage.len() as u64;
+        let rows_for_table = if into_table {
+            usage.clone()
+        } else {
+            Vec::new()
+        };
         let copied = target.durably(move |tx| {
             let before = count(tx)?;
             if !before.is_empty() {
                 return Err(StateError::Migrate(format!(
-                    "the target already holds state ({} turns, {} inbound records, {} outbox messages): migrate into an empty store",
-                    before.turns, before.inbound, before.outbox
+                    "the target already holds state ({} turns, {} inbound records, {} outbox messages, {} usage records): migrate into an empty store",
+                    before.turns, before.inbound, before.outbox, before.usage
                 )));
+            }
+            for (ts, record) in &rows_for_table {
+                tx.exec(
+                    "INSERT INTO usage (ts_ms, record) VALUES (?1, ?2)",
+                    &[
+                        Val::Int(i64::try_from(*ts).unwrap_or(i64::MAX)),
+                        Val::Text(record.clone()),
+                    ],
+                )?;
             }
             for ((table, columns), rows) in TABLES.iter().zip(tables) {
                 let width = columns.split(',').count();
@@ -106,7 +150,10 @@ impl Store {
                     tx.exec(&insert, &values)?;
                 }
             }
-            let after = count(tx)?;
+            let mut after = count(tx)?;
+            if !into_table {
+                after.usage = source.usage;
+            }
             if after != source {
                 return Err(StateError::Migrate(format!(
                     "the copy holds {after:?}, the source {source:?}: nothing was kept"
@@ -114,6 +161,9 @@ impl Store {
             }
             Ok(after)
         })?;
-        Ok(copied)
+        Ok(Migrated {
+            counts: copied,
+            usage_for_files: if into_table { Vec::new() } else { usage },
+        })
     }
 }

@@ -35,7 +35,7 @@ const SCHEMA_VERSION: i64 = crate::embedded::SCHEMA_VERSION;
 fn tables() -> String {
     let mut tables = crate::sql::tables_v1("BIGINT", "seq BIGSERIAL,");
     tables.push_str(&crate::sql::tables_v2("BIGINT"));
-    tables.push_str(&crate::sql::tables_v3("BIGINT"));
+    tables.push_str(&crate::sql::tables_v3("BIGINT", "seq BIGSERIAL,"));
     tables.push_str(
         "CREATE TABLE IF NOT EXISTS events (
     id          BIGSERIAL PRIMARY KEY,

@@ -245,9 +245,9 @@ CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner);
     )
 }
 
-/// Schema 3: the budget holds of calls in flight (`holds.rs`) and sign-in attempts
-/// (`attempts.rs`).
-pub(crate) fn tables_v3(int: &str) -> String {
+/// Schema 3: the budget holds of calls in flight (`holds.rs`), sign-in attempts
+/// (`attempts.rs`) and usage records (`usage.rs`; `seq` as in [`tables_v1`]).
+pub(crate) fn tables_v3(int: &str, seq: &str) -> String {
     format!(
         "
 CREATE TABLE IF NOT EXISTS holds (
@@ -265,6 +265,12 @@ CREATE TABLE IF NOT EXISTS attempts (
     at_ms       {int} NOT NULL
 );
 CREATE INDEX IF NOT EXISTS attempts_key ON attempts(key);
+CREATE TABLE IF NOT EXISTS usage (
+    {seq}
+    ts_ms       {int} NOT NULL,
+    record      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_ts ON usage(ts_ms);
 "
     )
 }

@@ -23,7 +23,7 @@ const CALL: Held = Held {
 /// A hold of [`CALL`] for `agent` when the holds stay within `cap` tokens with it.
 fn hold_within(store: &Store, agent: &str, cap: u64) -> Option<String> {
     store
-        .hold_budget(agent, CALL, move |sums: HeldSums| {
+        .hold_budget(agent, CALL, None, move |sums: HeldSums, _| {
             if sums.all.tokens + CALL.tokens > cap {
                 Err(sums.all.tokens)
             } else {

@@ -240,6 +240,27 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
             .unwrap();
         store.release_leases().unwrap();
     }
+    // Three model calls' usage, over two months.
+    let zone = lurkbot_core::Zone::utc();
+    let usage: Vec<lurkbot_agent::usage::UsageRecord> =
+        [1_790_000_000_000u64, 1_795_000_000_000, 1_795_000_100_000]
+            .iter()
+            .enumerate()
+            .map(|(i, ts)| lurkbot_agent::usage::UsageRecord {
+                ts: *ts,
+                agent: "main".into(),
+                session_key: "agent:main:main".into(),
+                model: "openai/fake".into(),
+                input_tokens: 100 * (i as u64 + 1),
+                output_tokens: 7,
+                cached_input_tokens: None,
+                cost_usd: Some(0.25),
+                estimated: false,
+            })
+            .collect();
+    for record in &usage {
+        lurkbot_agent::usage::append(&home, &zone, record).unwrap();
+    }
 
     // The password never on the command line.
     let with_password = url.replace("lurk@", "lurk:pw-on-argv@");
@@ -278,14 +299,21 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
     assert_eq!(moved.status, 0, "{}", moved.stderr);
     let moved = moved.json();
     assert_eq!(
-        (&moved["turns"], &moved["inbound"], &moved["outbox"]),
+        (
+            &moved["turns"],
+            &moved["inbound"],
+            &moved["outbox"],
+            &moved["usage"]
+        ),
         (
             &serde_json::json!(5),
             &serde_json::json!(6),
-            &serde_json::json!(4)
+            &serde_json::json!(4),
+            &serde_json::json!(3)
         )
     );
     assert_eq!(pg.psql("moved", "SELECT count(*) FROM turns"), "5");
+    assert_eq!(pg.psql("moved", "SELECT count(*) FROM usage"), "3");
     let again = t.run(&["state", "migrate", "--to", &url]);
     assert_ne!(again.status, 0, "a target that holds state is refused");
     assert!(
@@ -305,6 +333,15 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
     assert_eq!(same.status, 2, "{}", same.stderr);
     assert!(same.stderr.contains("already"), "{}", same.stderr);
     assert_eq!(status["turns"]["done"], 4, "{status}");
+    // `lurkbot usage` reads the records in the database now (the home's files set aside).
+    std::fs::rename(t.path("usage"), t.path("usage-before")).unwrap();
+    let summed = t.run(&["usage", "--since", "2026-01-01", "--json"]);
+    assert_eq!(summed.status, 0, "{}", summed.stderr);
+    assert!(
+        summed.stdout.contains("\"inputTokens\": 500"),
+        "the two records of November: {}",
+        summed.stdout
+    );
     for name in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"] {
         let _ = std::fs::rename(
             t.path(&format!("state/{name}")),
@@ -315,9 +352,15 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
     assert_eq!(back.status, 0, "{}", back.stderr);
     assert!(
         back.stdout
-            .contains("moved 5 turns, 6 inbound records and 4 outbox messages"),
+            .contains("moved 5 turns, 6 inbound records, 4 outbox messages and 3 usage records"),
         "{}",
         back.stdout
+    );
+    let since = chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap();
+    assert_eq!(
+        lurkbot_agent::usage::read_since(&home, &zone, since),
+        usage,
+        "the same records, in their month files again"
     );
     let store = Store::open(&home).unwrap();
     for before in &records {

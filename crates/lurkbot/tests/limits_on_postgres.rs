@@ -96,6 +96,12 @@ async fn twenty_calls_over_three_gateways_never_pass_the_budget() {
             "Within the budget."
         );
     }
+    // Their usage is in the database, where every gateway counts it; none in the home's files.
+    assert_eq!(pg.psql("budget", "SELECT count(*) FROM usage"), "3");
+    assert!(!t.path("usage").exists());
+    let summed = t.run(&["usage", "--json"]);
+    assert_eq!(summed.status, 0, "{}", summed.stderr);
+    assert!(summed.stdout.contains("\"calls\": 3"), "{}", summed.stdout);
     drop(gateways);
 }
 

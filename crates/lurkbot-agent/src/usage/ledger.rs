@@ -14,9 +14,9 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use chrono::NaiveDate;
+use chrono::{Datelike, NaiveDate};
 use lurkbot_core::{Home, Zone};
-use lurkbot_state::{Held as StoreHeld, HeldSums, Store, WeakStore};
+use lurkbot_state::{Held as StoreHeld, HeldSums, Store, UsageRow, WeakStore};
 
 use super::{UsageRecord, local_date, month_file};
 
@@ -88,7 +88,8 @@ impl Ledger {
         *shared = store.downgrade();
     }
 
-    fn shared_store(&self) -> Option<Store> {
+    /// The store the home's holds and records are in, while its gateway keeps it open.
+    pub(crate) fn shared_store(&self) -> Option<Store> {
         lock(&self.shared).upgrade()
     }
 
@@ -98,7 +99,10 @@ impl Ledger {
         let Ok(mut state) = self.state.lock() else {
             return (Totals::default(), Totals::default());
         };
-        Self::refresh(&self.home, &mut state, zone, now_ms);
+        match self.shared_store() {
+            Some(store) => Self::refresh_from(&store, &self.home, &mut state, zone, now_ms),
+            None => Self::refresh(&self.home, &mut state, zone, now_ms),
+        }
         Self::of_state(&state, zone, now_ms, agent)
     }
 
@@ -129,19 +133,22 @@ impl Ledger {
             micro_usd: (amount.usd * 1e6).ceil() as u64,
         };
         let check = allowed.clone();
-        let checked = store.hold_budget(agent, wanted, move |held: HeldSums| {
-            let mut state = lock(&ledger.state);
-            Self::refresh(&ledger.home, &mut state, &zone_there, now_ms);
-            check(&|who| {
-                let (day, month) = Self::of_state(&state, &zone_there, now_ms, who);
-                let theirs = match who {
-                    None => held.all,
-                    Some(who) if who == me => held.agent,
-                    Some(_) => StoreHeld::default(),
-                };
-                (plus(day, theirs), plus(month, theirs))
-            })
-        });
+        let cursor = Self::store_cursor(&self.home, &mut lock(&self.state), zone, now_ms);
+        let checked =
+            store.hold_budget(agent, wanted, Some(cursor), move |held: HeldSums, rows| {
+                // The records and the holds of one moment: both read in this transaction.
+                let mut state = lock(&ledger.state);
+                Self::add_rows(&mut state, &zone_there, now_ms, rows);
+                check(&|who| {
+                    let (day, month) = Self::of_state(&state, &zone_there, now_ms, who);
+                    let theirs = match who {
+                        None => held.all,
+                        Some(who) if who == me => held.agent,
+                        Some(_) => StoreHeld::default(),
+                    };
+                    (plus(day, theirs), plus(month, theirs))
+                })
+            });
         match checked {
             Ok(Ok(id)) => Ok(Held {
                 ledger: self.clone(),
@@ -186,8 +193,16 @@ impl Ledger {
 
     /// Reads what was appended to this month's file since the last look.
     fn refresh(home: &Home, state: &mut State, zone: &Zone, now_ms: u64) {
-        let today = local_date(zone, now_ms);
-        let file = month_file(home, today);
+        let file = Self::begin_month(home, state, zone, now_ms);
+        let fresh = read_from(&file, state.offset);
+        state.offset += fresh.consumed;
+        Self::add_all(state, zone, fresh.records);
+    }
+
+    /// Starts the month of `now_ms` afresh when it is not the one counted (holds kept); the
+    /// month's file.
+    fn begin_month(home: &Home, state: &mut State, zone: &Zone, now_ms: u64) -> PathBuf {
+        let file = month_file(home, local_date(zone, now_ms));
         if state.file != file {
             let held = std::mem::take(&mut state.held);
             *state = State {
@@ -196,9 +211,55 @@ impl Ledger {
                 ..State::default()
             };
         }
-        let fresh = read_from(&file, state.offset);
-        state.offset += fresh.consumed;
-        for record in fresh.records {
+        file
+    }
+
+    /// Where the shared store's records of the month of `now_ms` are read on from: (the last
+    /// record counted, the earliest time the month may start at in any zone).
+    fn store_cursor(home: &Home, state: &mut State, zone: &Zone, now_ms: u64) -> (i64, u64) {
+        Self::begin_month(home, state, zone, now_ms);
+        let first = local_date(zone, now_ms).with_day(1).unwrap_or_default();
+        let since = first
+            .and_hms_opt(0, 0, 0)
+            .map_or(0, |t| t.and_utc().timestamp_millis() - 14 * 3_600_000);
+        (
+            i64::try_from(state.offset).unwrap_or(i64::MAX),
+            u64::try_from(since).unwrap_or_default(),
+        )
+    }
+
+    /// Counts the shared store's `rows` not counted yet that fall in the month of `now_ms`.
+    fn add_rows(state: &mut State, zone: &Zone, now_ms: u64, rows: Vec<UsageRow>) {
+        let month = local_date(zone, now_ms).format("%Y-%m").to_string();
+        let mut records = Vec::new();
+        for row in rows {
+            let Ok(seq) = u64::try_from(row.seq) else {
+                continue;
+            };
+            if seq <= state.offset {
+                continue;
+            }
+            state.offset = seq;
+            if let Ok(record) = serde_json::from_str::<UsageRecord>(&row.record)
+                && local_date(zone, record.ts).format("%Y-%m").to_string() == month
+            {
+                records.push(record);
+            }
+        }
+        Self::add_all(state, zone, records);
+    }
+
+    /// Reads the shared store's records of this month not counted yet.
+    fn refresh_from(store: &Store, home: &Home, state: &mut State, zone: &Zone, now_ms: u64) {
+        let (after, since) = Self::store_cursor(home, state, zone, now_ms);
+        match store.usage_after(after, since) {
+            Ok(rows) => Self::add_rows(state, zone, now_ms, rows),
+            Err(e) => tracing::warn!(error = %e, "usage records not read from the state store"),
+        }
+    }
+
+    fn add_all(state: &mut State, zone: &Zone, records: Vec<UsageRecord>) {
+        for record in records {
             let day = local_date(zone, record.ts);
             let session = format!("session:{}", record.session_key);
             for who in [String::new(), record.agent.clone(), session] {

@@ -1,5 +1,7 @@
 //! Usage records and budgets (ARCHITECTURE.md §7c). Every model call appends one record to
-//! `usage/YYYY-MM.jsonl` (the month of the user's zone): the provider's token counts, or an
+//! `usage/YYYY-MM.jsonl` (the month of the user's zone) — or, when the home's state is in
+//! PostgreSQL, to the store's `usage` table, which every gateway reads ([`Ledger::share`]):
+//! the provider's token counts, or an
 //! estimate marked `estimated` when it reported none, and a cost when the model has prices in
 //! `[models]`. [`Ledger`] keeps the day's and month's totals from those files for the caps that
 //! [`check`] applies before each call.
@@ -10,7 +12,7 @@ mod ledger;
 mod meter;
 mod summary;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use lurkbot_core::{Config, Home, Zone};
 use lurkbot_llm::Usage;
@@ -122,25 +124,101 @@ pub(crate) fn month_file(home: &Home, date: chrono::NaiveDate) -> PathBuf {
         .join(format!("{}.jsonl", date.format("%Y-%m")))
 }
 
-/// Appends `record` to its month's file.
+/// Appends `record` to its month's file, or to the shared store's records.
 ///
 /// # Errors
-/// The folder or the file failing.
+/// The folder or the file failing; the store failing.
 pub fn append(
     home: &Home,
     zone: &Zone,
     record: &UsageRecord,
 ) -> Result<(), lurkbot_core::CoreError> {
     let path = month_file(home, local_date(zone, record.ts));
-    lurkbot_core::create_private_dir(&home.join(USAGE_DIR))?;
     let line = serde_json::to_string(record)
         .map_err(|e| lurkbot_core::CoreError::io("encode a record for", &path, e.into()))?;
-    lurkbot_core::append_private_line(&path, &line)
+    if let Some(store) = Ledger::of(home).shared_store() {
+        return store.append_usage(record.ts, &line).map_err(|e| {
+            lurkbot_core::CoreError::Invalid(format!("usage record not stored: {e}"))
+        });
+    }
+    append_line(home, &path, &line)
 }
 
-/// Every record from `since` (a local date) on, oldest first; lines that are not records are
-/// skipped.
+/// Appends one record's `line` to the month file `path` of `home`.
+fn append_line(home: &Home, path: &Path, line: &str) -> Result<(), lurkbot_core::CoreError> {
+    lurkbot_core::create_private_dir(&home.join(USAGE_DIR))?;
+    lurkbot_core::append_private_line(path, line)
+}
+
+/// Every record from `since` (a local date) on, oldest first — from the month files, or the
+/// shared store's; lines that are not records are skipped.
 pub fn read_since(home: &Home, zone: &Zone, since: chrono::NaiveDate) -> Vec<UsageRecord> {
+    if let Some(store) = Ledger::of(home).shared_store() {
+        // A day starts at most 14 h before it starts in UTC; the zone's date then filters.
+        let from = since
+            .and_hms_opt(0, 0, 0)
+            .map_or(0, |t| t.and_utc().timestamp_millis() - 14 * 3_600_000);
+        let rows = match store.usage_after(0, u64::try_from(from).unwrap_or_default()) {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, "usage records not read from the state store");
+                Vec::new()
+            }
+        };
+        return rows
+            .iter()
+            .filter_map(|row| serde_json::from_str::<UsageRecord>(&row.record).ok())
+            .filter(|r| local_date(zone, r.ts) >= since)
+            .collect();
+    }
+    read_files_since(home, zone, since)
+}
+
+/// Every record of the home's month files (for `state migrate`): (ms, the line), oldest file
+/// first.
+pub fn file_records(home: &Home) -> Vec<(u64, String)> {
+    let epoch = chrono::NaiveDate::default();
+    read_files_since(home, &Zone::utc(), epoch)
+        .into_iter()
+        .filter_map(|r| Some((r.ts, serde_json::to_string(&r).ok()?)))
+        .collect()
+}
+
+/// Whether the home has month files (`state migrate` back into the home needs none).
+pub fn has_files(home: &Home) -> bool {
+    std::fs::read_dir(home.join(USAGE_DIR)).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+    })
+}
+
+/// Writes `records` (ms, the record) as the home's month files in `zone`, each file whole
+/// and atomically (`state migrate` back into the home).
+///
+/// # Errors
+/// A file failing.
+pub fn write_files(
+    home: &Home,
+    zone: &Zone,
+    records: &[(u64, String)],
+) -> Result<usize, lurkbot_core::CoreError> {
+    let mut months: std::collections::BTreeMap<PathBuf, String> = Default::default();
+    for (ts, line) in records {
+        let text = months
+            .entry(month_file(home, local_date(zone, *ts)))
+            .or_default();
+        text.push_str(line);
+        text.push('\n');
+    }
+    lurkbot_core::create_private_dir(&home.join(USAGE_DIR))?;
+    for (path, text) in &months {
+        lurkbot_core::write_atomic(path, text.as_bytes())?;
+    }
+    Ok(months.len())
+}
+
+fn read_files_since(home: &Home, zone: &Zone, since: chrono::NaiveDate) -> Vec<UsageRecord> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(home.join(USAGE_DIR))
         .map(|entries| {
             entries

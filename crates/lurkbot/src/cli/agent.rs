@@ -51,6 +51,8 @@ pub(crate) fn prepare(
 ) -> Result<(Home, Config, Failover), CliError> {
     let home = Home::open(home_path)?;
     let config = Config::load(&home.join(layout::CONFIG))?;
+    lurkbot_agent::setup::attach_state(&home, &config)
+        .map_err(|e| CliError::failed(who, e.to_string()))?;
     match lurkbot_agent::setup::failover(&home, &config, model) {
         Ok(failover) => Ok((home, config, failover)),
         Err(e) if e.is_config() => Err(CliError::usage(who, e.to_string())),

@@ -27,6 +27,8 @@ pub(crate) struct UsageArgs {
 pub(crate) fn run(home_path: &Path, args: &UsageArgs) -> CliResult {
     let home = Home::open(home_path)?;
     let config = Config::load(&home.join(layout::CONFIG))?;
+    lurkbot_agent::setup::attach_state(&home, &config)
+        .map_err(|e| CliError::failed("usage", e.to_string()))?;
     let by: By = args.by.parse().map_err(|e| CliError::usage("usage", e))?;
     let since = parse_since(&args.since, today(&zone(&config))).ok_or_else(|| {
         CliError::usage(
