@@ -23,6 +23,7 @@ mod session_index;
 mod session_kind;
 mod session_notes;
 pub mod setup;
+pub mod shared_state;
 pub mod skills;
 pub mod speech;
 mod subagent;

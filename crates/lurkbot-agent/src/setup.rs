@@ -41,7 +41,7 @@ pub fn variables(home: &Home) -> impl Fn(&str) -> Option<String> + Send + Sync +
 /// embedded store; as gateway `owner`, or for a command (`None`). A store on PostgreSQL keeps
 /// the home's usage records and the budget holds of its calls in flight while it is open, so
 /// that the gateways on it count and check against each other's
-/// ([`crate::usage::Ledger::share`]).
+/// ([`crate::shared_state`]).
 ///
 /// # Errors
 /// The URL unusable, the database unreachable, the id taken (see [`lurkbot_state::Store`]).
@@ -53,7 +53,7 @@ pub fn open_state(
     let location = state_location(home, config)?;
     let store = lurkbot_state::Store::open_at(home, &location, owner)?;
     if store.backend() == "postgres" {
-        crate::usage::Ledger::share(home, &store);
+        crate::shared_state::share(home, &store);
     }
     Ok(store)
 }

@@ -130,7 +130,7 @@ async fn cron_methods_events_and_an_announce_to_webchat() {
 fn miss(gw: &Gateway, id: &str) {
     let now = lurkbot_core::now_ms();
     CronStore::open(&gw.home)
-        .update(id, |job| {
+        .update(id, move |job| {
             job.state.next_run_at_ms = Some(now - 3 * 3_600_000)
         })
         .unwrap();

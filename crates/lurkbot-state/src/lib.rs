@@ -18,6 +18,9 @@
 //!   that calls on several gateways are checked against each other's estimates.
 //! - **Usage records** ([`usage`]): on PostgreSQL, each model call's record, so every gateway
 //!   reads the same figures.
+//! - **Documents and logs** ([`documents`]): on PostgreSQL, the home's JSON files and
+//!   JSON-lines logs that gateways change (the cron jobs and their runs), edited in one
+//!   transaction each.
 //! - **Sign-in attempts** (`Store::begin_attempt`): counted before a password is checked, so
 //!   the sign-in limits hold across gateways.
 //!
@@ -26,6 +29,7 @@
 //! (`[state] url`, [`Location`]). Both run the same statements (`sql.rs`).
 
 mod attempts;
+pub mod documents;
 mod embedded;
 mod error;
 pub mod events;
@@ -41,6 +45,7 @@ mod sql;
 pub mod turns;
 pub mod usage;
 
+pub use documents::Edit;
 pub use embedded::STATE_FILE;
 pub use error::StateError;
 pub use events::{Follower, SharedEvent};
@@ -48,7 +53,7 @@ pub use holds::{HOLD_TTL_MS, Held, HeldSums};
 pub use inbound::Received;
 pub use leases::{LEASE_RENEW_MS, LEASE_TTL_MS, Lease, default_owner_id};
 pub use location::{Location, STATE_PASSWORD_VAR, STATE_URL_VAR, StateUrl};
-pub use migrate::{Counts, Migrated};
+pub use migrate::{Counts, HomeFiles, Migrated};
 pub use outbox::{NewOutgoing, Outgoing, OutgoingState};
 pub use turns::{Admitted, NewTurn, TurnRecord, TurnState};
 pub use usage::UsageRow;

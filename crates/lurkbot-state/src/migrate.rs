@@ -2,8 +2,9 @@
 //! every turn, inbound record and outbox message, in the order they came, copied in one durable
 //! transaction into a store that holds none, and counted on both sides. Leases, budget holds and
 //! sign-in attempts are not moved: they belong to running gateways, and none may run while the
-//! state moves. Usage records go with them: into PostgreSQL's table (from the home's month files,
-//! which the caller reads), or out of it for the caller to write as the home's files.
+//! state moves. Usage records, documents and logs go with them: into PostgreSQL's tables (from
+//! the home's files, which the caller reads), or out of them for the caller to write as the
+//! home's files.
 
 use crate::sql::{Row, Sql, Val};
 use crate::{StateError, Store};
@@ -37,16 +38,38 @@ pub struct Counts {
     pub outbox: u64,
     /// Usage records.
     pub usage: u64,
+    /// Documents (`cron/jobs.json`).
+    pub documents: u64,
+    /// Lines of logs (`cron/runs/*.jsonl`).
+    pub log_lines: u64,
+}
+
+/// What the home keeps in files on the embedded store and PostgreSQL in tables: what moves
+/// with the state between them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HomeFiles {
+    /// Usage records, oldest first: (ms since the epoch, the record).
+    pub usage: Vec<(u64, String)>,
+    /// Documents: (the file's path in the home, its body).
+    pub documents: Vec<(String, String)>,
+    /// Logs: (the file's path in the home, its lines oldest first).
+    pub logs: Vec<(String, Vec<String>)>,
+}
+
+impl HomeFiles {
+    fn log_lines(&self) -> u64 {
+        self.logs.iter().map(|(_, lines)| lines.len() as u64).sum()
+    }
 }
 
 /// What [`Store::copy_into`] moved.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Migrated {
-    /// What the target holds now (usage: the records moved).
+    /// What the target holds now (with what was handed back for files).
     pub counts: Counts,
-    /// The usage records for the home's month files, oldest first, when the target is the
-    /// embedded store (which keeps them there): (ms since the epoch, the record).
-    pub usage_for_files: Vec<(u64, String)>,
+    /// What the home's files are to hold when the target is the embedded store (which keeps
+    /// them there); empty for PostgreSQL.
+    pub for_files: HomeFiles,
 }
 
 impl Counts {
@@ -62,12 +85,52 @@ fn count(sql: &mut dyn Sql) -> Result<Counts, StateError> {
         let row = sql.row(&format!("SELECT COUNT(*) FROM {table}"), &[])?;
         *slot = row.map_or(0, |r| r.ms(0));
     }
-    let usage = sql.row("SELECT COUNT(*) FROM usage", &[])?;
+    let mut more = [0u64; 3];
+    for (slot, table) in more.iter_mut().zip(["usage", "documents", "log_lines"]) {
+        let row = sql.row(&format!("SELECT COUNT(*) FROM {table}"), &[])?;
+        *slot = row.map_or(0, |r| r.ms(0));
+    }
     Ok(Counts {
         turns: n[0],
         inbound: n[1],
         outbox: n[2],
-        usage: usage.map_or(0, |r| r.ms(0)),
+        usage: more[0],
+        documents: more[1],
+        log_lines: more[2],
+    })
+}
+
+/// The usage records, documents and logs in the tables of `sql`.
+fn home_files(sql: &mut dyn Sql) -> Result<HomeFiles, StateError> {
+    let order = sql.seq();
+    let usage = sql
+        .rows(
+            &format!("SELECT ts_ms, record FROM usage ORDER BY {order}"),
+            &[],
+        )?
+        .into_iter()
+        .map(|r| (r.ms(0), r.text(1)))
+        .collect();
+    let documents = sql
+        .rows("SELECT name, body FROM documents ORDER BY name", &[])?
+        .into_iter()
+        .map(|r| (r.text(0), r.text(1)))
+        .collect();
+    let mut logs: Vec<(String, Vec<String>)> = Vec::new();
+    for row in sql.rows(
+        &format!("SELECT log, line FROM log_lines ORDER BY log, {order}"),
+        &[],
+    )? {
+        let (log, line) = (row.text(0), row.text(1));
+        match logs.last_mut() {
+            Some((last, lines)) if *last == log => lines.push(line),
+            _ => logs.push((log, vec![line])),
+        }
+    }
+    Ok(HomeFiles {
+        usage,
+        documents,
+        logs,
     })
 }
 
@@ -89,17 +152,11 @@ impl Store {
     /// # Errors
     /// [`StateError::Migrate`]: the target is not empty, or its counts differ after the copy
     /// (nothing is kept then); store failures.
-    pub fn copy_into(
-        &self,
-        target: &Store,
-        usage_from_files: Vec<(u64, String)>,
-    ) -> Result<Migrated, StateError> {
-        let mut usage: Vec<(u64, String)> = self
-            .usage_after(0, 0)?
-            .into_iter()
-            .map(|row| (row.ts_ms, row.record))
-            .collect();
-        usage.extend(usage_from_files);
+    pub fn copy_into(&self, target: &Store, from_files: HomeFiles) -> Result<Migrated, StateError> {
+        let mut files = self.read(home_files)?;
+        files.usage.extend(from_files.usage);
+        files.documents.extend(from_files.documents);
+        files.logs.extend(from_files.logs);
         let into_table = target.backend() == "postgres";
         let tables: Vec<Vec<Row>> = self.read(|sql| {
             TABLES
@@ -114,11 +171,13 @@ impl Store {
                 .collect()
         })?;
         let mut source = self.counts()?;
-        source.usage = usage.len() as u64;
-        let rows_for_table = if into_table {
-            usage.clone()
+        source.usage = files.usage.len() as u64;
+        source.documents = files.documents.len() as u64;
+        source.log_lines = files.log_lines();
+        let for_table = if into_table {
+            files.clone()
         } else {
-            Vec::new()
+            HomeFiles::default()
         };
         let copied = target.durably(move |tx| {
             let before = count(tx)?;
@@ -128,7 +187,7 @@ impl Store {
                     before.turns, before.inbound, before.outbox, before.usage
                 )));
             }
-            for (ts, record) in &rows_for_table {
+            for (ts, record) in &for_table.usage {
                 tx.exec(
                     "INSERT INTO usage (ts_ms, record) VALUES (?1, ?2)",
                     &[
@@ -136,6 +195,14 @@ impl Store {
                         Val::Text(record.clone()),
                     ],
                 )?;
+            }
+            for (name, body) in &for_table.documents {
+                crate::documents::write_document(tx, name, body)?;
+            }
+            for (log, lines) in &for_table.logs {
+                for line in lines {
+                    crate::documents::append(tx, log, line)?;
+                }
             }
             for ((table, columns), rows) in TABLES.iter().zip(tables) {
                 let width = columns.split(',').count();
@@ -152,7 +219,8 @@ impl Store {
             }
             let mut after = count(tx)?;
             if !into_table {
-                after.usage = source.usage;
+                (after.usage, after.documents, after.log_lines) =
+                    (source.usage, source.documents, source.log_lines);
             }
             if after != source {
                 return Err(StateError::Migrate(format!(
@@ -163,7 +231,11 @@ impl Store {
         })?;
         Ok(Migrated {
             counts: copied,
-            usage_for_files: if into_table { Vec::new() } else { usage },
+            for_files: if into_table {
+                HomeFiles::default()
+            } else {
+                files
+            },
         })
     }
 }

@@ -246,7 +246,8 @@ CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner);
 }
 
 /// Schema 3: the budget holds of calls in flight (`holds.rs`), sign-in attempts
-/// (`attempts.rs`) and usage records (`usage.rs`; `seq` as in [`tables_v1`]).
+/// (`attempts.rs`), usage records (`usage.rs`), documents and logs (`documents.rs`; `seq` as in
+/// [`tables_v1`]).
 pub(crate) fn tables_v3(int: &str, seq: &str) -> String {
     format!(
         "
@@ -271,6 +272,19 @@ CREATE TABLE IF NOT EXISTS usage (
     record      TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS usage_ts ON usage(ts_ms);
+CREATE TABLE IF NOT EXISTS documents (
+    name        TEXT PRIMARY KEY,
+    version     {int} NOT NULL,
+    body        TEXT NOT NULL,
+    updated_ms  {int} NOT NULL
+);
+CREATE TABLE IF NOT EXISTS log_lines (
+    {seq}
+    log         TEXT NOT NULL,
+    line        TEXT NOT NULL,
+    created_ms  {int} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS log_lines_log ON log_lines(log);
 "
     )
 }

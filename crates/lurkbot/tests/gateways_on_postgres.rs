@@ -178,6 +178,27 @@ async fn three_gateways_run_a_cron_job_once_per_time_and_another_takes_over_the_
     assert_eq!(distinct, turns);
     let unended = pg.psql("cron", "SELECT count(*) FROM turns WHERE state <> 'done'");
     assert_eq!(unended, "0");
+    // The job and its runs are in the database, not the home's files; the CLI reads them there.
+    assert!(!t.path("cron/jobs.json").exists());
+    assert_eq!(
+        pg.psql(
+            "cron",
+            "SELECT count(*) FROM documents WHERE name = 'cron/jobs.json'"
+        ),
+        "1"
+    );
+    let id = added
+        .stdout
+        .split_whitespace()
+        .find(|w| w.starts_with("cron_"));
+    let id = id.unwrap_or_else(|| panic!("no id in {}", added.stdout));
+    let listed = t.run(&["cron", "runs", id, "--json"]);
+    assert_eq!(listed.status, 0, "{}", listed.stderr);
+    let logged = listed.json().as_array().map_or(0, Vec::len);
+    assert!(
+        logged >= turns.saturating_sub(1) && logged > 0,
+        "{logged} runs logged for {turns}"
+    );
     let calls = fake.requests().len();
     assert!(
         calls == turns || calls == turns + 1,
@@ -261,6 +282,28 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
     for record in &usage {
         lurkbot_agent::usage::append(&home, &zone, record).unwrap();
     }
+    // A cron job and a run of it.
+    let added = t.run(&[
+        "cron",
+        "add",
+        "--name",
+        "daily",
+        "--every",
+        "1d",
+        "--message",
+        "hi",
+    ]);
+    assert_eq!(added.status, 0, "{}", added.stderr);
+    let jobs_before = std::fs::read_to_string(t.path("cron/jobs.json")).unwrap();
+    let job_id = added.stdout.split_whitespace().nth(1).unwrap().to_string();
+    let run_line =
+        "{\"ts\":1795000000000,\"status\":\"ok\",\"durationMs\":5,\"sessionKey\":\"cron:x\"}";
+    std::fs::create_dir_all(t.path("cron/runs")).unwrap();
+    std::fs::write(
+        t.path(&format!("cron/runs/{job_id}.jsonl")),
+        format!("{run_line}\n"),
+    )
+    .unwrap();
 
     // The password never on the command line.
     let with_password = url.replace("lurk@", "lurk:pw-on-argv@");
@@ -312,6 +355,11 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
             &serde_json::json!(3)
         )
     );
+    assert_eq!(
+        (&moved["documents"], &moved["logLines"]),
+        (&serde_json::json!(1), &serde_json::json!(1))
+    );
+    assert_eq!(pg.psql("moved", "SELECT count(*) FROM log_lines"), "1");
     assert_eq!(pg.psql("moved", "SELECT count(*) FROM turns"), "5");
     assert_eq!(pg.psql("moved", "SELECT count(*) FROM usage"), "3");
     let again = t.run(&["state", "migrate", "--to", &url]);
@@ -342,6 +390,19 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
         "the two records of November: {}",
         summed.stdout
     );
+    // The cron jobs are read there too.
+    let listed = t.run(&["cron", "list", "--json"]);
+    assert!(listed.stdout.contains(&job_id), "{}", listed.stdout);
+    let refused = t.run(&["state", "migrate", "--to", "home"]);
+    assert_ne!(refused.status, 0);
+    assert!(
+        refused
+            .stderr
+            .contains("the home already has cron/jobs.json"),
+        "{}",
+        refused.stderr
+    );
+    std::fs::rename(t.path("cron"), t.path("cron-before")).unwrap();
     for name in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"] {
         let _ = std::fs::rename(
             t.path(&format!("state/{name}")),
@@ -352,7 +413,7 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
     assert_eq!(back.status, 0, "{}", back.stderr);
     assert!(
         back.stdout
-            .contains("moved 5 turns, 6 inbound records, 4 outbox messages and 3 usage records"),
+            .contains("moved 5 turns, 6 inbound records, 4 outbox messages, 3 usage records, 1 documents and 1 log lines"),
         "{}",
         back.stdout
     );
@@ -361,6 +422,14 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
         lurkbot_agent::usage::read_since(&home, &zone, since),
         usage,
         "the same records, in their month files again"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path("cron/jobs.json")).unwrap(),
+        jobs_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.path(&format!("cron/runs/{job_id}.jsonl"))).unwrap(),
+        format!("{run_line}\n")
     );
     let store = Store::open(&home).unwrap();
     for before in &records {

@@ -88,7 +88,7 @@ pub fn patch_job(
     let changed: CronJob = serde_json::from_value(Value::Object(fields))
         .map_err(|e| format!("the patch breaks the job's shape: {e}"))?;
     store
-        .update(id, |job| {
+        .update(id, move |job| {
             let schedule_changed = job.schedule != changed.schedule;
             let state = job.state.clone();
             *job = changed;

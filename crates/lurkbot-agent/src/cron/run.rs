@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use lurkbot_core::SessionKey;
 
+use super::after_run::RunRecord;
 use super::job::{CronJob, Delivery, Payload, RunStatus, WakeMode};
-use super::store::{CronStore, RunRecord, StoreError};
+use super::store::{CronStore, StoreError};
 use crate::runtime::{Outbound, Runtime, TurnRequest, finish_within};
 
 /// Longest an `agentTurn` runs when the job sets no `timeoutSeconds`.

@@ -1,21 +1,20 @@
 //! `cron/jobs.json` (`{"version": 1, "jobs": […]}`, written atomically) and one run log per job
-//! (`cron/runs/<jobId>.jsonl`, append-only). Recording a run keeps the job's state: the next run
-//! from its schedule, or after a failure a retry back-off from 30 s doubling to 60 min; after 10
-//! failures in a row the job is disabled with the reason; a `deleteAfterRun` job goes after its
-//! first success, an `at` job is disabled once it ran. Every "now" is given by the caller.
+//! (`cron/runs/<jobId>.jsonl`, append-only). Recording a run moves the job's state on
+//! (`after_run.rs`). Every "now" is given by the caller.
+//!
+//! When the home's state is in PostgreSQL ([`crate::shared_state`]) the same file and logs are
+//! the store's document `cron/jobs.json` and logs `cron/runs/<jobId>.jsonl`: every change is
+//! one transaction ([`lurkbot_state::Store::edit_document`]) and a job's run lock is the lease
+//! `cron:<jobId>`, so gateways on several machines share the jobs.
 
 use std::path::PathBuf;
 
 use lurkbot_core::{Home, layout};
+use lurkbot_state::{Edit, Store};
 use serde::{Deserialize, Serialize};
 
-use super::job::{CronJob, JobError, RunStatus};
-
-/// Failures in a row after which a job is disabled.
-pub const MAX_CONSECUTIVE_ERRORS: u32 = 10;
-/// The first retry delay after a failure, and the longest.
-const FIRST_RETRY_MS: u64 = 30_000;
-const MAX_RETRY_MS: u64 = 3_600_000;
+use super::after_run::{RunRecord, move_on, skip_missed};
+use super::job::{CronJob, JobError};
 
 /// The file's shape.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -23,27 +22,6 @@ struct JobsFile {
     version: u32,
     jobs: Vec<CronJob>,
 }
-
-/// One line of a run log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunRecord {
-    /// When the run started (ms since the epoch).
-    pub ts: u64,
-    /// How it ended.
-    pub status: RunStatus,
-    /// Why it failed or was skipped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// How long it took.
-    pub duration_ms: u64,
-    /// The session it ran on.
-    pub session_key: String,
-}
-
-/// The reason a run missed while the gateway was down is logged as skipped.
-pub const MISSED: &str =
-    "missed while the gateway was down; not run because [cron] catch_up = \"none\"";
 
 /// Why the store could not do it.
 #[derive(Debug, thiserror::Error)]
@@ -70,12 +48,59 @@ pub enum StoreError {
     /// Reading or writing failed.
     #[error(transparent)]
     Io(#[from] lurkbot_core::CoreError),
+    /// The state store (PostgreSQL) failed.
+    #[error(transparent)]
+    State(#[from] lurkbot_state::StateError),
 }
 
-/// Held while one job runs (a lock on `cron/runs/<jobId>.lock`): no other process runs it.
+/// The jobs' document in the store: the file's path in the home.
+const JOBS_DOC: &str = "cron/jobs.json";
+
+/// Job `id`'s run log in the store: its file's path in the home.
+fn run_log(id: &str) -> String {
+    format!("cron/runs/{id}.jsonl")
+}
+
+/// The jobs in `text` (none without a document); `path` names it in the error.
+fn parse_jobs(text: Option<&str>, path: &str) -> Result<Vec<CronJob>, StoreError> {
+    let Some(text) = text else {
+        return Ok(Vec::new());
+    };
+    serde_json::from_str::<JobsFile>(text)
+        .map(|f| f.jobs)
+        .map_err(|e| StoreError::Corrupt {
+            path: path.to_string(),
+            reason: e.to_string(),
+        })
+}
+
+fn jobs_json(jobs: Vec<CronJob>) -> Vec<u8> {
+    serde_json::to_vec_pretty(&JobsFile { version: 1, jobs }).unwrap_or_default()
+}
+
+/// A change of the jobs: it may add runs to the logs (job id, run); what it answers and
+/// whether the jobs are written back.
+type Change<R> = Box<
+    dyn FnOnce(&mut Vec<CronJob>, &mut Vec<(String, RunRecord)>) -> Result<(R, bool), StoreError>
+        + Send,
+>;
+
+/// Held while one job runs (a lock on `cron/runs/<jobId>.lock`, or the lease `cron:<jobId>`
+/// in PostgreSQL): no other process runs it.
 #[derive(Debug)]
 pub struct JobLock {
-    _file: std::fs::File,
+    _file: Option<std::fs::File>,
+    lease: Option<(Store, String)>,
+}
+
+impl Drop for JobLock {
+    fn drop(&mut self) {
+        if let Some((store, name)) = self.lease.take()
+            && let Err(e) = store.give_back_lease(&name)
+        {
+            tracing::warn!(lease = name, error = %e, "a cron job's lease was not given back");
+        }
+    }
 }
 
 /// The jobs of one home.
@@ -83,6 +108,8 @@ pub struct JobLock {
 pub struct CronStore {
     dir: PathBuf,
     home: Home,
+    /// The PostgreSQL store the jobs are in, when the home's state is there.
+    shared: Option<Store>,
 }
 
 impl CronStore {
@@ -91,6 +118,7 @@ impl CronStore {
         Self {
             dir: home.join(layout::CRON),
             home: home.clone(),
+            shared: crate::shared_state::of(home),
         }
     }
 
@@ -108,18 +136,45 @@ impl CronStore {
     /// # Errors
     /// [`StoreError::Corrupt`] for a file that does not parse.
     pub fn jobs(&self) -> Result<Vec<CronJob>, StoreError> {
+        if let Some(store) = &self.shared {
+            return parse_jobs(store.document(JOBS_DOC)?.as_deref(), JOBS_DOC);
+        }
         let path = self.jobs_path();
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(lurkbot_core::CoreError::io("read", &path, e).into()),
         };
-        serde_json::from_str::<JobsFile>(&text)
-            .map(|f| f.jobs)
-            .map_err(|e| StoreError::Corrupt {
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })
+        parse_jobs(Some(&text), &path.display().to_string())
+    }
+
+    /// Reads the jobs, lets `change` change them, and writes them back with the runs it logs —
+    /// under the lock every process takes (or in one transaction of the shared store).
+    fn modify<R: Send + 'static>(&self, change: Change<R>) -> Result<R, StoreError> {
+        if let Some(store) = &self.shared {
+            return store.edit_document(JOBS_DOC, move |text| {
+                let mut jobs = parse_jobs(text.as_deref(), JOBS_DOC)?;
+                let mut runs = Vec::new();
+                let (value, save) = change(&mut jobs, &mut runs)?;
+                let lines = runs
+                    .iter()
+                    .map(|(id, run)| (run_log(id), serde_json::to_string(run).unwrap_or_default()))
+                    .collect();
+                let body = save.then(|| String::from_utf8_lossy(&jobs_json(jobs)).into_owned());
+                Ok(Edit { body, lines, value })
+            })?;
+        }
+        let _lock = self.lock()?;
+        let mut jobs = self.jobs()?;
+        let mut runs = Vec::new();
+        let (value, save) = change(&mut jobs, &mut runs)?;
+        for (id, run) in &runs {
+            self.append_run(id, run)?;
+        }
+        if save {
+            self.save(jobs)?;
+        }
+        Ok(value)
     }
 
     /// Takes the lock that orders every change of `jobs.json` between processes (the CLI and
@@ -139,13 +194,26 @@ impl CronStore {
     /// # Errors
     /// [`StoreError::Busy`], or the lock file failing.
     pub fn lock_job(&self, id: &str) -> Result<JobLock, StoreError> {
+        if let Some(store) = &self.shared {
+            let name = format!("cron:{id}");
+            if !store.take_lease(&name)? {
+                return Err(StoreError::Busy(id.into()));
+            }
+            return Ok(JobLock {
+                _file: None,
+                lease: Some((store.clone(), name)),
+            });
+        }
         let dir = self.dir.join("runs");
         lurkbot_core::create_private_dir(&dir)?;
         let path = dir.join(format!("{id}.lock"));
         let file = lurkbot_core::open_private_append(&path)
             .map_err(|e| lurkbot_core::CoreError::io("open", &path, e))?;
         match file.try_lock() {
-            Ok(()) => Ok(JobLock { _file: file }),
+            Ok(()) => Ok(JobLock {
+                _file: Some(file),
+                lease: None,
+            }),
             Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Busy(id.into())),
             Err(std::fs::TryLockError::Error(e)) => {
                 Err(lurkbot_core::CoreError::io("lock", &path, e).into())
@@ -155,8 +223,7 @@ impl CronStore {
 
     fn save(&self, jobs: Vec<CronJob>) -> Result<(), StoreError> {
         lurkbot_core::create_private_dir(&self.dir)?;
-        let text = serde_json::to_vec_pretty(&JobsFile { version: 1, jobs }).unwrap_or_default();
-        lurkbot_core::write_atomic_with_mode(&self.jobs_path(), &text, 0o600)?;
+        lurkbot_core::write_atomic_with_mode(&self.jobs_path(), &jobs_json(jobs), 0o600)?;
         Ok(())
     }
 
@@ -180,11 +247,10 @@ impl CronStore {
             )))
             .into());
         }
-        let _lock = self.lock()?;
-        let mut jobs = self.jobs()?;
-        jobs.push(job.clone());
-        self.save(jobs)?;
-        Ok(job)
+        self.modify(Box::new(move |jobs, _| {
+            jobs.push(job.clone());
+            Ok((job, true))
+        }))
     }
 
     /// Removes a job; its run log stays.
@@ -192,14 +258,15 @@ impl CronStore {
     /// # Errors
     /// [`StoreError::NotFound`].
     pub fn remove(&self, id: &str) -> Result<(), StoreError> {
-        let _lock = self.lock()?;
-        let mut jobs = self.jobs()?;
-        let before = jobs.len();
-        jobs.retain(|j| j.id != id);
-        if jobs.len() == before {
-            return Err(StoreError::NotFound(id.into()));
-        }
-        self.save(jobs)
+        let id = id.to_string();
+        self.modify(Box::new(move |jobs, _| {
+            let before = jobs.len();
+            jobs.retain(|j| j.id != id);
+            if jobs.len() == before {
+                return Err(StoreError::NotFound(id));
+            }
+            Ok(((), true))
+        }))
     }
 
     /// Enables (with a fresh next run and error count) or disables a job.
@@ -207,7 +274,7 @@ impl CronStore {
     /// # Errors
     /// [`StoreError::NotFound`].
     pub fn set_enabled(&self, id: &str, enabled: bool, now_ms: u64) -> Result<CronJob, StoreError> {
-        self.update(id, |job| {
+        self.update(id, move |job| {
             job.enabled = enabled;
             job.updated_at_ms = now_ms;
             if enabled {
@@ -227,32 +294,11 @@ impl CronStore {
     /// # Errors
     /// The files failing.
     pub fn skip_missed(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
-        let _lock = self.lock()?;
-        let mut jobs = self.jobs()?;
-        let mut skipped = Vec::new();
-        for job in jobs
-            .iter_mut()
-            .filter(|j| j.enabled && j.state.next_run_at_ms.is_some_and(|t| t <= now_ms))
-        {
-            let run = RunRecord {
-                ts: now_ms,
-                status: RunStatus::Skipped,
-                error: Some(MISSED.into()),
-                duration_ms: 0,
-                session_key: job.session_key(),
-            };
-            self.append_run(&job.id, &run)?;
-            job.state.last_status = Some(RunStatus::Skipped);
-            job.state.last_error = run.error;
-            job.state.next_run_at_ms = job.schedule.next_after(now_ms).ok().flatten();
-            job.enabled = job.state.next_run_at_ms.is_some();
-            job.updated_at_ms = now_ms;
-            skipped.push(job.id.clone());
-        }
-        if !skipped.is_empty() {
-            self.save(jobs)?;
-        }
-        Ok(skipped)
+        self.modify(Box::new(move |jobs, runs| {
+            let skipped = skip_missed(jobs, runs, now_ms);
+            let changed = !skipped.is_empty();
+            Ok((skipped, changed))
+        }))
     }
 
     /// Changes job `id` under the lock and stores it.
@@ -262,19 +308,18 @@ impl CronStore {
     pub fn update(
         &self,
         id: &str,
-        change: impl FnOnce(&mut CronJob),
+        change: impl FnOnce(&mut CronJob) + Send + 'static,
     ) -> Result<CronJob, StoreError> {
-        let _lock = self.lock()?;
-        let mut jobs = self.jobs()?;
-        let job = jobs
-            .iter_mut()
-            .find(|j| j.id == id)
-            .ok_or_else(|| StoreError::NotFound(id.into()))?;
-        change(job);
-        job.validate()?;
-        let changed = job.clone();
-        self.save(jobs)?;
-        Ok(changed)
+        let id = id.to_string();
+        self.modify(Box::new(move |jobs, _| {
+            let job = jobs
+                .iter_mut()
+                .find(|j| j.id == id)
+                .ok_or(StoreError::NotFound(id))?;
+            change(job);
+            job.validate()?;
+            Ok((job.clone(), true))
+        }))
     }
 
     /// Enabled jobs whose next run is at or before `now_ms`.
@@ -300,75 +345,15 @@ impl CronStore {
         run: &RunRecord,
         now_ms: u64,
     ) -> Result<Option<CronJob>, StoreError> {
-        self.append_run(id, run)?;
-        let _lock = self.lock()?;
-        let mut jobs = self.jobs()?;
-        let index = jobs
-            .iter()
-            .position(|j| j.id == id)
-            .ok_or_else(|| StoreError::NotFound(id.into()))?;
-        let job = &mut jobs[index];
-        job.state.last_run_at_ms = Some(run.ts);
-        job.state.last_status = Some(run.status);
-        job.updated_at_ms = now_ms;
-        match run.status {
-            RunStatus::Ok => {
-                job.state.consecutive_errors = 0;
-                job.state.last_error = None;
-                if job.delete_after_run {
-                    jobs.remove(index);
-                    self.save(jobs)?;
-                    return Ok(None);
-                }
-                job.state.next_run_at_ms = job.schedule.next_after(now_ms).ok().flatten();
-            }
-            RunStatus::Skipped => {
-                // Not run (e.g. the session was busy): the next run, or soon for an `at`.
-                job.state.last_error.clone_from(&run.error);
-                job.state.next_run_at_ms = job
-                    .schedule
-                    .next_after(now_ms)
-                    .ok()
-                    .flatten()
-                    .or(Some(now_ms.saturating_add(FIRST_RETRY_MS)));
-            }
-            RunStatus::Error
-                if run
-                    .error
-                    .as_deref()
-                    .is_some_and(|e| e.starts_with(crate::usage::BUDGET_EXCEEDED)) =>
-            {
-                // A cap reached is not the job's fault: it keeps its schedule, and the failures
-                // in a row that disable a job do not count it.
-                job.state.last_error.clone_from(&run.error);
-                job.state.next_run_at_ms = job.schedule.next_after(now_ms).ok().flatten();
-            }
-            RunStatus::Error => {
-                job.state.consecutive_errors += 1;
-                let errors = job.state.consecutive_errors;
-                let reason = run.error.clone().unwrap_or_else(|| "the run failed".into());
-                if errors >= MAX_CONSECUTIVE_ERRORS {
-                    job.enabled = false;
-                    job.state.next_run_at_ms = None;
-                    job.state.last_error = Some(format!(
-                        "disabled after {errors} failures in a row; the last: {reason}"
-                    ));
-                } else {
-                    job.state.last_error = Some(reason);
-                    let retry = FIRST_RETRY_MS
-                        .saturating_mul(1 << (errors - 1).min(20))
-                        .min(MAX_RETRY_MS);
-                    job.state.next_run_at_ms = Some(now_ms.saturating_add(retry));
-                }
-            }
-        }
-        // An `at` job that has run has no next run.
-        if job.state.next_run_at_ms.is_none() && job.enabled && run.status != RunStatus::Error {
-            job.enabled = false;
-        }
-        let now = job.clone();
-        self.save(jobs)?;
-        Ok(Some(now))
+        let (id, run) = (id.to_string(), run.clone());
+        self.modify(Box::new(move |jobs, runs| {
+            runs.push((id.clone(), run.clone()));
+            let index = jobs
+                .iter()
+                .position(|j| j.id == id)
+                .ok_or(StoreError::NotFound(id))?;
+            Ok((move_on(jobs, index, &run, now_ms), true))
+        }))
     }
 
     fn append_run(&self, id: &str, run: &RunRecord) -> Result<(), StoreError> {
@@ -382,6 +367,13 @@ impl CronStore {
     /// # Errors
     /// Reading failed.
     pub fn runs(&self, id: &str) -> Result<Vec<RunRecord>, StoreError> {
+        if let Some(store) = &self.shared {
+            return Ok(store
+                .log(&run_log(id))?
+                .iter()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect());
+        }
         let path = self.dir.join("runs").join(format!("{id}.jsonl"));
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
@@ -397,7 +389,7 @@ impl CronStore {
 
 #[cfg(test)]
 mod tests {
-    use super::super::job::{Delivery, Payload, SessionTarget, WakeMode};
+    use super::super::job::{Delivery, Payload, RunStatus, SessionTarget, WakeMode};
     use super::super::schedule::Schedule;
     use super::*;
 

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{Datelike, NaiveDate};
 use lurkbot_core::{Home, Zone};
-use lurkbot_state::{Held as StoreHeld, HeldSums, Store, UsageRow, WeakStore};
+use lurkbot_state::{Held as StoreHeld, HeldSums, Store, UsageRow};
 
 use super::{UsageRecord, local_date, month_file};
 
@@ -53,8 +53,6 @@ struct State {
 pub struct Ledger {
     home: Home,
     state: Mutex<State>,
-    /// The store whose holds the checks share, while its gateway keeps it open.
-    shared: Mutex<WeakStore>,
 }
 
 impl Ledger {
@@ -76,21 +74,18 @@ impl Ledger {
         Self {
             home: home.clone(),
             state: Mutex::new(State::default()),
-            shared: Mutex::new(WeakStore::default()),
         }
     }
 
     /// Keeps the holds of this home's calls in flight in `store` (a gateway's, on PostgreSQL)
     /// while it is open, where every gateway on it checks against them.
     pub fn share(home: &Home, store: &Store) {
-        let ledger = Self::of(home);
-        let mut shared = lock(&ledger.shared);
-        *shared = store.downgrade();
+        crate::shared_state::share(home, store);
     }
 
     /// The store the home's holds and records are in, while its gateway keeps it open.
     pub(crate) fn shared_store(&self) -> Option<Store> {
-        lock(&self.shared).upgrade()
+        crate::shared_state::of(&self.home)
     }
 
     /// (today's, this month's) totals at `now_ms` in `zone`, for `agent` (or `session:<key>`

@@ -123,14 +123,16 @@ pub(crate) struct AddArgs {
 
 pub(crate) fn run(home_path: &Path, args: CronArgs) -> CliResult {
     let home = Home::open(home_path)?;
+    let failed = |e: &dyn std::fmt::Display| CliError::failed("cron", e.to_string());
+    // With the state in PostgreSQL the jobs are there (ARCHITECTURE.md §6.3).
+    let settings = Config::load(&home.join(layout::CONFIG))?;
+    lurkbot_agent::setup::attach_state(&home, &settings).map_err(|e| failed(&e))?;
     let store = CronStore::open(&home);
     let now = lurkbot_core::now_ms();
-    let failed = |e: &dyn std::fmt::Display| CliError::failed("cron", e.to_string());
     match args {
         CronArgs::Add(add) => {
-            let config = Config::load(&home.join(layout::CONFIG))?;
             let json = add.json;
-            let job = new_job(*add, &config, now)?;
+            let job = new_job(*add, &settings, now)?;
             let job = store.add(job, now).map_err(|e| match e {
                 lurkbot_agent::cron::StoreError::Job(e) => CliError::usage("cron", e.to_string()),
                 other => failed(&other),

@@ -1,5 +1,6 @@
 //! `lurkbot state migrate --to <postgres-url | home> [--json]`: moves the home's durable state
-//! (turns, inbound records, outbox, usage records; ARCHITECTURE.md §6.3) from where `[state] url` /
+//! (turns, inbound records, outbox, usage records, cron jobs and runs; ARCHITECTURE.md §6.3)
+//! from where `[state] url` /
 //! `LURKBOT_STATE_URL` puts it now to a PostgreSQL database, or back into the home's
 //! `state/state.sqlite`. The copy is one transaction into an empty store, counted on both
 //! sides; the source is left as it was. Refused while a gateway runs on the state. The URL
@@ -23,7 +24,7 @@ pub(crate) struct MigrateArgs {
     /// `home` for the home's own store.
     #[arg(long, value_name = "POSTGRES_URL|home")]
     to: String,
-    /// Print JSON: `{from, to, turns, inbound, outbox, usage}`.
+    /// Print JSON: `{from, to, turns, inbound, outbox, usage, documents, logLines}`.
     #[arg(long)]
     json: bool,
 }
@@ -77,36 +78,40 @@ pub(crate) fn run(home_path: &Path, args: &MigrateArgs) -> CliResult {
         ));
     }
     let into_home = matches!(to, Location::Embedded);
-    if into_home && lurkbot_agent::usage::has_files(&home) {
+    let present = lurkbot_agent::shared_state::files_present(&home);
+    if into_home && !present.is_empty() {
         return Err(CliError::failed(
             "state migrate",
             format!(
-                "the home already has usage records ({}/): move them aside first, as the records in the database replace them",
-                lurkbot_agent::usage::USAGE_DIR
+                "the home already has {}: move them aside first, as the database's replace them",
+                present.join(", ")
             ),
         ));
     }
     let from_files = if matches!(from, Location::Embedded) {
-        lurkbot_agent::usage::file_records(&home)
+        lurkbot_agent::shared_state::home_files(&home)
     } else {
-        Vec::new()
+        lurkbot_state::HomeFiles::default()
     };
     let target = Store::open_at(&home, &to, None).map_err(failed)?;
     let moved = source.copy_into(&target, from_files).map_err(failed)?;
     if into_home {
         let zone = lurkbot_agent::usage::zone(&config);
-        lurkbot_agent::usage::write_files(&home, &zone, &moved.usage_for_files).map_err(|e| {
-            CliError::failed(
-                "state migrate",
-                format!("the state moved but its usage records were not written: {e}"),
-            )
-        })?;
+        lurkbot_agent::shared_state::write_home_files(&home, &zone, &moved.for_files).map_err(
+            |e| {
+                CliError::failed(
+                    "state migrate",
+                    format!("the state moved but the home's files were not written: {e}"),
+                )
+            },
+        )?;
     }
     let counts = moved.counts;
     let (from_text, to_text) = (source.describe(&home), target.describe(&home));
     if args.json {
         let out = json!({"from": from_text, "to": to_text, "turns": counts.turns,
-            "inbound": counts.inbound, "outbox": counts.outbox, "usage": counts.usage});
+            "inbound": counts.inbound, "outbox": counts.outbox, "usage": counts.usage,
+            "documents": counts.documents, "logLines": counts.log_lines});
         crate::run::print_stdout(&format!("{out}\n"))?;
         return Ok(());
     }
@@ -119,8 +124,13 @@ pub(crate) fn run(home_path: &Path, args: &MigrateArgs) -> CliResult {
         ),
     };
     crate::run::print_stdout(&format!(
-        "moved {} turns, {} inbound records, {} outbox messages and {} usage records from {from_text} to {to_text} (counted on both sides; the source is left as it was)\nnext: {next}\n",
-        counts.turns, counts.inbound, counts.outbox, counts.usage
+        "moved {} turns, {} inbound records, {} outbox messages, {} usage records, {} documents and {} log lines from {from_text} to {to_text} (counted on both sides; the source is left as it was)\nnext: {next}\n",
+        counts.turns,
+        counts.inbound,
+        counts.outbox,
+        counts.usage,
+        counts.documents,
+        counts.log_lines
     ))?;
     Ok(())
 }

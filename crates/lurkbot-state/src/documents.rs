@@ -1,0 +1,111 @@
+//! Documents and logs: the home's JSON files and append-only JSON-lines logs, kept in the store
+//! when the state is in PostgreSQL (ARCHITECTURE.md §6.3), so gateways on several machines read
+//! and change one copy. A document is named by its path in the home (`cron/jobs.json`) and
+//! changed only by [`Store::edit_document`]: read, changed and written back in one transaction
+//! under the store's write lock, with the log lines the change appends (`cron/runs/<id>.jsonl`),
+//! so no change is lost to another made at once on another gateway.
+
+use crate::sql::{Sql, vals};
+use crate::{StateError, Store};
+
+/// What an edit of a document does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Edit<R> {
+    /// The document's new body, or `None` to leave it as it is.
+    pub body: Option<String>,
+    /// Lines appended to logs in the same transaction: (the log's name, the line).
+    pub lines: Vec<(String, String)>,
+    /// What the edit answers its caller.
+    pub value: R,
+}
+
+impl Store {
+    /// The body of document `name`, if there is one.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn document(&self, name: &str) -> Result<Option<String>, StateError> {
+        let name = name.to_string();
+        self.read(move |sql| read_document(sql, &name))
+    }
+
+    /// Reads document `name` (`None` when there is none), lets `f` change it, and writes back
+    /// what `f` says with its log lines — one transaction under the write lock. What `f`
+    /// answered, or its error (then nothing is written).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn edit_document<R: Send + 'static, E: Send + 'static>(
+        &self,
+        name: &str,
+        f: impl FnOnce(Option<String>) -> Result<Edit<R>, E> + Send + 'static,
+    ) -> Result<Result<R, E>, StateError> {
+        let name = name.to_string();
+        self.exclusively(move |tx| {
+            let body = read_document(tx, &name)?;
+            let edit = match f(body) {
+                Ok(edit) => edit,
+                Err(e) => return Ok(Err(e)),
+            };
+            if let Some(body) = &edit.body {
+                write_document(tx, &name, body)?;
+            }
+            for (log, line) in &edit.lines {
+                append(tx, log, line)?;
+            }
+            Ok(Ok(edit.value))
+        })
+    }
+
+    /// Appends `line` to log `log`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn append_log(&self, log: &str, line: &str) -> Result<(), StateError> {
+        let (log, line) = (log.to_string(), line.to_string());
+        self.read(move |sql| append(sql, &log, &line))
+    }
+
+    /// Every line of log `log`, oldest first.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn log(&self, log: &str) -> Result<Vec<String>, StateError> {
+        let log = log.to_string();
+        self.read(move |sql| {
+            let order = sql.seq();
+            let rows = sql.rows(
+                &format!("SELECT line FROM log_lines WHERE log = ?1 ORDER BY {order}"),
+                vals![log],
+            )?;
+            Ok(rows.into_iter().map(|r| r.text(0)).collect())
+        })
+    }
+}
+
+fn read_document(sql: &mut dyn Sql, name: &str) -> Result<Option<String>, StateError> {
+    let row = sql.row("SELECT body FROM documents WHERE name = ?1", vals![name])?;
+    Ok(row.map(|r| r.text(0)))
+}
+
+pub(crate) fn write_document(sql: &mut dyn Sql, name: &str, body: &str) -> Result<(), StateError> {
+    sql.exec(
+        "INSERT INTO documents (name, version, body, updated_ms) VALUES (?1, 1, ?2, ?3) \
+         ON CONFLICT (name) DO UPDATE SET version = documents.version + 1, \
+         body = excluded.body, updated_ms = excluded.updated_ms",
+        vals![name, body, now()],
+    )?;
+    Ok(())
+}
+
+pub(crate) fn append(sql: &mut dyn Sql, log: &str, line: &str) -> Result<(), StateError> {
+    sql.exec(
+        "INSERT INTO log_lines (log, line, created_ms) VALUES (?1, ?2, ?3)",
+        vals![log, line, now()],
+    )?;
+    Ok(())
+}
+
+fn now() -> i64 {
+    i64::try_from(lurkbot_core::now_ms()).unwrap_or(i64::MAX)
+}
