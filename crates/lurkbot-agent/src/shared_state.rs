@@ -1,6 +1,6 @@
 //! Which homes of this process keep their shared state in a PostgreSQL store (ARCHITECTURE.md
 //! §6.3): the usage records and budget holds (`usage::Ledger`), the cron jobs and their runs
-//! (`cron::CronStore`). A home is registered when its store is opened
+//! (`cron::CronStore`), the users of a shared gateway (`lurkbot_gateway::users::UserStore`). A home is registered when its store is opened
 //! ([`crate::setup::open_state`]) and stays registered while the store is open — the registry
 //! holds no store open itself, so a gateway that stops closes its connection.
 
@@ -33,7 +33,7 @@ pub fn of(home: &Home) -> Option<Store> {
 }
 
 /// The documents that move with the state (`state migrate`): paths in the home.
-const DOCUMENTS: [&str; 1] = ["cron/jobs.json"];
+const DOCUMENTS: [&str; 2] = ["cron/jobs.json", "users/users.json"];
 /// The folders of logs that move with it: each `*.jsonl` in them.
 const LOG_DIRS: [&str; 1] = ["cron/runs"];
 
@@ -162,6 +162,7 @@ mod tests {
     #[test]
     fn only_the_files_that_move_may_be_written() {
         assert!(movable("cron/jobs.json"));
+        assert!(movable("users/users.json"));
         assert!(movable("cron/runs/cron_0a1b.jsonl"));
         for name in [
             "cron/runs/../../.env",

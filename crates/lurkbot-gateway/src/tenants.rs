@@ -9,6 +9,11 @@
 //!
 //! Every change (a user removed, a new token, a new password) bumps a generation; each open
 //! connection then checks its credential again and closes when it no longer holds.
+//!
+//! With the state in PostgreSQL the users are the store's document and the sign-ins its rows
+//! (ARCHITECTURE.md §6.3): a cookie made on one gateway signs in on every other (looked up on a
+//! miss), and the watch drops each second what the store no longer holds — a sign-out, a new
+//! token or a removal on any gateway closes the connections on all of them within two.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -124,22 +129,57 @@ impl Tenants {
         self.changed.send_modify(|g| *g += 1);
     }
 
-    /// Rereads the users file whenever it changed on disk — another gateway on the home
-    /// renewed a token or removed a user — looking every second: a credential revoked there
-    /// closes its sockets here within two. Runs until aborted.
+    /// Rereads the users whenever they changed — another gateway renewed a token or removed a
+    /// user — and drops the sign-ins the shared store no longer holds, looking every second: a
+    /// credential revoked there closes its sockets here within two. Runs until aborted.
     pub(crate) fn watch(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let users = Arc::clone(self);
         tokio::spawn(async move {
             let mut seen = users.store.stamp();
             loop {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                let now = users.store.stamp();
+                let looked = Arc::clone(&users);
+                let Ok((now, ended)) = tokio::task::spawn_blocking(move || {
+                    (looked.store.stamp(), looked.drop_ended_sign_ins())
+                })
+                .await
+                else {
+                    continue;
+                };
                 if now != seen {
                     seen = now;
                     users.reread();
+                } else if ended {
+                    users.changed.send_modify(|g| *g += 1);
                 }
             }
         })
+    }
+
+    /// The store the users and sign-ins are in, when the gateway's state is in PostgreSQL.
+    fn shared(&self) -> Option<lurkbot_state::Store> {
+        lurkbot_agent::shared_state::of(self.store.home())
+    }
+
+    /// Forgets the sign-ins the shared store no longer holds (ended on another gateway);
+    /// whether any was.
+    fn drop_ended_sign_ins(&self) -> bool {
+        let Some(store) = self.shared() else {
+            return false;
+        };
+        let live: std::collections::HashSet<String> = match store.live_sign_ins() {
+            Ok(live) => live.into_iter().collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "users: sign-ins not checked against the state store");
+                return false;
+            }
+        };
+        let Ok(mut sign_ins) = self.sign_ins.lock() else {
+            return false;
+        };
+        let before = sign_ins.len();
+        sign_ins.retain(|digest, _| live.contains(digest));
+        sign_ins.len() != before
     }
 
     /// The store (for the admin's changes; call [`Tenants::reread`] after one).
@@ -187,11 +227,30 @@ impl Tenants {
     /// The user a sign-in cookie value belongs to, while it has not expired.
     pub fn by_cookie(&self, cookie: &str) -> Option<Signed> {
         let digest = token_digest(cookie);
-        let user = {
-            let sign_ins = self.sign_ins.lock().ok()?;
-            let found = sign_ins.get(&digest)?;
-            (found.expires_ms > lurkbot_core::now_ms()).then(|| found.user.clone())?
+        let known = self
+            .sign_ins
+            .lock()
+            .ok()?
+            .get(&digest)
+            .map(|found| (found.user.clone(), found.expires_ms));
+        let (user, expires_ms) = match known {
+            Some(found) => found,
+            // Made on another gateway, perhaps.
+            None => {
+                let stored = self.shared()?.sign_in_of(&digest).ok()??;
+                self.sign_ins.lock().ok()?.insert(
+                    digest.clone(),
+                    SignIn {
+                        user: stored.user.clone(),
+                        expires_ms: stored.expires_ms,
+                    },
+                );
+                (stored.user, stored.expires_ms)
+            }
         };
+        if expires_ms <= lurkbot_core::now_ms() {
+            return None;
+        }
         self.find(|u| u.name == user)
             .map(|u| Self::signed(&u, Credential::SignIn(digest)))
     }
@@ -221,6 +280,17 @@ impl Tenants {
     pub(crate) fn sign_in(&self, user: &str, hours: u64) -> String {
         let cookie = lurkbot_core::random_hex(24);
         let now = lurkbot_core::now_ms();
+        let expires_ms = now.saturating_add(hours.max(1).saturating_mul(3_600_000));
+        if let Some(store) = self.shared() {
+            let stored = lurkbot_state::StoredSignIn {
+                digest: token_digest(&cookie),
+                user: user.to_string(),
+                expires_ms,
+            };
+            if let Err(e) = store.record_sign_in(&stored) {
+                tracing::warn!(error = %e, "users: a sign-in known to this gateway only");
+            }
+        }
         if let Ok(mut sign_ins) = self.sign_ins.lock() {
             sign_ins.retain(|_, s| s.expires_ms > now);
             if sign_ins.len() >= MAX_SIGN_INS
@@ -235,7 +305,7 @@ impl Tenants {
                 token_digest(&cookie),
                 SignIn {
                     user: user.to_string(),
-                    expires_ms: now.saturating_add(hours.max(1).saturating_mul(3_600_000)),
+                    expires_ms,
                 },
             );
         }
@@ -244,10 +314,16 @@ impl Tenants {
 
     /// Ends the sign-in of `cookie` (its connections close).
     pub(crate) fn sign_out(&self, cookie: &str) {
+        let digest = token_digest(cookie);
+        if let Some(store) = self.shared()
+            && let Err(e) = store.end_sign_ins(Some(&digest), "")
+        {
+            tracing::warn!(error = %e, "users: a sign-out not recorded in the state store");
+        }
         let ended = self
             .sign_ins
             .lock()
-            .is_ok_and(|mut s| s.remove(&token_digest(cookie)).is_some());
+            .is_ok_and(|mut s| s.remove(&digest).is_some());
         if ended {
             self.changed.send_modify(|g| *g += 1);
         }
@@ -255,6 +331,11 @@ impl Tenants {
 
     /// Ends every sign-in of `user` (a removed user, a new password).
     pub(crate) fn sign_out_all(&self, user: &str) {
+        if let Some(store) = self.shared()
+            && let Err(e) = store.end_sign_ins(None, user)
+        {
+            tracing::warn!(error = %e, "users: sign-outs not recorded in the state store");
+        }
         if let Ok(mut s) = self.sign_ins.lock() {
             s.retain(|_, i| i.user != user);
         }

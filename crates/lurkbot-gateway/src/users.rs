@@ -168,10 +168,37 @@ pub fn password_matches(hash: &str, password: &str) -> bool {
     })
 }
 
-/// `users/users.json` of one gateway home.
+/// `users/users.json` of one gateway home — or, when the home's state is in PostgreSQL, the
+/// store's document of that name (ARCHITECTURE.md §6.3), changed in one transaction each.
 #[derive(Debug, Clone)]
 pub struct UserStore {
     path: PathBuf,
+    home: Home,
+}
+
+/// The store the users are in, when the home's state is in PostgreSQL.
+fn shared(home: &Home) -> Option<lurkbot_state::Store> {
+    lurkbot_agent::shared_state::of(home)
+}
+
+fn parse_users(text: &str, path: &std::path::Path) -> Result<Vec<User>, UsersError> {
+    serde_json::from_str::<UsersFile>(text)
+        .map(|f| f.users)
+        .map_err(|e| {
+            UsersError::Store(format!(
+                "{} is not a users file ({e}); repair or remove it",
+                path.display()
+            ))
+        })
+}
+
+fn users_json(users: Vec<User>) -> Result<Vec<u8>, UsersError> {
+    let file = UsersFile { version: 1, users };
+    serde_json::to_vec_pretty(&file).map_err(|e| UsersError::Store(e.to_string()))
+}
+
+fn state_failed(e: lurkbot_state::StateError) -> UsersError {
+    UsersError::Store(e.to_string())
 }
 
 impl UserStore {
@@ -179,18 +206,36 @@ impl UserStore {
     pub fn of(home: &Home) -> Self {
         Self {
             path: home.join(USERS_FILE),
+            home: home.clone(),
         }
     }
 
-    /// What tells one version of the file from the next (inode, length, modification time;
-    /// `None` while it does not exist): another gateway on the home may write it.
-    pub fn stamp(&self) -> Option<(u64, u64, std::time::SystemTime)> {
+    /// The gateway home the users belong to.
+    pub fn home(&self) -> &Home {
+        &self.home
+    }
+
+    /// What tells one version of the users from the next (the file's inode, length and
+    /// modification time, or the document's version; `None` while there is none): another
+    /// gateway may change them.
+    pub fn stamp(&self) -> Option<String> {
+        if let Some(store) = shared(&self.home) {
+            return store
+                .document_version(USERS_FILE)
+                .ok()
+                .flatten()
+                .map(|v| format!("v{v}"));
+        }
         let meta = std::fs::metadata(&self.path).ok()?;
         #[cfg(unix)]
         let inode = std::os::unix::fs::MetadataExt::ino(&meta);
         #[cfg(not(unix))]
         let inode = 0;
-        Some((inode, meta.len(), meta.modified().ok()?))
+        Some(format!(
+            "{inode}:{}:{:?}",
+            meta.len(),
+            meta.modified().ok()?
+        ))
     }
 
     /// Every user; none when the file does not exist yet.
@@ -198,6 +243,12 @@ impl UserStore {
     /// # Errors
     /// `Store` when the file exists but cannot be read or parsed.
     pub fn load(&self) -> Result<Vec<User>, UsersError> {
+        if let Some(store) = shared(&self.home) {
+            return match store.document(USERS_FILE).map_err(state_failed)? {
+                Some(text) => parse_users(&text, &self.path),
+                None => Ok(Vec::new()),
+            };
+        }
         let text = match std::fs::read_to_string(&self.path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -208,14 +259,7 @@ impl UserStore {
                 )));
             }
         };
-        serde_json::from_str::<UsersFile>(&text)
-            .map(|f| f.users)
-            .map_err(|e| {
-                UsersError::Store(format!(
-                    "{} is not a users file ({e}); repair or remove it",
-                    self.path.display()
-                ))
-            })
+        parse_users(&text, &self.path)
     }
 
     fn save(&self, users: Vec<User>) -> Result<(), UsersError> {
@@ -224,18 +268,35 @@ impl UserStore {
         {
             lurkbot_core::create_private_dir(dir).map_err(|e| UsersError::Store(e.to_string()))?;
         }
-        let file = UsersFile { version: 1, users };
-        let text =
-            serde_json::to_vec_pretty(&file).map_err(|e| UsersError::Store(e.to_string()))?;
+        let text = users_json(users)?;
         lurkbot_core::write_atomic_with_mode(&self.path, &text, 0o600)
             .map_err(|e| UsersError::Store(e.to_string()))
     }
 
-    /// Changes the users with `change` and writes them, unless it fails.
-    fn update<T>(
+    /// Changes the users with `change` and writes them, unless it fails (in one transaction
+    /// of the shared store, where gateways may change them at once).
+    fn update<T: Send + 'static>(
         &self,
-        change: impl FnOnce(&mut Vec<User>) -> Result<T, UsersError>,
+        change: impl FnOnce(&mut Vec<User>) -> Result<T, UsersError> + Send + 'static,
     ) -> Result<T, UsersError> {
+        if let Some(store) = shared(&self.home) {
+            let path = self.path.clone();
+            return store
+                .edit_document(USERS_FILE, move |text| {
+                    let mut users = match text {
+                        Some(text) => parse_users(&text, &path)?,
+                        None => Vec::new(),
+                    };
+                    let value = change(&mut users)?;
+                    let body = String::from_utf8_lossy(&users_json(users)?).into_owned();
+                    Ok(lurkbot_state::Edit {
+                        body: Some(body),
+                        lines: Vec::new(),
+                        value,
+                    })
+                })
+                .map_err(state_failed)?;
+        }
         let mut users = self.load()?;
         let answer = change(&mut users)?;
         self.save(users)?;
@@ -250,7 +311,9 @@ impl UserStore {
     pub fn add(&self, home: &Home, name: &str, admin: bool) -> Result<String, UsersError> {
         check_name(name)?;
         let token = new_token();
-        self.update(|users| {
+        let (name_owned, digest) = (name.to_string(), token_digest(&token));
+        self.update(move |users| {
+            let name = name_owned.as_str();
             if users.iter().any(|u| u.name == name) {
                 return Err(UsersError::Exists(name.to_string()));
             }
@@ -263,7 +326,7 @@ impl UserStore {
                 name: name.to_string(),
                 admin,
                 created_at_ms: lurkbot_core::now_ms(),
-                token_sha256: token_digest(&token),
+                token_sha256: digest,
                 password: None,
             });
             Ok(())
@@ -285,11 +348,12 @@ impl UserStore {
     /// # Errors
     /// `NotFound`, or the store failing.
     pub fn remove(&self, home: &Home, name: &str, purge: bool) -> Result<User, UsersError> {
-        let removed = self.update(|users| {
+        let gone = name.to_string();
+        let removed = self.update(move |users| {
             let at = users
                 .iter()
-                .position(|u| u.name == name)
-                .ok_or_else(|| UsersError::NotFound(name.to_string()))?;
+                .position(|u| u.name == gone)
+                .ok_or(UsersError::NotFound(gone))?;
             Ok(users.remove(at))
         })?;
         if purge && check_name(name).is_ok() {
@@ -309,12 +373,13 @@ impl UserStore {
     /// `NotFound`, or the store failing.
     pub fn new_token(&self, name: &str) -> Result<String, UsersError> {
         let token = new_token();
-        self.update(|users| {
+        let (name, digest) = (name.to_string(), token_digest(&token));
+        self.update(move |users| {
             let user = users
                 .iter_mut()
                 .find(|u| u.name == name)
-                .ok_or_else(|| UsersError::NotFound(name.to_string()))?;
-            user.token_sha256 = token_digest(&token);
+                .ok_or(UsersError::NotFound(name))?;
+            user.token_sha256 = digest;
             Ok(())
         })?;
         Ok(token)
@@ -326,11 +391,12 @@ impl UserStore {
     /// `NotFound`, a password of the wrong length, or the store failing.
     pub fn set_password(&self, name: &str, password: &str) -> Result<(), UsersError> {
         let hash = hash_password(password)?;
-        self.update(|users| {
+        let name = name.to_string();
+        self.update(move |users| {
             let user = users
                 .iter_mut()
                 .find(|u| u.name == name)
-                .ok_or_else(|| UsersError::NotFound(name.to_string()))?;
+                .ok_or(UsersError::NotFound(name))?;
             user.password = Some(hash);
             Ok(())
         })

@@ -29,6 +29,19 @@ impl Store {
         self.read(move |sql| read_document(sql, &name))
     }
 
+    /// The version of document `name` (each write adds one), if there is one: a cheap look
+    /// for whether another gateway changed it.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn document_version(&self, name: &str) -> Result<Option<i64>, StateError> {
+        let name = name.to_string();
+        self.read(move |sql| {
+            let row = sql.row("SELECT version FROM documents WHERE name = ?1", vals![name])?;
+            Ok(row.map(|r| r.int(0)))
+        })
+    }
+
     /// Reads document `name` (`None` when there is none), lets `f` change it, and writes back
     /// what `f` says with its log lines — one transaction under the write lock. What `f`
     /// answered, or its error (then nothing is written).

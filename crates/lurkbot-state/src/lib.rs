@@ -21,6 +21,7 @@
 //! - **Documents and logs** ([`documents`]): on PostgreSQL, the home's JSON files and
 //!   JSON-lines logs that gateways change (the cron jobs and their runs), edited in one
 //!   transaction each.
+//! - **Sign-ins** ([`sign_ins`]): on PostgreSQL, the web UI's sign-ins, known to every gateway.
 //! - **Sign-in attempts** (`Store::begin_attempt`): counted before a password is checked, so
 //!   the sign-in limits hold across gateways.
 //!
@@ -41,6 +42,7 @@ pub mod migrate;
 pub mod outbox;
 mod pg_tls;
 mod postgres;
+pub mod sign_ins;
 mod sql;
 pub mod turns;
 pub mod usage;
@@ -55,6 +57,7 @@ pub use leases::{LEASE_RENEW_MS, LEASE_TTL_MS, Lease, default_owner_id};
 pub use location::{Location, STATE_PASSWORD_VAR, STATE_URL_VAR, StateUrl};
 pub use migrate::{Counts, HomeFiles, Migrated};
 pub use outbox::{NewOutgoing, Outgoing, OutgoingState};
+pub use sign_ins::StoredSignIn;
 pub use turns::{Admitted, NewTurn, TurnRecord, TurnState};
 pub use usage::UsageRow;
 

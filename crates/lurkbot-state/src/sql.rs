@@ -246,8 +246,8 @@ CREATE INDEX IF NOT EXISTS leases_owner ON leases(owner);
 }
 
 /// Schema 3: the budget holds of calls in flight (`holds.rs`), sign-in attempts
-/// (`attempts.rs`), usage records (`usage.rs`), documents and logs (`documents.rs`; `seq` as in
-/// [`tables_v1`]).
+/// (`attempts.rs`), usage records (`usage.rs`), documents and logs (`documents.rs`), web UI
+/// sign-ins (`sign_ins.rs`; `seq` as in [`tables_v1`]).
 pub(crate) fn tables_v3(int: &str, seq: &str) -> String {
     format!(
         "
@@ -285,6 +285,11 @@ CREATE TABLE IF NOT EXISTS log_lines (
     created_ms  {int} NOT NULL
 );
 CREATE INDEX IF NOT EXISTS log_lines_log ON log_lines(log);
+CREATE TABLE IF NOT EXISTS sign_ins (
+    digest      TEXT PRIMARY KEY,
+    username    TEXT NOT NULL,
+    expires_ms  {int} NOT NULL
+);
 "
     )
 }

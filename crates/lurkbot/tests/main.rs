@@ -45,3 +45,4 @@ mod skills;
 mod structure;
 mod usage;
 mod users;
+mod users_on_postgres;

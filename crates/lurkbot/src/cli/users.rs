@@ -92,6 +92,8 @@ pub(crate) fn run(home_path: &Path, args: &UsersArgs) -> CliResult {
             "note: users are off for the gateway; set [users] enabled = true in config.toml (lurkbot config set users.enabled true) and restart it"
         );
     }
+    // With the state in PostgreSQL the users are there (ARCHITECTURE.md §6.3).
+    lurkbot_agent::setup::attach_state(&home, &config).map_err(failed)?;
     let via = Via::of(home.clone());
     match args {
         UsersArgs::Add { name, admin } => {
