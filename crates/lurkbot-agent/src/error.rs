@@ -64,6 +64,9 @@ pub enum AgentError {
     /// A model call would pass a spending cap; it was not made.
     #[error("{0}")]
     BudgetExceeded(Box<crate::usage::BudgetExceeded>),
+    /// The state store (PostgreSQL) holding the sessions failed.
+    #[error("session store: {0}")]
+    State(#[from] lurkbot_state::StateError),
 }
 
 impl From<Box<crate::usage::BudgetExceeded>> for AgentError {

@@ -31,6 +31,7 @@ mod subagents;
 mod tool_names;
 mod tools;
 mod transcript;
+mod transcript_context;
 mod untrusted;
 pub mod usage;
 pub mod web;

@@ -32,38 +32,100 @@ pub fn of(home: &Home) -> Option<Store> {
         .and_then(|(_, weak)| weak.upgrade())
 }
 
-/// The documents that move with the state (`state migrate`): paths in the home.
-const DOCUMENTS: [&str; 2] = ["cron/jobs.json", "users/users.json"];
-/// The folders of logs that move with it: each `*.jsonl` in them.
-const LOG_DIRS: [&str; 1] = ["cron/runs"];
+/// The documents that move with the state (`state migrate`), as paths in the home; `*` is one
+/// plain name (an agent's id).
+const DOCUMENTS: [&str; 3] = [
+    "cron/jobs.json",
+    "users/users.json",
+    "sessions/*/sessions.json",
+];
+/// The folders of logs that move with it (each `*.jsonl` in them), the same way.
+const LOG_DIRS: [&str; 2] = ["cron/runs", "sessions/*"];
+
+/// A plain name: letters, digits, `_` and `-` (no `.`, no `/`).
+fn plain(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Whether `name` matches `pattern` segment by segment (`*`: a plain name).
+fn matches(pattern: &str, name: &str) -> bool {
+    let (mut p, mut n) = (pattern.split('/'), name.split('/'));
+    loop {
+        match (p.next(), n.next()) {
+            (None, None) => return true,
+            (Some("*"), Some(seg)) if plain(seg) => {}
+            (Some(want), Some(seg)) if want == seg => {}
+            _ => return false,
+        }
+    }
+}
 
 /// Whether `name` (from a store) is one of the files that move with the state — a path the
 /// home's files may be written at: a listed document, or a log with a plain name in a listed
 /// folder.
 fn movable(name: &str) -> bool {
-    DOCUMENTS.contains(&name)
+    DOCUMENTS.iter().any(|d| matches(d, name))
         || LOG_DIRS.iter().any(|dir| {
-            name.strip_prefix(dir)
-                .and_then(|rest| rest.strip_prefix('/'))
-                .and_then(|file| file.strip_suffix(".jsonl"))
-                .is_some_and(|id| {
-                    !id.is_empty()
-                        && id
-                            .chars()
-                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-                })
+            name.rsplit_once('/').is_some_and(|(folder, file)| {
+                matches(dir, folder) && file.strip_suffix(".jsonl").is_some_and(plain)
+            })
         })
+}
+
+/// The paths in the home matching `pattern` (`*` segments expanded over the folders there).
+fn expand(home: &Home, pattern: &str) -> Vec<String> {
+    let mut found = vec![String::new()];
+    for seg in pattern.split('/') {
+        let mut next = Vec::new();
+        for base in &found {
+            let join = |s: &str| {
+                if base.is_empty() {
+                    s.to_string()
+                } else {
+                    format!("{base}/{s}")
+                }
+            };
+            if seg == "*" {
+                let Ok(entries) = std::fs::read_dir(home.join(base)) else {
+                    continue;
+                };
+                next.extend(
+                    entries
+                        .flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|s| plain(s))
+                        .map(|s| join(&s)),
+                );
+            } else {
+                next.push(join(seg));
+            }
+        }
+        found = next;
+    }
+    found.sort();
+    found
+}
+
+fn documents_in(home: &Home) -> Vec<String> {
+    DOCUMENTS
+        .iter()
+        .flat_map(|pattern| expand(home, pattern))
+        .filter(|name| home.join(name).is_file())
+        .collect()
 }
 
 fn logs_in(home: &Home) -> Vec<String> {
     let mut logs = Vec::new();
-    for dir in LOG_DIRS {
-        let Ok(entries) = std::fs::read_dir(home.join(dir)) else {
+    for dir in LOG_DIRS.iter().flat_map(|pattern| expand(home, pattern)) {
+        let Ok(entries) = std::fs::read_dir(home.join(&dir)) else {
             continue;
         };
         for entry in entries.flatten() {
             let name = format!("{dir}/{}", entry.file_name().to_string_lossy());
-            if movable(&name) {
+            if movable(&name) && entry.path().is_file() {
                 logs.push(name);
             }
         }
@@ -106,11 +168,7 @@ pub fn home_files(home: &Home) -> lurkbot_state::HomeFiles {
 /// Which of those files the home has (`state migrate` back into the home needs none of them:
 /// the database's replace them).
 pub fn files_present(home: &Home) -> Vec<String> {
-    let mut present: Vec<String> = DOCUMENTS
-        .iter()
-        .filter(|name| home.join(name).exists())
-        .map(|name| name.to_string())
-        .collect();
+    let mut present = documents_in(home);
     present.extend(logs_in(home));
     if crate::usage::has_files(home) {
         present.push(format!("{}/*.jsonl", crate::usage::USAGE_DIR));
@@ -163,6 +221,10 @@ mod tests {
     fn only_the_files_that_move_may_be_written() {
         assert!(movable("cron/jobs.json"));
         assert!(movable("users/users.json"));
+        assert!(movable("sessions/main/sessions.json"));
+        assert!(movable("sessions/main/ses_0123abcd.jsonl"));
+        assert!(!movable("sessions/../sessions.json"));
+        assert!(!movable("sessions/main/x/y.jsonl"));
         assert!(movable("cron/runs/cron_0a1b.jsonl"));
         for name in [
             "cron/runs/../../.env",

@@ -4,6 +4,11 @@
 //! disk at the end of every step, so a crash loses at most the step in flight. A torn last line
 //! (a crash mid-write) is ignored on read, and tool calls left without results are answered
 //! with an "interrupted" result so the conversation stays valid for the provider.
+//!
+//! When the home's state is in PostgreSQL ([`crate::shared_state`]) the index is the store's
+//! document `sessions/<agentId>/sessions.json` (each change one transaction) and a transcript
+//! its log `sessions/<agentId>/<sessionId>.jsonl` (each append committed), measured in bytes as
+//! the file would be: every gateway reads and continues the same sessions.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -11,12 +16,15 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use lurkbot_core::{Home, SessionKey, layout};
-use lurkbot_llm::{Message, Role, Usage};
+use lurkbot_llm::{Message, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::error::AgentError;
 
 pub use crate::session_index::SessionEntry;
+pub use crate::transcript_context::Context;
+pub(crate) use crate::transcript_context::Tracked;
+use crate::transcript_context::repair;
 
 /// One transcript line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,7 +64,12 @@ impl Entry {
 pub struct Sessions {
     dir: PathBuf,
     cap: usize,
+    /// The PostgreSQL store and the agent's prefix in it (`sessions/<agentId>`), when the
+    /// home's state is there.
+    shared: Option<(lurkbot_state::Store, String)>,
 }
+
+type Index = BTreeMap<String, SessionEntry>;
 
 impl Sessions {
     /// The store of `agent_id` under the home.
@@ -64,7 +77,26 @@ impl Sessions {
         Self {
             dir: home.join(layout::SESSIONS).join(agent_id),
             cap: crate::session_index::MAX_INDEXED_SESSIONS,
+            shared: crate::shared_state::of(home)
+                .map(|store| (store, format!("{}/{agent_id}", layout::SESSIONS))),
         }
+    }
+
+    /// The index's document name in the shared store.
+    fn index_doc(prefix: &str) -> String {
+        format!("{prefix}/sessions.json")
+    }
+
+    /// A transcript's log name in the shared store.
+    fn log_of(prefix: &str, session_id: &str) -> String {
+        format!("{prefix}/{session_id}.jsonl")
+    }
+
+    fn parse_index(&self, bytes: &[u8]) -> Result<Index, AgentError> {
+        serde_json::from_slice(bytes).map_err(|source| AgentError::Damaged {
+            path: self.index_path(),
+            source,
+        })
     }
 
     /// The same store with another index cap (tests).
@@ -88,31 +120,55 @@ impl Sessions {
     /// # Errors
     /// A damaged index.
     pub fn list(&self) -> Result<BTreeMap<String, SessionEntry>, AgentError> {
+        if let Some((store, prefix)) = &self.shared {
+            return match store.document(&Self::index_doc(prefix))? {
+                Some(text) => self.parse_index(text.as_bytes()),
+                None => Ok(BTreeMap::new()),
+            };
+        }
         match std::fs::read(self.index_path()) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| AgentError::Damaged {
-                path: self.index_path(),
-                source,
-            }),
+            Ok(bytes) => self.parse_index(&bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
             Err(e) => Err(AgentError::io("read", self.index_path(), e)),
         }
     }
 
     /// Changes the index under an exclusive lock (other processes wait).
-    fn change<T>(
+    fn change<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut BTreeMap<String, SessionEntry>) -> T,
+        f: impl FnOnce(&mut Index) -> T + Send + 'static,
     ) -> Result<T, AgentError> {
         self.change_with(true, f)
     }
 
     /// [`Sessions::change`]; `durable = false` skips the directory fsync after the rename (the
     /// index may fall back to its previous content after a crash: only for counters).
-    fn change_with<T>(
+    fn change_with<T: Send + 'static>(
         &self,
         durable: bool,
-        f: impl FnOnce(&mut BTreeMap<String, SessionEntry>) -> T,
+        f: impl FnOnce(&mut Index) -> T + Send + 'static,
     ) -> Result<T, AgentError> {
+        if let Some((store, prefix)) = &self.shared {
+            let (me, cap) = (self.clone(), self.cap);
+            return store.edit_document(&Self::index_doc(prefix), move |text| {
+                let mut all = match text {
+                    Some(text) => me.parse_index(text.as_bytes())?,
+                    None => Index::new(),
+                };
+                let value = f(&mut all);
+                crate::session_index::prune(&mut all, cap);
+                let body =
+                    serde_json::to_string_pretty(&all).map_err(|source| AgentError::Encode {
+                        what: "sessions.json",
+                        source,
+                    })?;
+                Ok(lurkbot_state::Edit {
+                    body: Some(body),
+                    lines: Vec::new(),
+                    value,
+                })
+            })?;
+        }
         std::fs::create_dir_all(&self.dir).map_err(|e| AgentError::io("create", &self.dir, e))?;
         let lock_path = self.dir.join(".lock");
         let lock = File::create(&lock_path).map_err(|e| AgentError::io("lock", &lock_path, e))?;
@@ -141,12 +197,13 @@ impl Sessions {
         if let Some(entry) = self.list()?.get(key.as_str()) {
             return Ok(entry.clone());
         }
-        self.change(|all| {
-            all.entry(key.as_str().to_string())
+        let key = key.as_str().to_string();
+        self.change(move |all| {
+            all.entry(key.clone())
                 .or_insert_with(|| {
                     let now = lurkbot_core::now_ms();
                     SessionEntry {
-                        key: key.as_str().to_string(),
+                        key,
                         session_id: lurkbot_core::new_session_id(),
                         created_ms: now,
                         updated_ms: now,
@@ -185,10 +242,11 @@ impl Sessions {
         model: &str,
         usage: Usage,
     ) -> Result<(), AgentError> {
-        self.change_with(false, |all| {
-            if let Some(e) = all.get_mut(key.as_str()) {
+        let (key, model) = (key.as_str().to_string(), model.to_string());
+        self.change_with(false, move |all| {
+            if let Some(e) = all.get_mut(&key) {
                 e.updated_ms = lurkbot_core::now_ms();
-                e.model = Some(model.to_string());
+                e.model = Some(model);
                 e.usage.input_tokens += usage.input_tokens;
                 e.usage.output_tokens += usage.output_tokens;
                 e.turns += 1;
@@ -202,13 +260,14 @@ impl Sessions {
     /// Store failures.
     pub fn reset(&self, key: &SessionKey) -> Result<String, AgentError> {
         let id = lurkbot_core::new_session_id();
-        self.change(|all| {
+        let (key, new_id) = (key.as_str().to_string(), id.clone());
+        self.change(move |all| {
             let now = lurkbot_core::now_ms();
             all.insert(
-                key.as_str().to_string(),
+                key.clone(),
                 SessionEntry {
-                    key: key.as_str().to_string(),
-                    session_id: id.clone(),
+                    key,
+                    session_id: new_id,
                     created_ms: now,
                     updated_ms: now,
                     model: None,
@@ -225,7 +284,12 @@ impl Sessions {
     /// # Errors
     /// Store failures.
     pub fn delete(&self, key: &SessionKey) -> Result<bool, AgentError> {
-        let removed = self.change(|all| all.remove(key.as_str()))?;
+        let gone = key.as_str().to_string();
+        let removed = self.change(move |all| all.remove(&gone))?;
+        if let (Some(entry), Some((store, prefix))) = (&removed, &self.shared) {
+            store.delete_log(&Self::log_of(prefix, &entry.session_id))?;
+            return Ok(true);
+        }
         if let Some(entry) = &removed {
             match std::fs::remove_file(self.transcript_path(&entry.session_id)) {
                 Ok(()) => {}
@@ -256,6 +320,19 @@ impl Sessions {
         entries: &[Entry],
         sync: bool,
     ) -> Result<(), AgentError> {
+        if let Some((store, prefix)) = &self.shared {
+            let mut lines = Vec::with_capacity(entries.len());
+            for entry in entries {
+                lines.push(
+                    serde_json::to_string(entry).map_err(|source| AgentError::Encode {
+                        what: "a transcript entry",
+                        source,
+                    })?,
+                );
+            }
+            store.append_log_lines(&Self::log_of(prefix, session_id), lines)?;
+            return Ok(());
+        }
         std::fs::create_dir_all(&self.dir).map_err(|e| AgentError::io("create", &self.dir, e))?;
         let mut text = String::new();
         for entry in entries {
@@ -288,6 +365,9 @@ impl Sessions {
     /// # Errors
     /// Store failures.
     pub fn history(&self, session_id: &str) -> Result<Vec<Entry>, AgentError> {
+        if let Some((store, prefix)) = &self.shared {
+            return Ok(parse_lines(&store.log(&Self::log_of(prefix, session_id))?));
+        }
         let text = match std::fs::read_to_string(self.transcript_path(session_id)) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -379,6 +459,11 @@ impl Sessions {
     /// Store failures.
     pub fn entries_since(&self, session_id: &str, offset: u64) -> Result<Vec<Entry>, AgentError> {
         use std::io::{Read, Seek, SeekFrom};
+        if let Some((store, prefix)) = &self.shared {
+            return Ok(parse_lines(
+                &store.log_since(&Self::log_of(prefix, session_id), offset)?,
+            ));
+        }
         let path = self.transcript_path(session_id);
         let mut text = String::new();
         File::open(&path)
@@ -395,56 +480,21 @@ impl Sessions {
 
     /// The length in bytes of a transcript (0 when it does not exist).
     pub fn transcript_len(&self, session_id: &str) -> u64 {
+        if let Some((store, prefix)) = &self.shared {
+            return store
+                .log_len(&Self::log_of(prefix, session_id))
+                .unwrap_or_default();
+        }
         std::fs::metadata(self.transcript_path(session_id)).map_or(0, |m| m.len())
     }
 }
 
-/// A session's raw context kept in memory between model steps, with the transcript length it
-/// was read at.
-#[derive(Debug, Clone)]
-pub struct Tracked {
-    session_id: String,
-    len: u64,
-    /// The context, unrepaired.
-    pub raw: Context,
-}
-
-impl Tracked {
-    /// The transcript's length in bytes this context was read at.
-    pub fn transcript_bytes(&self) -> u64 {
-        self.len
-    }
-
-    /// The context as the model sees it (unfinished tool calls answered "interrupted").
-    pub fn context(&self) -> Context {
-        Context {
-            summary: self.raw.summary.clone(),
-            messages: repair(self.raw.messages.clone()),
-        }
-    }
-}
-
-impl Context {
-    /// Applies one transcript entry.
-    fn apply(&mut self, entry: Entry) {
-        match entry {
-            Entry::Compaction { summary, kept, .. } => {
-                let keep_from = self.messages.len().saturating_sub(kept);
-                self.messages.drain(..keep_from);
-                self.summary = Some(summary);
-            }
-            Entry::Message { message, .. } => self.messages.push(message),
-        }
-    }
-}
-
-/// A session's model context.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Context {
-    /// The summary of everything compacted away.
-    pub summary: Option<String>,
-    /// The messages since.
-    pub messages: Vec<Message>,
+/// The entries of a log's lines (a line that is not one is skipped).
+fn parse_lines(lines: &[String]) -> Vec<Entry> {
+    lines
+        .iter()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
 }
 
 /// Whether a file exists, is not empty and does not end with a newline.
@@ -455,39 +505,6 @@ fn ends_torn(path: &std::path::Path) -> bool {
     };
     let mut last = [0u8; 1];
     file.seek(SeekFrom::End(-1)).is_ok() && file.read_exact(&mut last).is_ok() && last[0] != b'\n'
-}
-
-/// Gives every tool call without a result an error result right after its assistant message.
-fn repair(messages: Vec<Message>) -> Vec<Message> {
-    let mut out: Vec<Message> = Vec::with_capacity(messages.len());
-    let mut open: Vec<String> = Vec::new();
-    let close = |out: &mut Vec<Message>, open: &mut Vec<String>| {
-        for id in open.drain(..) {
-            out.push(Message::tool(
-                id,
-                "interrupted: this tool call never finished (the run stopped)",
-                true,
-            ));
-        }
-    };
-    for message in messages {
-        match message.role {
-            Role::Tool => {
-                let id = message.tool_call_id.clone().unwrap_or_default();
-                if let Some(pos) = open.iter().position(|o| *o == id) {
-                    open.remove(pos);
-                    out.push(message);
-                }
-            }
-            _ => {
-                close(&mut out, &mut open);
-                open = message.tool_calls.iter().map(|c| c.id.clone()).collect();
-                out.push(message);
-            }
-        }
-    }
-    close(&mut out, &mut open);
-    out
 }
 
 #[cfg(test)]

@@ -4,6 +4,10 @@
 //! changed only by [`Store::edit_document`]: read, changed and written back in one transaction
 //! under the store's write lock, with the log lines the change appends (`cron/runs/<id>.jsonl`),
 //! so no change is lost to another made at once on another gateway.
+//!
+//! A log's lines keep the byte offset where each ends, as if the log were its file (each line
+//! and a newline): a transcript's length and "the lines after byte N" (a resumed turn's own)
+//! mean the same in the store as in the file.
 
 use crate::sql::{Sql, vals};
 use crate::{StateError, Store};
@@ -75,8 +79,57 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn append_log(&self, log: &str, line: &str) -> Result<(), StateError> {
-        let (log, line) = (log.to_string(), line.to_string());
-        self.read(move |sql| append(sql, &log, &line))
+        self.append_log_lines(log, vec![line.to_string()])
+    }
+
+    /// Appends `lines` to log `log`, all or none.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn append_log_lines(&self, log: &str, lines: Vec<String>) -> Result<(), StateError> {
+        let log = log.to_string();
+        self.exclusively(move |tx| {
+            for line in &lines {
+                append(tx, &log, line)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The length of log `log` as a file: its lines' bytes and a newline each (0 when empty).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn log_len(&self, log: &str) -> Result<u64, StateError> {
+        let log = log.to_string();
+        self.read(move |sql| end_of(sql, &log))
+    }
+
+    /// The lines of log `log` after its first `offset` bytes, oldest first.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn log_since(&self, log: &str, offset: u64) -> Result<Vec<String>, StateError> {
+        let (log, offset) = (log.to_string(), i64::try_from(offset).unwrap_or(i64::MAX));
+        self.read(move |sql| {
+            let rows = sql.rows(
+                "SELECT line FROM log_lines WHERE log = ?1 AND end_offset > ?2 ORDER BY end_offset",
+                vals![log, offset],
+            )?;
+            Ok(rows.into_iter().map(|r| r.text(0)).collect())
+        })
+    }
+
+    /// Deletes log `log`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn delete_log(&self, log: &str) -> Result<(), StateError> {
+        let log = log.to_string();
+        self.read(move |sql| {
+            sql.exec("DELETE FROM log_lines WHERE log = ?1", vals![log])?;
+            Ok(())
+        })
     }
 
     /// Every line of log `log`, oldest first.
@@ -86,9 +139,8 @@ impl Store {
     pub fn log(&self, log: &str) -> Result<Vec<String>, StateError> {
         let log = log.to_string();
         self.read(move |sql| {
-            let order = sql.seq();
             let rows = sql.rows(
-                &format!("SELECT line FROM log_lines WHERE log = ?1 ORDER BY {order}"),
+                "SELECT line FROM log_lines WHERE log = ?1 ORDER BY end_offset",
                 vals![log],
             )?;
             Ok(rows.into_iter().map(|r| r.text(0)).collect())
@@ -111,12 +163,23 @@ pub(crate) fn write_document(sql: &mut dyn Sql, name: &str, body: &str) -> Resul
     Ok(())
 }
 
+/// Appends `line` to `log` (inside a transaction under the write lock: its end offset follows
+/// the last line's).
 pub(crate) fn append(sql: &mut dyn Sql, log: &str, line: &str) -> Result<(), StateError> {
+    let end = end_of(sql, log)?.saturating_add(line.len() as u64 + 1);
     sql.exec(
-        "INSERT INTO log_lines (log, line, created_ms) VALUES (?1, ?2, ?3)",
-        vals![log, line, now()],
+        "INSERT INTO log_lines (log, line, end_offset, created_ms) VALUES (?1, ?2, ?3, ?4)",
+        vals![log, line, i64::try_from(end).unwrap_or(i64::MAX), now()],
     )?;
     Ok(())
+}
+
+fn end_of(sql: &mut dyn Sql, log: &str) -> Result<u64, StateError> {
+    let row = sql.row(
+        "SELECT COALESCE(MAX(end_offset), 0) FROM log_lines WHERE log = ?1",
+        vals![log],
+    )?;
+    Ok(row.map_or(0, |r| r.ms(0)))
 }
 
 fn now() -> i64 {

@@ -118,7 +118,7 @@ fn home_files(sql: &mut dyn Sql) -> Result<HomeFiles, StateError> {
         .collect();
     let mut logs: Vec<(String, Vec<String>)> = Vec::new();
     for row in sql.rows(
-        &format!("SELECT log, line FROM log_lines ORDER BY log, {order}"),
+        "SELECT log, line FROM log_lines ORDER BY log, end_offset",
         &[],
     )? {
         let (log, line) = (row.text(0), row.text(1));

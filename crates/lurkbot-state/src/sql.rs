@@ -282,9 +282,10 @@ CREATE TABLE IF NOT EXISTS log_lines (
     {seq}
     log         TEXT NOT NULL,
     line        TEXT NOT NULL,
+    end_offset  {int} NOT NULL,
     created_ms  {int} NOT NULL
 );
-CREATE INDEX IF NOT EXISTS log_lines_log ON log_lines(log);
+CREATE INDEX IF NOT EXISTS log_lines_log ON log_lines(log, end_offset);
 CREATE TABLE IF NOT EXISTS sign_ins (
     digest      TEXT PRIMARY KEY,
     username    TEXT NOT NULL,

@@ -47,6 +47,16 @@ fn an_edit_writes_its_document_and_lines_or_nothing() {
     store.append_log("counted", "by hand").unwrap();
     assert_eq!(store.log("counted").unwrap(), ["1", "2", "by hand"]);
     assert!(store.log("other").unwrap().is_empty());
+    // A log measures as its file would: each line and a newline.
+    store
+        .append_log_lines("t.jsonl", vec!["ab".into(), "cdé".into()])
+        .unwrap();
+    assert_eq!(store.log_len("t.jsonl").unwrap(), 3 + 5);
+    assert_eq!(store.log_since("t.jsonl", 3).unwrap(), ["cdé"]);
+    assert_eq!(store.log_since("t.jsonl", 0).unwrap(), ["ab", "cdé"]);
+    assert!(store.log_since("t.jsonl", 8).unwrap().is_empty());
+    store.delete_log("t.jsonl").unwrap();
+    assert_eq!(store.log_len("t.jsonl").unwrap(), 0);
 }
 
 /// 30 edits at once over three stores on one database: the counter ends at 30 and its log

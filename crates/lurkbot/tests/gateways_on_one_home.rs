@@ -44,6 +44,23 @@ async fn on_postgres_a_killed_gateways_turn_is_taken_over_by_the_other_once() {
     );
     assert_eq!(pg.psql("takeover", "SELECT state FROM turns"), "done");
     assert_eq!(pg.psql("takeover", "SELECT count(*) FROM leases"), "0");
+    // The session and its transcript are the database's too.
+    assert!(!t.path("sessions/main/sessions.json").exists());
+    assert_eq!(
+        pg.psql(
+            "takeover",
+            "SELECT count(*) FROM documents WHERE name = 'sessions/main/sessions.json'"
+        ),
+        "1"
+    );
+    let lines: u32 = pg
+        .psql(
+            "takeover",
+            "SELECT count(*) FROM log_lines WHERE log LIKE 'sessions/main/ses_%.jsonl'",
+        )
+        .parse()
+        .unwrap();
+    assert!(lines >= 2, "the question and its answer: {lines}");
 }
 
 async fn killed_gateways_turn_is_taken_over(t: &Test) {

@@ -70,19 +70,21 @@ pub(crate) fn append_config(t: &Test, text: &str) {
     std::fs::write(t.path("config.toml"), format!("{config}\n{text}\n")).unwrap();
 }
 
-/// Every message of every transcript of the main agent.
+/// Every message of every session of the main agent, read where the home keeps them (its
+/// files, or the PostgreSQL database `[state] url` names).
 pub(crate) fn transcript_messages(t: &Test) -> Vec<Value> {
-    let dir = t.path("sessions/main");
+    let home = lurkbot_core::Home::open(&t.path("")).unwrap();
+    let config = lurkbot_core::Config::load(&t.path("config.toml")).unwrap();
+    // Opened for this read only: the sessions are the store's while it is open.
+    let _store = lurkbot_agent::setup::open_state(&home, &config, None).unwrap();
+    let sessions = lurkbot_agent::Sessions::open(&home, "main");
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        if entry.path().extension().is_some_and(|e| e == "jsonl") {
-            let text = std::fs::read_to_string(entry.path()).unwrap();
-            out.extend(
-                text.lines()
-                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                    .filter(|e| e["type"] == "message")
-                    .map(|e| e["message"].clone()),
-            );
+    for entry in sessions.list().unwrap().values() {
+        for line in sessions.history(&entry.session_id).unwrap() {
+            let line = serde_json::to_value(line).unwrap();
+            if line["type"] == "message" {
+                out.push(line["message"].clone());
+            }
         }
     }
     out
