@@ -8,9 +8,10 @@
 //! against the budget (≤ 1 ms at p50 on the embedded store, ARCHITECTURE.md §9). Run with the
 //! home on the disk and on tmpfs (`/dev/shm`): the difference between the two is this disk's
 //! sync latency. Then the same on PostgreSQL (`[state] url`): a cluster of Debian's
-//! PostgreSQL on loopback with its defaults (fsync on), the home on the disk; what the journal
-//! adds there beyond what it adds on the embedded store is held to ≤ 5 ms at p50 (ARCHITECTURE.md
-//! §9).
+//! PostgreSQL on loopback with its defaults (fsync on), the home on the disk, and the home's
+//! state there as a gateway keeps it — the journal, and the session index, transcript and usage
+//! records too (`lurkbot_agent::shared_state`). What a whole journalled turn takes there beyond
+//! the same turn on the embedded store on disk is held to ≤ 5 ms at p50 (ARCHITECTURE.md §9).
 
 use std::path::Path;
 use std::time::Instant;
@@ -37,19 +38,18 @@ pub(crate) fn journal(turns: usize) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let places = places();
     println!("turn journal: {turns} turns of each kind, one tool round trip each, alternating");
-    let mut on_disk = None;
+    let mut on_disk = Vec::new();
     for (place, dir) in &places {
         let (plain, journalled) =
             runtime.block_on(measure(turns, dir.as_deref(), &Location::Embedded))?;
-        let added = report(
+        report(
             &format!("home on {place:<5}"),
             &plain,
             &journalled,
             JOURNAL_BUDGET_MS,
-            0.0,
         );
         if dir.is_none() {
-            on_disk = Some(added);
+            on_disk = journalled;
         }
     }
     let pg = lurkbot_test_support::postgres::Postgres::start_synced();
@@ -58,34 +58,40 @@ pub(crate) fn journal(turns: usize) -> Result<(), String> {
         lurkbot_state::StateUrl::parse(&url).map_err(|e| e.to_string())?,
     ));
     let (plain, journalled) = runtime.block_on(measure(turns, None, &location))?;
-    report(
-        "PostgreSQL  ",
-        &plain,
-        &journalled,
-        POSTGRES_BUDGET_MS,
-        on_disk.unwrap_or_default(),
+    report("PostgreSQL  ", &plain, &journalled, f64::INFINITY);
+    let (e50, e99) = (percentile(&on_disk, 50), percentile(&on_disk, 99));
+    let (p50, p99) = (percentile(&journalled, 50), percentile(&journalled, 99));
+    let added = p50 - e50;
+    println!(
+        "  a whole turn on PostgreSQL (journal, session index, transcript, usage) p50 {p50:.3} ms p99 {p99:.3} ms against the embedded store on disk p50 {e50:.3} ms p99 {e99:.3} ms: added p50 {added:.3} ms p99 {:.3} ms (budget {POSTGRES_BUDGET_MS} ms at p50: {})",
+        p99 - e99,
+        if added <= POSTGRES_BUDGET_MS {
+            "within"
+        } else {
+            "OVER"
+        }
     );
     Ok(())
 }
 
-/// Prints one line of figures; what the journal added at p50. `baseline` is subtracted before
-/// the budget is applied (the embedded store's own addition, for PostgreSQL).
-fn report(what: &str, plain: &[f64], journalled: &[f64], budget: f64, baseline: f64) -> f64 {
+/// Prints one line of figures: what the journal added at p50, against `budget` (none when
+/// infinite: the whole turn's line judges PostgreSQL).
+fn report(what: &str, plain: &[f64], journalled: &[f64], budget: f64) {
     let (p50, p99) = (percentile(plain, 50), percentile(plain, 99));
     let (j50, j99) = (percentile(journalled, 50), percentile(journalled, 99));
     let added = j50 - p50;
-    let judged = added - baseline;
-    let over = if baseline > 0.0 {
-        format!(" — {judged:.3} ms more than on the embedded store on disk")
-    } else {
+    let verdict = if budget.is_infinite() {
         String::new()
+    } else {
+        format!(
+            " (budget {budget} ms at p50: {})",
+            if added <= budget { "within" } else { "OVER" }
+        )
     };
     println!(
-        "  {what}: without p50 {p50:.3} ms p99 {p99:.3} ms; with the journal p50 {j50:.3} ms p99 {j99:.3} ms; added p50 {added:.3} ms p99 {:.3} ms{over} (budget {budget} ms at p50: {})",
+        "  {what}: without p50 {p50:.3} ms p99 {p99:.3} ms; with the journal p50 {j50:.3} ms p99 {j99:.3} ms; added p50 {added:.3} ms p99 {:.3} ms{verdict}",
         j99 - p99,
-        if judged <= budget { "within" } else { "OVER" }
     );
-    added
 }
 
 /// Per-turn milliseconds without and with the journal.
@@ -102,6 +108,10 @@ async fn measure(
     let home = Home::open(dir.path()).map_err(|e| e.to_string())?;
     lurkbot_core::init_home(&home, &[]).map_err(|e| e.to_string())?;
     let store = Store::open_at(&home, location, None).map_err(|e| e.to_string())?;
+    if store.backend() == "postgres" {
+        // As a gateway keeps it: the sessions, transcripts and usage in the database too.
+        lurkbot_agent::shared_state::share(&home, &store);
+    }
     let fake = FakeProvider::start(Vec::new()).await;
     fake.respond(scripted(1));
     fake.record(false);

@@ -5,10 +5,8 @@
 //! (a crash mid-write) is ignored on read, and tool calls left without results are answered
 //! with an "interrupted" result so the conversation stays valid for the provider.
 //!
-//! When the home's state is in PostgreSQL ([`crate::shared_state`]) the index is the store's
-//! document `sessions/<agentId>/sessions.json` (each change one transaction) and a transcript
-//! its log `sessions/<agentId>/<sessionId>.jsonl` (each append committed), measured in bytes as
-//! the file would be: every gateway reads and continues the same sessions.
+//! With the state in PostgreSQL ([`crate::shared_state`]) the index and transcripts are the
+//! store's document and logs of the same names, a log measured in bytes as its file would be.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -24,7 +22,7 @@ use crate::error::AgentError;
 pub use crate::session_index::SessionEntry;
 pub use crate::transcript_context::Context;
 pub(crate) use crate::transcript_context::Tracked;
-use crate::transcript_context::repair;
+use crate::transcript_context::{entries_of, repair};
 
 /// One transcript line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,7 +148,7 @@ impl Sessions {
     ) -> Result<T, AgentError> {
         if let Some((store, prefix)) = &self.shared {
             let (me, cap) = (self.clone(), self.cap);
-            return store.edit_document(&Self::index_doc(prefix), move |text| {
+            return store.edit_document_with(&Self::index_doc(prefix), durable, move |text| {
                 let mut all = match text {
                     Some(text) => me.parse_index(text.as_bytes())?,
                     None => Index::new(),
@@ -320,6 +318,17 @@ impl Sessions {
         entries: &[Entry],
         sync: bool,
     ) -> Result<(), AgentError> {
+        self.write_measured(session_id, entries, sync).map(drop)
+    }
+
+    /// [`Sessions::write_entries`], with the transcript's length before and after when the
+    /// shared store measured them in the same transaction (`None` for the files).
+    fn write_measured(
+        &self,
+        session_id: &str,
+        entries: &[Entry],
+        sync: bool,
+    ) -> Result<Option<(u64, u64)>, AgentError> {
         if let Some((store, prefix)) = &self.shared {
             let mut lines = Vec::with_capacity(entries.len());
             for entry in entries {
@@ -330,8 +339,8 @@ impl Sessions {
                     })?,
                 );
             }
-            store.append_log_lines(&Self::log_of(prefix, session_id), lines)?;
-            return Ok(());
+            let log = Self::log_of(prefix, session_id);
+            return Ok(Some(store.append_log_lines(&log, lines, sync)?));
         }
         std::fs::create_dir_all(&self.dir).map_err(|e| AgentError::io("create", &self.dir, e))?;
         let mut text = String::new();
@@ -357,7 +366,8 @@ impl Sessions {
             .map_err(|e| AgentError::io("open", &path, e))?;
         file.write_all(text.as_bytes())
             .and_then(|()| if sync { file.sync_data() } else { Ok(()) })
-            .map_err(|e| AgentError::io("write", &path, e))
+            .map_err(|e| AgentError::io("write", &path, e))?;
+        Ok(None)
     }
 
     /// Every readable entry of a transcript (a torn last line is skipped).
@@ -366,7 +376,12 @@ impl Sessions {
     /// Store failures.
     pub fn history(&self, session_id: &str) -> Result<Vec<Entry>, AgentError> {
         if let Some((store, prefix)) = &self.shared {
-            return Ok(parse_lines(&store.log(&Self::log_of(prefix, session_id))?));
+            return Ok(entries_of(
+                store
+                    .log(&Self::log_of(prefix, session_id))?
+                    .iter()
+                    .map(String::as_str),
+            ));
         }
         let text = match std::fs::read_to_string(self.transcript_path(session_id)) {
             Ok(t) => t,
@@ -375,10 +390,7 @@ impl Sessions {
                 return Err(AgentError::io("read", self.transcript_path(session_id), e));
             }
         };
-        Ok(text
-            .lines()
-            .filter_map(|line| serde_json::from_str(line).ok())
-            .collect())
+        Ok(entries_of(text.lines()))
     }
 
     /// What the model sees: the latest compaction summary and the messages after it (plus
@@ -438,13 +450,22 @@ impl Sessions {
         entries: &[Entry],
         end_of_step: bool,
     ) -> Result<(), AgentError> {
-        let before = self.transcript_len(&tracked.session_id);
-        self.write_entries(&tracked.session_id, entries, end_of_step)?;
+        let (before, after) = match self.shared {
+            // Measured by the store in the append's own transaction: no extra round trips.
+            Some(_) => self
+                .write_measured(&tracked.session_id, entries, end_of_step)?
+                .unwrap_or_default(),
+            None => {
+                let before = self.transcript_len(&tracked.session_id);
+                self.write_entries(&tracked.session_id, entries, end_of_step)?;
+                (before, self.transcript_len(&tracked.session_id))
+            }
+        };
         if before == tracked.len {
             for entry in entries {
                 tracked.raw.apply(entry.clone());
             }
-            tracked.len = self.transcript_len(&tracked.session_id);
+            tracked.len = after;
         } else {
             // Someone else wrote in between: read it all again.
             *tracked = self.tracked(&tracked.session_id, None)?;
@@ -460,8 +481,11 @@ impl Sessions {
     pub fn entries_since(&self, session_id: &str, offset: u64) -> Result<Vec<Entry>, AgentError> {
         use std::io::{Read, Seek, SeekFrom};
         if let Some((store, prefix)) = &self.shared {
-            return Ok(parse_lines(
-                &store.log_since(&Self::log_of(prefix, session_id), offset)?,
+            return Ok(entries_of(
+                store
+                    .log_since(&Self::log_of(prefix, session_id), offset)?
+                    .iter()
+                    .map(String::as_str),
             ));
         }
         let path = self.transcript_path(session_id);
@@ -472,10 +496,7 @@ impl Sessions {
                 f.read_to_string(&mut text)
             })
             .map_err(|e| AgentError::io("read", &path, e))?;
-        Ok(text
-            .lines()
-            .filter_map(|line| serde_json::from_str(line).ok())
-            .collect())
+        Ok(entries_of(text.lines()))
     }
 
     /// The length in bytes of a transcript (0 when it does not exist).
@@ -487,14 +508,6 @@ impl Sessions {
         }
         std::fs::metadata(self.transcript_path(session_id)).map_or(0, |m| m.len())
     }
-}
-
-/// The entries of a log's lines (a line that is not one is skipped).
-fn parse_lines(lines: &[String]) -> Vec<Entry> {
-    lines
-        .iter()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
 }
 
 /// Whether a file exists, is not empty and does not end with a newline.

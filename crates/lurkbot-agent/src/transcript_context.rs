@@ -54,6 +54,14 @@ pub struct Context {
     pub messages: Vec<Message>,
 }
 
+/// The entries of a transcript's lines (a line that is not one — a torn last line — is
+/// skipped).
+pub(crate) fn entries_of<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Entry> {
+    lines
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
 /// Gives every tool call without a result an error result right after its assistant message.
 pub(crate) fn repair(messages: Vec<Message>) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::with_capacity(messages.len());

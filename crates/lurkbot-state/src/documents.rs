@@ -57,8 +57,22 @@ impl Store {
         name: &str,
         f: impl FnOnce(Option<String>) -> Result<Edit<R>, E> + Send + 'static,
     ) -> Result<Result<R, E>, StateError> {
+        self.edit_document_with(name, true, f)
+    }
+
+    /// [`Store::edit_document`]; `durable = false` does not wait for the disk (what a crash of
+    /// the database host may lose: counters for display).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn edit_document_with<R: Send + 'static, E: Send + 'static>(
+        &self,
+        name: &str,
+        durable: bool,
+        f: impl FnOnce(Option<String>) -> Result<Edit<R>, E> + Send + 'static,
+    ) -> Result<Result<R, E>, StateError> {
         let name = name.to_string();
-        self.exclusively(move |tx| {
+        self.transaction(durable, move |tx| {
             let body = read_document(tx, &name)?;
             let edit = match f(body) {
                 Ok(edit) => edit,
@@ -79,20 +93,33 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn append_log(&self, log: &str, line: &str) -> Result<(), StateError> {
-        self.append_log_lines(log, vec![line.to_string()])
+        self.append_log_lines(log, vec![line.to_string()], true)
+            .map(drop)
     }
 
-    /// Appends `lines` to log `log`, all or none.
+    /// Appends `lines` to log `log`, all or none, waiting for the disk when `durable`; the
+    /// log's length before and after, as its file's.
     ///
     /// # Errors
     /// Store failures.
-    pub fn append_log_lines(&self, log: &str, lines: Vec<String>) -> Result<(), StateError> {
+    pub fn append_log_lines(
+        &self,
+        log: &str,
+        lines: Vec<String>,
+        durable: bool,
+    ) -> Result<(u64, u64), StateError> {
         let log = log.to_string();
-        self.exclusively(move |tx| {
-            for line in &lines {
-                append(tx, &log, line)?;
+        self.transaction(durable, move |tx| {
+            if lines.is_empty() {
+                let end = end_of(tx, &log)?;
+                return Ok((end, end));
             }
-            Ok(())
+            let (mut before, mut end) = (None, 0);
+            for line in &lines {
+                end = append(tx, &log, line)?;
+                before.get_or_insert(end.saturating_sub(line.len() as u64 + 1));
+            }
+            Ok((before.unwrap_or(end), end))
         })
     }
 
@@ -164,14 +191,16 @@ pub(crate) fn write_document(sql: &mut dyn Sql, name: &str, body: &str) -> Resul
 }
 
 /// Appends `line` to `log` (inside a transaction under the write lock: its end offset follows
-/// the last line's).
-pub(crate) fn append(sql: &mut dyn Sql, log: &str, line: &str) -> Result<(), StateError> {
-    let end = end_of(sql, log)?.saturating_add(line.len() as u64 + 1);
-    sql.exec(
-        "INSERT INTO log_lines (log, line, end_offset, created_ms) VALUES (?1, ?2, ?3, ?4)",
-        vals![log, line, i64::try_from(end).unwrap_or(i64::MAX), now()],
+/// the last line's); the log's new length.
+pub(crate) fn append(sql: &mut dyn Sql, log: &str, line: &str) -> Result<u64, StateError> {
+    let bytes = i64::try_from(line.len()).unwrap_or(i64::MAX).saturating_add(1);
+    let row = sql.row(
+        "INSERT INTO log_lines (log, line, end_offset, created_ms) \
+         SELECT ?1, ?2, COALESCE(MAX(end_offset), 0) + ?3, ?4 FROM log_lines WHERE log = ?1 \
+         RETURNING end_offset",
+        vals![log, line, bytes, now()],
     )?;
-    Ok(())
+    Ok(row.map_or(0, |r| r.ms(0)))
 }
 
 fn end_of(sql: &mut dyn Sql, log: &str) -> Result<u64, StateError> {

@@ -50,6 +50,7 @@ impl Store {
         allowed: impl FnOnce(HeldSums, Vec<UsageRow>) -> Result<(), E> + Send + 'static,
     ) -> Result<Result<String, E>, StateError> {
         let (owner, agent) = (self.owner.clone(), agent.to_string());
+        // A hold lasts one call: it need not wait for the disk (a crash ends its holder too).
         self.exclusively(move |tx| {
             let sums = live_sums(tx, &owner, &agent)?;
             let records = match usage_after {

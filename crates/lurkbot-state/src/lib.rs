@@ -218,7 +218,9 @@ impl Store {
         }
     }
 
-    /// Runs `f` with statements committed one by one.
+    /// Runs `f` with statements committed one by one, without waiting for the disk (the
+    /// embedded store's WAL commits them without a sync; PostgreSQL's sessions run with
+    /// `synchronous_commit` off): what a killed process leaves, never what a power cut may.
     fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError> + Send + 'static,
@@ -248,7 +250,7 @@ impl Store {
     }
 
     /// One transaction under the store's write lock; `synced`: committed with
-    /// `synchronous = FULL` on the embedded store (PostgreSQL always commits synchronously).
+    /// `synchronous = FULL` on the embedded store, with `synchronous_commit` on in PostgreSQL.
     fn transaction<T: Send + 'static>(
         &self,
         synced: bool,
@@ -257,7 +259,7 @@ impl Store {
         match &*self.backend {
             Backend::Embedded(conn) if synced => embedded::durably(&mut lock(conn), f),
             Backend::Embedded(conn) => embedded::exclusively(&mut lock(conn), f),
-            Backend::Postgres(pg) => pg.durably(f),
+            Backend::Postgres(pg) => pg.transaction(synced, true, f),
         }
     }
 }

@@ -166,22 +166,40 @@ impl Pg {
         })
     }
 
-    /// Runs `f` in one transaction under the store's write lock.
-    pub(crate) fn durably<T: Send + 'static>(
+    /// Runs `f` in one transaction — under the store's write lock when `locked` — committed
+    /// durably (the commit waits for the WAL to reach the disk) when `synced`, else as the
+    /// session's statements are, with `synchronous_commit` off: the commit returns before the
+    /// flush, which follows within a few hundred milliseconds (a crash of the database's host
+    /// may lose such a commit, never tear one; a killed gateway loses nothing).
+    pub(crate) fn transaction<T: Send + 'static>(
         &self,
+        synced: bool,
+        locked: bool,
         f: impl FnOnce(&mut dyn Sql) -> Result<T, StateError> + Send + 'static,
     ) -> Result<T, StateError> {
         self.call(move |conn| {
             let write_key = conn.write_key;
             let Ready { client, statements } = conn.ready()?;
-            let mut tx = client.transaction().map_err(db)?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&write_key])
-                .map_err(db)?;
+            // BEGIN and the transaction's settings in one round trip (the session's default is
+            // `synchronous_commit` off; the key is a number this process made).
+            let mut begin = String::from("BEGIN;");
+            if synced {
+                begin.push_str(" SET LOCAL synchronous_commit TO on;");
+            }
+            if locked {
+                begin.push_str(&format!(" SELECT pg_advisory_xact_lock({write_key});"));
+            }
+            client.batch_execute(&begin).map_err(db)?;
+            let mut open = Open {
+                client,
+                ended: false,
+            };
             let value = f(&mut PgSql {
-                client: &mut tx,
+                client: &mut *open.client,
                 statements,
             })?;
-            tx.commit().map_err(db)?;
+            open.ended = true;
+            open.client.batch_execute("COMMIT").map_err(db)?;
             Ok(value)
         })
     }
@@ -203,6 +221,21 @@ impl Pg {
             }
             Ok(())
         })
+    }
+}
+
+/// A transaction begun on a connection: rolled back unless it was ended (a closure that
+/// failed or panicked leaves the connection ready for the next).
+struct Open<'a> {
+    client: &'a mut postgres::Client,
+    ended: bool,
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            let _ = self.client.batch_execute("ROLLBACK");
+        }
     }
 }
 
@@ -253,11 +286,13 @@ impl Conn {
             if !held {
                 return Err(StateError::OwnerTaken(self.owner.clone()));
             }
+            // A statement on its own commits without waiting for the disk, as the embedded
+            // store's do; durable transactions ask for the flush (`transaction`).
+            let mut setup = String::from("SET synchronous_commit TO off;");
             if let Some(schema) = &self.schema {
-                client
-                    .batch_execute(&format!("SET search_path TO \"{schema}\""))
-                    .map_err(db)?;
+                setup.push_str(&format!(" SET search_path TO \"{schema}\";"));
             }
+            client.batch_execute(&setup).map_err(db)?;
             self.client = Some(client);
         }
         match self.client.as_mut() {

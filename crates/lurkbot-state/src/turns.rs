@@ -223,6 +223,11 @@ impl Store {
 
     /// Marks `id` running (once more, after a restart); how many times it was started.
     ///
+    /// This and the step records do not wait for the disk (a statement on its own commits so on
+    /// both backends: the embedded store's WAL without a sync, PostgreSQL with
+    /// `synchronous_commit` off): a killed gateway loses none of them, only a crash of the
+    /// machine holding the store may.
+    ///
     /// # Errors
     /// `NotFound` for an unknown turn; store failures.
     pub fn begin(&self, id: &str) -> Result<u32, StateError> {

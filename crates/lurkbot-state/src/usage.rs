@@ -25,6 +25,7 @@ impl Store {
     /// Store failures.
     pub fn append_usage(&self, ts_ms: u64, record: &str) -> Result<(), StateError> {
         let (ts, record) = (clamp(ts_ms), record.to_string());
+        // As the month files are appended to: not waiting for the disk.
         self.read(move |sql| {
             sql.exec(
                 "INSERT INTO usage (ts_ms, record) VALUES (?1, ?2)",

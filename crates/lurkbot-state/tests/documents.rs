@@ -49,7 +49,7 @@ fn an_edit_writes_its_document_and_lines_or_nothing() {
     assert!(store.log("other").unwrap().is_empty());
     // A log measures as its file would: each line and a newline.
     store
-        .append_log_lines("t.jsonl", vec!["ab".into(), "cdé".into()])
+        .append_log_lines("t.jsonl", vec!["ab".into(), "cdé".into()], false)
         .unwrap();
     assert_eq!(store.log_len("t.jsonl").unwrap(), 3 + 5);
     assert_eq!(store.log_since("t.jsonl", 3).unwrap(), ["cdé"]);
