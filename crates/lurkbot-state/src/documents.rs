@@ -193,7 +193,9 @@ pub(crate) fn write_document(sql: &mut dyn Sql, name: &str, body: &str) -> Resul
 /// Appends `line` to `log` (inside a transaction under the write lock: its end offset follows
 /// the last line's); the log's new length.
 pub(crate) fn append(sql: &mut dyn Sql, log: &str, line: &str) -> Result<u64, StateError> {
-    let bytes = i64::try_from(line.len()).unwrap_or(i64::MAX).saturating_add(1);
+    let bytes = i64::try_from(line.len())
+        .unwrap_or(i64::MAX)
+        .saturating_add(1);
     let row = sql.row(
         "INSERT INTO log_lines (log, line, end_offset, created_ms) \
          SELECT ?1, ?2, COALESCE(MAX(end_offset), 0) + ?3, ?4 FROM log_lines WHERE log = ?1 \
