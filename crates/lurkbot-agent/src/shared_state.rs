@@ -1,43 +1,20 @@
-//! Which homes of this process keep their shared state in a PostgreSQL store (ARCHITECTURE.md
-//! §6.3): the usage records and budget holds (`usage::Ledger`), the cron jobs and their runs
-//! (`cron::CronStore`), the users of a shared gateway (`lurkbot_gateway::users::UserStore`). A home is registered when its store is opened
-//! ([`crate::setup::open_state`]) and stays registered while the store is open — the registry
-//! holds no store open itself, so a gateway that stops closes its connection.
-
-use std::sync::Mutex;
+//! The home's state in a PostgreSQL store (ARCHITECTURE.md §6.3): which homes keep it there is
+//! `lurkbot_state::shared` (re-exported here: [`share`], [`of`]), asked by every reader of the
+//! files that move there — sessions and transcripts, usage records and budget holds, cron jobs
+//! and runs, users, pairings, devices. What follows lists those files for `state migrate`.
 
 use lurkbot_core::Home;
-use lurkbot_state::{Store, WeakStore};
 
-static SHARED: Mutex<Vec<(std::path::PathBuf, WeakStore)>> = Mutex::new(Vec::new());
-
-fn lock() -> std::sync::MutexGuard<'static, Vec<(std::path::PathBuf, WeakStore)>> {
-    SHARED
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Keeps `home`'s shared state in `store` while it is open.
-pub fn share(home: &Home, store: &Store) {
-    let mut shared = lock();
-    shared.retain(|(root, weak)| root != home.root() && weak.upgrade().is_some());
-    shared.push((home.root().to_path_buf(), store.downgrade()));
-}
-
-/// The store `home`'s shared state is in, if it is in one and the store is open.
-pub fn of(home: &Home) -> Option<Store> {
-    lock()
-        .iter()
-        .find(|(root, _)| root == home.root())
-        .and_then(|(_, weak)| weak.upgrade())
-}
+pub use lurkbot_state::shared::{of, share};
 
 /// The documents that move with the state (`state migrate`), as paths in the home; `*` is one
 /// plain name (an agent's id).
-const DOCUMENTS: [&str; 3] = [
+const DOCUMENTS: [&str; 5] = [
     "cron/jobs.json",
     "users/users.json",
     "sessions/*/sessions.json",
+    "channels/pairing.json",
+    "devices/paired.json",
 ];
 /// The folders of logs that move with it (each `*.jsonl` in them), the same way.
 const LOG_DIRS: [&str; 2] = ["cron/runs", "sessions/*"];
@@ -221,6 +198,8 @@ mod tests {
     fn only_the_files_that_move_may_be_written() {
         assert!(movable("cron/jobs.json"));
         assert!(movable("users/users.json"));
+        assert!(movable("channels/pairing.json"));
+        assert!(movable("devices/paired.json"));
         assert!(movable("sessions/main/sessions.json"));
         assert!(movable("sessions/main/ses_0123abcd.jsonl"));
         assert!(!movable("sessions/../sessions.json"));

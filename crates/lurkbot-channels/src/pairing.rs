@@ -3,7 +3,9 @@
 //! sender is answered from then on. The state is `channels/pairing.json` in the home, written
 //! atomically under a lock (the gateway adds requests while the CLI approves them). A code
 //! expires after an hour, and a channel holds at most three pending requests (OpenClaw's
-//! limits): a flood of strangers cannot grow the file.
+//! limits): a flood of strangers cannot grow the file. With the home's state in PostgreSQL the
+//! same file is the store's document `channels/pairing.json`, each change one transaction
+//! (ARCHITECTURE.md §6.3): every gateway pairs and answers the same senders.
 
 use std::path::PathBuf;
 
@@ -75,6 +77,9 @@ pub enum PairingError {
     /// The state file could not be read or written.
     #[error(transparent)]
     Io(#[from] CoreError),
+    /// The state store (PostgreSQL) failed.
+    #[error(transparent)]
+    State(#[from] lurkbot_state::StateError),
     /// The state file is not what LurkBot writes.
     #[error("{path}: {message} (move it aside; pairings start again)")]
     Corrupt {
@@ -83,6 +88,16 @@ pub enum PairingError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// The pairings' document in a shared store: the file's path in the home.
+const DOC: &str = "channels/pairing.json";
+
+fn parse(bytes: &[u8], path: &std::path::Path) -> Result<State, PairingError> {
+    serde_json::from_slice(bytes).map_err(|e| PairingError::Corrupt {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
 }
 
 /// The home's pairings.
@@ -132,11 +147,14 @@ impl PairingStore {
 
     fn read(&self) -> Result<State, PairingError> {
         let path = self.path();
+        if let Some(store) = lurkbot_state::shared::of(&self.home) {
+            return match store.document(DOC)? {
+                Some(text) => parse(text.as_bytes(), &path),
+                None => Ok(State::default()),
+            };
+        }
         match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| PairingError::Corrupt {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            }),
+            Ok(bytes) => parse(&bytes, &path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(State::default()),
             Err(e) => Err(CoreError::io("read", &path, e).into()),
         }
@@ -152,11 +170,34 @@ impl PairingStore {
     }
 
     /// Changes the state under the lock, expired requests dropped first.
-    fn change<T>(
+    fn change<T: Send + 'static>(
         &self,
         now_ms: u64,
-        f: impl FnOnce(&mut State) -> Result<T, PairingError>,
+        f: impl FnOnce(&mut State) -> Result<T, PairingError> + Send + 'static,
     ) -> Result<T, PairingError> {
+        if let Some(store) = lurkbot_state::shared::of(&self.home) {
+            let path = self.path();
+            return store.edit_document(DOC, move |text| {
+                let mut state = match text {
+                    Some(text) => parse(text.as_bytes(), &path)?,
+                    None => State::default(),
+                };
+                state
+                    .pending
+                    .retain(|p| now_ms.saturating_sub(p.requested_at_ms) < CODE_TTL_MS);
+                let value = f(&mut state)?;
+                let body =
+                    serde_json::to_string_pretty(&state).map_err(|e| PairingError::Corrupt {
+                        path: path.display().to_string(),
+                        message: e.to_string(),
+                    })?;
+                Ok(lurkbot_state::Edit {
+                    body: Some(body),
+                    lines: Vec::new(),
+                    value,
+                })
+            })?;
+        }
         let _lock = self.lock()?;
         let mut state = self.read()?;
         state
@@ -202,7 +243,8 @@ impl PairingStore {
         name: &str,
         now_ms: u64,
     ) -> Result<Requested, PairingError> {
-        self.change(now_ms, |state| {
+        let (channel, sender, name) = (channel.to_string(), sender.to_string(), name.to_string());
+        self.change(now_ms, move |state| {
             let mine = |p: &&PendingPairing| p.channel == channel;
             if state
                 .pending
@@ -217,9 +259,9 @@ impl PairingStore {
             }
             let code = new_code();
             state.pending.push(PendingPairing {
-                channel: channel.into(),
-                sender: sender.into(),
-                name: lurkbot_core::printable(name).chars().take(64).collect(),
+                channel: channel.clone(),
+                sender: sender.clone(),
+                name: lurkbot_core::printable(&name).chars().take(64).collect(),
                 code: code.clone(),
                 requested_at_ms: now_ms,
             });
@@ -252,8 +294,13 @@ impl PairingStore {
         now_ms: u64,
         user: Option<&str>,
     ) -> Result<PendingPairing, PairingError> {
-        self.change(now_ms, |state| {
-            let request = take(state, channel, code)?;
+        let (channel, code, user) = (
+            channel.to_string(),
+            code.to_string(),
+            user.map(str::to_string),
+        );
+        self.change(now_ms, move |state| {
+            let request = take(state, &channel, &code)?;
             state
                 .approved
                 .retain(|a| !(a.channel == request.channel && a.sender == request.sender));
@@ -262,7 +309,7 @@ impl PairingStore {
                 sender: request.sender.clone(),
                 name: request.name.clone(),
                 approved_at_ms: now_ms,
-                user: user.map(str::to_string),
+                user,
             });
             Ok(request)
         })
@@ -292,7 +339,8 @@ impl PairingStore {
         code: &str,
         now_ms: u64,
     ) -> Result<PendingPairing, PairingError> {
-        self.change(now_ms, |state| take(state, channel, code))
+        let (channel, code) = (channel.to_string(), code.to_string());
+        self.change(now_ms, move |state| take(state, &channel, &code))
     }
 }
 

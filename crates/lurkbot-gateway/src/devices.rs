@@ -6,6 +6,11 @@
 //!
 //! A file that cannot be read is never written over: the gateway then admits no node and says
 //! why, and the owner repairs or removes the file.
+//!
+//! With the home's state in PostgreSQL the same file is the store's document
+//! `devices/paired.json` (ARCHITECTURE.md §6.3): each admission or decision reads, changes and
+//! writes it in one transaction — the pending cap holds across gateways — and every use reads it
+//! again, so a device the owner approved through one gateway may serve through any.
 
 use std::path::PathBuf;
 
@@ -157,7 +162,21 @@ pub enum DeviceError {
 #[derive(Debug)]
 pub struct DeviceStore {
     path: PathBuf,
+    home: Home,
     loaded: Result<Vec<DeviceRecord>, DeviceError>,
+}
+
+fn parse(bytes: &[u8]) -> Result<Vec<DeviceRecord>, DeviceError> {
+    serde_json::from_slice::<File>(bytes)
+        .map(|f| f.devices)
+        .map_err(unreadable)
+}
+
+fn unreadable(e: impl std::fmt::Display) -> DeviceError {
+    DeviceError::Unreadable {
+        path: DEVICES_FILE.into(),
+        reason: e.to_string(),
+    }
 }
 
 impl DeviceStore {
@@ -165,19 +184,61 @@ impl DeviceStore {
     pub fn open(home: &Home) -> Self {
         let path = home.join(DEVICES_FILE);
         let loaded = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice::<File>(&bytes)
-                .map(|f| f.devices)
-                .map_err(|e| DeviceError::Unreadable {
-                    path: DEVICES_FILE.into(),
-                    reason: e.to_string(),
-                }),
+            Ok(bytes) => parse(&bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(DeviceError::Unreadable {
-                path: DEVICES_FILE.into(),
-                reason: e.to_string(),
-            }),
+            Err(e) => Err(unreadable(e)),
         };
-        Self { path, loaded }
+        let mut store = Self {
+            path,
+            home: home.clone(),
+            loaded,
+        };
+        store.refresh();
+        store
+    }
+
+    /// Reads the devices again from a shared store (another gateway may have changed them);
+    /// nothing for the file, which only this gateway writes.
+    pub fn refresh(&mut self) {
+        if let Some(store) = lurkbot_state::shared::of(&self.home) {
+            self.loaded = match store.document(DEVICES_FILE) {
+                Ok(Some(text)) => parse(text.as_bytes()),
+                Ok(None) => Ok(Vec::new()),
+                Err(e) => Err(unreadable(e)),
+            };
+        }
+    }
+
+    /// Applies `change` to the devices and writes them: in one transaction of the shared
+    /// store, or to the memory and the file.
+    fn change<T: Send + 'static>(
+        &mut self,
+        change: impl FnOnce(&mut Vec<DeviceRecord>) -> Result<T, DeviceError> + Send + 'static,
+    ) -> Result<T, DeviceError> {
+        if let Some(store) = lurkbot_state::shared::of(&self.home) {
+            let (value, list) = store
+                .edit_document(DEVICES_FILE, move |text| {
+                    let mut list = match text {
+                        Some(text) => parse(text.as_bytes())?,
+                        None => Vec::new(),
+                    };
+                    let value = change(&mut list)?;
+                    let body = serde_json::to_string_pretty(&serde_json::json!({"devices": list}))
+                        .map_err(|e| DeviceError::Write(e.to_string()))?;
+                    Ok(lurkbot_state::Edit {
+                        body: Some(body),
+                        lines: Vec::new(),
+                        value: (value, list),
+                    })
+                })
+                .map_err(|e| DeviceError::Write(e.to_string()))??;
+            self.loaded = Ok(list);
+            return Ok(value);
+        }
+        let list = self.loaded.as_mut().map_err(|e| e.clone())?;
+        let value = change(list)?;
+        self.save()?;
+        Ok(value)
     }
 
     /// Every device, oldest request first.
@@ -223,48 +284,8 @@ impl DeviceStore {
         proven: &ProvenDevice,
         seen: Declared,
     ) -> Result<DeviceRecord, DeviceError> {
-        let list = self.loaded.as_mut().map_err(|e| e.clone())?;
-        let record = match list.iter_mut().find(|d| d.id == proven.id) {
-            Some(known) if known.public_key != proven.public_key => {
-                return Err(DeviceError::KeyMismatch(proven.id.clone()));
-            }
-            Some(known) => {
-                known.name = seen.name;
-                known.client = seen.client;
-                known.platform = seen.platform;
-                known.commands = seen.commands;
-                known.caps = seen.caps;
-                known.clone()
-            }
-            None => {
-                if list
-                    .iter()
-                    .filter(|d| d.state == DeviceState::Pending)
-                    .count()
-                    >= MAX_PENDING
-                {
-                    return Err(DeviceError::TooManyPending);
-                }
-                let record = DeviceRecord {
-                    id: proven.id.clone(),
-                    public_key: proven.public_key.clone(),
-                    name: seen.name,
-                    platform: seen.platform,
-                    role: "node".into(),
-                    client: seen.client,
-                    state: DeviceState::Pending,
-                    requested_at_ms: lurkbot_core::now_ms(),
-                    decided_at_ms: None,
-                    commands: seen.commands,
-                    approved_commands: Vec::new(),
-                    caps: seen.caps,
-                };
-                list.push(record.clone());
-                record
-            }
-        };
-        self.save()?;
-        Ok(record)
+        let proven = proven.clone();
+        self.change(move |list| admit_in(list, &proven, seen))
     }
 
     /// Sets the owner's decision on the device `wanted` names; the record as it is now.
@@ -277,19 +298,19 @@ impl DeviceStore {
         state: DeviceState,
     ) -> Result<DeviceRecord, DeviceError> {
         let id = self.find(wanted)?.id.clone();
-        let list = self.loaded.as_mut().map_err(|e| e.clone())?;
-        let Some(record) = list.iter_mut().find(|d| d.id == id) else {
-            return Err(DeviceError::Unknown(wanted.into()));
-        };
-        record.state = state;
-        record.decided_at_ms = Some(lurkbot_core::now_ms());
-        record.approved_commands = match state {
-            DeviceState::Approved => record.commands.clone(),
-            _ => Vec::new(),
-        };
-        let record = record.clone();
-        self.save()?;
-        Ok(record)
+        let wanted = wanted.to_string();
+        self.change(move |list| {
+            let Some(record) = list.iter_mut().find(|d| d.id == id) else {
+                return Err(DeviceError::Unknown(wanted));
+            };
+            record.state = state;
+            record.decided_at_ms = Some(lurkbot_core::now_ms());
+            record.approved_commands = match state {
+                DeviceState::Approved => record.commands.clone(),
+                _ => Vec::new(),
+            };
+            Ok(record.clone())
+        })
     }
 
     fn save(&self) -> Result<(), DeviceError> {
@@ -302,6 +323,55 @@ impl DeviceStore {
         lurkbot_core::write_atomic_with_mode(&self.path, &text, 0o600)
             .map_err(|e| DeviceError::Write(e.to_string()))
     }
+}
+
+/// Records a proven connect in `list` (see [`DeviceStore::admit`]): the pending cap is checked
+/// against what `list` holds, in the same change.
+fn admit_in(
+    list: &mut Vec<DeviceRecord>,
+    proven: &ProvenDevice,
+    seen: Declared,
+) -> Result<DeviceRecord, DeviceError> {
+    let record = match list.iter_mut().find(|d| d.id == proven.id) {
+        Some(known) if known.public_key != proven.public_key => {
+            return Err(DeviceError::KeyMismatch(proven.id.clone()));
+        }
+        Some(known) => {
+            known.name = seen.name;
+            known.client = seen.client;
+            known.platform = seen.platform;
+            known.commands = seen.commands;
+            known.caps = seen.caps;
+            known.clone()
+        }
+        None => {
+            if list
+                .iter()
+                .filter(|d| d.state == DeviceState::Pending)
+                .count()
+                >= MAX_PENDING
+            {
+                return Err(DeviceError::TooManyPending);
+            }
+            let record = DeviceRecord {
+                id: proven.id.clone(),
+                public_key: proven.public_key.clone(),
+                name: seen.name,
+                platform: seen.platform,
+                role: "node".into(),
+                client: seen.client,
+                state: DeviceState::Pending,
+                requested_at_ms: lurkbot_core::now_ms(),
+                decided_at_ms: None,
+                commands: seen.commands,
+                approved_commands: Vec::new(),
+                caps: seen.caps,
+            };
+            list.push(record.clone());
+            record
+        }
+    };
+    Ok(record)
 }
 
 /// What a device declared on `connect`.

@@ -9,7 +9,7 @@ use lurkbot_agent::DecisionFuture;
 use lurkbot_agent::{ApprovalRequest, Approver, Decision};
 use tokio::sync::{Notify, broadcast, oneshot};
 
-use crate::protocol::{ApprovalRequested, Event};
+use crate::protocol::{ApprovalRequested, ApprovalResolved, Event};
 
 /// How long an approval waits before it counts as denied.
 pub(crate) const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
@@ -85,7 +85,9 @@ impl Hub {
 /// Asks the connected clients: emits `exec.approval.requested` and waits for
 /// `exec.approval.resolve`; nobody answering within [`APPROVAL_TIMEOUT`] denies, and with no
 /// client connected at all (an API-only turn) the call is denied at once — except for a turn
-/// resumed after a restart, whose clients may be on their way back (up to 30 s).
+/// resumed after a restart, whose clients may be on their way back (up to 30 s), and on
+/// PostgreSQL, where the request reaches the clients of every gateway and an answer given on
+/// any of them comes back as `exec.approval.resolved` (`shared_events.rs`).
 #[derive(Debug, Default)]
 pub struct ClientApprover {
     hub: Hub,
@@ -123,7 +125,29 @@ impl ClientApprover {
             .lock()
             .ok()
             .and_then(|mut p| p.remove(approval_id));
-        sender.is_some_and(|(_, s)| s.send(decision).is_ok())
+        let resolved = sender.is_some_and(|(_, s)| s.send(decision).is_ok());
+        if resolved {
+            self.announce(approval_id, decision);
+        }
+        resolved
+    }
+
+    /// Tells the clients (of every gateway sharing the state) that `approval_id` was answered;
+    /// the gateway whose turn waits for it, if another, resolves it then.
+    pub(crate) fn announce(&self, approval_id: &str, decision: Decision) {
+        let decision = serde_json::to_value(decision)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        self.hub.emit(Event::ApprovalResolved(ApprovalResolved {
+            approval_id: approval_id.to_string(),
+            decision,
+        }));
+    }
+
+    /// Whether an answer given on another gateway reaches this one (the state is shared).
+    pub(crate) fn shared(&self) -> bool {
+        self.hub.sharing.on()
     }
 
     /// The approvals waiting now, oldest first by id.
@@ -151,6 +175,7 @@ impl Approver for ClientApprover {
                 .lock()
                 .is_ok_and(|r| r.contains(&request.session));
             let heard = match self.hub.listeners() {
+                _ if self.shared() => true,
                 0 if resumed => self.hub.someone_comes().await,
                 n => n > 0,
             };
@@ -173,11 +198,33 @@ impl Approver for ClientApprover {
             if let Ok(mut pending) = self.pending.lock() {
                 pending.insert(approval_id.clone(), (requested.clone(), tx));
             }
+            let mut elsewhere = self.hub.sharing.resolutions();
             self.hub.emit(Event::ApprovalRequested(requested));
-            let decision = tokio::time::timeout(APPROVAL_TIMEOUT, rx)
+            let answered_elsewhere = async {
+                loop {
+                    match elsewhere.recv().await {
+                        Ok((id, decision)) if id == approval_id => {
+                            if let Ok(decision) = decision.parse::<Decision>() {
+                                return decision;
+                            }
+                        }
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => {
+                            std::future::pending::<()>().await;
+                        }
+                    }
+                }
+            };
+            let answered = async {
+                tokio::select! {
+                    here = rx => here.ok(),
+                    there = answered_elsewhere => Some(there),
+                }
+            };
+            let decision = tokio::time::timeout(APPROVAL_TIMEOUT, answered)
                 .await
                 .ok()
-                .and_then(Result::ok)
+                .flatten()
                 .unwrap_or(Decision::Deny);
             if let Ok(mut pending) = self.pending.lock() {
                 pending.remove(&approval_id);

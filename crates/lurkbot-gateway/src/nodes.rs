@@ -74,8 +74,11 @@ impl Nodes {
         }
     }
 
+    /// The devices, read again when another gateway may have changed them (a shared store).
     fn store(&self) -> std::sync::MutexGuard<'_, DeviceStore> {
-        self.store.lock().unwrap_or_else(|p| p.into_inner())
+        let mut store = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        store.refresh();
+        store
     }
 
     fn links(&self) -> std::sync::MutexGuard<'_, HashMap<String, Link>> {

@@ -23,11 +23,25 @@ const QUEUE: usize = 4096;
 const BATCH: usize = 256;
 
 /// A hub's link to the other gateways: unset on the embedded store.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Sharing {
     publisher: OnceLock<SyncSender<Event>>,
     follower: Mutex<Option<Follower>>,
     dropped: AtomicU64,
+    /// Approvals answered on other gateways: (approval id, decision), for the approver whose
+    /// turn waits here.
+    resolutions: tokio::sync::broadcast::Sender<(String, String)>,
+}
+
+impl Default for Sharing {
+    fn default() -> Self {
+        Self {
+            publisher: OnceLock::new(),
+            follower: Mutex::new(None),
+            dropped: AtomicU64::new(0),
+            resolutions: tokio::sync::broadcast::channel(64).0,
+        }
+    }
 }
 
 impl Sharing {
@@ -53,6 +67,16 @@ impl Sharing {
         }
     }
 
+    /// Whether events go to other gateways (the state is in PostgreSQL).
+    pub(crate) fn on(&self) -> bool {
+        self.publisher.get().is_some()
+    }
+
+    /// Approvals answered on other gateways, from now on.
+    pub(crate) fn resolutions(&self) -> tokio::sync::broadcast::Receiver<(String, String)> {
+        self.resolutions.subscribe()
+    }
+
     /// Events not shared because the queue was full.
     pub(crate) fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
@@ -69,6 +93,8 @@ fn shared(event: &Event) -> bool {
             | Event::Heartbeat(_)
             | Event::BudgetExceeded(_)
             | Event::Canvas(_)
+            | Event::ApprovalRequested(_)
+            | Event::ApprovalResolved(_)
     )
 }
 
@@ -81,6 +107,7 @@ pub(crate) fn start(hub: &Hub, store: &Store) {
     // The hub's own sender only: the follower's thread must not keep the hub (and so itself)
     // alive once the hub's state is gone.
     let here = hub.local_sender();
+    let resolved = hub.sharing.resolutions.clone();
     let follower = store.follow_events(move |batch| {
         for shared in batch {
             let Ok(mut frame) = serde_json::from_str::<serde_json::Value>(&shared.payload) else {
@@ -88,6 +115,9 @@ pub(crate) fn start(hub: &Hub, store: &Store) {
             };
             frame["type"] = "event".into();
             if let Some(frame) = EventFrame::parse(&frame) {
+                if let Event::ApprovalResolved(r) = &frame.event {
+                    let _ = resolved.send((r.approval_id.clone(), r.decision.clone()));
+                }
                 let _ = here.send(frame.event);
             }
         }

@@ -4,6 +4,7 @@
 //! sessions, no IRC light without IRC settings (then red, yellow, green with a real server), use
 //! it at phone width, and a wrong token asking for the token. A screenshot is saved under the target directory.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,8 @@ use crate::common::{Gateway, TOKEN};
 /// One Chromium at a time: two started together on a small machine can fail to start.
 static ONE_BROWSER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// chromedriver on a free port, killed on drop.
+/// chromedriver on a free port in a process group of its own, which is killed on drop — the
+/// Chromium it started with it (killing chromedriver alone left its browsers running).
 struct Driver {
     child: Child,
     port: u16,
@@ -27,6 +29,7 @@ impl Driver {
         let port = lurkbot_test_support::ports::free_port();
         let child = Command::new("chromedriver")
             .arg(format!("--port={port}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -44,6 +47,8 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

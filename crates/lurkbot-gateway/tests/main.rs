@@ -17,6 +17,7 @@ mod channel_images;
 mod channel_leases;
 mod channel_voice;
 mod channels;
+mod devices_on_postgres;
 mod discord;
 mod email;
 mod gateway_tool;

@@ -42,6 +42,7 @@ pub mod migrate;
 pub mod outbox;
 mod pg_tls;
 mod postgres;
+pub mod shared;
 pub mod sign_ins;
 mod sql;
 pub mod turns;

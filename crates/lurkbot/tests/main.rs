@@ -10,6 +10,7 @@ mod util;
 
 mod agent;
 mod approval_restarts;
+mod approvals_on_postgres;
 mod archive;
 mod autonomy;
 mod browser;

@@ -63,6 +63,10 @@ impl Shaper {
             Event::Tick(t) => vec![("tick", json!({"ts": t.ts}))],
             Event::Shutdown(s) => vec![("shutdown", json!({"reason": s.reason}))],
             Event::ApprovalRequested(a) => vec![("exec.approval.requested", approval(&a, now))],
+            Event::ApprovalResolved(r) => vec![(
+                "exec.approval.resolved",
+                json!({"id": r.approval_id, "decision": r.decision, "ts": now}),
+            )],
             Event::Cron(c) => vec![("cron", json!(c))],
             Event::Heartbeat(h) => vec![("heartbeat", json!(h))],
             Event::Chat(chat) => self.chat(chat, now),

@@ -26,6 +26,10 @@ pub enum Event {
     /// A tool call waits for a client's `exec.approval.resolve`.
     #[serde(rename = "exec.approval.requested")]
     ApprovalRequested(ApprovalRequested),
+    /// An approval was answered (on this gateway, or on another sharing the state: the one
+    /// whose turn waits resolves it then).
+    #[serde(rename = "exec.approval.resolved")]
+    ApprovalResolved(ApprovalResolved),
     /// Keep-alive.
     #[serde(rename = "tick")]
     Tick(Tick),
@@ -93,6 +97,7 @@ impl Event {
             Self::Chat(_) => "chat",
             Self::Agent(_) => "agent",
             Self::ApprovalRequested(_) => "exec.approval.requested",
+            Self::ApprovalResolved(_) => "exec.approval.resolved",
             Self::Tick(_) => "tick",
             Self::Lagged(_) => "lagged",
             Self::Shutdown(_) => "shutdown",
@@ -242,6 +247,16 @@ pub struct Compaction {
     pub kept: usize,
 }
 
+/// `exec.approval.resolved`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalResolved {
+    /// The approval answered.
+    pub approval_id: String,
+    /// `allow-once`, `allow-always` or `deny`.
+    pub decision: String,
+}
+
 /// `exec.approval.requested`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -363,6 +378,7 @@ impl EventFrame {
             "chat" => Event::Chat(read(payload)?),
             "agent" => Event::Agent(read(payload)?),
             "exec.approval.requested" => Event::ApprovalRequested(read(payload)?),
+            "exec.approval.resolved" => Event::ApprovalResolved(read(payload)?),
             "tick" => Event::Tick(read(payload)?),
             "lagged" => Event::Lagged(read(payload)?),
             "shutdown" => Event::Shutdown(read(payload)?),

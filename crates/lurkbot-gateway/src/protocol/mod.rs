@@ -10,9 +10,9 @@ mod scope;
 mod version;
 
 pub use event::{
-    AgentEvent, AgentStream, ApprovalRequested, BudgetExceeded, Challenge, ChatEvent, ChatState,
-    Compaction, CronEvent, Event, EventFrame, HeartbeatEvent, IrcStatus, Lagged, Lifecycle,
-    LifecyclePhase, Shutdown, Tick, ToolPhase,
+    AgentEvent, AgentStream, ApprovalRequested, ApprovalResolved, BudgetExceeded, Challenge,
+    ChatEvent, ChatState, Compaction, CronEvent, Event, EventFrame, HeartbeatEvent, IrcStatus,
+    Lagged, Lifecycle, LifecyclePhase, Shutdown, Tick, ToolPhase,
 };
 pub use scope::{Grants, Scope};
 pub use version::ProtocolVersion;

@@ -36,6 +36,10 @@ pub(crate) enum PairingArgs {
 
 pub(crate) fn run(home_path: &Path, args: &PairingArgs) -> CliResult {
     let home = Home::open(home_path)?;
+    // With the state in PostgreSQL the pairings are there (ARCHITECTURE.md §6.3).
+    let config = lurkbot_core::Config::load(&home.config_path()).unwrap_or_default();
+    lurkbot_agent::setup::attach_state(&home, &config)
+        .map_err(|e| CliError::failed("pairing", e.to_string()))?;
     let store = PairingStore::open(&home);
     let now = lurkbot_core::now_ms();
     let failed = |e: lurkbot_channels::pairing::PairingError| match e {

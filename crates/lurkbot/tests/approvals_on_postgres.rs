@@ -1,0 +1,148 @@
+//! The owner's decisions across gateways sharing one PostgreSQL database: a turn that runs on A
+//! asks for an approval; the request reaches a client connected to B only, whose answer, given
+//! on B, goes back to A — the call runs once and the turn ends. A stranger's pairing request
+//! received by A's Telegram poller is approved through B, and A answers them from then on.
+
+use lurkbot_llm::fake::{FakeProvider, Step};
+use lurkbot_test_support::postgres::Postgres;
+use serde_json::json;
+
+use crate::approval_restarts::client;
+use crate::gateways_on_postgres::home_on;
+use crate::nothing_lost::{append_config, chat_completion, start_as, until};
+use lurkbot_test_support::telegram_server::TelegramServer;
+
+const CREATE: &str = "cal create-event --calendar-id 1 --title Dentist --start 2026-11-24T09:00:00Z --end 2026-11-24T09:30:00Z --confirm";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_asked_on_one_gateway_is_answered_on_another() {
+    let pg = Postgres::start();
+    let t = home_on(&pg, "approvals");
+    let set = t.run(&["config", "set", "permissions.calendar", "read-write"]);
+    assert_eq!(set.status, 0, "{}", set.stderr);
+    let fake = FakeProvider::start(vec![
+        Step::call("c1", "terminal_exec", json!({"command": CREATE})),
+        Step::text("Booked."),
+    ])
+    .await;
+    fake.record(true);
+    let a = start_as(&t, &fake, "gw-a");
+    let b = start_as(&t, &fake, "gw-b");
+    let token = t.gateway_token();
+    // The human is on B; nobody is connected to A.
+    let mut on_b = client(&b.ws, &token).await;
+
+    let asking = {
+        let (addr, token) = (a.addr.clone(), token.clone());
+        std::thread::spawn(move || chat_completion(&addr, &token, "k-approve", "book the dentist"))
+    };
+    let requested = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            let frame = on_b.frame().await;
+            assert!(!frame.is_null(), "B closed the connection");
+            if frame["event"] == "exec.approval.requested" {
+                return frame["payload"].clone();
+            }
+        }
+    })
+    .await
+    .expect("B's client is asked");
+    assert!(
+        requested["summary"].to_string().contains("Dentist"),
+        "{requested}"
+    );
+    let id = requested["approvalId"].as_str().unwrap().to_string();
+
+    let answered = on_b
+        .call(
+            "exec.approval.resolve",
+            json!({"approvalId": id, "decision": "allow-once"}),
+            &mut Vec::new(),
+        )
+        .await;
+    assert_eq!(answered["ok"], true, "{answered}");
+    assert_eq!(answered["payload"]["forwarded"], true, "{answered}");
+
+    let (code, body) = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || asking.join().unwrap()),
+    )
+    .await
+    .expect("A's turn went on after B's answer")
+    .unwrap();
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["choices"][0]["message"]["content"], "Booked.");
+    let events = t.exec_json(
+        "cal list-events --from 2026-11-01T00:00:00Z --to 2026-12-01T00:00:00Z",
+    )["result"]["events"]
+        .as_array()
+        .map_or(0, Vec::len);
+    assert_eq!(events, 1, "run once, after the approval given on B");
+    assert_eq!(fake.requests().len(), 2);
+    drop((a, b));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pairing_received_by_one_gateway_is_approved_through_another() {
+    const BOT: &str = "123456:pairing";
+    let pg = Postgres::start();
+    let t = home_on(&pg, "pairing");
+    let telegram = TelegramServer::start(BOT);
+    append_config(
+        &t,
+        &format!(
+            "[channels.telegram]\nbase_url = \"{}\"\ndm_policy = \"pairing\"",
+            telegram.url()
+        ),
+    );
+    std::fs::write(t.path(".env"), format!("TELEGRAM_BOT_TOKEN={BOT}\n")).unwrap();
+    let fake = FakeProvider::start(vec![Step::text("Welcome, Ann.")]).await;
+    let a = start_as(&t, &fake, "gw-a");
+    until("A polls", || {
+        pg.psql(
+            "pairing",
+            "SELECT owner FROM leases WHERE name = 'channel:telegram'",
+        ) == "gw-a"
+    })
+    .await;
+    let b = start_as(&t, &fake, "gw-b");
+
+    telegram.user_writes(77, 77, "ann", "private", "hello");
+    let sent = telegram.wait_sent(1, std::time::Duration::from_secs(30));
+    let code = sent[0]
+        .text
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .find(|w| {
+            w.len() == 8
+                && w.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        })
+        .unwrap_or_else(|| panic!("no code in {:?}", sent[0].text))
+        .to_string();
+    // The request is the database's, not a file of the home.
+    assert!(!t.path("channels/pairing.json").exists());
+    let stored = pg.psql(
+        "pairing",
+        "SELECT body FROM documents WHERE name = 'channels/pairing.json'",
+    );
+    assert!(stored.contains(&code), "{stored}");
+
+    let mut on_b = client(&b.ws, &t.gateway_token()).await;
+    let approved = on_b
+        .call(
+            "channels.pairing.approve",
+            json!({"channel": "telegram", "code": code}),
+            &mut Vec::new(),
+        )
+        .await;
+    assert_eq!(approved["ok"], true, "{approved}");
+
+    telegram.user_writes(77, 77, "ann", "private", "hello again");
+    let sent = telegram.wait_sent(2, std::time::Duration::from_secs(30));
+    assert!(
+        sent[1].text.contains("Welcome, Ann"),
+        "A answers the sender B approved: {:?}",
+        sent[1].text
+    );
+    drop((a, b));
+}
