@@ -12,7 +12,9 @@
 //! One [`Approvals`] serves every session of a process (the gateway's session host lends its
 //! own to each agent), and the file is the shared truth between processes: it is read again
 //! when it changed on disk, and a new decision is merged into what the file holds, never
-//! written over it.
+//! written over it. With the home's state in PostgreSQL the file is the store's document of the
+//! same name (ARCHITECTURE.md §6.3): read again when its version moved, a decision added in one
+//! transaction — an allow-always given through one gateway holds on every one.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -94,7 +96,7 @@ impl Approver for NoHuman {
     }
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 struct Remembered {
     allow: Vec<String>,
 }
@@ -105,6 +107,8 @@ struct Loaded {
     remembered: Remembered,
     /// Modification time and length of the file when it was last read or written.
     version: Option<(SystemTime, u64)>,
+    /// The shared store's document version they were read at, on PostgreSQL.
+    shared_version: Option<i64>,
 }
 
 impl Loaded {
@@ -117,6 +121,7 @@ impl Loaded {
         Self {
             remembered,
             version,
+            shared_version: None,
         }
     }
 
@@ -137,6 +142,7 @@ fn file_version(path: &Path) -> Option<(SystemTime, u64)> {
 pub struct Approvals {
     config: ApprovalsConfig,
     path: PathBuf,
+    home: Home,
     loaded: Mutex<Loaded>,
 }
 
@@ -148,6 +154,7 @@ impl Approvals {
         Self {
             config,
             path,
+            home: home.clone(),
             loaded: Mutex::new(loaded),
         }
     }
@@ -206,7 +213,21 @@ impl Approvals {
     /// Whether an allow-always decision covers `key`.
     pub fn is_remembered(&self, key: &str) -> bool {
         self.loaded.lock().is_ok_and(|mut loaded| {
-            loaded.refresh(&self.path);
+            match lurkbot_state::shared::of(&self.home) {
+                Some(store) => {
+                    let version = store.document_version(APPROVALS_FILE).ok().flatten();
+                    if version != loaded.shared_version {
+                        loaded.remembered = store
+                            .document(APPROVALS_FILE)
+                            .ok()
+                            .flatten()
+                            .and_then(|text| serde_json::from_str(&text).ok())
+                            .unwrap_or_default();
+                        loaded.shared_version = version;
+                    }
+                }
+                None => loaded.refresh(&self.path),
+            }
             loaded.remembered.allow.iter().any(|k| k == key)
         })
     }
@@ -220,6 +241,31 @@ impl Approvals {
             .loaded
             .lock()
             .map_err(|_| AgentError::Poisoned("approvals"))?;
+        if let Some(store) = lurkbot_state::shared::of(&self.home) {
+            let key = key.to_string();
+            let remembered = store.edit_document(APPROVALS_FILE, move |text| {
+                let mut remembered: Remembered = text
+                    .and_then(|text| serde_json::from_str(&text).ok())
+                    .unwrap_or_default();
+                if !remembered.allow.contains(&key) {
+                    remembered.allow.push(key);
+                }
+                let body = serde_json::to_string_pretty(&remembered).map_err(|source| {
+                    AgentError::Encode {
+                        what: APPROVALS_FILE,
+                        source,
+                    }
+                })?;
+                Ok::<_, AgentError>(lurkbot_state::Edit {
+                    body: Some(body),
+                    lines: Vec::new(),
+                    value: remembered,
+                })
+            })??;
+            loaded.remembered = remembered;
+            loaded.shared_version = None;
+            return Ok(());
+        }
         // Merge into what the file holds now: another process may have added its own.
         *loaded = Loaded::read(&self.path);
         if loaded.remembered.allow.iter().any(|k| k == key) {

@@ -62,5 +62,5 @@ pub use subagent::{
 };
 pub use subagents::Subagents;
 pub use tools::ToolBox;
-pub use tools::browser::{BROWSER_PROFILE, home_browser, page_rules};
+pub use tools::browser::{BROWSER_PROFILE, browser_profile, home_browser, page_rules};
 pub use transcript::{Context, Entry, SessionEntry, Sessions};

@@ -9,7 +9,8 @@ pub use lurkbot_state::shared::{of, share};
 
 /// The documents that move with the state (`state migrate`), as paths in the home; `*` is one
 /// plain name (an agent's id).
-const DOCUMENTS: [&str; 5] = [
+const DOCUMENTS: [&str; 6] = [
+    "exec-approvals.json",
     "cron/jobs.json",
     "users/users.json",
     "sessions/*/sessions.json",
@@ -101,8 +102,9 @@ fn logs_in(home: &Home) -> Vec<String> {
             continue;
         };
         for entry in entries.flatten() {
-            let name = format!("{dir}/{}", entry.file_name().to_string_lossy());
-            if movable(&name) && entry.path().is_file() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let name = format!("{dir}/{file}");
+            if file.strip_suffix(".jsonl").is_some_and(plain) && entry.path().is_file() {
                 logs.push(name);
             }
         }
@@ -114,13 +116,11 @@ fn logs_in(home: &Home) -> Vec<String> {
 /// What the home's files hold of the state that moves with it: its usage records, documents
 /// and logs (`state migrate` into PostgreSQL).
 pub fn home_files(home: &Home) -> lurkbot_state::HomeFiles {
-    let documents = DOCUMENTS
-        .iter()
+    let documents = documents_in(home)
+        .into_iter()
         .filter_map(|name| {
-            Some((
-                name.to_string(),
-                std::fs::read_to_string(home.join(name)).ok()?,
-            ))
+            let body = std::fs::read_to_string(home.join(&name)).ok()?;
+            Some((name, body))
         })
         .collect();
     let logs = logs_in(home)
@@ -195,10 +195,36 @@ mod tests {
     use super::movable;
 
     #[test]
+    fn the_files_that_move_are_found_in_the_home() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = lurkbot_core::Home::open(dir.path()).expect("home");
+        for (name, text) in [
+            ("sessions/main/sessions.json", "{}"),
+            ("sessions/main/ses_0123.jsonl", "{}\n{}\n"),
+            ("cron/jobs.json", "{}"),
+            ("sessions/main/notes.txt", "not moved"),
+        ] {
+            let path = home.join(name);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+            std::fs::write(path, text).expect("write");
+        }
+        let files = super::home_files(&home);
+        let documents: Vec<&str> = files.documents.iter().map(|d| d.0.as_str()).collect();
+        assert_eq!(documents, ["cron/jobs.json", "sessions/main/sessions.json"]);
+        let logs: Vec<(&str, usize)> = files
+            .logs
+            .iter()
+            .map(|(name, lines)| (name.as_str(), lines.len()))
+            .collect();
+        assert_eq!(logs, [("sessions/main/ses_0123.jsonl", 2)]);
+    }
+
+    #[test]
     fn only_the_files_that_move_may_be_written() {
         assert!(movable("cron/jobs.json"));
         assert!(movable("users/users.json"));
         assert!(movable("channels/pairing.json"));
+        assert!(movable("exec-approvals.json"));
         assert!(movable("devices/paired.json"));
         assert!(movable("sessions/main/sessions.json"));
         assert!(movable("sessions/main/ses_0123abcd.jsonl"));

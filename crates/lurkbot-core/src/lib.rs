@@ -23,6 +23,7 @@ mod html_entities;
 mod html_text;
 mod ids;
 mod init;
+pub mod instance;
 mod log_file;
 pub mod multipart;
 mod nodes_config;

@@ -48,7 +48,7 @@ fn fingerprint(home: &Home) -> Fingerprint {
 /// then).
 fn index_is_current(home: &Home, files: &Fingerprint) -> bool {
     let modified = |path: std::path::PathBuf| std::fs::metadata(path).ok()?.modified().ok();
-    let Some(index) = modified(home.join(layout::MEMORY).join("index.sqlite")) else {
+    let Some(index) = modified(lurkbot_memory::index_path(home)) else {
         return false;
     };
     let folder = modified(home.join(layout::WORKSPACE).join("memory"));

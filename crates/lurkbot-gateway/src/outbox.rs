@@ -102,6 +102,39 @@ impl ChannelSet {
         if !self.in_flight.take(&message.id) {
             return Ok(());
         }
+        // Every gateway on the state sends what the outbox holds: one at a time per message
+        // (the lease `outbox:<id>`, free again when its holder dies), and read again under the
+        // claim — a copy read before another sender finished it was sent a second time.
+        let claim = format!("outbox:{}", message.id);
+        let unclaim = |this: &Self| {
+            this.in_flight.release(&message.id);
+            if let Err(e) = store.give_back_lease(&claim) {
+                tracing::warn!(outbox = message.id.as_str(), error = %e, "outbox claim not given back");
+            }
+        };
+        match store.take_lease(&claim) {
+            Ok(true) => {}
+            Ok(false) => {
+                self.in_flight.release(&message.id);
+                return Ok(());
+            }
+            Err(e) => {
+                self.in_flight.release(&message.id);
+                return Err(format!("the outbox was not read: {e}"));
+            }
+        }
+        let fresh = match store.outgoing(&message.id) {
+            Ok(Some(fresh)) if fresh.state == OutgoingState::Pending => fresh,
+            Ok(_) => {
+                unclaim(self);
+                return Ok(());
+            }
+            Err(e) => {
+                unclaim(self);
+                return Err(format!("the outbox was not read: {e}"));
+            }
+        };
+        let message = &fresh;
         let first = message.pieces_sent as usize;
         let mut record = |pieces: usize, id: Option<&str>| {
             let pieces = u32::try_from(pieces).unwrap_or(u32::MAX);
@@ -123,7 +156,6 @@ impl ChannelSet {
             )
             .await
         };
-        self.in_flight.release(&message.id);
         let outcome = match sent {
             Ok(pieces) => {
                 live.count_sent(pieces.saturating_sub(first));
@@ -142,6 +174,8 @@ impl ChannelSet {
                     .map(|()| Err(text))
             }
         };
+        // Released once the outcome is recorded: a claim taken after it reads the message done.
+        unclaim(self);
         outcome.unwrap_or_else(|e| Err(format!("the outbox could not record the send: {e}")))
     }
 

@@ -145,7 +145,7 @@ pub async fn serve(
         async move { mcp.start().await }
     });
     let app = router(state.clone());
-    let profile = state.home.join(lurkbot_agent::BROWSER_PROFILE);
+    let profile = lurkbot_agent::browser_profile(&state.home);
     crate::gateway_control::attach(&state);
     let host = state.host.clone();
     let users = state.users.clone();

@@ -61,8 +61,17 @@ pub struct MemoryIndex {
     workspace: PathBuf,
 }
 
+/// Where the index of `home` is: `memory/index.sqlite`, or this gateway's own
+/// `memory/index-<gateway>.sqlite` when several share the home over PostgreSQL
+/// ([`lurkbot_core::instance`], ARCHITECTURE.md §6.3).
+pub fn index_path(home: &Home) -> std::path::PathBuf {
+    home.join(layout::MEMORY)
+        .join(lurkbot_core::instance::local_name("index.sqlite"))
+}
+
 impl MemoryIndex {
-    /// Opens (creating) `memory/index.sqlite` of `home`.
+    /// Opens (creating) `memory/index.sqlite` of `home` (`memory/index-<gateway>.sqlite` for a
+    /// gateway whose state is in PostgreSQL: [`lurkbot_core::instance`]).
     ///
     /// # Errors
     /// The folder or the database failing.
@@ -70,7 +79,7 @@ impl MemoryIndex {
         let dir = home.join(layout::MEMORY);
         lurkbot_core::create_private_dir(&dir)?;
         crate::vector::register_sqlite_vec();
-        let conn = Connection::open(dir.join("index.sqlite"))?;
+        let conn = Connection::open(index_path(home))?;
         conn.execute_batch(SCHEMA)?;
         conn.execute_batch(crate::vector::SCHEMA)?;
         Ok(Self {

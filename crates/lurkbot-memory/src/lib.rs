@@ -16,6 +16,6 @@ mod vector;
 
 pub use embed::{BATCH, EmbedFuture, Embedder, embedder};
 pub use error::MemoryError;
-pub use index::{IndexReport, MemoryIndex};
+pub use index::{IndexReport, MemoryIndex, index_path};
 pub use recall::{Recall, recall, reindex};
 pub use search::{Hit, KEYWORD_WEIGHT, VECTOR_WEIGHT};

@@ -1,6 +1,6 @@
 //! The owner's decisions across gateways sharing one PostgreSQL database: a turn that runs on A
 //! asks for an approval; the request reaches a client connected to B only, whose answer, given
-//! on B, goes back to A — the call runs once and the turn ends. A stranger's pairing request
+//! on B, goes back to A — the call runs once and the turn ends; its allow-always holds on B. A stranger's pairing request
 //! received by A's Telegram poller is approved through B, and A answers them from then on.
 
 use lurkbot_llm::fake::{FakeProvider, Step};
@@ -20,15 +20,25 @@ async fn an_approval_asked_on_one_gateway_is_answered_on_another() {
     let t = home_on(&pg, "approvals");
     let set = t.run(&["config", "set", "permissions.calendar", "read-write"]);
     assert_eq!(set.status, 0, "{}", set.stderr);
+    let again = CREATE.replace("Dentist", "Checkup");
     let fake = FakeProvider::start(vec![
         Step::call("c1", "terminal_exec", json!({"command": CREATE})),
         Step::text("Booked."),
+        Step::call("c2", "terminal_exec", json!({"command": again})),
+        Step::text("Booked again."),
     ])
     .await;
     fake.record(true);
+    std::fs::write(t.path("workspace/MEMORY.md"), "The dentist is on Monday.\n").unwrap();
     let a = start_as(&t, &fake, "gw-a");
     let b = start_as(&t, &fake, "gw-b");
     let token = t.gateway_token();
+    // Each gateway keeps its own memory index of the shared memory files.
+    until("each gateway's own index", || {
+        t.path("memory/index-gw-a.sqlite").is_file() && t.path("memory/index-gw-b.sqlite").is_file()
+    })
+    .await;
+    assert!(!t.path("memory/index.sqlite").exists());
     // The human is on B; nobody is connected to A.
     let mut on_b = client(&b.ws, &token).await;
 
@@ -56,7 +66,7 @@ async fn an_approval_asked_on_one_gateway_is_answered_on_another() {
     let answered = on_b
         .call(
             "exec.approval.resolve",
-            json!({"approvalId": id, "decision": "allow-once"}),
+            json!({"approvalId": id, "decision": "allow-always"}),
             &mut Vec::new(),
         )
         .await;
@@ -79,6 +89,30 @@ async fn an_approval_asked_on_one_gateway_is_answered_on_another() {
         .map_or(0, Vec::len);
     assert_eq!(events, 1, "run once, after the approval given on B");
     assert_eq!(fake.requests().len(), 2);
+
+    // The allow-always decision is the database's: the same command through B runs unasked.
+    assert!(!t.path("exec-approvals.json").exists());
+    let remembered = pg.psql(
+        "approvals",
+        "SELECT body FROM documents WHERE name = 'exec-approvals.json'",
+    );
+    assert!(
+        remembered.contains("terminal_exec:cal create-event"),
+        "{remembered}"
+    );
+    drop(on_b);
+    let (addr, token) = (b.addr.clone(), token.clone());
+    let (code, body) = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || {
+            chat_completion(&addr, &token, "k-again", "and a checkup")
+        }),
+    )
+    .await
+    .expect("no approval asked again")
+    .unwrap();
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["choices"][0]["message"]["content"], "Booked again.");
     drop((a, b));
 }
 
@@ -139,10 +173,11 @@ async fn a_pairing_received_by_one_gateway_is_approved_through_another() {
 
     telegram.user_writes(77, 77, "ann", "private", "hello again");
     let sent = telegram.wait_sent(2, std::time::Duration::from_secs(30));
+    let texts: Vec<&str> = sent.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
     assert!(
-        sent[1].text.contains("Welcome, Ann"),
-        "A answers the sender B approved: {:?}",
-        sent[1].text
+        texts[1].contains("Welcome, Ann"),
+        "A answers the sender B approved: {texts:?}"
     );
     drop((a, b));
 }

@@ -282,6 +282,21 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
     for record in &usage {
         lurkbot_agent::usage::append(&home, &zone, record).unwrap();
     }
+    // A session with its transcript, and a user.
+    let sessions = lurkbot_agent::Sessions::open(&home, "main");
+    let session = sessions
+        .get_or_create(&lurkbot_core::SessionKey::main())
+        .unwrap();
+    let said = [
+        lurkbot_agent::Entry::message(lurkbot_llm::Message::user("Where is the dentist?")),
+        lurkbot_agent::Entry::message(lurkbot_llm::Message::assistant(
+            "On Main Street.",
+            Vec::new(),
+        )),
+    ];
+    sessions.append(&session.session_id, &said).unwrap();
+    assert_eq!(t.run(&["users", "add", "alice"]).status, 0);
+    let users_before = std::fs::read_to_string(t.path("users/users.json")).unwrap();
     // A cron job and a run of it.
     let added = t.run(&[
         "cron",
@@ -357,9 +372,10 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
     );
     assert_eq!(
         (&moved["documents"], &moved["logLines"]),
-        (&serde_json::json!(1), &serde_json::json!(1))
+        (&serde_json::json!(3), &serde_json::json!(3)),
+        "the cron job, the users, the session index; a cron run and two transcript lines"
     );
-    assert_eq!(pg.psql("moved", "SELECT count(*) FROM log_lines"), "1");
+    assert_eq!(pg.psql("moved", "SELECT count(*) FROM log_lines"), "3");
     assert_eq!(pg.psql("moved", "SELECT count(*) FROM turns"), "5");
     assert_eq!(pg.psql("moved", "SELECT count(*) FROM usage"), "3");
     let again = t.run(&["state", "migrate", "--to", &url]);
@@ -402,7 +418,13 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
         "{}",
         refused.stderr
     );
-    std::fs::rename(t.path("cron"), t.path("cron-before")).unwrap();
+    for moved_aside in ["cron", "users", "sessions"] {
+        std::fs::rename(
+            t.path(moved_aside),
+            t.path(&format!("{moved_aside}-before")),
+        )
+        .unwrap();
+    }
     for name in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm"] {
         let _ = std::fs::rename(
             t.path(&format!("state/{name}")),
@@ -413,7 +435,7 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
     assert_eq!(back.status, 0, "{}", back.stderr);
     assert!(
         back.stdout
-            .contains("moved 5 turns, 6 inbound records, 4 outbox messages, 3 usage records, 1 documents and 1 log lines"),
+            .contains("moved 5 turns, 6 inbound records, 4 outbox messages, 3 usage records, 3 documents and 3 log lines"),
         "{}",
         back.stdout
     );
@@ -427,6 +449,16 @@ fn state_migrate_moves_a_homes_state_to_postgres_and_back() {
         std::fs::read_to_string(t.path("cron/jobs.json")).unwrap(),
         jobs_before
     );
+    assert_eq!(
+        std::fs::read_to_string(t.path("users/users.json")).unwrap(),
+        users_before
+    );
+    let sessions = lurkbot_agent::Sessions::open(&home, "main");
+    assert_eq!(
+        sessions.list().unwrap()["agent:main:main"].session_id,
+        session.session_id
+    );
+    assert_eq!(sessions.history(&session.session_id).unwrap(), said);
     assert_eq!(
         std::fs::read_to_string(t.path(&format!("cron/runs/{job_id}.jsonl"))).unwrap(),
         format!("{run_line}\n")

@@ -19,6 +19,13 @@ use crate::gate::{UrlFrom, web_rules};
 /// The browser's profile, home-relative (secret to every tool: cookies, logins).
 pub const BROWSER_PROFILE: &str = "browser/profile";
 
+/// This process's browser profile in `home`: `browser/profile`, or `browser/profile-<gateway>`
+/// for a gateway whose state is in PostgreSQL (Chromium locks a profile: each gateway sharing
+/// the home keeps its own, [`lurkbot_core::instance`]).
+pub fn browser_profile(home: &Home) -> std::path::PathBuf {
+    home.join(lurkbot_core::instance::local_name(BROWSER_PROFILE).as_str())
+}
+
 /// Where downloads and PDFs land.
 const DOWNLOADS: &str = "workspace/downloads";
 
@@ -55,7 +62,7 @@ pub(crate) fn spec(evaluate: bool) -> ToolSpec {
 
 /// The browser of this home, configured from `config`.
 pub async fn home_browser(home: &Home, config: &Config) -> Arc<Browser> {
-    let browser = browser_for(&home.join(BROWSER_PROFILE));
+    let browser = browser_for(&browser_profile(home));
     browser
         .configure(
             settings(home, config),
@@ -77,7 +84,7 @@ fn settings(home: &Home, config: &Config) -> Settings {
         launch: LaunchOptions {
             executable: b.executable.clone(),
             headless: b.headless,
-            profile: home.join(BROWSER_PROFILE),
+            profile: browser_profile(home),
             log: home.join("logs/browser.log"),
         },
         idle: Duration::from_secs(b.idle_minutes.max(1) * 60),

@@ -57,6 +57,19 @@ pub(crate) fn run(home_path: &Path, args: &GatewayArgs) -> CliResult {
         }
         config.gateway.id = Some(id.trim().to_string());
     }
+    // Gateways sharing a home over PostgreSQL keep their memory index and browser profile
+    // apart: named after the gateway's id, else this machine (ARCHITECTURE.md §6.3).
+    if matches!(
+        lurkbot_agent::setup::state_location(&home, &config),
+        Ok(lurkbot_state::Location::Postgres(_))
+    ) && let Some(own) = config
+        .gateway
+        .id
+        .clone()
+        .or_else(lurkbot_core::instance::host_name)
+    {
+        lurkbot_core::instance::set_instance(&own);
+    }
     let mut token_source = "gateway.token in config.toml";
     let token = match config.gateway.auth {
         GatewayAuth::None => None,
