@@ -361,3 +361,68 @@ impl Drop for Balancer {
         let _ = self.0.wait();
     }
 }
+
+/// On PostgreSQL with three gateways: the turn's gateway is killed while a tool call that acts
+/// (`rss fetch`) is in flight; another takes the turn over — the cut call is not run again,
+/// the model is told — and is killed in turn during a call that only reads (`web_fetch`); the
+/// third reads the page again and answers, and the retried request attaches to that answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_tool_call_cut_by_a_kill_is_finished_by_another_gateway() {
+    use std::sync::atomic::Ordering;
+    let pg = lurkbot_test_support::postgres::Postgres::start();
+    let t = crate::gateways_on_postgres::home_on(&pg, "tools");
+    let (pages, asked) = crate::nothing_lost::page_server(2);
+    crate::nothing_lost::append_config(&t, &format!("[network]\nallow_hosts = [\"{pages}\"]"));
+    let fake = FakeProvider::start(vec![
+        Step::call(
+            "c1",
+            "terminal_exec",
+            serde_json::json!({"command": format!("rss fetch --url http://{pages}/feed.xml --timeout-ms 120000")}),
+        ),
+        Step::call("c2", "web_fetch", serde_json::json!({"url": format!("http://{pages}/page")})),
+        Step::text("Both calls handled."),
+    ])
+    .await;
+    fake.record(true);
+    let token = t.gateway_token();
+    let a = start_as(&t, &fake, "gw-a");
+    let b = start_as(&t, &fake, "gw-b");
+    let first = {
+        let (addr, token) = (a.addr.clone(), token.clone());
+        std::thread::spawn(move || chat_completion(&addr, &token, "key-t", "subscribe and read"))
+    };
+    until("the feed request", || asked.load(Ordering::SeqCst) == 1).await;
+    kill(a);
+    let (status, _) = tokio::task::spawn_blocking(move || first.join().unwrap())
+        .await
+        .unwrap();
+    assert_ne!(status, 200, "the first request died with its gateway");
+
+    // B takes the turn over: the cut feed call is not run again, the page is asked for.
+    until("the page request", || asked.load(Ordering::SeqCst) == 2).await;
+    let told = fake.requests()[1].body.to_string();
+    assert!(told.contains("interrupted by a restart"), "{told}");
+    kill(b);
+
+    // C reads the page again and answers; the retried request attaches.
+    let c = start_as(&t, &fake, "gw-c");
+    let (addr, token) = (c.addr.clone(), token.clone());
+    let (status, body) = tokio::task::spawn_blocking(move || {
+        chat_completion(&addr, &token, "key-t", "subscribe and read")
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["choices"][0]["message"]["content"],
+        "Both calls handled."
+    );
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        3,
+        "the feed once, the page twice"
+    );
+    assert_eq!(fake.requests().len(), 3, "no model call for the retry");
+    assert_eq!(pg.psql("tools", "SELECT state FROM turns"), "done");
+    drop(c);
+}

@@ -142,7 +142,7 @@ pub(crate) fn chat_completion_in(
 
 /// A page server whose first `held` requests are held open (never answered: the tool call is
 /// in flight when the gateway dies); later ones get a small page. How many it was asked.
-fn page_server(held: usize) -> (String, Arc<AtomicUsize>) {
+pub(crate) fn page_server(held: usize) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let asked = Arc::new(AtomicUsize::new(0));
