@@ -60,7 +60,7 @@ pub fn open_state(
 
 /// For a command working on `home` outside the gateway (`lurkbot agent`, `lurkbot usage`):
 /// when the state is in PostgreSQL, opens it for the rest of the process, so the command's
-/// usage records and budget checks are the gateways' ([`crate::usage::Ledger::share`]);
+/// usage records and budget checks are the gateways' ([`crate::shared_state::share`]);
 /// nothing for the embedded store (the records are the home's files).
 ///
 /// # Errors

@@ -143,17 +143,19 @@ async fn count_attempt(
     let max = u32::try_from(crate::auth::MAX_FAILURES).unwrap_or(u32::MAX);
     let window = u64::try_from(crate::auth::WINDOW.as_millis()).unwrap_or(u64::MAX);
     let counting = store.clone();
-    let counted = tokio::task::spawn_blocking(move || counting.begin_attempt(&keys, max, window))
-        .await
-        .map_err(|e| HttpError::internal(format!("sign-in not counted: {e}")))?
-        .map_err(|e| {
-            // Never unlimited: without the shared counts no sign-in is checked.
-            HttpError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                format!("sign-ins are paused: the state store failed ({e}); try again shortly"),
-            )
-        })?;
+    let now = lurkbot_core::now_ms();
+    let counted =
+        tokio::task::spawn_blocking(move || counting.begin_attempt(&keys, max, window, now))
+            .await
+            .map_err(|e| HttpError::internal(format!("sign-in not counted: {e}")))?
+            .map_err(|e| {
+                // Never unlimited: without the shared counts no sign-in is checked.
+                HttpError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    format!("sign-ins are paused: the state store failed ({e}); try again shortly"),
+                )
+            })?;
     match counted {
         Ok(id) => Ok(Some((store, id))),
         Err(wait) => {

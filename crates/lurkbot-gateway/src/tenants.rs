@@ -316,7 +316,7 @@ impl Tenants {
     pub(crate) fn sign_out(&self, cookie: &str) {
         let digest = token_digest(cookie);
         if let Some(store) = self.shared()
-            && let Err(e) = store.end_sign_ins(Some(&digest), "")
+            && let Err(e) = store.end_sign_in(&digest)
         {
             tracing::warn!(error = %e, "users: a sign-out not recorded in the state store");
         }
@@ -332,7 +332,7 @@ impl Tenants {
     /// Ends every sign-in of `user` (a removed user, a new password).
     pub(crate) fn sign_out_all(&self, user: &str) {
         if let Some(store) = self.shared()
-            && let Err(e) = store.end_sign_ins(None, user)
+            && let Err(e) = store.end_sign_ins_of(user)
         {
             tracing::warn!(error = %e, "users: sign-outs not recorded in the state store");
         }

@@ -8,9 +8,9 @@ use crate::sql::vals;
 use crate::{StateError, Store};
 
 impl Store {
-    /// Counts an attempt against each of `keys` (`name:<user>`, `addr:<ip>`) unless one of
-    /// them already has `max` within the last `window_ms`: the attempt's id, or the seconds
-    /// until the oldest of the blocking key's attempts leaves the window.
+    /// Counts an attempt made at `now_ms` against each of `keys` (`name:<user>`, `addr:<ip>`)
+    /// unless one of them already has `max` within the `window_ms` before it: the attempt's
+    /// id, or the seconds until the oldest of the blocking key's attempts leaves the window.
     ///
     /// # Errors
     /// Store failures (then nothing is counted).
@@ -19,10 +19,11 @@ impl Store {
         keys: &[String],
         max: u32,
         window_ms: u64,
+        now_ms: u64,
     ) -> Result<Result<String, u64>, StateError> {
         let keys = keys.to_vec();
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
         self.exclusively(move |tx| {
-            let now = now();
             let window = i64::try_from(window_ms).unwrap_or(i64::MAX);
             let since = now.saturating_sub(window);
             tx.exec("DELETE FROM attempts WHERE at_ms < ?1", vals![since])?;
@@ -59,9 +60,4 @@ impl Store {
             Ok(())
         })
     }
-}
-
-/// Now, for the window (an attempt of a gateway that died still counts: it was made).
-fn now() -> i64 {
-    i64::try_from(lurkbot_core::now_ms()).unwrap_or(i64::MAX)
 }

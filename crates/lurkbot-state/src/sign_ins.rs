@@ -54,17 +54,26 @@ impl Store {
         })
     }
 
-    /// Ends the sign-in `digest`, or (`None`) every sign-in of `user`.
+    /// Ends the sign-in whose cookie's digest is `digest`.
     ///
     /// # Errors
     /// Store failures.
-    pub fn end_sign_ins(&self, digest: Option<&str>, user: &str) -> Result<(), StateError> {
-        let (digest, user) = (digest.map(str::to_string), user.to_string());
+    pub fn end_sign_in(&self, digest: &str) -> Result<(), StateError> {
+        let digest = digest.to_string();
         self.read(move |sql| {
-            match digest {
-                Some(d) => sql.exec("DELETE FROM sign_ins WHERE digest = ?1", vals![d])?,
-                None => sql.exec("DELETE FROM sign_ins WHERE username = ?1", vals![user])?,
-            };
+            sql.exec("DELETE FROM sign_ins WHERE digest = ?1", vals![digest])?;
+            Ok(())
+        })
+    }
+
+    /// Ends every sign-in of `user` (a removed user, a new password).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn end_sign_ins_of(&self, user: &str) -> Result<(), StateError> {
+        let user = user.to_string();
+        self.read(move |sql| {
+            sql.exec("DELETE FROM sign_ins WHERE username = ?1", vals![user])?;
             Ok(())
         })
     }

@@ -4,7 +4,7 @@
 //! check before a call costs a `stat` and a short read.
 //!
 //! What calls in flight hold is the process's own on the embedded store (one gateway runs a
-//! home's turns). A gateway on PostgreSQL [shares](Ledger::share) its store with the ledger,
+//! home's turns). A gateway on PostgreSQL [shares](crate::shared_state::share) its store with the ledger,
 //! and the holds live there: each check sums every live gateway's holds and takes its own in
 //! one transaction under the store's write lock, so calls on several gateways at once cannot
 //! pass a cap together.
@@ -75,12 +75,6 @@ impl Ledger {
             home: home.clone(),
             state: Mutex::new(State::default()),
         }
-    }
-
-    /// Keeps the holds of this home's calls in flight in `store` (a gateway's, on PostgreSQL)
-    /// while it is open, where every gateway on it checks against them.
-    pub fn share(home: &Home, store: &Store) {
-        crate::shared_state::share(home, store);
     }
 
     /// The store the home's holds and records are in, while its gateway keeps it open.
