@@ -87,11 +87,24 @@ fn expand(home: &Home, pattern: &str) -> Vec<String> {
     found
 }
 
+/// Where `name` is in the home, resolved as every reader resolves it (ARCHITECTURE.md §4.4):
+/// links followed, confined to the home, and under the name's own top folder — a link planted
+/// in `sessions/` that points at `.env` is not a transcript.
+fn placed(home: &Home, name: &str) -> Option<std::path::PathBuf> {
+    match name.split_once('/') {
+        Some((top, _)) => home.resolve_under(top, name),
+        None => home
+            .resolve(name)
+            .ok()
+            .map(|path| path.absolute().to_path_buf()),
+    }
+}
+
 fn documents_in(home: &Home) -> Vec<String> {
     DOCUMENTS
         .iter()
         .flat_map(|pattern| expand(home, pattern))
-        .filter(|name| home.join(name).is_file())
+        .filter(|name| placed(home, name).is_some_and(|p| p.is_file()))
         .collect()
 }
 
@@ -104,7 +117,9 @@ fn logs_in(home: &Home) -> Vec<String> {
         for entry in entries.flatten() {
             let file = entry.file_name().to_string_lossy().into_owned();
             let name = format!("{dir}/{file}");
-            if file.strip_suffix(".jsonl").is_some_and(plain) && entry.path().is_file() {
+            if file.strip_suffix(".jsonl").is_some_and(plain)
+                && placed(home, &name).is_some_and(|p| p.is_file())
+            {
                 logs.push(name);
             }
         }
@@ -119,14 +134,14 @@ pub fn home_files(home: &Home) -> lurkbot_state::HomeFiles {
     let documents = documents_in(home)
         .into_iter()
         .filter_map(|name| {
-            let body = std::fs::read_to_string(home.join(&name)).ok()?;
+            let body = std::fs::read_to_string(placed(home, &name)?).ok()?;
             Some((name, body))
         })
         .collect();
     let logs = logs_in(home)
         .into_iter()
         .filter_map(|name| {
-            let text = std::fs::read_to_string(home.join(&name)).ok()?;
+            let text = std::fs::read_to_string(placed(home, &name)?).ok()?;
             let lines = text
                 .lines()
                 .filter(|l| !l.trim().is_empty())
@@ -180,7 +195,11 @@ pub fn write_home_files(
         )));
     }
     for (name, text) in whole {
-        let path = home.join(name);
+        let Some(path) = placed(home, name) else {
+            return Err(lurkbot_core::CoreError::Invalid(format!(
+                "{name} leads out of the home (a link?): not written"
+            )));
+        };
         if let Some(dir) = path.parent() {
             lurkbot_core::create_private_dir(dir)?;
         }
@@ -208,6 +227,13 @@ mod tests {
             std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
             std::fs::write(path, text).expect("write");
         }
+        // A link planted among the transcripts that leads out of the home is not read.
+        let elsewhere = tempfile::tempdir().expect("tempdir");
+        let outside = elsewhere.path().join("secret.jsonl");
+        std::fs::write(&outside, "{\"secret\":1}\n").expect("write");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&outside, home.join("sessions/main/ses_link.jsonl"))
+            .expect("link");
         let files = super::home_files(&home);
         let documents: Vec<&str> = files.documents.iter().map(|d| d.0.as_str()).collect();
         assert_eq!(documents, ["cron/jobs.json", "sessions/main/sessions.json"]);
