@@ -60,23 +60,7 @@ impl Store {
             if let Err(refused) = allowed(sums, records) {
                 return Ok(Err(refused));
             }
-            owner.hold()?;
-            let id = lurkbot_core::random_hex(12);
-            let expires = now().saturating_add(HOLD_TTL_MS as i64);
-            tx.exec(
-                "INSERT INTO holds (id, owner, incarnation, agent, tokens, micro_usd, expires_ms) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                vals![
-                    &id,
-                    owner.id(),
-                    owner.incarnation(),
-                    &agent,
-                    clamp(amount.tokens),
-                    clamp(amount.micro_usd),
-                    expires
-                ],
-            )?;
-            Ok(Ok(id))
+            insert(tx, &owner, &agent, amount).map(Ok)
         })
     }
 
@@ -102,8 +86,38 @@ impl Store {
     }
 }
 
+/// Records `agent`'s hold of `amount` for `owner`; its id.
+pub(crate) fn insert(
+    tx: &mut dyn Sql,
+    owner: &Owner,
+    agent: &str,
+    amount: Held,
+) -> Result<String, StateError> {
+    owner.hold()?;
+    let id = lurkbot_core::random_hex(12);
+    let expires = now().saturating_add(HOLD_TTL_MS as i64);
+    tx.exec(
+        "INSERT INTO holds (id, owner, incarnation, agent, tokens, micro_usd, expires_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        vals![
+            &id,
+            owner.id(),
+            owner.incarnation(),
+            agent,
+            clamp(amount.tokens),
+            clamp(amount.micro_usd),
+            expires
+        ],
+    )?;
+    Ok(id)
+}
+
 /// The sums of the live holds; the holds of dead holders, and lapsed ones, are removed.
-fn live_sums(tx: &mut dyn Sql, owner: &Owner, agent: &str) -> Result<HeldSums, StateError> {
+pub(crate) fn live_sums(
+    tx: &mut dyn Sql,
+    owner: &Owner,
+    agent: &str,
+) -> Result<HeldSums, StateError> {
     let rows = tx.rows(
         "SELECT id, owner, incarnation, agent, tokens, micro_usd, expires_ms FROM holds",
         &[],
@@ -141,7 +155,7 @@ fn live_sums(tx: &mut dyn Sql, owner: &Owner, agent: &str) -> Result<HeldSums, S
     Ok(sums)
 }
 
-fn add(sum: &mut Held, held: Held) {
+pub(crate) fn add(sum: &mut Held, held: Held) {
     sum.tokens = sum.tokens.saturating_add(held.tokens);
     sum.micro_usd = sum.micro_usd.saturating_add(held.micro_usd);
 }
@@ -150,6 +164,6 @@ fn clamp(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     i64::try_from(lurkbot_core::now_ms()).unwrap_or(i64::MAX)
 }

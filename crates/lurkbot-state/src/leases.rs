@@ -19,7 +19,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::sql::{Sql, vals};
 use crate::{StateError, Store};
@@ -34,8 +34,9 @@ pub(crate) struct Owner {
     id: String,
     /// This opening of the store: a gateway restarted under the same id is another
     /// incarnation, and the leases of the one before it (dead: this one holds the id's lock)
-    /// are free.
-    incarnation: String,
+    /// are free. The stores one gateway has open at once (its own home's and its users')
+    /// are one incarnation ([`incarnation_of`]).
+    incarnation: Arc<str>,
     liveness: Liveness,
 }
 
@@ -57,8 +58,8 @@ impl Owner {
     /// An owner on the embedded store of the home whose `state/` is `state_dir`.
     pub(crate) fn files(id: String, state_dir: &Path) -> Self {
         Self {
+            incarnation: incarnation_of(&id),
             id,
-            incarnation: lurkbot_core::random_hex(8),
             liveness: Liveness::Files {
                 dir: state_dir.join("owners"),
                 lock: Mutex::new(None),
@@ -69,8 +70,8 @@ impl Owner {
     /// An owner on PostgreSQL (its connection holds its session lock).
     pub(crate) fn session(id: String) -> Self {
         Self {
+            incarnation: incarnation_of(&id),
             id,
-            incarnation: lurkbot_core::random_hex(8),
             liveness: Liveness::Session,
         }
     }
@@ -126,7 +127,7 @@ impl Owner {
         if other == self.id {
             // This id is held by this store: an older incarnation of it is gone.
             self.hold()?;
-            return Ok(incarnation == self.incarnation);
+            return Ok(incarnation == &*self.incarnation);
         }
         let dir = match &self.liveness {
             Liveness::Session => {
@@ -198,7 +199,7 @@ impl Owner {
 
     /// Whether a lease held by `holder` in `incarnation` is this store's own.
     pub(crate) fn is_me(&self, holder: &str, incarnation: &str) -> bool {
-        holder == self.id && incarnation == self.incarnation
+        holder == self.id && incarnation == &*self.incarnation
     }
 }
 
@@ -215,6 +216,28 @@ impl Drop for Owner {
             let _ = std::fs::remove_file(Self::lock_path(dir, &self.id));
         }
     }
+}
+
+/// The incarnation of gateway `id` in this process: the one its stores open now share, so
+/// that the holds one of its users' stores reads in another's schema are seen as its own
+/// (`together.rs`); a new one once none is open.
+fn incarnation_of(id: &str) -> Arc<str> {
+    static OPEN: Mutex<Vec<(String, Weak<str>)>> = Mutex::new(Vec::new());
+    let mut open = match OPEN.lock() {
+        Ok(open) => open,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    open.retain(|(_, weak)| weak.strong_count() > 0);
+    if let Some(live) = open
+        .iter()
+        .find(|(held, _)| held == id)
+        .and_then(|(_, weak)| weak.upgrade())
+    {
+        return live;
+    }
+    let fresh: Arc<str> = Arc::from(lurkbot_core::random_hex(8));
+    open.push((id.to_string(), Arc::downgrade(&fresh)));
+    fresh
 }
 
 /// Whether `id` can name a lock file ([`lurkbot_core::valid_gateway_id`]).
@@ -308,7 +331,7 @@ pub(crate) fn take_seen(
         "INSERT INTO leases (name, owner, incarnation, expires_ms) VALUES (?1, ?2, ?3, ?4) \
          ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, \
          incarnation = excluded.incarnation, expires_ms = excluded.expires_ms",
-        vals![name, &owner.id, &owner.incarnation, expiry()],
+        vals![name, &owner.id, owner.incarnation(), expiry()],
     )?;
     Ok(true)
 }
@@ -317,7 +340,7 @@ pub(crate) fn take_seen(
 pub(crate) fn give_back(tx: &mut dyn Sql, owner: &Owner, name: &str) -> Result<(), StateError> {
     tx.exec(
         "DELETE FROM leases WHERE name = ?1 AND owner = ?2 AND incarnation = ?3",
-        vals![name, &owner.id, &owner.incarnation],
+        vals![name, &owner.id, owner.incarnation()],
     )?;
     Ok(())
 }
@@ -337,7 +360,7 @@ impl Store {
         self.read(move |sql| {
             let n = sql.exec(
                 "UPDATE leases SET expires_ms = ?3 WHERE owner = ?1 AND incarnation = ?2",
-                vals![&owner.id, &owner.incarnation, expiry()],
+                vals![&owner.id, owner.incarnation(), expiry()],
             )?;
             Ok(usize::try_from(n).unwrap_or(usize::MAX))
         })
@@ -353,7 +376,7 @@ impl Store {
         self.read(move |sql| {
             let n = sql.exec(
                 "DELETE FROM leases WHERE owner = ?1 AND incarnation = ?2",
-                vals![&owner.id, &owner.incarnation],
+                vals![&owner.id, owner.incarnation()],
             )?;
             Ok(usize::try_from(n).unwrap_or(usize::MAX))
         })

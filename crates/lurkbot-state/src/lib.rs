@@ -45,6 +45,7 @@ mod postgres;
 pub mod shared;
 pub mod sign_ins;
 mod sql;
+pub mod together;
 pub mod turns;
 pub mod usage;
 
@@ -59,6 +60,7 @@ pub use location::{Location, STATE_PASSWORD_VAR, STATE_URL_VAR, StateUrl};
 pub use migrate::{Counts, HomeFiles, Migrated};
 pub use outbox::{NewOutgoing, Outgoing, OutgoingState};
 pub use sign_ins::StoredSignIn;
+pub use together::Together;
 pub use turns::{Admitted, NewTurn, TurnRecord, TurnState};
 pub use usage::UsageRow;
 

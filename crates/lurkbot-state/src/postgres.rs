@@ -96,6 +96,10 @@ impl Pg {
             statements: HashMap::new(),
             url: url.clone(),
             owner_key: advisory_key(&format!("gateway:{owner}")),
+            // The gateway's own home's connection holds its id's lock (its liveness, which
+            // every lease and hold of its users' homes goes by too); a user's connection of
+            // the same gateway finds it held by that one, and goes on.
+            owner_required: user.is_none(),
             owner: owner.to_string(),
             write_key: advisory_key(&format!("write:{}", schema.as_deref().unwrap_or(""))),
             schema,
@@ -254,7 +258,10 @@ pub(crate) struct Conn {
     /// Statements prepared on this connection, by their SQL.
     statements: HashMap<String, Statement>,
     url: StateUrl,
+    /// The lock naming this gateway as running.
     owner_key: i64,
+    /// Whether this connection must hold it (a user's may find its gateway's holding it).
+    owner_required: bool,
     owner: String,
     /// The lock durable transactions take (one per schema).
     write_key: i64,
@@ -283,7 +290,7 @@ impl Conn {
                 .query_one("SELECT pg_try_advisory_lock($1)", &[&self.owner_key])
                 .map_err(db)?
                 .get(0);
-            if !held {
+            if !held && self.owner_required {
                 return Err(StateError::OwnerTaken(self.owner.clone()));
             }
             // A statement on its own commits without waiting for the disk, as the embedded

@@ -178,3 +178,125 @@ async fn twenty_wrong_sign_ins_over_three_gateways_check_five() {
     }
     drop(gateways);
 }
+
+/// A shared gateway's combined caps over three gateways: alice and bob, each in their own
+/// schema, make 20 calls at once spread over three gateways under `[users.total_budgets]` of
+/// 3.5 calls — exactly three reach the model, the other 17 are refused naming the combined cap
+/// (each gateway alone would let three through: fails without every home's records and holds
+/// read in the hold's transaction).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_calling_over_three_gateways_never_pass_the_combined_cap() {
+    use crate::nothing_lost::chat_completion_in;
+    let pg = Postgres::start();
+    let t = home_on(&pg, "together");
+    assert_eq!(t.run(&["config", "set", "users.enabled", "true"]).status, 0);
+    let mut tokens = Vec::new();
+    for name in ["alice", "bob"] {
+        let added = t.run(&["users", "add", name]);
+        assert_eq!(added.status, 0, "{}", added.stderr);
+        tokens.push(added.stdout.trim().to_string());
+    }
+    let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    let with_cap = |cap: u64| {
+        std::fs::write(
+            t.path("config.toml"),
+            format!("{config}\n[users.total_budgets]\ndaily_tokens = {cap}\n"),
+        )
+        .unwrap();
+    };
+    let gate = Gate::new();
+    let steps = (0..20)
+        .map(|_| Step::Held(gate.clone(), Box::new(Step::text("Within the budget."))))
+        .collect();
+    let fake = FakeProvider::start(steps).await;
+    fake.record(true);
+    let ask = |addr: String, token: String, i: usize| {
+        move || {
+            let (key, session) = (format!("k{i:02}"), format!("agent:main:dm:api:p{i:02}"));
+            chat_completion_in(&addr, &token, &key, &session, "How much may we spend?")
+        }
+    };
+
+    // A call's estimate, read from a refusal (a refused call spends nothing).
+    with_cap(1);
+    let probe = start_as(&t, &fake, "gw-probe");
+    let mut needed = 0;
+    for token in &tokens {
+        let (code, body) = tokio::task::spawn_blocking(ask(probe.addr.clone(), token.clone(), 99))
+            .await
+            .unwrap();
+        let text = body.to_string();
+        assert_ne!(code, 200, "{text}");
+        assert!(
+            text.contains("BudgetExceeded: users.total_budgets.daily_tokens"),
+            "{text}"
+        );
+        let estimate: u64 = text
+            .split("needs about ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no estimate in {text}"));
+        needed = needed.max(estimate);
+    }
+    kill(probe);
+    assert!(needed > 100);
+    assert!(fake.requests().is_empty());
+
+    with_cap(needed * 3 + needed / 2);
+    let gateways = [
+        start_as(&t, &fake, "gw-a"),
+        start_as(&t, &fake, "gw-b"),
+        start_as(&t, &fake, "gw-c"),
+    ];
+    let (done, answers) = std::sync::mpsc::channel();
+    for i in 0..20 {
+        let call = ask(gateways[i % 3].addr.clone(), tokens[i % 2].clone(), i);
+        let done = done.clone();
+        std::thread::spawn(move || done.send(call()));
+    }
+    let mut refused = Vec::new();
+    until("every call refused or at the model", || {
+        refused.extend(answers.try_iter());
+        refused.len() + fake.requests().len() >= 20
+    })
+    .await;
+    assert_eq!(fake.requests().len(), 3, "{refused:?}");
+    for (code, body) in &refused {
+        assert_ne!(*code, 200, "{body}");
+        assert!(
+            body.to_string()
+                .contains("BudgetExceeded: users.total_budgets.daily_tokens"),
+            "{body}"
+        );
+    }
+    gate.open();
+    let answered: Vec<(u16, serde_json::Value)> =
+        tokio::task::spawn_blocking(move || (0..3).map(|_| answers.recv().unwrap()).collect())
+            .await
+            .unwrap();
+    for (code, body) in answered {
+        assert_eq!(code, 200, "{body}");
+    }
+    // Each user's records in their own schema, none in the home's files.
+    let schemas = pg.psql(
+        "together",
+        "SELECT string_agg(table_schema::text, ',' ORDER BY 1) FROM information_schema.tables \
+         WHERE table_name = 'usage' AND table_schema LIKE 'lurkbot_user_%'",
+    );
+    let schemas: Vec<&str> = schemas.split(',').collect();
+    assert_eq!(schemas.len(), 2, "{schemas:?}");
+    let recorded: u64 = schemas
+        .iter()
+        .map(|s| {
+            pg.psql("together", &format!("SELECT count(*) FROM \"{s}\".usage"))
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(recorded, 3);
+    for name in ["alice", "bob"] {
+        assert!(!t.path(&format!("users/{name}/usage")).exists(), "{name}");
+    }
+    drop(gateways);
+}

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{Datelike, NaiveDate};
 use lurkbot_core::{Home, Zone};
-use lurkbot_state::{Held as StoreHeld, HeldSums, Store, UsageRow};
+use lurkbot_state::{Held as StoreHeld, HeldSums, Store, Together, UsageRow};
 
 use super::{UsageRecord, local_date, month_file};
 
@@ -116,36 +116,8 @@ impl Ledger {
         let Some(store) = self.shared_store() else {
             return self.reserve_here(zone, now_ms, agent, amount, allowed);
         };
-        let (ledger, zone_there, me) = (self.clone(), zone.clone(), agent.to_string());
-        let wanted = StoreHeld {
-            tokens: amount.tokens,
-            micro_usd: (amount.usd * 1e6).ceil() as u64,
-        };
-        let check = allowed.clone();
-        let cursor = Self::store_cursor(&self.home, &mut lock(&self.state), zone, now_ms);
-        let checked =
-            store.hold_budget(agent, wanted, Some(cursor), move |held: HeldSums, rows| {
-                // The records and the holds of one moment: both read in this transaction.
-                let mut state = lock(&ledger.state);
-                Self::add_rows(&mut state, &zone_there, now_ms, rows);
-                check(&|who| {
-                    let (day, month) = Self::of_state(&state, &zone_there, now_ms, who);
-                    let theirs = match who {
-                        None => held.all,
-                        Some(who) if who == me => held.agent,
-                        Some(_) => StoreHeld::default(),
-                    };
-                    (plus(day, theirs), plus(month, theirs))
-                })
-            });
-        match checked {
-            Ok(Ok(id)) => Ok(Held {
-                ledger: self.clone(),
-                agent: agent.to_string(),
-                amount: Totals::default(),
-                in_store: Some((store, id)),
-            }),
-            Ok(Err(refused)) => Err(refused),
+        match self.reserve_in(&store, zone, now_ms, agent, amount, allowed.clone(), None) {
+            Ok(held) => held,
             Err(e) => {
                 // The store failing must not let calls pass unchecked: this process's own
                 // holds still count (the turn's journal fails with the store anyway).
@@ -153,6 +125,67 @@ impl Ledger {
                 self.reserve_here(zone, now_ms, agent, amount, allowed)
             }
         }
+    }
+
+    /// [`Ledger::reserve`] in the shared `store`, with `together` (given what every home on
+    /// the store spent and holds) checked in the same transaction when it is some: the
+    /// combined caps of a shared gateway (ARCHITECTURE.md §6.3).
+    ///
+    /// # Errors
+    /// The store failing (nothing is held then); inside, what `allowed` or `together` says.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn reserve_in<E: Send + 'static>(
+        self: &Arc<Self>,
+        store: &Store,
+        zone: &Zone,
+        now_ms: u64,
+        agent: &str,
+        amount: Totals,
+        allowed: impl FnOnce(&dyn Fn(Option<&str>) -> (Totals, Totals)) -> Result<(), E>
+        + Send
+        + 'static,
+        together: Option<TogetherCheck<E>>,
+    ) -> Result<Result<Held, E>, lurkbot_state::StateError> {
+        let (ledger, zone_there, me) = (self.clone(), zone.clone(), agent.to_string());
+        let wanted = StoreHeld {
+            tokens: amount.tokens,
+            micro_usd: (amount.usd * 1e6).ceil() as u64,
+        };
+        let cursor = Self::store_cursor(&self.home, &mut lock(&self.state), zone, now_ms);
+        let own = move |held: HeldSums, rows: Vec<UsageRow>| {
+            // The records and the holds of one moment: both read in this transaction.
+            let mut state = lock(&ledger.state);
+            Self::add_rows(&mut state, &zone_there, now_ms, rows);
+            allowed(&|who| {
+                let (day, month) = Self::of_state(&state, &zone_there, now_ms, who);
+                let theirs = match who {
+                    None => held.all,
+                    Some(who) if who == me => held.agent,
+                    Some(_) => StoreHeld::default(),
+                };
+                (plus(day, theirs), plus(month, theirs))
+            })
+        };
+        let checked = match together {
+            None => store.hold_budget(agent, wanted, Some(cursor), own),
+            Some(together) => store.hold_budget_together(
+                agent,
+                wanted,
+                Some(cursor),
+                together.after,
+                together.since_ms,
+                move |held, rows, all| {
+                    (together.check)(all)?;
+                    own(held, rows)
+                },
+            ),
+        }?;
+        Ok(checked.map(|id| Held {
+            ledger: self.clone(),
+            agent: agent.to_string(),
+            amount: Totals::default(),
+            in_store: Some((store.clone(), id)),
+        }))
     }
 
     /// [`Ledger::reserve`] with this process's own holds.
@@ -192,21 +225,32 @@ impl Ledger {
     /// month's file.
     fn begin_month(home: &Home, state: &mut State, zone: &Zone, now_ms: u64) -> PathBuf {
         let file = month_file(home, local_date(zone, now_ms));
+        Self::begin_month_of(state, file.clone());
+        file
+    }
+
+    /// Starts counting the month known as `file` afresh when it is not the one counted.
+    fn begin_month_of(state: &mut State, file: PathBuf) {
         if state.file != file {
             let held = std::mem::take(&mut state.held);
             *state = State {
-                file: file.clone(),
+                file,
                 held,
                 ..State::default()
             };
         }
-        file
     }
 
     /// Where the shared store's records of the month of `now_ms` are read on from: (the last
     /// record counted, the earliest time the month may start at in any zone).
     fn store_cursor(home: &Home, state: &mut State, zone: &Zone, now_ms: u64) -> (i64, u64) {
-        Self::begin_month(home, state, zone, now_ms);
+        let file = month_file(home, local_date(zone, now_ms));
+        Self::month_cursor(state, file, zone, now_ms)
+    }
+
+    /// [`Ledger::store_cursor`] for the month known as `month`.
+    fn month_cursor(state: &mut State, month: PathBuf, zone: &Zone, now_ms: u64) -> (i64, u64) {
+        Self::begin_month_of(state, month);
         let first = local_date(zone, now_ms).with_day(1).unwrap_or_default();
         let since = first
             .and_hms_opt(0, 0, 0)
@@ -280,6 +324,38 @@ impl Ledger {
             ),
             with_held(state.month.get(&who).copied().unwrap_or_default()),
         )
+    }
+}
+
+/// The combined caps' part of [`Ledger::reserve_in`]: where each home's records are read on
+/// from (schema → the last record counted; made at `since_ms` or later), and the check.
+pub(crate) struct TogetherCheck<E> {
+    pub(crate) after: HashMap<String, i64>,
+    pub(crate) since_ms: u64,
+    pub(crate) check: Box<dyn FnOnce(Together) -> Result<(), E> + Send>,
+}
+
+/// One home's month of usage records as read from the shared store by the combined caps
+/// (not its own ledger: the home may not be open in this process).
+#[derive(Default)]
+pub(crate) struct Tally(State);
+
+impl Tally {
+    /// Where this home's records are read on from: (the last counted, the month's earliest
+    /// start in any zone); a new month starts the count afresh.
+    pub(crate) fn cursor(&mut self, zone: &Zone, now_ms: u64) -> (i64, u64) {
+        let month = PathBuf::from(local_date(zone, now_ms).format("%Y-%m").to_string());
+        Ledger::month_cursor(&mut self.0, month, zone, now_ms)
+    }
+
+    /// Counts `rows` not counted yet.
+    pub(crate) fn add(&mut self, zone: &Zone, now_ms: u64, rows: Vec<UsageRow>) {
+        Ledger::add_rows(&mut self.0, zone, now_ms, rows);
+    }
+
+    /// (today's, this month's) totals of every agent.
+    pub(crate) fn totals(&self, zone: &Zone, now_ms: u64) -> (Totals, Totals) {
+        Ledger::of_state(&self.0, zone, now_ms, None)
     }
 }
 

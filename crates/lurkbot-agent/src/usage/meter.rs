@@ -49,6 +49,34 @@ impl Meter<'_> {
         // A shared gateway's combined caps: checked and this call's hold taken under one lock
         // for the whole process, so users calling at once cannot pass them together.
         let combined = &self.config.users;
+        let ledger = Ledger::of(self.home);
+        if combined.enabled
+            && combined.total_budgets.any()
+            && let Some(store) = ledger.shared_store()
+        {
+            // On PostgreSQL: every home's records and holds, in the hold's transaction.
+            let together = super::combined::in_store(self.config, self.zone, now, model, estimate);
+            let caps = Caps::of(self.config, self.agent, model, estimate);
+            let zone = self.zone.clone();
+            let allowed = move |totals: &dyn Fn(Option<&str>) -> (Totals, Totals)| {
+                caps.check(&zone, now, totals)
+            };
+            match ledger.reserve_in(
+                &store,
+                self.zone,
+                now,
+                self.agent,
+                amount,
+                allowed,
+                Some(together),
+            ) {
+                Ok(held) => return Ok(held?),
+                Err(e) => tracing::warn!(
+                    error = %e,
+                    "combined caps checked by this gateway alone: the state store failed"
+                ),
+            }
+        }
         let _together = if combined.enabled && combined.total_budgets.any() {
             let one = super::combined::lock();
             super::combined::check(self.config, self.home, self.zone, now, model, estimate)?;
@@ -58,10 +86,9 @@ impl Meter<'_> {
         };
         let caps = Caps::of(self.config, self.agent, model, estimate);
         let zone = self.zone.clone();
-        let held =
-            Ledger::of(self.home).reserve(self.zone, now, self.agent, amount, move |totals| {
-                caps.check(&zone, now, totals)
-            })?;
+        let held = ledger.reserve(self.zone, now, self.agent, amount, move |totals| {
+            caps.check(&zone, now, totals)
+        })?;
         Ok(held)
     }
 
