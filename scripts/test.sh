@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 # espeak-ng speaks for the `tts` tests and ffmpeg (ffprobe) decodes the OGG/Opus LurkBot writes.
 # haproxy and nginx-light balance two gateways in the failover tests; postgresql (15) is the
 # database several gateways share (the tests make their own clusters with initdb on loopback).
-packages=(zip unzip tar xz-utils bzip2 openssl ca-certificates python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services dovecot-imapd tmux espeak-ng ffmpeg haproxy nginx-light postgresql)
+# prometheus (2.42, with promtool) scrapes a gateway's /metrics in the metrics tests.
+packages=(zip unzip tar xz-utils bzip2 openssl ca-certificates python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services dovecot-imapd tmux espeak-ng ffmpeg haproxy nginx-light postgresql prometheus)
 command -v npm >/dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do

@@ -87,6 +87,22 @@ pub trait Approver: Send + Sync {
     fn decide<'a>(&'a self, request: &'a ApprovalRequest) -> DecisionFuture<'a>;
 }
 
+/// Asks `approver` for its decision on `request`, counting the answer and the wait in the
+/// metrics (ARCHITECTURE.md §6.4).
+pub(crate) async fn ask(approver: &dyn Approver, request: &ApprovalRequest) -> Decision {
+    use lurkbot_core::metrics::{APPROVAL_WAIT_SECONDS, APPROVALS};
+    let started = std::time::Instant::now();
+    let decision = approver.decide(request).await;
+    let outcome = match decision {
+        Decision::AllowOnce => "allow-once",
+        Decision::AllowAlways => "allow-always",
+        Decision::Deny => "deny",
+    };
+    APPROVALS.inc(&[outcome]);
+    APPROVAL_WAIT_SECONDS.observe(&[], started.elapsed().as_secs_f64());
+    decision
+}
+
 /// Denies everything: used when no human is attached.
 pub struct NoHuman;
 

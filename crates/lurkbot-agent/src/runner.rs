@@ -251,6 +251,7 @@ impl Agent {
             ),
             Err(e) => tracing::warn!(session = session.as_str(), ms, error = %e, "turn failed"),
         }
+        count_turn(session, started, &outcome);
         outcome
     }
 
@@ -417,7 +418,7 @@ impl Agent {
         {
             self.journal_call(step, "approval", call);
             on_event(AgentEvent::ApprovalPending(request.clone()));
-            let decision = self.approver.decide(&request).await;
+            let decision = crate::approvals::ask(self.approver.as_ref(), &request).await;
             self.journal_call(step, "run", call);
             on_event(AgentEvent::ApprovalResolved {
                 id: call.id.clone(),
@@ -509,6 +510,24 @@ fn host_and_os() -> (String, String) {
 
 fn today() -> String {
     chrono::Utc::now().format("%Y-%m-%d").to_string()
+}
+
+/// Counts a turn's end in the metrics (ARCHITECTURE.md §6.4): by its source and outcome, and
+/// its duration.
+pub(crate) fn count_turn(
+    session: &SessionKey,
+    started: std::time::Instant,
+    outcome: &Result<TurnOutcome, AgentError>,
+) {
+    use lurkbot_core::metrics::{TURN_SECONDS, TURNS};
+    let source = session.source();
+    let result = match outcome {
+        Ok(_) => "ok",
+        Err(AgentError::BudgetExceeded(_)) => "budget",
+        Err(_) => "error",
+    };
+    TURNS.inc(&[source, result]);
+    TURN_SECONDS.observe(&[source], started.elapsed().as_secs_f64());
 }
 
 #[cfg(test)]

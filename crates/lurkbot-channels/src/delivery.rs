@@ -161,6 +161,7 @@ async fn retrying<'a, T>(
             error = %error,
             "message not sent; retrying"
         );
+        lurkbot_core::metrics::CHANNEL_MESSAGES.inc(&[channel.name(), "retried"]);
         tokio::time::sleep(wait).await;
         tries += 1;
     }

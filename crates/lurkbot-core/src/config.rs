@@ -62,6 +62,10 @@ pub struct Config {
     pub users: crate::UsersConfig,
     /// `[state]`: a PostgreSQL database several gateways share, or (unset) the home.
     pub state: crate::StateConfig,
+    /// `[metrics]`: Prometheus' `/metrics`.
+    pub metrics: crate::MetricsConfig,
+    /// `[otel]`: OpenTelemetry traces.
+    pub otel: crate::OtelConfig,
     /// Where `budgets` came from when it is not `[budgets]` (a user's caps on a shared
     /// gateway: `users.budgets`), so a refusal names the key to raise. Never read from a file.
     #[serde(skip)]

@@ -158,6 +158,35 @@ impl Config {
                 }
             }
         }
+        if let Some(listen) = self.metrics.listen.as_deref() {
+            match listen.trim().parse::<std::net::SocketAddr>() {
+                Ok(addr) if addr.ip().is_loopback() => {}
+                Ok(addr) => problem(
+                    "metrics.listen",
+                    format!(
+                        "metrics.listen {addr} is not a loopback address: /metrics there has no token, so only 127.0.0.1 or [::1] (or leave it unset and scrape the gateway's /metrics with its token)"
+                    ),
+                ),
+                Err(_) => problem(
+                    "metrics.listen",
+                    format!("metrics.listen '{listen}' is not an address: write 127.0.0.1:9464"),
+                ),
+            }
+        }
+        if let Some(endpoint) = self
+            .otel
+            .endpoint
+            .as_deref()
+            .filter(|e| !e.trim().is_empty())
+            && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
+        {
+            problem(
+                "otel.endpoint",
+                format!(
+                    "otel.endpoint '{endpoint}' is not an OTLP/HTTP URL: write http://127.0.0.1:4318"
+                ),
+            );
+        }
         let heartbeat = &self.heartbeat;
         if crate::parse_period_ms(&heartbeat.every).is_none() {
             problem(

@@ -25,8 +25,10 @@ mod ids;
 mod init;
 pub mod instance;
 mod log_file;
+pub mod metrics;
 pub mod multipart;
 mod nodes_config;
+mod observability_config;
 mod owner_accounts;
 mod paths;
 mod plugin_config;
@@ -78,6 +80,7 @@ pub use log_file::{
     DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, GATEWAY_LOG, RotatingLog, TailWindow, tail,
 };
 pub use nodes_config::NodesConfig;
+pub use observability_config::{MetricsConfig, OtelConfig};
 pub use owner_accounts::{OWNER_HANDLES_FILE, is_owner as is_owner_account, owner_ids};
 pub use paths::{HomePath, PathError, confined_to};
 pub use plugin_config::{EMBEDDERS, McpConfig, McpServerConfig, MemoryConfig};

@@ -94,6 +94,30 @@ impl SessionKey {
         matches!(parts.as_slice(), ["agent", _, "main"])
     }
 
+    /// Where the session's turns come from, as a metric's `source` label (ARCHITECTURE.md
+    /// §6.4): `webchat` for an agent's main session, the channel of a direct, group or topic
+    /// session when it is a known one (else `channel`), `subagent`, `cron` or `hook` — a
+    /// fixed set, never the key itself.
+    pub fn source(&self) -> &'static str {
+        const CHANNELS: &[&str] = &[
+            "api", "webchat", "telegram", "discord", "slack", "matrix", "email", "irc", "whatsapp",
+            "signal",
+        ];
+        let parts: Vec<&str> = self.0.split(':').collect();
+        match parts.as_slice() {
+            ["cron", _] => "cron",
+            ["hook", _] => "hook",
+            ["agent", _, "main"] => "webchat",
+            ["agent", _, "subagent", _] => "subagent",
+            ["agent", _, _, channel, ..] => CHANNELS
+                .iter()
+                .find(|c| *c == channel)
+                .copied()
+                .unwrap_or("channel"),
+            _ => "other",
+        }
+    }
+
     /// The agent id for `agent:` keys (`main` for cron and hook sessions).
     pub fn agent_id(&self) -> &str {
         self.0
@@ -118,6 +142,23 @@ impl fmt::Display for SessionKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_source_is_one_of_a_fixed_set() {
+        for (key, source) in [
+            ("agent:main:main", "webchat"),
+            ("agent:ops:dm:telegram:42", "telegram"),
+            ("agent:main:dm:api:p1", "api"),
+            ("agent:main:group:irc:#lurk", "irc"),
+            ("agent:main:topic:slack:C1:T9", "slack"),
+            ("agent:main:dm:someone-elses-plugin:x", "channel"),
+            ("agent:main:subagent:c1", "subagent"),
+            ("cron:job1", "cron"),
+            ("hook:0b6f", "hook"),
+        ] {
+            assert_eq!(SessionKey::parse(key).unwrap().source(), source, "{key}");
+        }
+    }
 
     #[test]
     fn accepts_documented_shapes() {

@@ -243,6 +243,8 @@ pub(crate) async fn receive_loop(state: AppState, live: Arc<Live>) {
                     s.state = "connected".into();
                     s.received += batch.len() as u64;
                 });
+                lurkbot_core::metrics::CHANNEL_MESSAGES
+                    .add(&[live.channel.name(), "in"], batch.len() as f64);
                 // Recorded before the platform is told they arrived; one served again after
                 // a crash is recorded already, and not answered twice.
                 let Some(batch) = crate::channel_inbound::record(&state, &live, batch) else {

@@ -30,6 +30,7 @@ mod irc_forward;
 mod markdown;
 mod memory_watch;
 mod methods;
+pub mod metrics;
 mod node_control;
 mod node_link;
 mod node_methods;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use lurkbot_channels::delivery::{RetryPolicy, deliver_from, deliver_voice};
 use lurkbot_channels::{Channel, ChannelError, VoiceNote};
 use lurkbot_core::Home;
+use lurkbot_core::metrics::CHANNEL_MESSAGES;
 use lurkbot_state::{NewOutgoing, Outgoing, OutgoingState, Store};
 
 use crate::channels::ChannelSet;
@@ -159,6 +160,7 @@ impl ChannelSet {
         let outcome = match sent {
             Ok(pieces) => {
                 live.count_sent(pieces.saturating_sub(first));
+                CHANNEL_MESSAGES.inc(&[live.channel().name(), "out"]);
                 store.mark_sent(&message.id).map(|()| Ok(()))
             }
             Err(e) => {
@@ -169,6 +171,7 @@ impl ChannelSet {
                 );
                 tracing::warn!(outbox = message.id.as_str(), permanent, error = %e, "message not sent");
                 live.note_error(&text);
+                CHANNEL_MESSAGES.inc(&[live.channel().name(), "failed"]);
                 store
                     .mark_failed(&message.id, &e.to_string(), permanent)
                     .map(|()| Err(text))

@@ -38,6 +38,7 @@ pub fn router(state: AppState) -> Router {
             get(|| async { axum::Json(crate::protocol::health()) }),
         )
         .route("/ready", get(crate::ready::ready))
+        .route("/metrics", get(crate::metrics::metrics))
         .route("/ws", get(crate::ws::upgrade))
         .route("/v1/models", get(crate::openai::models))
         .route("/v1/images/{name}", get(crate::inbound_images::serve))
@@ -100,6 +101,7 @@ pub async fn serve(
 ) -> Result<(), StartError> {
     let local = listener.local_addr()?;
     check_safe(&state, local)?;
+    let metrics = open_metrics(&state).await?;
     let Some(store) = state.host.store().cloned() else {
         let config = state.config();
         let reason =
@@ -152,6 +154,9 @@ pub async fn serve(
     let served = crate::accept::accept_loop(listener, app, state, stop).await;
     crate::gateway_control::detach(&host);
     forwarder.abort();
+    if let Some(metrics) = &metrics {
+        metrics.abort();
+    }
     memory_watch.abort();
     channels.iter().for_each(tokio::task::JoinHandle::abort);
     outbox.abort();
@@ -176,4 +181,35 @@ pub async fn serve(
     }
     served?;
     Ok(())
+}
+
+/// Serves `/metrics` without a token on `[metrics] listen` (a loopback address only).
+///
+/// # Errors
+/// `Unsafe` for an address off loopback or not an address; `Io` when it cannot be bound.
+async fn open_metrics(state: &AppState) -> Result<Option<tokio::task::JoinHandle<()>>, StartError> {
+    let Some(listen) = state.config().metrics.listen.clone() else {
+        return Ok(None);
+    };
+    let addr: SocketAddr = listen.trim().parse().map_err(|_| {
+        StartError::Unsafe(format!(
+            "metrics.listen '{listen}' is not an address: write 127.0.0.1:9464"
+        ))
+    })?;
+    if !addr.ip().is_loopback() {
+        return Err(StartError::Unsafe(format!(
+            "metrics.listen {addr} is not a loopback address: /metrics there has no token; use 127.0.0.1 or [::1], or scrape the gateway's /metrics with its token"
+        )));
+    }
+    let listener = TcpListener::bind(addr).await.map_err(|e| {
+        StartError::Io(std::io::Error::new(
+            e.kind(),
+            format!("metrics.listen {addr} cannot be bound: {e}"),
+        ))
+    })?;
+    tracing::info!(address = %addr, "metrics listening");
+    let app = crate::metrics::open_router(state.clone());
+    Ok(Some(tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    })))
 }

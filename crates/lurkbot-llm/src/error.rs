@@ -22,6 +22,22 @@ pub enum ErrorKind {
     NotConfigured,
 }
 
+impl ErrorKind {
+    /// The kind's name (`rate_limited`), as a metric's `outcome` label.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auth => "auth",
+            Self::RateLimited => "rate_limited",
+            Self::Overloaded => "overloaded",
+            Self::ContextOverflow => "context_overflow",
+            Self::Transient => "transient",
+            Self::BadRequest => "bad_request",
+            Self::Protocol => "protocol",
+            Self::NotConfigured => "not_configured",
+        }
+    }
+}
+
 /// A provider failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]

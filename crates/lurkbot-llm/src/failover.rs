@@ -143,10 +143,12 @@ impl Failover {
                         streamed = true;
                         on_event(event);
                     };
-                    match endpoint
+                    let started = std::time::Instant::now();
+                    let answer = endpoint
                         .chat(&self.http, profile, &request, &mut forward)
-                        .await
-                    {
+                        .await;
+                    count_call(&model, started, &answer);
+                    match answer {
                         Ok(response) => {
                             self.record(&id, true);
                             return Ok(Answered { response, model });
@@ -232,6 +234,23 @@ fn backoff(attempt: u32) -> Duration {
     let jitter =
         u64::from_str_radix(&lurkbot_core::random_hex(2), 16).unwrap_or(128) % (base / 2 + 1);
     Duration::from_millis(base - base / 4 + jitter)
+}
+
+/// Counts one model call in the metrics (ARCHITECTURE.md §6.4): by provider, model and
+/// outcome, and its duration.
+fn count_call(
+    model: &ModelRef,
+    started: std::time::Instant,
+    answer: &Result<ChatResponse, LlmError>,
+) {
+    use lurkbot_core::metrics::{MODEL_CALL_SECONDS, MODEL_CALLS};
+    let (provider, name) = (model.provider.name(), model.model.as_str());
+    let outcome = match answer {
+        Ok(_) => "ok",
+        Err(e) => e.kind.name(),
+    };
+    MODEL_CALLS.inc(&[provider, name, outcome]);
+    MODEL_CALL_SECONDS.observe(&[provider, name], started.elapsed().as_secs_f64());
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ mod limits_on_postgres;
 mod logs;
 mod mcp;
 mod memory;
+mod metrics;
 mod nodes;
 mod nothing_lost;
 mod restart_loop;

@@ -116,8 +116,25 @@ pub enum Verdict {
     Refuse(String),
 }
 
-/// Decides `act` asked for by `asker`.
+/// Decides `act` asked for by `asker` (counted in the metrics by act and verdict).
 pub fn decide(asker: Asker, act: &Act<'_>) -> Verdict {
+    let verdict = decide_act(asker, act);
+    let kind = match act {
+        Act::Settings { .. } => "settings",
+        Act::Message { .. } => "message",
+        Act::NodeCommand { .. } => "node_command",
+    };
+    let said = match verdict {
+        Verdict::Allow => "allow",
+        Verdict::Approve(_) => "approve",
+        Verdict::ApproveEach(_) => "approve_each",
+        Verdict::Refuse(_) => "refuse",
+    };
+    lurkbot_core::metrics::GATE_DECISIONS.inc(&[kind, said]);
+    verdict
+}
+
+fn decide_act(asker: Asker, act: &Act<'_>) -> Verdict {
     match *act {
         Act::Settings { keys } => settings::settings(asker, keys),
         Act::Message {
@@ -207,7 +224,7 @@ pub async fn clear(verdict: Verdict, hold: Hold<'_>) -> Result<(), String> {
         key: hold.key,
         once,
     };
-    match hold.approver.decide(&request).await {
+    match crate::approvals::ask(hold.approver, &request).await {
         Decision::AllowOnce => Ok(()),
         Decision::AllowAlways if once => Ok(()),
         Decision::AllowAlways => {

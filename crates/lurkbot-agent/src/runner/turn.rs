@@ -248,6 +248,7 @@ impl Agent {
                 ms = started.elapsed().as_millis() as u64,
                 "tool call"
             );
+            count_tool(&turn.offered, call, started, output.is_error);
             turn.voice_notes.extend(output.voice.take());
             // Secret values (home and skill .env files) never reach the model.
             output.text = turn.redactor.text(&output.text);
@@ -300,4 +301,16 @@ impl Agent {
             voice_notes: turn.voice_notes,
         })
     }
+}
+
+/// Counts a tool call in the metrics (ARCHITECTURE.md §6.4): named only when it is one of the
+/// tools offered (a name the model made up is `unknown`, so the labels stay bounded).
+fn count_tool(offered: &[ToolSpec], call: &ToolCall, started: std::time::Instant, failed: bool) {
+    use lurkbot_core::metrics::{TOOL_CALL_SECONDS, TOOL_CALLS};
+    let tool = offered
+        .iter()
+        .find(|spec| spec.name == call.name)
+        .map_or("unknown", |spec| spec.name.as_str());
+    TOOL_CALLS.inc(&[tool, if failed { "error" } else { "ok" }]);
+    TOOL_CALL_SECONDS.observe(&[tool], started.elapsed().as_secs_f64());
 }

@@ -38,6 +38,21 @@ impl Meter<'_> {
         estimate: u64,
         run_used: u64,
     ) -> Result<Held, AgentError> {
+        let held = self.reserve_checked(model, estimate, run_used);
+        if let Err(AgentError::BudgetExceeded(refused)) = &held {
+            // The cap's own name (`daily_tokens`), not the agent's or user's it is under.
+            let cap = refused.cap.rsplit('.').next().unwrap_or_default();
+            lurkbot_core::metrics::BUDGET_REFUSALS.inc(&[cap]);
+        }
+        held
+    }
+
+    fn reserve_checked(
+        &self,
+        model: &str,
+        estimate: u64,
+        run_used: u64,
+    ) -> Result<Held, AgentError> {
         let now = lurkbot_core::now_ms();
         if let Some(budget) = self.run_budget {
             check_run(budget, run_used, estimate, self.zone, now)?;
@@ -103,8 +118,20 @@ impl Meter<'_> {
             usage,
             estimate,
         );
+        count_usage(&record);
         if let Err(e) = append(self.home, self.zone, &record) {
             tracing::warn!(session = self.session, "usage record not written: {e}");
         }
+    }
+}
+
+/// Counts an answered call's tokens and cost in the metrics (ARCHITECTURE.md §6.4).
+fn count_usage(record: &UsageRecord) {
+    use lurkbot_core::metrics::{MODEL_COST, MODEL_TOKENS};
+    let (provider, model) = record.model.split_once('/').unwrap_or(("", &record.model));
+    MODEL_TOKENS.add(&[provider, model, "input"], record.input_tokens as f64);
+    MODEL_TOKENS.add(&[provider, model, "output"], record.output_tokens as f64);
+    if let Some(usd) = record.cost_usd {
+        MODEL_COST.add(&[provider, model], usd);
     }
 }
