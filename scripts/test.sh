@@ -35,13 +35,14 @@ fi
 # gateway's OpenAI-compatible API is tested with it) and the official MCP SDK `mcp` (the MCP
 # servers and client the MCP tests run), and jsonschema (frames sent on OpenClaw's protocol are
 # validated against its published schema), aiosmtpd (the SMTP submission server of the
-# email channel's tests) and Pillow (it makes the pictures of the image tests and reads what
-# LurkBot sends). Tests find it through LURKBOT_TEST_VENV.
+# email channel's tests), Pillow (it makes the pictures of the image tests and reads what
+# LurkBot sends) and opentelemetry-proto (the official OTLP messages: the trace tests' receiver
+# decodes what LurkBot exports with it). Tests find it through LURKBOT_TEST_VENV.
 venv="${LURKBOT_TEST_VENV:-$HOME/.cache/lurkbot-test/venv}"
-if ! "$venv/bin/python" -c 'import radicale, vobject, openai, mcp, jsonschema, aiosmtpd, PIL' 2>/dev/null; then
-  echo "creating $venv (radicale, openai, mcp, jsonschema, aiosmtpd, pillow: about 150 MB)"
+if ! "$venv/bin/python" -c 'import radicale, vobject, openai, mcp, jsonschema, aiosmtpd, PIL, opentelemetry.proto' 2>/dev/null; then
+  echo "creating $venv (radicale, openai, mcp, jsonschema, aiosmtpd, pillow, opentelemetry-proto: about 160 MB)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q radicale openai 'mcp>=2.3,<3' jsonschema aiosmtpd pillow
+  "$venv/bin/pip" install -q radicale openai 'mcp>=2.3,<3' jsonschema aiosmtpd pillow opentelemetry-proto
 fi
 export LURKBOT_TEST_VENV="$venv"
 

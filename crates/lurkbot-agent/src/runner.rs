@@ -247,9 +247,16 @@ impl Agent {
                 input_tokens = done.usage.input_tokens,
                 output_tokens = done.usage.output_tokens,
                 ms,
+                trace_id = turn::trace_id().as_deref(),
                 "turn"
             ),
-            Err(e) => tracing::warn!(session = session.as_str(), ms, error = %e, "turn failed"),
+            Err(e) => tracing::warn!(
+                session = session.as_str(),
+                ms,
+                trace_id = turn::trace_id().as_deref(),
+                error = %e,
+                "turn failed"
+            ),
         }
         count_turn(session, started, &outcome);
         outcome

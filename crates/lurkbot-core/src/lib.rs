@@ -43,6 +43,7 @@ mod stale_temp;
 mod state_config;
 mod templates;
 pub mod tls;
+pub mod trace;
 mod untrusted_frame;
 mod users_config;
 mod web_config;

@@ -238,12 +238,13 @@ impl SessionHost {
             Ok(recorded) if !recorded.is_empty() => {
                 let (channels, store, home) =
                     (self.channels.clone(), store.clone(), self.home.clone());
-                tokio::spawn(async move {
+                let trace = lurkbot_core::trace::current();
+                tokio::spawn(lurkbot_core::trace::scope(trace, async move {
                     for message in recorded {
                         // A failure is kept in the outbox (and sent again if it may succeed).
                         let _ = channels.send_recorded(&home, &store, &message).await;
                     }
-                });
+                }));
             }
             Ok(_) => {}
             Err(e) => tracing::error!(run_id, error = %e, "turn end not recorded"),

@@ -406,22 +406,30 @@ impl SessionHost {
         let host = Arc::clone(self);
         let id = run_id.clone();
         let task_slot = Arc::clone(&slot);
-        let task = tokio::spawn(async move {
+        let parent = options.trace_parent;
+        let task = tokio::spawn(lurkbot_core::trace::scope(parent, async move {
             let _session_lease = session_lease;
-            let (started, result) = host
-                .turn(&key, &message, &options, &id, journal, &mut *on_event)
-                .await;
+            let mut span = crate::run::turn_span(&key, &id, &message);
+            let (started, result) = lurkbot_core::trace::scope(
+                span.context(),
+                host.turn(&key, &message, &options, &id, journal, &mut *on_event),
+            )
+            .await;
+            crate::run::end_turn_span(&mut span, &result);
             let text = result.as_ref().map(|done| done.text.as_str());
             let voice = result
                 .as_ref()
                 .map(|d| d.voice_notes.as_slice())
                 .unwrap_or_default();
-            host.journal_end(
-                &id,
-                &options.origin,
-                text.map_err(|e| e.message.as_str()),
-                voice,
-            );
+            // Under the turn's span: its deliveries are its children.
+            lurkbot_core::trace::within(span.context(), || {
+                host.journal_end(
+                    &id,
+                    &options.origin,
+                    text.map_err(|e| e.message.as_str()),
+                    voice,
+                );
+            });
             let end = match &result {
                 Ok(done) => RunEnd::Done {
                     text: done.text.clone(),
@@ -440,8 +448,9 @@ impl SessionHost {
             drop(task_slot);
             host.trim();
             let _ = tx.send(Some(end));
+            drop(span);
             result
-        });
+        }));
         *running = Some((run_id.clone(), task.abort_handle()));
         if let Ok(mut last) = slot.last_run.lock() {
             *last = Some(run_id.clone());

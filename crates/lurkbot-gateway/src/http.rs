@@ -324,3 +324,14 @@ async fn refuse_foreign(state: &AppState, request: Request, next: Next) -> Respo
     }
     next.run(request).await
 }
+
+/// The W3C trace context an HTTP request carries (`traceparent`), for the turn it starts
+/// (ARCHITECTURE.md §6.4); a malformed header is ignored, as the standard says.
+pub(crate) fn trace_parent(
+    headers: &axum::http::HeaderMap,
+) -> Option<lurkbot_core::trace::TraceContext> {
+    headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(lurkbot_core::trace::TraceContext::parse)
+}

@@ -38,6 +38,7 @@ pub mod nodes;
 mod openai;
 mod openclaw;
 mod ops;
+pub mod otel;
 mod outbox;
 pub mod protocol;
 mod ready;

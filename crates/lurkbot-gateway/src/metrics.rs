@@ -94,6 +94,48 @@ pub fn text(state: &AppState) -> String {
     exposition(FAMILIES, &gauges, &constant)
 }
 
+/// The headline figures since this gateway started (`status` for the owner, `lurkbot status`,
+/// the web UI's Usage panel): turns, model calls and their tokens and cost, tool calls,
+/// channel messages, budget refusals, approvals, dropped spans, memory and open files.
+pub(crate) fn headline() -> serde_json::Value {
+    use lurkbot_core::metrics::{
+        APPROVALS, BUDGET_REFUSALS, CHANNEL_MESSAGES, MODEL_CALLS, MODEL_COST, MODEL_TOKENS,
+        SPANS_DROPPED, TOOL_CALLS, TURNS,
+    };
+    let whole = |n: f64| n as u64;
+    let model_calls = MODEL_CALLS.total();
+    let tool_calls = TOOL_CALLS.total();
+    serde_json::json!({
+        "turns": {
+            "ok": whole(TURNS.sum_where("outcome", "ok")),
+            "error": whole(TURNS.sum_where("outcome", "error")),
+            "budget": whole(TURNS.sum_where("outcome", "budget")),
+        },
+        "modelCalls": {
+            "total": whole(model_calls),
+            "failed": whole(model_calls - MODEL_CALLS.sum_where("outcome", "ok")),
+            "inputTokens": whole(MODEL_TOKENS.sum_where("direction", "input")),
+            "outputTokens": whole(MODEL_TOKENS.sum_where("direction", "output")),
+            "costUsd": MODEL_COST.total(),
+        },
+        "toolCalls": {
+            "total": whole(tool_calls),
+            "failed": whole(tool_calls - TOOL_CALLS.sum_where("outcome", "ok")),
+        },
+        "channelMessages": {
+            "in": whole(CHANNEL_MESSAGES.sum_where("direction", "in")),
+            "out": whole(CHANNEL_MESSAGES.sum_where("direction", "out")),
+            "retried": whole(CHANNEL_MESSAGES.sum_where("direction", "retried")),
+            "failed": whole(CHANNEL_MESSAGES.sum_where("direction", "failed")),
+        },
+        "budgetRefusals": whole(BUDGET_REFUSALS.total()),
+        "approvals": whole(APPROVALS.total()),
+        "spansDropped": whole(SPANS_DROPPED.total()),
+        "rssBytes": resident_bytes(),
+        "openFiles": open_files(),
+    })
+}
+
 /// The process's resident memory, from `/proc/self/status` (Linux).
 pub fn resident_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

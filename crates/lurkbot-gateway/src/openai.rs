@@ -209,7 +209,10 @@ fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, H
             .unwrap_or(false),
         fresh,
         raw_images,
-        options: TurnOptions::default(),
+        options: TurnOptions {
+            trace_parent: crate::http::trace_parent(headers),
+            ..TurnOptions::default()
+        },
         run_id: format!("run_{}", lurkbot_core::random_hex(8)),
     })
 }

@@ -143,6 +143,12 @@ impl ChannelSet {
                 tracing::error!(outbox = message.id.as_str(), error = %e, "sent piece not recorded");
             }
         };
+        let mut span = lurkbot_core::trace::Span::start(
+            format!("deliver {}", live.channel().name()),
+            lurkbot_core::trace::Kind::Client,
+        );
+        span.set("lurkbot.channel", live.channel().name());
+        span.set("lurkbot.message.kind", message.kind.as_str());
         let sent = if message.kind == "voice" {
             send_voice_note(home, live.channel(), message).await
         } else {
@@ -170,6 +176,7 @@ impl ChannelSet {
                     message.channel, message.chat
                 );
                 tracing::warn!(outbox = message.id.as_str(), permanent, error = %e, "message not sent");
+                span.fail(e.to_string());
                 live.note_error(&text);
                 CHANNEL_MESSAGES.inc(&[live.channel().name(), "failed"]);
                 store

@@ -117,6 +117,16 @@ pub async fn serve(
         )));
     };
     state.set_bound(local);
+    let exporter = {
+        let config = state.config();
+        crate::otel::target(&state.home, &config).map(|target| {
+            crate::otel::start(
+                target,
+                config.otel.capture_content,
+                Some(store.owner().to_string()),
+            )
+        })
+    };
     // Turns cut by the last stop go on (ARCHITECTURE.md §6.3). Read before the timers and the
     // channels start: a turn they admit now is theirs, not one to resume.
     state.host.resume_unfinished();
@@ -178,6 +188,9 @@ pub async fn serve(
     // (its turns were stopped above).
     if let Err(e) = store.release_leases() {
         tracing::warn!(error = %e, "leases not given back: another gateway waits for them");
+    }
+    if let Some(exporter) = exporter {
+        crate::otel::stop(exporter).await;
     }
     served?;
     Ok(())

@@ -31,9 +31,19 @@ pub(crate) fn status(state: &AppState) -> Value {
     })
 }
 
+/// [`status`] as `state`'s caller may see it: the owner's (and an admin's) with the headline
+/// figures of the metrics (ARCHITECTURE.md §6.4), which are every user's together.
+pub(crate) fn status_for(state: &AppState) -> Value {
+    let mut v = status(state);
+    if state.user.is_none() {
+        v["metrics"] = crate::metrics::headline();
+    }
+    v
+}
+
 /// `status`: [`status`] with the managed browser's state (the method, the `gateway` tool).
 pub(crate) async fn status_with_browser(state: &AppState) -> Value {
-    let mut v = status(state);
+    let mut v = status_for(state);
     v["browser"] = crate::browser_methods::state(state).await;
     v
 }

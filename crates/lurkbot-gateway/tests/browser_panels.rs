@@ -78,6 +78,18 @@ async fn the_usage_panel_draws_two_days_of_bars_and_the_budget_fill_in_chromium(
     )
     .await;
     assert_eq!(budget, json!("budgets.daily_tokens: 4000 of 10000"));
+    // The gateway's own figures since it started, and where Prometheus reads them.
+    let live = until(
+        b,
+        "the gateway's figures",
+        "document.getElementById('usage-live').textContent || null",
+    )
+    .await;
+    let live = live.as_str().unwrap();
+    assert!(
+        live.starts_with("Since the gateway started: ") && live.contains("scrape /metrics"),
+        "{live}"
+    );
     b.clone().close().await.unwrap();
 }
 

@@ -279,3 +279,19 @@ async fn the_combined_cap_counts_everyones_spending_together() {
     );
     gw.stop().await;
 }
+
+/// The metrics' headline figures in `status` are everyone's together: the owner sees them, a
+/// user does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_status_carries_no_metrics() {
+    let mut gw = Gateway::start("[users]\nenabled = true\n", vec![]).await;
+    let (mut owner, _) = Client::connect(&gw, TOKEN).await;
+    let alice = add(&mut owner, "alice").await;
+    let mine = owner.request("status", json!({})).await;
+    assert!(mine["payload"]["metrics"]["turns"].is_object(), "{mine}");
+    let (mut hers, _) = Client::connect(&gw, &alice).await;
+    let theirs = hers.request("status", json!({})).await;
+    assert_eq!(theirs["ok"], true, "{theirs}");
+    assert!(theirs["payload"].get("metrics").is_none(), "{theirs}");
+    gw.stop().await;
+}

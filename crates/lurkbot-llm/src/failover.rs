@@ -144,10 +144,14 @@ impl Failover {
                         on_event(event);
                     };
                     let started = std::time::Instant::now();
-                    let answer = endpoint
-                        .chat(&self.http, profile, &request, &mut forward)
-                        .await;
+                    let mut span = call_span(&model);
+                    let answer = lurkbot_core::trace::scope(
+                        span.context(),
+                        endpoint.chat(&self.http, profile, &request, &mut forward),
+                    )
+                    .await;
                     count_call(&model, started, &answer);
+                    end_call_span(&mut span, &answer);
                     match answer {
                         Ok(response) => {
                             self.record(&id, true);
@@ -234,6 +238,34 @@ fn backoff(attempt: u32) -> Duration {
     let jitter =
         u64::from_str_radix(&lurkbot_core::random_hex(2), 16).unwrap_or(128) % (base / 2 + 1);
     Duration::from_millis(base - base / 4 + jitter)
+}
+
+/// A model call's span, with the OpenTelemetry GenAI attributes (ARCHITECTURE.md §6.4).
+fn call_span(model: &ModelRef) -> lurkbot_core::trace::Span {
+    use lurkbot_core::trace::{Kind, Span};
+    let mut span = Span::start(format!("chat {}", model.model), Kind::Client);
+    if span.recording() {
+        span.set("gen_ai.operation.name", "chat");
+        span.set("gen_ai.provider.name", model.provider.name());
+        span.set("gen_ai.request.model", model.model.as_str());
+    }
+    span
+}
+
+/// What a model call's span records of its answer: the tokens (and, with `capture_content`,
+/// the reply), or the failure.
+fn end_call_span(span: &mut lurkbot_core::trace::Span, answer: &Result<ChatResponse, LlmError>) {
+    match answer {
+        Ok(response) => {
+            span.set("gen_ai.usage.input_tokens", response.usage.input_tokens);
+            span.set("gen_ai.usage.output_tokens", response.usage.output_tokens);
+            span.set_content("gen_ai.output.messages", &response.text);
+        }
+        Err(e) => {
+            span.set("error.type", e.kind.name());
+            span.fail(e.message.clone());
+        }
+    }
 }
 
 /// Counts one model call in the metrics (ARCHITECTURE.md §6.4): by provider, model and

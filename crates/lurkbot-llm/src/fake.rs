@@ -107,6 +107,8 @@ pub struct Recorded {
     pub key: Option<String>,
     /// The JSON body.
     pub body: Value,
+    /// The W3C `traceparent` header, if sent.
+    pub traceparent: Option<String>,
 }
 
 /// Scripts served only to requests whose body contains a marker (e.g. a session key), so
@@ -278,6 +280,7 @@ async fn serve(mut stream: TcpStream, shared: Shared) -> std::io::Result<()> {
             path: path.clone(),
             key,
             body: body.clone(),
+            traceparent: header("traceparent"),
         });
     }
     if path.ends_with("/models") {

@@ -45,10 +45,15 @@ pub(crate) async fn post_stream(
     body: &serde_json::Value,
     on_event: &mut (dyn FnMut(SseEvent) -> Result<bool, LlmError> + Send),
 ) -> Result<(), LlmError> {
-    let mut response = http
+    let mut request = http
         .post(url)
         .headers(headers)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(reqwest::header::CONTENT_TYPE, "application/json");
+    // The model call's span, for a provider (or a gateway in front of it) that traces too.
+    if let Some(context) = lurkbot_core::trace::current() {
+        request = request.header("traceparent", context.header());
+    }
+    let mut response = request
         .body(body.to_string())
         .send()
         .await

@@ -37,6 +37,7 @@ pub(crate) fn run(cli: Cli) -> CliResult {
         Sub::Users(args) => crate::cli::users::run(&home_path, &args),
         Sub::Logs(args) => crate::cli::logs::run(&home_path, &args),
         Sub::Dashboard(args) => crate::cli::dashboard::run(&home_path, &args),
+        Sub::Status(args) => crate::cli::status::run(&home_path, &args),
         Sub::Completions(args) => crate::cli::completions::completions(&args),
         Sub::Man(args) => crate::cli::completions::man(&args),
     }

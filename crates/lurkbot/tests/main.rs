@@ -45,6 +45,7 @@ mod service;
 mod setup;
 mod skills;
 mod structure;
+mod traces;
 mod usage;
 mod users;
 mod users_on_postgres;

@@ -108,16 +108,7 @@ impl Prometheus {
 
     /// The result of the instant query `query` (`data.result`).
     fn query(&self, query: &str) -> Vec<Value> {
-        let encoded: String = query
-            .bytes()
-            .map(|b| {
-                if b.is_ascii_alphanumeric() || b"_-.".contains(&b) {
-                    (b as char).to_string()
-                } else {
-                    format!("%{b:02X}")
-                }
-            })
-            .collect();
+        let encoded = encode(query);
         let (status, body) = get(&self.addr, &format!("/api/v1/query?query={encoded}"), None);
         if status != 200 {
             return Vec::new();
@@ -128,6 +119,19 @@ impl Prometheus {
             .cloned()
             .unwrap_or_default()
     }
+}
+
+/// `text` percent-encoded for a query string.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"_-.".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 /// The value of the first series of `result`.
@@ -199,6 +203,23 @@ async fn prometheus_scrapes_the_turns_model_calls_and_tool_calls() {
     assert!(!exposition.contains("Run help"), "{exposition}");
     assert!(!exposition.contains("made_up"), "{exposition}");
 
+    // `lurkbot status` shows the headline figures of the same counters.
+    let status = t.run(&["status"]);
+    assert_eq!(status.status, 0, "{}", status.stderr);
+    for line in [
+        "turns      2 ok, 0 failed, 0 refused by a budget",
+        "model      4 calls (0 failed)",
+        "tools      2 calls (1 failed), 0 approvals asked",
+    ] {
+        assert!(
+            status.stdout.contains(line),
+            "{line} not in\n{}",
+            status.stdout
+        );
+    }
+    let json = t.run(&["status", "--json"]).json();
+    assert_eq!(json["metrics"]["turns"]["ok"], 2, "{json}");
+
     // promtool lints the exposition as Prometheus reads it.
     let mut check = Command::new("promtool")
         .args(["check", "metrics"])
@@ -235,6 +256,48 @@ async fn prometheus_scrapes_the_turns_model_calls_and_tool_calls() {
     assert_eq!(value(&calls), 4.0, "{calls:?}");
     let up = prometheus.query("up{job=\"lurkbot\"}");
     assert_eq!(value(&up), 1.0, "{up:?}");
+
+    // The Grafana dashboard in docs/ asks only for what the exposition has, in PromQL this
+    // Prometheus accepts.
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/grafana-dashboard.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let exprs: Vec<String> = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().clone())
+        .map(|t| {
+            t["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$__rate_interval", "1m")
+        })
+        .collect();
+    assert!(exprs.len() >= 15);
+    for expr in &exprs {
+        for name in expr
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("lurkbot_"))
+        {
+            let family = name.trim_end_matches("_bucket");
+            assert!(
+                exposition.contains(&format!("# TYPE {family} ")),
+                "{expr}: {family} is not exported"
+            );
+        }
+        let (status, body) = get(
+            &prometheus.addr,
+            &format!("/api/v1/query?query={}", encode(expr)),
+            None,
+        );
+        assert_eq!(status, 200, "{expr}: {body}");
+    }
     drop(gw);
 }
 
@@ -266,6 +329,13 @@ async fn metrics_listen_is_loopback_only_and_needs_no_token() {
 
     let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
     std::fs::write(t.path("config.toml"), config.replace(&open, "0.0.0.0:9464")).unwrap();
+    let none = t.run(&["status"]);
+    assert_eq!(none.status, 1);
+    assert!(
+        none.stderr.contains("no gateway is running for this home"),
+        "{}",
+        none.stderr
+    );
     let doctor = t.run(&["doctor"]);
     assert_ne!(doctor.status, 0);
     assert!(
@@ -309,6 +379,7 @@ async fn on_postgres_every_series_names_its_gateway_and_users_see_none() {
     assert!(!body.contains("lurkbot_"), "{body}");
     let (status, exposition) = get(&gw.addr, "/metrics", Some(&t.gateway_token()));
     assert_eq!(status, 200, "{exposition}");
+    assert!(t.run(&["status", "--json"]).json()["metrics"]["turns"].is_object());
     let samples: Vec<&str> = exposition.lines().filter(|l| !l.starts_with('#')).collect();
     assert!(samples.len() >= 4, "{exposition}");
     for sample in samples {

@@ -131,6 +131,16 @@ pub fn decide(asker: Asker, act: &Act<'_>) -> Verdict {
         Verdict::Refuse(_) => "refuse",
     };
     lurkbot_core::metrics::GATE_DECISIONS.inc(&[kind, said]);
+    let mut span = lurkbot_core::trace::Span::start(
+        format!("gate {kind}"),
+        lurkbot_core::trace::Kind::Internal,
+    );
+    span.set("lurkbot.gate.act", kind);
+    span.set("lurkbot.gate.verdict", said);
+    span.set(
+        "lurkbot.gate.asker",
+        if asker.is_owner() { "owner" } else { "model" },
+    );
     verdict
 }
 

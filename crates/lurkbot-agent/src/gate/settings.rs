@@ -87,6 +87,10 @@ mod tests {
             "tools.allow",
             "tools.web.search.brave_url",
             "state.url",
+            // Where traces and (unauthenticated) metrics go.
+            "otel.endpoint",
+            "otel.capture_content",
+            "metrics.listen",
             "network.allow_hosts",
             "budgets.daily_tokens",
             "browser.evaluate",

@@ -284,8 +284,13 @@ impl Connection {
             Value::Object(_) => arguments.clone(),
             _ => json!({}),
         };
-        self.request("tools/call", json!({"name": name, "arguments": arguments}))
-            .await
+        let mut params = json!({"name": name, "arguments": arguments});
+        // The tool call's trace goes with it, where MCP carries request metadata
+        // (ARCHITECTURE.md §6.4).
+        if let Some(context) = lurkbot_core::trace::current() {
+            params["_meta"] = json!({"traceparent": context.header()});
+        }
+        self.request("tools/call", params).await
     }
 
     /// Sends a request and waits for its answer.

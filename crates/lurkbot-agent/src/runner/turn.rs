@@ -238,14 +238,22 @@ impl Agent {
             });
             self.journal_call(step, "run", call);
             let started = std::time::Instant::now();
-            let mut output = self
-                .run_call(&ctx, &turn.offered, call, step, &mut *on_event)
-                .await;
+            let mut span = tool_span(&turn.offered, call);
+            let mut output = lurkbot_core::trace::scope(
+                span.context(),
+                self.run_call(&ctx, &turn.offered, call, step, &mut *on_event),
+            )
+            .await;
+            if output.is_error {
+                span.fail("the tool answered with an error");
+            }
+            drop(span);
             tracing::info!(
                 session = turn.session.as_str(),
                 tool = call.name.as_str(),
                 ok = !output.is_error,
                 ms = started.elapsed().as_millis() as u64,
+                trace_id = trace_id().as_deref(),
                 "tool call"
             );
             count_tool(&turn.offered, call, started, output.is_error);
@@ -303,14 +311,39 @@ impl Agent {
     }
 }
 
+/// The tool's name when it is one of the tools offered; `unknown` for a name the model made
+/// up (so a metric's labels stay bounded).
+fn offered_name<'a>(offered: &'a [ToolSpec], call: &ToolCall) -> &'a str {
+    offered
+        .iter()
+        .find(|spec| spec.name == call.name)
+        .map_or("unknown", |spec| spec.name.as_str())
+}
+
+/// A tool call's span (ARCHITECTURE.md §6.4): its arguments only with `capture_content`.
+fn tool_span(offered: &[ToolSpec], call: &ToolCall) -> lurkbot_core::trace::Span {
+    use lurkbot_core::trace::{Kind, Span};
+    let tool = offered_name(offered, call);
+    let mut span = Span::start(format!("execute_tool {tool}"), Kind::Internal);
+    if span.recording() {
+        span.set("gen_ai.operation.name", "execute_tool");
+        span.set("gen_ai.tool.name", tool);
+        span.set("gen_ai.tool.call.id", call.id.as_str());
+        span.set_content("gen_ai.tool.call.arguments", &call.arguments);
+    }
+    span
+}
+
+/// The trace id the task works under, for log lines.
+pub(crate) fn trace_id() -> Option<String> {
+    lurkbot_core::trace::current().map(|c| c.trace_hex())
+}
+
 /// Counts a tool call in the metrics (ARCHITECTURE.md §6.4): named only when it is one of the
 /// tools offered (a name the model made up is `unknown`, so the labels stay bounded).
 fn count_tool(offered: &[ToolSpec], call: &ToolCall, started: std::time::Instant, failed: bool) {
     use lurkbot_core::metrics::{TOOL_CALL_SECONDS, TOOL_CALLS};
-    let tool = offered
-        .iter()
-        .find(|spec| spec.name == call.name)
-        .map_or("unknown", |spec| spec.name.as_str());
+    let tool = offered_name(offered, call);
     TOOL_CALLS.inc(&[tool, if failed { "error" } else { "ok" }]);
     TOOL_CALL_SECONDS.observe(&[tool], started.elapsed().as_secs_f64());
 }

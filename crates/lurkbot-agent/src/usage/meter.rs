@@ -40,8 +40,10 @@ impl Meter<'_> {
     ) -> Result<Held, AgentError> {
         let held = self.reserve_checked(model, estimate, run_used);
         if let Err(AgentError::BudgetExceeded(refused)) = &held {
-            // The cap's own name (`daily_tokens`), not the agent's or user's it is under.
-            let cap = refused.cap.rsplit('.').next().unwrap_or_default();
+            // The cap's own name (`daily_tokens`), not the agent's or user's it is under (a
+            // run's cap: `budget_tokens` of the heartbeat, `sessions_spawn`'s).
+            let setting = refused.cap.split(' ').next().unwrap_or_default();
+            let cap = setting.rsplit('.').next().unwrap_or_default();
             lurkbot_core::metrics::BUDGET_REFUSALS.inc(&[cap]);
         }
         held

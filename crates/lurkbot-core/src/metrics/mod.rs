@@ -151,6 +151,22 @@ impl Family {
             .sum()
     }
 
+    /// The sum over the series whose label `label` is `value` (the counter, or the
+    /// histogram's count).
+    pub fn sum_where(&self, label: &str, value: &str) -> f64 {
+        let Some(at) = self.labels.iter().position(|l| *l == label) else {
+            return 0.0;
+        };
+        lock(&self.series)
+            .iter()
+            .filter(|(values, _)| values.get(at).is_some_and(|v| v == value))
+            .map(|(_, v)| match v {
+                Value::Number(n) => *n,
+                Value::Histogram { counts, .. } => counts.iter().sum::<u64>() as f64,
+            })
+            .sum()
+    }
+
     fn with(&self, values: &[&str], change: impl FnOnce(&mut Value)) {
         let mut series = lock(&self.series);
         let mut key: Vec<String> = (0..self.labels.len())
@@ -312,6 +328,9 @@ t_call_seconds_count{gateway_id=\"a\",tool=\"zip\"} 3
         assert_eq!(text, expected);
         assert_eq!(CALLS.get(&["zip", "ok"]), 3.0);
         assert_eq!(CALLS.total(), 4.0);
+        assert_eq!(CALLS.sum_where("outcome", "error"), 1.0);
+        assert_eq!(CALLS.sum_where("tool", "zip"), 3.0);
+        assert_eq!(CALLS.sum_where("nothing", "zip"), 0.0);
     }
 
     #[test]

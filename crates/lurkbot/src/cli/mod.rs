@@ -39,6 +39,7 @@ pub(crate) mod setup;
 pub(crate) mod skills;
 pub(crate) mod state;
 mod state_migrate;
+pub(crate) mod status;
 pub(crate) mod usage;
 pub(crate) mod users;
 
@@ -141,6 +142,9 @@ pub(crate) enum Sub {
     Logs(logs::LogsArgs),
     /// The web UI's address with the gateway token (shown on a terminal; --open opens it).
     Dashboard(dashboard::DashboardArgs),
+    /// The running gateway's headline figures: turns, model and tool calls, tokens and cost,
+    /// channel messages, outbox, connections, memory.
+    Status(status::StatusArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions(completions::CompletionsArgs),
     /// Print the man page (roff), or write every page (one per subcommand) with --dir.

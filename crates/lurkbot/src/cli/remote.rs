@@ -7,6 +7,7 @@
 //! front for anything else and tunnel to it).
 
 use std::collections::VecDeque;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -84,11 +85,16 @@ pub(crate) fn call_home_gateway(
     params: Value,
 ) -> Result<Value, crate::error::CliError> {
     use crate::error::CliError;
-    let Some(addr) = lurkbot_core::RunningGateway::find(home).and_then(|g| g.loopback_addr())
+    // A gateway that died (SIGKILL) leaves its record: its process is gone.
+    let Some(addr) = lurkbot_core::RunningGateway::find(home)
+        .filter(|g| Path::new(&format!("/proc/{}", g.pid)).exists())
+        .and_then(|g| g.loopback_addr())
     else {
         return Err(CliError::failed(
             command,
-            "no gateway is running for this home; start it with `lurkbot gateway` (devices and nodes are served by it)",
+            format!(
+                "no gateway is running for this home; start it with `lurkbot gateway` ({command} asks it)"
+            ),
         ));
     };
     let token = gateway_token(home);

@@ -1,0 +1,144 @@
+//! OTLP/HTTP export of the gateway's spans (ARCHITECTURE.md §6.4): where `[otel] endpoint` or
+//! the standard `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the
+//! environment, then the home's `.env`) point, spans ended by turns, model calls, tool calls,
+//! gate decisions and deliveries are sent as protobuf `ExportTraceServiceRequest`s, in batches
+//! of up to [`BATCH`], as they come. A span never waits for the collector: the queue holds
+//! [`QUEUE`] spans and drops (and counts) past that; a batch the collector refuses or does not
+//! take within [`TIMEOUT`] is dropped and counted too. The endpoint is the owner's setting (a
+//! model changes no `otel` key: `gate::settings`), like a provider's base URL.
+
+use std::time::Duration;
+
+use lurkbot_core::metrics::SPANS_DROPPED;
+use lurkbot_core::trace::{self, Resource, SpanData, encode_request};
+use lurkbot_core::{Config, Home};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Spans waiting for the exporter at most.
+pub const QUEUE: usize = 2048;
+/// Spans in one request at most.
+pub const BATCH: usize = 512;
+/// How long one export may take.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where traces go and as whom.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The OTLP/HTTP traces URL (`…/v1/traces`).
+    pub url: String,
+    /// `service.name`.
+    pub service_name: String,
+}
+
+/// The traces' target for `home` with `config`: the standard variables win over `[otel]`;
+/// `OTEL_SDK_DISABLED=true` turns traces off. `None`: no traces.
+pub fn target(home: &Home, config: &Config) -> Option<Target> {
+    let vars = lurkbot_agent::setup::variables(home);
+    let set = |name: &str| vars(name).filter(|v| !v.trim().is_empty());
+    if set("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        return None;
+    }
+    let url = match set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+        Some(url) => url.trim().to_string(),
+        None => {
+            let base = set("OTEL_EXPORTER_OTLP_ENDPOINT").or_else(|| {
+                config
+                    .otel
+                    .endpoint
+                    .clone()
+                    .filter(|e| !e.trim().is_empty())
+            })?;
+            format!("{}/v1/traces", base.trim().trim_end_matches('/'))
+        }
+    };
+    let service_name = set("OTEL_SERVICE_NAME")
+        .or_else(|| config.otel.service_name.clone())
+        .map_or_else(|| "lurkbot".to_string(), |s| s.trim().to_string());
+    Some(Target { url, service_name })
+}
+
+/// Starts exporting to `target` as gateway `instance` (spans are recorded from now on).
+pub fn start(target: Target, capture_content: bool, instance: Option<String>) -> JoinHandle<()> {
+    let spans = trace::install(QUEUE, capture_content);
+    tracing::info!(
+        url = shown_url(&target.url),
+        service = target.service_name.as_str(),
+        "traces exported"
+    );
+    let resource = Resource {
+        service_name: target.service_name,
+        instance,
+    };
+    tokio::spawn(export(spans, target.url, resource))
+}
+
+/// Stops recording spans; the exporter sends what is queued, then ends.
+pub async fn stop(exporter: JoinHandle<()>) {
+    trace::uninstall();
+    if tokio::time::timeout(TIMEOUT, exporter).await.is_err() {
+        tracing::warn!("traces not all exported before the stop");
+    }
+}
+
+async fn export(mut spans: mpsc::Receiver<SpanData>, url: String, resource: Resource) {
+    let client = match lurkbot_term::http_client_builder()
+        .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION")))
+        .timeout(TIMEOUT)
+        .build()
+    {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::error!(error = %e, "traces not exported: no HTTP client");
+            return;
+        }
+    };
+    let mut last_warning: Option<std::time::Instant> = None;
+    while let Some(first) = spans.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match spans.try_recv() {
+                Ok(span) => batch.push(span),
+                Err(_) => break,
+            }
+        }
+        let body = encode_request(&resource, &batch);
+        let sent = client
+            .post(&url)
+            .header(reqwest::header::CONTENT_TYPE, "application/x-protobuf")
+            .body(body)
+            .send()
+            .await;
+        let failure = match sent {
+            Ok(response) if response.status().is_success() => None,
+            Ok(response) => Some(format!("the collector answered {}", response.status())),
+            Err(e) => Some(lurkbot_term::root_cause(&e)),
+        };
+        if let Some(failure) = failure {
+            SPANS_DROPPED.add(&["export_failed"], batch.len() as f64);
+            // One warning a minute at most: a collector that is down must not flood the log.
+            if last_warning.is_none_or(|at| at.elapsed() > Duration::from_secs(60)) {
+                last_warning = Some(std::time::Instant::now());
+                tracing::warn!(
+                    url = shown_url(&url),
+                    spans = batch.len(),
+                    error = failure.as_str(),
+                    "traces not exported (dropped and counted)"
+                );
+            }
+        }
+    }
+}
+
+/// The URL without what may carry a credential (userinfo, query).
+fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.to_string()
+        }
+        Err(_) => "(not a URL)".to_string(),
+    }
+}
