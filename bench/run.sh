@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the release binary and runs a benchmark (ARCHITECTURE.md §9).
-# Usage: bench/run.sh [startup|archive|rss|agent|journal|gateway|gateways|memory|soak|users|peers|media|browser|speech] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
+# Usage: bench/run.sh [startup|archive|rss|agent|journal|observability|gateway|gateways|memory|soak|users|peers|media|browser|speech] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
 #   startup  binary size, --version and exec help against the budgets (default)
 #   archive  zip/tar throughput against Info-ZIP zip/unzip and GNU tar, as ratios, and peak RSS
 #   rss      feed parse and fetch+parse against Python feedparser (installed here in a venv)
@@ -13,6 +13,8 @@
 #   agent    agent loop overhead per tool round trip, peak RSS of a 200-turn chat session
 #   journal  what the turn journal adds to one turn (p50/p99 with and without it, same run;
 #            on the embedded store and on PostgreSQL)
+#   observability  what recording metrics and exporting traces (OTLP/HTTP to a loopback sink)
+#            add to one turn (p50/p99, same run), the OTLP bytes per turn, one scrape's cost
 #   gateways one and three gateways on PostgreSQL: turns/s and their ratio, failover, idle RSS
 #   gateway  start to /health, idle RSS after 60 s, 1,000 WebSocket clients doing health
 #   memory   the memory index at 50,000 chunks: build time, memory_search p50/p99 keyword and hybrid

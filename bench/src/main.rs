@@ -36,6 +36,7 @@ mod gateways;
 mod journal;
 mod media;
 mod memory;
+mod observability;
 mod peers;
 mod peers_table;
 mod proc_group;
@@ -69,9 +70,8 @@ fn main() -> ExitCode {
     while let Some(a) = iter.next() {
         match a.as_str() {
             "startup" | "archive" | "rss" | "agent" | "journal" | "gateway" | "gateways"
-            | "memory" | "soak" | "users" | "peers" | "media" | "browser" | "speech" => {
-                which = a.clone()
-            }
+            | "memory" | "soak" | "users" | "peers" | "media" | "browser" | "speech"
+            | "observability" => which = a.clone(),
             "child-speech" => {
                 let runs = iter.next().and_then(|r| r.parse().ok()).unwrap_or(5);
                 return match speech::child(runs) {
@@ -117,7 +117,7 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!(
-                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|journal|gateway|gateways|memory|soak|users|peers|media|browser|speech] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
+                    "unknown argument '{other}'; usage: lurkbot-bench [startup|archive|rss|agent|journal|observability|gateway|gateways|memory|soak|users|peers|media|browser|speech] [--bin PATH] [--runs N] [--cycles N] [--mib N] [--python PATH] [--peers DIR] [--readme PATH]"
                 );
                 return ExitCode::from(2);
             }
@@ -128,6 +128,7 @@ fn main() -> ExitCode {
         "rss" => rss::rss(&bin, &python, runs.unwrap_or(20).max(3)),
         "agent" => agent::agent(&bin, runs.unwrap_or(200).max(10)),
         "journal" => journal::journal(runs.unwrap_or(500).max(20)),
+        "observability" => observability::observability(runs.unwrap_or(500).max(20)),
         "gateway" => gateway::gateway(&bin, runs.unwrap_or(20).max(3), idle_secs, 1000),
         "gateways" => gateways::gateways(&bin, runs.unwrap_or(600).max(30)),
         "memory" => memory::memory(runs.unwrap_or(200).max(10)),

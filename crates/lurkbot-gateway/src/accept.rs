@@ -73,25 +73,9 @@ pub(crate) async fn accept_loop(
                 continue;
             }
         };
-        let app = app.clone();
-        let mut stopping = state.stopping();
+        let served = serve_connection(stream, peer, app.clone(), state.stopping());
         tokio::spawn(async move {
-            let _ = stream.set_nodelay(true);
-            let io = TokioIo::new(IdleTimeout::new(stream, IDLE_TIMEOUT));
-            let service = TowerToHyperService::new(app.layer(axum::Extension(ConnectInfo(peer))));
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .serve_connection(io, service)
-                .with_upgrades();
-            tokio::pin!(connection);
-            tokio::select! {
-                _ = connection.as_mut() => {}
-                _ = async { stopping.wait_for(|s| *s).await.map(|_| ()) } => {
-                    connection.as_mut().graceful_shutdown();
-                    let _ = connection.await;
-                }
-            }
+            served.await;
             // The slot is free as soon as the exchange is over, before the socket is dropped.
             drop(slot);
         });
@@ -102,6 +86,32 @@ pub(crate) async fn accept_loop(
     let max_permits = u32::try_from(max).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(DRAIN_TIMEOUT, slots.acquire_many(max_permits)).await;
     Ok(())
+}
+
+/// Serves one accepted connection with `app` until it ends, or gracefully once `stopping`
+/// turns true (the gateway's port, and `[metrics] listen`'s: one server in the binary).
+pub(crate) async fn serve_connection(
+    stream: TcpStream,
+    peer: std::net::SocketAddr,
+    app: Router,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let io = TokioIo::new(IdleTimeout::new(stream, IDLE_TIMEOUT));
+    let service = TowerToHyperService::new(app.layer(axum::Extension(ConnectInfo(peer))));
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .serve_connection(io, service)
+        .with_upgrades();
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        _ = async { stopping.wait_for(|s| *s).await.map(|_| ()) } => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
 }
 
 /// A stream that fails with `TimedOut` once nothing was read or written for `limit`.

@@ -69,16 +69,18 @@ async fn run(
     if let Some(stopping) = HttpError::if_stopping(state) {
         return stopping.into_response();
     }
+    // The caller's trace, for the turn's span (ARCHITECTURE.md §6.4).
+    let trace = crate::http::trace_parent(request.headers());
     let result: Result<Value, HttpError> = async {
         // HooksAuth checked the token from the headers before the body is read.
         let body = read_body(request.into_body()).await?;
         let body: Value = serde_json::from_slice(&body)
             .map_err(|e| HttpError::bad_request(format!("the body is not JSON: {e}")))?;
         let (key, message, ephemeral) = turn(&body)?;
-        let run_id = state
-            .host
-            .start(key.clone(), message, ephemeral)
-            .map_err(|e| HttpError::new(StatusCode::CONFLICT, "busy", e.message))?;
+        let run_id = lurkbot_core::trace::within(trace, || {
+            state.host.start(key.clone(), message, ephemeral)
+        })
+        .map_err(|e| HttpError::new(StatusCode::CONFLICT, "busy", e.message))?;
         tracing::info!(session = key.as_str(), run_id, "hook started a turn");
         Ok(json!({"runId": run_id, "sessionKey": key.as_str()}))
     }

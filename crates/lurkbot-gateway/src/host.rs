@@ -406,7 +406,8 @@ impl SessionHost {
         let host = Arc::clone(self);
         let id = run_id.clone();
         let task_slot = Arc::clone(&slot);
-        let parent = options.trace_parent;
+        // The request's trace, or the one the caller works under (a hook's request).
+        let parent = options.trace_parent.or_else(lurkbot_core::trace::current);
         let task = tokio::spawn(lurkbot_core::trace::scope(parent, async move {
             let _session_lease = session_lease;
             let mut span = crate::run::turn_span(&key, &id, &message);

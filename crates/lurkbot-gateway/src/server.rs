@@ -222,7 +222,12 @@ async fn open_metrics(state: &AppState) -> Result<Option<tokio::task::JoinHandle
     })?;
     tracing::info!(address = %addr, "metrics listening");
     let app = crate::metrics::open_router(state.clone());
+    let state = state.clone();
     Ok(Some(tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        while let Ok((stream, peer)) = listener.accept().await {
+            let served =
+                crate::accept::serve_connection(stream, peer, app.clone(), state.stopping());
+            tokio::spawn(served);
+        }
     })))
 }

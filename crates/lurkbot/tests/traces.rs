@@ -342,3 +342,54 @@ async fn a_channel_turn_traces_its_mcp_call_gate_decision_and_delivery() {
     // The turn, three model calls, two tool calls, the gate, the delivery.
     assert_eq!(spans.len(), 8, "{spans:#?}");
 }
+
+/// A collector that is down costs the turn nothing: it is answered, and the spans the exporter
+/// could not send are dropped and counted (`/metrics`), with one warning in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_a_dead_collector_cannot_take_are_dropped_and_counted() {
+    let t = Test::init();
+    let fake = FakeProvider::start(vec![Step::text("Answered anyway.")]).await;
+    let mut env = model_env(&fake);
+    let nobody = crate::util::free_port();
+    env.push((
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT".into(),
+        format!("http://127.0.0.1:{nobody}/v1/traces"),
+    ));
+    let gw = start_with(&t, &env);
+    let (addr, token) = (gw.addr.clone(), t.gateway_token());
+    let traceparent = format!("00-{TRACE}-{CALLER_SPAN}-01");
+    let status = tokio::task::spawn_blocking(move || {
+        ask_traced(&addr, &token, &traceparent, "Are you there?")
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, 200);
+    let (addr, token) = (gw.addr.clone(), t.gateway_token());
+    until("the dropped spans are counted", || {
+        metrics_text(&addr, &token)
+            .lines()
+            .any(|l| l.starts_with("lurkbot_trace_spans_dropped_total{reason=\"export_failed\"}"))
+    })
+    .await;
+    let warned = gw.stderr();
+    assert_eq!(warned.matches("traces not exported").count(), 1, "{warned}");
+    assert!(
+        warned.contains(&format!("127.0.0.1:{nobody}/v1/traces")),
+        "{warned}"
+    );
+}
+
+/// `/metrics` on `addr` with `token`.
+fn metrics_text(addr: &str, token: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
+        return String::new();
+    };
+    let _ = write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    );
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}

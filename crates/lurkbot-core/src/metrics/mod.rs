@@ -19,6 +19,15 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
+/// Whether families record (always, but for the bench's A/B of what recording costs a turn).
+static RECORDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns recording on or off for the whole process (`lurkbot-bench observability` measures a
+/// turn with and without it; nothing else turns it off).
+pub fn set_recording(on: bool) {
+    RECORDING.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Most series one family keeps; further label values are counted under `other`.
 pub const MAX_SERIES: usize = 512;
 
@@ -168,6 +177,9 @@ impl Family {
     }
 
     fn with(&self, values: &[&str], change: impl FnOnce(&mut Value)) {
+        if !RECORDING.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let mut series = lock(&self.series);
         let mut key: Vec<String> = (0..self.labels.len())
             .map(|i| values.get(i).copied().unwrap_or("").to_string())

@@ -81,28 +81,24 @@ impl TraceContext {
 }
 
 tokio::task_local! {
-    static CURRENT: TraceContext;
+    static CURRENT: Option<TraceContext>;
 }
 
 /// The context the running task works under, if any.
 pub fn current() -> Option<TraceContext> {
-    CURRENT.try_with(|c| *c).ok()
+    CURRENT.try_with(|c| *c).ok().flatten()
 }
 
-/// Runs `work` under `context` (under the task's own when `None`).
-pub async fn scope<F: Future>(context: Option<TraceContext>, work: F) -> F::Output {
-    match context {
-        Some(context) => CURRENT.scope(context, work).await,
-        None => work.await,
-    }
+/// Runs `work` under `context` (under the task's own when `None`). One way of polling `work`
+/// whatever the context: the futures wrapped here are a turn's, and each way would be a copy of
+/// their code in the binary.
+pub fn scope<F: Future>(context: Option<TraceContext>, work: F) -> impl Future<Output = F::Output> {
+    CURRENT.scope(context.or_else(current), work)
 }
 
 /// Runs `work` (no `await` in it) under `context` (under the task's own when `None`).
 pub fn within<R>(context: Option<TraceContext>, work: impl FnOnce() -> R) -> R {
-    match context {
-        Some(context) => CURRENT.sync_scope(context, work),
-        None => work(),
-    }
+    CURRENT.sync_scope(context.or_else(current), work)
 }
 
 /// What a span is, for the collector.
