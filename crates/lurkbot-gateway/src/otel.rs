@@ -142,3 +142,52 @@ fn shown_url(url: &str) -> String {
         Err(_) => "(not a URL)".to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The standard variables (here from the home's `.env`) win over `[otel]`, the traces
+    /// endpoint is used as it is, the base one gets `/v1/traces`, and `OTEL_SDK_DISABLED`
+    /// turns traces off.
+    #[test]
+    fn the_standard_variables_choose_the_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::open(dir.path()).unwrap();
+        let mut config = Config::default();
+        let with_env = |text: &str| std::fs::write(dir.path().join(".env"), text).unwrap();
+        with_env("");
+        assert_eq!(target(&home, &config), None, "nothing set: no traces");
+        config.otel.endpoint = Some("http://collector:4318/".into());
+        config.otel.service_name = Some("house".into());
+        assert_eq!(
+            target(&home, &config),
+            Some(Target {
+                url: "http://collector:4318/v1/traces".into(),
+                service_name: "house".into()
+            })
+        );
+        with_env("OTEL_EXPORTER_OTLP_ENDPOINT=http://other:4318\nOTEL_SERVICE_NAME=svc\n");
+        assert_eq!(
+            target(&home, &config),
+            Some(Target {
+                url: "http://other:4318/v1/traces".into(),
+                service_name: "svc".into()
+            })
+        );
+        with_env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT=http://other:4318\nOTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://t:1/custom\n",
+        );
+        assert_eq!(target(&home, &config).unwrap().url, "http://t:1/custom");
+        with_env("OTEL_SDK_DISABLED=true\n");
+        assert_eq!(target(&home, &config), None);
+    }
+
+    #[test]
+    fn a_shown_url_carries_no_credential() {
+        assert_eq!(
+            shown_url("https://user:secret@collector:4318/v1/traces?token=x"),
+            "https://collector:4318/v1/traces"
+        );
+    }
+}

@@ -16,6 +16,7 @@ mod otlp;
 pub use otlp::{Resource, encode_request};
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Mutex, RwLock};
 
 use tokio::sync::mpsc;
@@ -89,10 +90,14 @@ pub fn current() -> Option<TraceContext> {
     CURRENT.try_with(|c| *c).ok().flatten()
 }
 
-/// Runs `work` under `context` (under the task's own when `None`). One way of polling `work`
-/// whatever the context: the futures wrapped here are a turn's, and each way would be a copy of
-/// their code in the binary.
-pub fn scope<F: Future>(context: Option<TraceContext>, work: F) -> impl Future<Output = F::Output> {
+/// Runs `work` under `context` (under the task's own when `None`). `work` is boxed: the futures
+/// wrapped here are a turn's and its calls', and the task-local's wrapper would otherwise carry
+/// a copy of each one's code in the binary (one allocation per turn, model call or tool call).
+pub fn scope<'a, T: 'a>(
+    context: Option<TraceContext>,
+    work: impl Future<Output = T> + Send + 'a,
+) -> impl Future<Output = T> + Send + 'a {
+    let work: Pin<Box<dyn Future<Output = T> + Send + 'a>> = Box::pin(work);
     CURRENT.scope(context.or_else(current), work)
 }
 
