@@ -21,6 +21,7 @@ mod chat;
 mod cli;
 mod config;
 mod dashboard;
+mod delivery_on_postgres;
 mod discord_restarts;
 mod docs;
 mod doctor;
