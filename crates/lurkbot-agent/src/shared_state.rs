@@ -245,6 +245,37 @@ mod tests {
         assert_eq!(logs, [("sessions/main/ses_0123.jsonl", 2)]);
     }
 
+    /// Written back only inside the home: a session folder that is a link to elsewhere is
+    /// refused, and nothing lands there; a name that is not one of the state's files too.
+    #[cfg(unix)]
+    #[test]
+    fn writing_back_follows_no_link_out_of_the_home() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = lurkbot_core::Home::open(dir.path()).expect("home");
+        let elsewhere = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(home.join("sessions")).expect("dir");
+        std::os::unix::fs::symlink(elsewhere.path(), home.join("sessions/main")).expect("link");
+        let files = lurkbot_state::HomeFiles {
+            documents: vec![("sessions/main/sessions.json".into(), "{}".into())],
+            ..lurkbot_state::HomeFiles::default()
+        };
+        let refused = super::write_home_files(&home, &lurkbot_core::Zone::utc(), &files)
+            .expect_err("a link out of the home");
+        assert!(
+            refused.to_string().contains("leads out of the home"),
+            "{refused}"
+        );
+        assert_eq!(std::fs::read_dir(elsewhere.path()).expect("dir").count(), 0);
+        let stranger = lurkbot_state::HomeFiles {
+            documents: vec![("config.toml".into(), "[gateway]".into())],
+            ..lurkbot_state::HomeFiles::default()
+        };
+        let refused = super::write_home_files(&home, &lurkbot_core::Zone::utc(), &stranger)
+            .expect_err("not a state file");
+        assert!(refused.to_string().contains("nothing written"), "{refused}");
+        assert!(!home.join("config.toml").exists());
+    }
+
     #[test]
     fn only_the_files_that_move_may_be_written() {
         assert!(movable("cron/jobs.json"));

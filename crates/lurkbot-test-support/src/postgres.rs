@@ -166,8 +166,9 @@ impl Postgres {
     }
 }
 
-impl Drop for Postgres {
-    fn drop(&mut self) {
+impl Postgres {
+    /// Stops the server at once (a database that went away under its clients).
+    pub fn stop(&self) {
         let command = format!(
             "{} -D {} -m immediate stop",
             self.bin.join("pg_ctl").display(),
@@ -180,6 +181,12 @@ impl Drop for Postgres {
         } else {
             Command::new("sh").args(["-c", &command]).output()
         };
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

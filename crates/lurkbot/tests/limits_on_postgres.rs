@@ -300,3 +300,32 @@ async fn users_calling_over_three_gateways_never_pass_the_combined_cap() {
     }
     drop(gateways);
 }
+
+/// With the database gone, a web UI sign-in is refused with 503 — the attempt cannot be
+/// counted, so it is not checked (never unlimited): not even the right password signs in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_in_the_database_cannot_count_is_refused() {
+    let pg = Postgres::start();
+    let t = home_on(&pg, "uncounted");
+    assert_eq!(t.run(&["config", "set", "users.enabled", "true"]).status, 0);
+    assert_eq!(t.run(&["users", "add", "alice"]).status, 0);
+    let set = t.run_stdin(
+        &["users", "passwd", "alice"],
+        Some("alice's long password\n"),
+    );
+    assert_eq!(set.status, 0, "{}", set.stderr);
+    let fake = FakeProvider::start(vec![]).await;
+    let gw = start_as(&t, &fake, "gw-a");
+    let addr = gw.addr.clone();
+    let right = move || sign_in(&addr, "alice", "alice's long password");
+    assert_eq!(
+        tokio::task::spawn_blocking(right.clone()).await.unwrap(),
+        200
+    );
+    pg.stop();
+    for _ in 0..3 {
+        let code = tokio::task::spawn_blocking(right.clone()).await.unwrap();
+        assert_eq!(code, 503, "a sign-in not counted must not be checked");
+    }
+    drop(gw);
+}
