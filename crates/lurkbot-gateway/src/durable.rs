@@ -443,6 +443,9 @@ pub(crate) fn keep_leases(host: Arc<SessionHost>) -> tokio::task::JoinHandle<()>
             if let Err(e) = store.renew_leases() {
                 tracing::warn!(error = %e, "leases not renewed");
             }
+            if store.backend() == "postgres" {
+                crate::client_presence::advertise(store, host.hub.listeners());
+            }
             if !host.drain.is_draining() {
                 host.resume_unfinished();
             }

@@ -118,6 +118,9 @@ impl SessionHost {
         let store = lurkbot_agent::setup::open_state(&home, &config, Some(&owner))
             .inspect_err(|e| tracing::error!(error = %e, "the state store cannot be opened"))
             .ok();
+        if let Some(store) = store.as_ref().filter(|s| s.backend() == "postgres") {
+            approver.attach_store(store.clone());
+        }
         Arc::new_cyclic(|me| Self {
             store,
             mcp,

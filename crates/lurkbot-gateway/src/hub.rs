@@ -94,6 +94,9 @@ pub struct ClientApprover {
     /// Sessions whose turn is being resumed after a restart.
     resumed: Mutex<std::collections::HashSet<String>>,
     pending: Mutex<HashMap<String, (ApprovalRequested, oneshot::Sender<Decision>)>>,
+    /// The home's store when it is shared (PostgreSQL): where other gateways say they have
+    /// clients (`client_presence.rs`).
+    store: std::sync::OnceLock<lurkbot_state::Store>,
 }
 
 impl ClientApprover {
@@ -103,7 +106,14 @@ impl ClientApprover {
             hub,
             resumed: Mutex::default(),
             pending: Mutex::new(HashMap::new()),
+            store: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Asks `store` (shared by several gateways) whether a client is connected elsewhere
+    /// before an approval waits with none here.
+    pub(crate) fn attach_store(&self, store: lurkbot_state::Store) {
+        let _ = self.store.set(store);
     }
 
     /// Marks `session`'s turn as resumed after a restart (`true`) or over (`false`): while it
@@ -174,8 +184,16 @@ impl Approver for ClientApprover {
                 .resumed
                 .lock()
                 .is_ok_and(|r| r.contains(&request.session));
+            // Someone here, or (several gateways) on another gateway; a resumed turn waits
+            // for someone to come back.
+            let elsewhere = async {
+                match self.store.get() {
+                    Some(store) if self.shared() => crate::client_presence::elsewhere(store).await,
+                    _ => false,
+                }
+            };
             let heard = match self.hub.listeners() {
-                _ if self.shared() => true,
+                0 if elsewhere.await => true,
                 0 if resumed => self.hub.someone_comes().await,
                 n => n > 0,
             };

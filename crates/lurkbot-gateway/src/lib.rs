@@ -11,6 +11,7 @@ mod channel_live;
 mod channel_media;
 mod channel_voice;
 mod channels;
+mod client_presence;
 mod credentials;
 mod cron_methods;
 pub mod devices;

@@ -39,8 +39,15 @@ async fn an_approval_asked_on_one_gateway_is_answered_on_another() {
     })
     .await;
     assert!(!t.path("memory/index.sqlite").exists());
-    // The human is on B; nobody is connected to A.
+    // The human is on B; nobody is connected to A. B says so in the database.
     let mut on_b = client(&b.ws, &token).await;
+    until("B's client recorded", || {
+        pg.psql(
+            "approvals",
+            "SELECT count(*) FROM leases WHERE name = 'clients:gw-b'",
+        ) == "1"
+    })
+    .await;
 
     let asking = {
         let (addr, token) = (a.addr.clone(), token.clone());
@@ -113,6 +120,43 @@ async fn an_approval_asked_on_one_gateway_is_answered_on_another() {
     .unwrap();
     assert_eq!(code, 200, "{body}");
     assert_eq!(body["choices"][0]["message"]["content"], "Booked again.");
+    drop((a, b));
+}
+
+/// With no client connected to any gateway, an approval asked on PostgreSQL is denied at once
+/// (as on one gateway), not after the ten minutes a human would have had.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_nobody_on_any_gateway_an_approval_is_denied_at_once() {
+    let pg = Postgres::start();
+    let t = home_on(&pg, "nobody");
+    let set = t.run(&["config", "set", "permissions.calendar", "read-write"]);
+    assert_eq!(set.status, 0, "{}", set.stderr);
+    let fake = FakeProvider::start(vec![
+        Step::call("c1", "terminal_exec", json!({"command": CREATE})),
+        Step::text("Not booked."),
+    ])
+    .await;
+    fake.record(true);
+    let a = start_as(&t, &fake, "gw-a");
+    let b = start_as(&t, &fake, "gw-b");
+    let (addr, token) = (a.addr.clone(), t.gateway_token());
+    let (code, body) = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || chat_completion(&addr, &token, "k-nobody", "book")),
+    )
+    .await
+    .expect("denied at once, not left waiting for a human")
+    .unwrap();
+    assert_eq!(code, 200, "{body}");
+    let told = fake.requests()[1].body.to_string();
+    assert!(told.contains("denied: the user did not approve"), "{told}");
+    assert_eq!(
+        pg.psql(
+            "nobody",
+            "SELECT count(*) FROM leases WHERE name LIKE 'clients:%'"
+        ),
+        "0"
+    );
     drop((a, b));
 }
 
