@@ -160,13 +160,18 @@ impl ClientApprover {
         self.hub.sharing.on()
     }
 
-    /// The approvals waiting now, oldest first by id.
+    /// The approvals waiting now, oldest first by id: this gateway's, and (several gateways on
+    /// PostgreSQL) those waiting on the others (`shared_approvals.rs`).
     pub fn pending_list(&self) -> Vec<ApprovalRequested> {
         let mut list: Vec<ApprovalRequested> = self
             .pending
             .lock()
             .map(|p| p.values().map(|(request, _)| request.clone()).collect())
             .unwrap_or_default();
+        if let Some(store) = self.store.get().filter(|_| self.shared()) {
+            let local: Vec<String> = list.iter().map(|r| r.approval_id.clone()).collect();
+            list.extend(crate::shared_approvals::elsewhere(store, &local));
+        }
         list.sort_by(|a, b| a.approval_id.cmp(&b.approval_id));
         list
     }
@@ -216,6 +221,10 @@ impl Approver for ClientApprover {
             if let Ok(mut pending) = self.pending.lock() {
                 pending.insert(approval_id.clone(), (requested.clone(), tx));
             }
+            let shared_store = self.store.get().filter(|_| self.shared());
+            if let Some(store) = shared_store {
+                crate::shared_approvals::record(store, &requested);
+            }
             let mut elsewhere = self.hub.sharing.resolutions();
             self.hub.emit(Event::ApprovalRequested(requested));
             let answered_elsewhere = async {
@@ -246,6 +255,9 @@ impl Approver for ClientApprover {
                 .unwrap_or(Decision::Deny);
             if let Ok(mut pending) = self.pending.lock() {
                 pending.remove(&approval_id);
+            }
+            if let Some(store) = shared_store {
+                crate::shared_approvals::forget(store, &approval_id);
             }
             decision
         })

@@ -48,6 +48,7 @@ mod run;
 mod runtime;
 mod scheduler;
 mod server;
+mod shared_approvals;
 mod shared_events;
 mod shared_skills;
 mod sign_in;

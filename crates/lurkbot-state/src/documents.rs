@@ -147,6 +147,50 @@ impl Store {
         })
     }
 
+    /// Every document whose name starts with `prefix`: (name, body), by name.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn documents_under(&self, prefix: &str) -> Result<Vec<(String, String)>, StateError> {
+        let prefix = prefix.to_string();
+        self.read(move |sql| {
+            let rows = sql.rows("SELECT name, body FROM documents ORDER BY name", &[])?;
+            Ok(rows
+                .into_iter()
+                .map(|r| (r.text(0), r.text(1)))
+                .filter(|(name, _)| name.starts_with(&prefix))
+                .collect())
+        })
+    }
+
+    /// Writes document `name` whole, not waiting for the disk (a record that dies with its
+    /// gateway: a pending approval).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn put_document(&self, name: &str, body: &str) -> Result<(), StateError> {
+        let body = body.to_string();
+        self.edit_document_with(name, false, move |_| {
+            Ok::<_, StateError>(Edit {
+                body: Some(body),
+                lines: Vec::new(),
+                value: (),
+            })
+        })?
+    }
+
+    /// Deletes document `name` (nothing when there is none).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn delete_document(&self, name: &str) -> Result<(), StateError> {
+        let name = name.to_string();
+        self.read(move |sql| {
+            sql.exec("DELETE FROM documents WHERE name = ?1", vals![name])?;
+            Ok(())
+        })
+    }
+
     /// Deletes log `log`.
     ///
     /// # Errors

@@ -225,3 +225,85 @@ async fn a_pairing_received_by_one_gateway_is_approved_through_another() {
     );
     drop((a, b));
 }
+
+/// A client that connects to B after A's turn asked for an approval is shown it on connecting
+/// (it waits on A, recorded in the database), and answers it through B: the call runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_arriving_on_another_gateway_is_shown_the_waiting_approval() {
+    let pg = Postgres::start();
+    let t = home_on(&pg, "arriving");
+    let set = t.run(&["config", "set", "permissions.calendar", "read-write"]);
+    assert_eq!(set.status, 0, "{}", set.stderr);
+    let fake = FakeProvider::start(vec![
+        Step::call("c1", "terminal_exec", json!({"command": CREATE})),
+        Step::text("Booked late."),
+    ])
+    .await;
+    fake.record(true);
+    let a = start_as(&t, &fake, "gw-a");
+    let b = start_as(&t, &fake, "gw-b");
+    let token = t.gateway_token();
+    let mut first = client(&b.ws, &token).await;
+    until("B's client recorded", || {
+        pg.psql(
+            "arriving",
+            "SELECT count(*) FROM leases WHERE name = 'clients:gw-b'",
+        ) == "1"
+    })
+    .await;
+    let asking = {
+        let (addr, token) = (a.addr.clone(), token.clone());
+        std::thread::spawn(move || chat_completion(&addr, &token, "k-late", "book it"))
+    };
+    let asked = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            let frame = first.frame().await;
+            assert!(!frame.is_null(), "B closed the connection");
+            if frame["event"] == "exec.approval.requested" {
+                return frame["payload"]["approvalId"].as_str().unwrap().to_string();
+            }
+        }
+    })
+    .await
+    .expect("B's first client is asked");
+    // Another human arrives on B: shown what waits on A.
+    let mut late = client(&b.ws, &token).await;
+    let shown = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            let frame = late.frame().await;
+            assert!(!frame.is_null(), "B closed the connection");
+            if frame["event"] == "exec.approval.requested" {
+                return frame["payload"].clone();
+            }
+        }
+    })
+    .await
+    .expect("the late client is shown the waiting approval");
+    assert_eq!(shown["approvalId"], asked.as_str(), "{shown}");
+    let answered = late
+        .call(
+            "exec.approval.resolve",
+            json!({"approvalId": asked, "decision": "allow-once"}),
+            &mut Vec::new(),
+        )
+        .await;
+    assert_eq!(answered["ok"], true, "{answered}");
+    let (code, body) = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || asking.join().unwrap()),
+    )
+    .await
+    .expect("A's turn went on")
+    .unwrap();
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["choices"][0]["message"]["content"], "Booked late.");
+    // Answered: no longer recorded as waiting.
+    assert_eq!(
+        pg.psql(
+            "arriving",
+            "SELECT count(*) FROM documents WHERE name LIKE 'approvals/pending/%'"
+        ),
+        "0"
+    );
+    drop((first, late, a, b));
+}
