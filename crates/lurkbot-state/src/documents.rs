@@ -153,13 +153,14 @@ impl Store {
     /// Store failures.
     pub fn documents_under(&self, prefix: &str) -> Result<Vec<(String, String)>, StateError> {
         let prefix = prefix.to_string();
+        let length = i64::try_from(prefix.chars().count()).unwrap_or(i64::MAX);
         self.read(move |sql| {
-            let rows = sql.rows("SELECT name, body FROM documents ORDER BY name", &[])?;
-            Ok(rows
-                .into_iter()
-                .map(|r| (r.text(0), r.text(1)))
-                .filter(|(name, _)| name.starts_with(&prefix))
-                .collect())
+            // Only the documents under the prefix are read (others hold whole indexes).
+            let rows = sql.rows(
+                "SELECT name, body FROM documents WHERE substr(name, 1, ?2) = ?1 ORDER BY name",
+                vals![prefix, length],
+            )?;
+            Ok(rows.into_iter().map(|r| (r.text(0), r.text(1))).collect())
         })
     }
 

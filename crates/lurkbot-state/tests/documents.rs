@@ -98,3 +98,40 @@ fn thirty_edits_at_once_over_three_gateways_lose_none() {
     logged.sort_unstable();
     assert_eq!(logged, (1..=30).collect::<Vec<u64>>());
 }
+
+/// Documents under a prefix are listed by name (and only those), on both backends; a deleted
+/// one is gone.
+#[test]
+fn documents_under_a_prefix_are_listed_and_deleted() {
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    let url = StateUrl::parse(&pg.database("prefix")).unwrap();
+    for store in [
+        Store::open(&home).unwrap(),
+        Store::open_at(&home, &Location::Postgres(Box::new(url)), None).unwrap(),
+    ] {
+        for (name, body) in [
+            ("a/2", "two"),
+            ("a/1", "one"),
+            ("ab", "not under a/"),
+            ("b/1", "b"),
+        ] {
+            store.put_document(name, body).unwrap();
+        }
+        let under: Vec<(String, String)> = store.documents_under("a/").unwrap();
+        assert_eq!(
+            under,
+            [
+                ("a/1".to_string(), "one".to_string()),
+                ("a/2".into(), "two".into())
+            ],
+            "{}",
+            store.backend()
+        );
+        store.delete_document("a/1").unwrap();
+        assert_eq!(store.documents_under("a/").unwrap().len(), 1);
+        assert_eq!(store.document("a/1").unwrap(), None);
+        store.delete_document("a/1").unwrap();
+    }
+}
