@@ -57,34 +57,29 @@ impl Agent {
     ) -> Result<TurnOutcome, AgentError> {
         let sessions = Sessions::open(&self.home, session.agent_id());
         let entry = sessions.get_or_create(session)?;
-        if base.is_none_or(|b| sessions.transcript_len(&entry.session_id) <= b) {
-            tracing::info!(session = session.as_str(), "turn resumed from its start");
-            return self.turn(session, message, on_event).await;
-        }
-        let started = std::time::Instant::now();
-        let outcome = self
-            .resume_steps(session, message, base, in_flight, on_event)
-            .await;
-        super::count_turn(session, started, &outcome);
-        outcome
-    }
-
-    /// [`Agent::resume`] of a turn that wrote past `base`.
-    async fn resume_steps(
-        &mut self,
-        session: &SessionKey,
-        message: &str,
-        base: Option<u64>,
-        in_flight: Option<&str>,
-        on_event: &mut (dyn FnMut(AgentEvent) + Send),
-    ) -> Result<TurnOutcome, AgentError> {
-        let sessions = Sessions::open(&self.home, session.agent_id());
-        let entry = sessions.get_or_create(session)?;
         let written = sessions.transcript_len(&entry.session_id);
         let Some(base) = base.filter(|b| written > *b) else {
             tracing::info!(session = session.as_str(), "turn resumed from its start");
             return self.turn(session, message, on_event).await;
         };
+        let started = std::time::Instant::now();
+        let outcome = self
+            .resume_steps(session, &sessions, &entry, base, in_flight, on_event)
+            .await;
+        super::count_turn(session, started, &outcome);
+        outcome
+    }
+
+    /// [`Agent::resume`] of a turn that wrote past `base` in `entry`'s transcript.
+    async fn resume_steps(
+        &mut self,
+        session: &SessionKey,
+        sessions: &Sessions,
+        entry: &crate::session_index::SessionEntry,
+        base: u64,
+        in_flight: Option<&str>,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<TurnOutcome, AgentError> {
         let own: Vec<Message> = sessions
             .entries_since(&entry.session_id, base)?
             .into_iter()
