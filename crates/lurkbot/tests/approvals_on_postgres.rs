@@ -307,3 +307,59 @@ async fn a_client_arriving_on_another_gateway_is_shown_the_waiting_approval() {
     );
     drop((first, late, a, b));
 }
+
+/// The gateway whose turn waits for an approval is SIGKILLed: its recorded request is not
+/// shown to a client arriving on another gateway (nobody could answer it there), and that
+/// reading removes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_of_a_killed_gateway_is_not_shown() {
+    let pg = Postgres::start();
+    let t = home_on(&pg, "killed");
+    let set = t.run(&["config", "set", "permissions.calendar", "read-write"]);
+    assert_eq!(set.status, 0, "{}", set.stderr);
+    let fake = FakeProvider::start(vec![
+        Step::call("c1", "terminal_exec", json!({"command": CREATE})),
+        Step::text("never reached"),
+    ])
+    .await;
+    let a = start_as(&t, &fake, "gw-a");
+    let b = start_as(&t, &fake, "gw-b");
+    let token = t.gateway_token();
+    let mut first = client(&b.ws, &token).await;
+    until("B's client recorded", || {
+        pg.psql(
+            "killed",
+            "SELECT count(*) FROM leases WHERE name = 'clients:gw-b'",
+        ) == "1"
+    })
+    .await;
+    let (addr, key) = (a.addr.clone(), token.clone());
+    std::thread::spawn(move || chat_completion(&addr, &key, "k-killed", "book"));
+    let asked = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            let frame = first.frame().await;
+            assert!(!frame.is_null(), "B closed the connection");
+            if frame["event"] == "exec.approval.requested" {
+                return frame["payload"]["approvalId"].as_str().unwrap().to_string();
+            }
+        }
+    })
+    .await
+    .expect("B's client is asked");
+    let recorded =
+        format!("SELECT count(*) FROM documents WHERE name = 'approvals/pending/{asked}'");
+    assert_eq!(pg.psql("killed", &recorded), "1");
+    crate::nothing_lost::kill(a);
+    // B may resume the turn and ask again (a new approval, its own): A's is not shown.
+    let mut late = client(&b.ws, &token).await;
+    let mut seen = Vec::new();
+    let status = late.call("status", json!({}), &mut seen).await;
+    assert_eq!(status["ok"], true, "{status}");
+    assert!(
+        seen.iter()
+            .all(|f| f["payload"]["approvalId"] != asked.as_str()),
+        "{seen:?}"
+    );
+    assert_eq!(pg.psql("killed", &recorded), "0", "removed by the reader");
+    drop((first, late, b));
+}
