@@ -95,11 +95,6 @@ impl Family {
         }
     }
 
-    /// The family's name.
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
     /// Adds one to the counter of `values` (one per label name, in order).
     pub fn inc(&self, values: &[&str]) {
         self.add(values, 1.0);
