@@ -1,7 +1,7 @@
 //! TLS for tests, made by the real `openssl` (installed by `scripts/test.sh`): a test CA and a
 //! server certificate for 127.0.0.1 that it signs ([`issue`]; a self-signed certificate is not
 //! accepted as a server's own), and [`TlsServer`], `openssl s_server` serving a folder's files
-//! over HTTPS on a free loopback port, killed on drop.
+//! over HTTPS on a loopback port it chose, killed on drop.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -84,7 +84,7 @@ pub fn issue(dir: &Path, ca_name: &str) -> TestPki {
     }
 }
 
-/// `openssl s_server` on a free loopback port, killed on drop.
+/// `openssl s_server` on a loopback port it chose, killed on drop.
 pub struct TlsServer {
     child: Child,
     /// Its port.
@@ -103,20 +103,40 @@ impl TlsServer {
         Self::start(cert, key, "-www", &std::env::temp_dir())
     }
 
+    /// Binds port 0 and reads the port s_server chose from its `ACCEPT 127.0.0.1:<port>` line: a
+    /// port picked beforehand could be taken by another test's server before s_server binds it.
     fn start(cert: &Path, key: &Path, mode: &str, root: &Path) -> Self {
-        let port = crate::ports::free_port();
-        let child = Command::new("openssl")
-            .args(["s_server", "-quiet", mode, "-accept"])
-            .arg(format!("127.0.0.1:{port}"))
+        use std::io::BufRead;
+        let mut child = Command::new("openssl")
+            .args(["s_server", mode, "-accept", "127.0.0.1:0"])
             .arg("-cert")
             .arg(cert)
             .arg("-key")
             .arg(key)
             .current_dir(root)
-            .stdout(Stdio::null())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("openssl is installed by scripts/test.sh");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut lines = std::io::BufReader::new(stdout);
+        let mut line = String::new();
+        let port = loop {
+            line.clear();
+            let read = lines.read_line(&mut line).expect("s_server's stdout");
+            assert!(read > 0, "s_server exited before it accepted");
+            let chosen = line
+                .trim()
+                .strip_prefix("ACCEPT ")
+                .and_then(|address| address.rsplit(':').next())
+                .and_then(|port| port.parse::<u16>().ok());
+            if let Some(port) = chosen {
+                break port;
+            }
+        };
+        // Whatever s_server prints later is read and dropped, so it never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
         let server = Self { child, port };
         crate::ports::wait_port(port, "s_server");
         server
