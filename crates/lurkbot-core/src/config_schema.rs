@@ -4,17 +4,19 @@
 //! The derivation (schemars, feature `schema`) runs at development time: its output is
 //! `config_schema.json` beside this file, embedded in the binary, and a test (run with
 //! `--all-features`, as `scripts/test.sh` does) fails when the types and the file differ —
-//! `LURKBOT_UPDATE_SNAPSHOTS=1` rewrites it. The release binary carries 32 KB of schema instead
+//! `LURKBOT_UPDATE_SNAPSHOTS=1` rewrites it. The release binary carries 10 KB of compressed schema instead
 //! of the generator and an implementation per config type (0.2 MiB).
 
 use serde_json::Value;
 
-/// The embedded schema.
-const EMBEDDED: &str = include_str!("config_schema.json");
+/// The embedded schema, gzip-compressed by `build.rs` ([`crate::packed`]).
+const EMBEDDED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/config_schema.json.gz"));
 
 /// The JSON Schema of `config.toml`.
 pub fn config_schema() -> Value {
-    serde_json::from_str(EMBEDDED).unwrap_or(Value::Null)
+    crate::packed::unpack_text(EMBEDDED)
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null)
 }
 
 /// `docs/CONFIG.md`: every key of [`config_schema`] with its type, default and meaning, one

@@ -30,6 +30,7 @@ pub mod multipart;
 mod nodes_config;
 mod observability_config;
 mod owner_accounts;
+pub mod packed;
 mod paths;
 mod plugin_config;
 mod printable;

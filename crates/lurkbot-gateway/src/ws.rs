@@ -86,7 +86,7 @@ pub(crate) async fn root(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
     if !wants_socket {
-        return crate::ui::index().await.into_response();
+        return crate::ui::index(request.headers());
     }
     let (mut parts, _) = request.into_parts();
     match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
