@@ -6,7 +6,7 @@
 use lurkbot_llm::ToolSpec;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema, string_arg};
 use crate::canvas::{CanvasStore, WidgetEdit};
 
 /// `canvas`.
@@ -17,13 +17,13 @@ impl Tool for CanvasTool {
         ToolSpec {
             name: "canvas".into(),
             description: "Show an HTML/SVG widget in the user's chat (scripts run, no network, ≤256 KiB); pin keeps it on the dashboard.".into(),
-            parameters: json!({"type": "object", "properties": {
+            parameters: schema(r#"{"type": "object", "properties": {
                 "action": {"type": "string", "enum": ["show", "update", "hide", "list"]},
                 "id": {"type": "string"},
                 "title": {"type": "string"},
                 "html": {"type": "string"},
                 "pin": {"type": "boolean"}},
-                "required": ["action"]}),
+                "required": ["action"]}"#),
         }
     }
 

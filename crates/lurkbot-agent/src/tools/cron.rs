@@ -5,7 +5,7 @@
 use lurkbot_llm::ToolSpec;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema, string_arg};
 use crate::cron::{CronStore, RunMode, job_from_json, patch_job, run_job};
 use crate::gate::Asker;
 
@@ -17,12 +17,12 @@ impl Tool for CronTool {
         ToolSpec {
             name: "cron".into(),
             description: "Manage scheduled jobs. add takes job {name, schedule {kind:\"at\", at:\"+20m\"|RFC3339} | {kind:\"every\", everyMs} | {kind:\"cron\", expr, tz}, sessionTarget main (payload {kind:\"systemEvent\", text}) | isolated (payload {kind:\"agentTurn\", message}), delivery? {mode:\"announce\", channel}}; update takes jobId and patch.".into(),
-            parameters: json!({"type": "object", "properties": {
+            parameters: schema(r#"{"type": "object", "properties": {
                 "action": {"type": "string", "enum": ["list", "add", "update", "remove", "run", "runs"]},
                 "jobId": {"type": "string"},
                 "job": {"type": "object"},
                 "patch": {"type": "object"}},
-                "required": ["action"]}),
+                "required": ["action"]}"#),
         }
     }
 

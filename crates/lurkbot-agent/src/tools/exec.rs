@@ -5,7 +5,7 @@ use lurkbot_llm::ToolSpec;
 use lurkbot_term::ExecRequest;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema, string_arg};
 
 /// The `terminal_exec` tool.
 pub(crate) struct TerminalExecTool;
@@ -15,7 +15,7 @@ impl Tool for TerminalExecTool {
         ToolSpec {
             name: "terminal_exec".into(),
             description: "Run one command of LurkBot's pseudo-terminal (no shell). Run `help` to list commands and `help <command>` for flags. Writes need --confirm.".into(),
-            parameters: json!({
+            parameters: schema(r#"{
                 "type": "object",
                 "properties": {
                     "command": {"type": "string", "description": "the whole command line, e.g. `rss fetch --name news`"},
@@ -23,7 +23,7 @@ impl Tool for TerminalExecTool {
                     "timeout_ms": {"type": "integer", "minimum": 1}
                 },
                 "required": ["command"]
-            }),
+            }"#),
         }
     }
 

@@ -6,9 +6,9 @@
 
 use lurkbot_core::{AccessError, HomePath};
 use lurkbot_llm::ToolSpec;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema, string_arg};
 
 /// Largest file `read` returns whole (larger ones are cut with a marker).
 const READ_MAX_BYTES: usize = 256 * 1024;
@@ -73,7 +73,9 @@ impl Tool for ReadTool {
         ToolSpec {
             name: "read".into(),
             description: "Read a text file inside the LurkBot home (path relative to it).".into(),
-            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+            parameters: schema(
+                r#"{"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}"#,
+            ),
         }
     }
 
@@ -113,7 +115,9 @@ impl Tool for WriteTool {
             description:
                 "Create or replace a text file inside the LurkBot home (path relative to it)."
                     .into(),
-            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
+            parameters: schema(
+                r#"{"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}"#,
+            ),
         }
     }
 
@@ -165,9 +169,11 @@ impl Tool for EditTool {
             name: "edit".into(),
             description:
                 "Replace one exact, unique piece of text in a file inside the LurkBot home.".into(),
-            parameters: json!({"type": "object", "properties": {
+            parameters: schema(
+                r#"{"type": "object", "properties": {
                 "path": {"type": "string"}, "old_text": {"type": "string"}, "new_text": {"type": "string"}},
-                "required": ["path", "old_text", "new_text"]}),
+                "required": ["path", "old_text", "new_text"]}"#,
+            ),
         }
     }
 

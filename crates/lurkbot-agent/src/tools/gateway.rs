@@ -8,7 +8,7 @@
 use lurkbot_llm::ToolSpec;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema, string_arg};
 use crate::gate::{Asker, MODEL_SETTINGS};
 
 /// `gateway`.
@@ -19,10 +19,10 @@ impl Tool for GatewayTool {
         ToolSpec {
             name: "gateway".into(),
             description: "Gateway status and settings (secrets masked). config.patch {patch:{section:{key:value}}} needs the owner's approval.".into(),
-            parameters: json!({"type": "object", "properties": {
+            parameters: schema(r#"{"type": "object", "properties": {
                 "action": {"type": "string", "enum": ["status", "config.get", "config.schema", "config.patch", "reload"]},
                 "patch": {"type": "object"}},
-                "required": ["action"]}),
+                "required": ["action"]}"#),
         }
     }
 

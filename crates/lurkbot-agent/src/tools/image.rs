@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use lurkbot_llm::ToolSpec;
 use lurkbot_media::{MAX_BYTES, MediaError, Prepared};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::fs::{readable, resolve_path};
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema};
 use crate::web::download::DownloadError;
 
 /// The `image` tool.
@@ -27,14 +27,16 @@ impl Tool for ImageTool {
         ToolSpec {
             name: "image".into(),
             description: "Look at an image: a home file (path) or a URL.".into(),
-            parameters: json!({
+            parameters: schema(
+                r#"{
                 "type": "object",
                 "properties": {
                     "path": {"type": "string"},
                     "url": {"type": "string"},
                     "prompt": {"type": "string"}
                 }
-            }),
+            }"#,
+            ),
         }
     }
 

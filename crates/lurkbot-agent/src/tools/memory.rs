@@ -6,7 +6,7 @@
 use lurkbot_llm::ToolSpec;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema, string_arg};
 
 /// Lines `memory_get` returns when the call does not say.
 const DEFAULT_LINES: u64 = 60;
@@ -23,11 +23,11 @@ impl Tool for MemorySearchTool {
         ToolSpec {
             name: "memory_search".into(),
             description: "Search MEMORY.md and memory/*.md by meaning and keywords; returns paths and line ranges for memory_get.".into(),
-            parameters: json!({"type": "object", "properties": {
+            parameters: schema(r#"{"type": "object", "properties": {
                 "query": {"type": "string"},
                 "maxResults": {"type": "integer"},
                 "minScore": {"type": "number"}},
-                "required": ["query"]}),
+                "required": ["query"]}"#),
         }
     }
 
@@ -74,11 +74,13 @@ impl Tool for MemoryGetTool {
         ToolSpec {
             name: "memory_get".into(),
             description: "Read lines of a memory file (MEMORY.md or memory/<file>.md).".into(),
-            parameters: json!({"type": "object", "properties": {
+            parameters: schema(
+                r#"{"type": "object", "properties": {
                 "path": {"type": "string"},
                 "from": {"type": "integer", "minimum": 1},
                 "lines": {"type": "integer", "minimum": 1, "maximum": 500}},
-                "required": ["path"]}),
+                "required": ["path"]}"#,
+            ),
         }
     }
 

@@ -232,9 +232,43 @@ fn builtin_tools() -> Vec<Box<dyn Tool>> {
     ]
 }
 
+/// A tool's parameters from the JSON Schema written as text (an object; `null` only for text
+/// that is not JSON, which the test of every built-in spec refuses). Text is a quarter of the
+/// code `json!` makes for the same schema (ARCHITECTURE.md §9: the binary's budget); specs are
+/// made once per process ([`ToolBox::builtin`]).
+pub(crate) fn schema(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
 /// A string argument, or an error output naming it.
 pub(crate) fn string_arg<'v>(args: &'v Value, name: &str) -> Result<&'v str, ToolOutput> {
     args.get(name)
         .and_then(Value::as_str)
         .ok_or_else(|| ToolOutput::error(format!("missing string argument '{name}'")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every built-in tool's parameters are an object schema whose required names are among its
+    /// properties: a schema written as text that does not parse would be `null` here.
+    #[test]
+    fn every_builtin_spec_is_an_object_schema() {
+        let mut specs = ToolBox::builtin().specs().to_vec();
+        specs.push(browser::spec(true));
+        assert_eq!(specs.len(), 24);
+        for spec in specs {
+            let parameters = &spec.parameters;
+            assert_eq!(parameters["type"], "object", "{}", spec.name);
+            let properties = parameters["properties"]
+                .as_object()
+                .unwrap_or_else(|| panic!("{} has no properties", spec.name));
+            for required in parameters["required"].as_array().into_iter().flatten() {
+                let name = required.as_str().unwrap();
+                assert!(properties.contains_key(name), "{}: {name}", spec.name);
+            }
+        }
+        assert_eq!(schema("{\"type\": \"object\""), Value::Null);
+    }
 }

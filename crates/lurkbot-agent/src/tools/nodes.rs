@@ -6,9 +6,9 @@
 //! paired.
 
 use lurkbot_llm::ToolSpec;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema};
 use crate::gate::Asker;
 
 /// `nodes`.
@@ -19,13 +19,13 @@ impl Tool for NodesTool {
         ToolSpec {
             name: "nodes".into(),
             description: "Paired devices: list, describe, invoke {node, command, params}. system.run {command} needs approval.".into(),
-            parameters: json!({"type": "object", "properties": {
+            parameters: schema(r#"{"type": "object", "properties": {
                 "action": {"type": "string", "enum": ["list", "describe", "invoke"]},
                 "node": {"type": "string"},
                 "command": {"type": "string"},
                 "params": {"type": "object"},
                 "timeoutMs": {"type": "integer", "minimum": 1}},
-                "required": ["action"]}),
+                "required": ["action"]}"#),
         }
     }
 

@@ -21,10 +21,10 @@
 
 use lurkbot_core::HomePath;
 use lurkbot_llm::ToolSpec;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::fs::{readable, resolve_path, writable};
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema, string_arg};
 
 /// One file operation of a patch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,11 +258,11 @@ impl Tool for ApplyPatchTool {
         ToolSpec {
             name: "apply_patch".into(),
             description: "Add, update, move or delete files inside the LurkBot home in one patch: '*** Begin Patch', then '*** Add File: path' (+lines), '*** Update File: path' ([*** Move to: path], '@@ optional anchor', lines starting ' ', '-', '+'), '*** Delete File: path', then '*** End Patch'. Nothing is changed unless every part applies.".into(),
-            parameters: json!({
+            parameters: schema(r#"{
                 "type": "object",
                 "properties": {"input": {"type": "string", "description": "the whole patch"}},
                 "required": ["input"]
-            }),
+            }"#),
         }
     }
 

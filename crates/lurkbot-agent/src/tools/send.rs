@@ -8,7 +8,7 @@ use lurkbot_core::SessionKey;
 use lurkbot_llm::ToolSpec;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema, string_arg};
 use crate::runtime::{TurnRequest, finish_within};
 
 /// Seconds `sessions_send` waits for the reply when the call does not say.
@@ -22,11 +22,11 @@ impl Tool for SessionsSendTool {
         ToolSpec {
             name: "sessions_send".into(),
             description: "Send a message to another session of this agent and get its reply (timeoutSeconds 0: do not wait).".into(),
-            parameters: json!({"type": "object", "properties": {
+            parameters: schema(r#"{"type": "object", "properties": {
                 "sessionKey": {"type": "string"},
                 "message": {"type": "string"},
                 "timeoutSeconds": {"type": "integer", "minimum": 0}},
-                "required": ["sessionKey", "message"]}),
+                "required": ["sessionKey", "message"]}"#),
         }
     }
 
@@ -109,7 +109,7 @@ impl Tool for AgentsListTool {
         ToolSpec {
             name: "agents_list".into(),
             description: "The agents configured in this home (ids usable in session keys).".into(),
-            parameters: json!({"type": "object", "properties": {}}),
+            parameters: schema(r#"{"type": "object", "properties": {}}"#),
         }
     }
 

@@ -5,7 +5,7 @@
 use lurkbot_llm::{Role, ToolSpec};
 use serde_json::{Value, json};
 
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema};
 use crate::transcript::Entry;
 
 /// `session_status`.
@@ -20,7 +20,7 @@ impl Tool for SessionStatusTool {
         ToolSpec {
             name: "session_status".into(),
             description: "This session's key, id, model, token usage and turns.".into(),
-            parameters: json!({"type": "object", "properties": {}}),
+            parameters: schema(r#"{"type": "object", "properties": {}}"#),
         }
     }
 
@@ -53,7 +53,7 @@ impl Tool for SessionsListTool {
         ToolSpec {
             name: "sessions_list".into(),
             description: "List this agent's sessions (key, id, last activity, turns).".into(),
-            parameters: json!({"type": "object", "properties": {}}),
+            parameters: schema(r#"{"type": "object", "properties": {}}"#),
         }
     }
 
@@ -91,9 +91,11 @@ impl Tool for SessionsHistoryTool {
             description:
                 "The last messages (user and assistant text) of one of this agent's sessions."
                     .into(),
-            parameters: json!({"type": "object", "properties": {
+            parameters: schema(
+                r#"{"type": "object", "properties": {
                 "session_key": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 200}},
-                "required": ["session_key"]}),
+                "required": ["session_key"]}"#,
+            ),
         }
     }
 

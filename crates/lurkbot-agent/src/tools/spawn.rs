@@ -6,7 +6,7 @@ use std::time::Duration;
 use lurkbot_llm::ToolSpec;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema, string_arg};
 use crate::subagent::{Cleanup, SpawnArgs, spawn};
 
 /// `sessions_spawn`.
@@ -17,7 +17,7 @@ impl Tool for SessionsSpawnTool {
         ToolSpec {
             name: "sessions_spawn".into(),
             description: "Run a sub-agent on a task in the background; its result arrives later as a message here.".into(),
-            parameters: json!({"type": "object", "properties": {
+            parameters: schema(r#"{"type": "object", "properties": {
                 "task": {"type": "string"},
                 "label": {"type": "string"},
                 "model": {"type": "string", "description": "provider/model"},
@@ -25,7 +25,7 @@ impl Tool for SessionsSpawnTool {
                 "runTimeoutSeconds": {"type": "integer"},
                 "runBudgetTokens": {"type": "integer"},
                 "cleanup": {"type": "string", "enum": ["keep", "delete"]}},
-                "required": ["task"]}),
+                "required": ["task"]}"#),
         }
     }
 

@@ -6,7 +6,7 @@ use lurkbot_llm::ToolSpec;
 use serde_json::{Value, json};
 
 use super::fs::{resolve_path, writable, write_checked};
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema, string_arg};
 use crate::speech::{AUDIO_DIR, tts_setup};
 use crate::web::settings_client;
 
@@ -18,10 +18,12 @@ impl Tool for TtsTool {
         ToolSpec {
             name: "tts".into(),
             description: "Speak text as a voice note; on a channel it is sent as voice.".into(),
-            parameters: json!({"type": "object", "properties": {
+            parameters: schema(
+                r#"{"type": "object", "properties": {
                 "text": {"type": "string"},
                 "voice": {"type": "string"}},
-                "required": ["text"]}),
+                "required": ["text"]}"#,
+            ),
         }
     }
 

@@ -4,7 +4,7 @@
 use lurkbot_llm::ToolSpec;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolCtx, ToolFuture, ToolOutput, string_arg};
+use super::{Tool, ToolCtx, ToolFuture, ToolOutput, schema, string_arg};
 use crate::web::article::ExtractMode;
 use crate::web::fetch::{FetchRequest, MAX_CHARS, fetch_page};
 use crate::web::search::{Freshness, MAX_COUNT, SearchRequest, search};
@@ -21,7 +21,8 @@ impl Tool for WebFetchTool {
         ToolSpec {
             name: "web_fetch".into(),
             description: "Fetch a URL; HTML pages come back as their main article.".into(),
-            parameters: json!({
+            parameters: schema(
+                r#"{
                 "type": "object",
                 "properties": {
                     "url": {"type": "string"},
@@ -29,7 +30,8 @@ impl Tool for WebFetchTool {
                     "maxChars": {"type": "integer"}
                 },
                 "required": ["url"]
-            }),
+            }"#,
+            ),
         }
     }
 
