@@ -1,7 +1,8 @@
 //! OTLP/HTTP export of the gateway's spans (ARCHITECTURE.md §6.4): where `[otel] endpoint` or
 //! the standard `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the
 //! environment, then the home's `.env`) point, spans ended by turns, model calls, tool calls,
-//! gate decisions and deliveries are sent as protobuf `ExportTraceServiceRequest`s, in batches
+//! gate decisions and deliveries are sent as protobuf `ExportTraceServiceRequest`s (with the
+//! headers of `OTEL_EXPORTER_OTLP_HEADERS`, a collector's credentials), in batches
 //! of up to [`BATCH`], as they come. A span never waits for the collector: the queue holds
 //! [`QUEUE`] spans and drops (and counts) past that; a batch the collector refuses or does not
 //! take within [`TIMEOUT`] is dropped and counted too. The endpoint is the owner's setting (a
@@ -12,6 +13,7 @@ use std::time::Duration;
 use lurkbot_core::metrics::SPANS_DROPPED;
 use lurkbot_core::trace::{self, Resource, SpanData, encode_request};
 use lurkbot_core::{Config, Home};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -29,6 +31,9 @@ pub struct Target {
     pub url: String,
     /// `service.name`.
     pub service_name: String,
+    /// Sent with every export (a collector's credentials): marked sensitive, so no `Debug`,
+    /// log line or error shows a value.
+    pub headers: HeaderMap,
 }
 
 /// The traces' target for `home` with `config`: the standard variables win over `[otel]`;
@@ -55,7 +60,48 @@ pub fn target(home: &Home, config: &Config) -> Option<Target> {
     let service_name = set("OTEL_SERVICE_NAME")
         .or_else(|| config.otel.service_name.clone())
         .map_or_else(|| "lurkbot".to_string(), |s| s.trim().to_string());
-    Some(Target { url, service_name })
+    let headers = set("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+        .or_else(|| set("OTEL_EXPORTER_OTLP_HEADERS"))
+        .map(|text| headers(&text))
+        .unwrap_or_default();
+    Some(Target {
+        url,
+        service_name,
+        headers,
+    })
+}
+
+/// The headers of `OTEL_EXPORTER_OTLP_HEADERS` as the OTLP exporter specification writes them:
+/// `name=value` pairs separated by commas, each value percent-encoded
+/// (`Authorization=Bearer%20abc,x-team=house`). A pair that is not one (no `=`, a name or
+/// value HTTP refuses) is left out with a warning naming its place in the list, never its text.
+fn headers(text: &str) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    for (index, pair) in text.split(',').enumerate() {
+        if pair.trim().is_empty() {
+            continue;
+        }
+        let parsed = pair.split_once('=').and_then(|(name, value)| {
+            let name = HeaderName::from_bytes(name.trim().as_bytes()).ok()?;
+            let value = percent_encoding::percent_decode_str(value.trim())
+                .decode_utf8()
+                .ok()?;
+            let mut value = HeaderValue::from_str(&value).ok()?;
+            value.set_sensitive(true);
+            Some((name, value))
+        });
+        match parsed {
+            Some((name, value)) => {
+                headers.append(name, value);
+            }
+            None => tracing::warn!(
+                pair = index + 1,
+                "OTEL_EXPORTER_OTLP_HEADERS: a pair is not name=value with a percent-encoded \
+                 value; it is left out"
+            ),
+        }
+    }
+    headers
 }
 
 /// Starts exporting to `target` as gateway `instance` (spans are recorded from now on).
@@ -70,7 +116,7 @@ pub fn start(target: Target, capture_content: bool, instance: Option<String>) ->
         service_name: target.service_name,
         instance,
     };
-    tokio::spawn(export(spans, target.url, resource))
+    tokio::spawn(export(spans, target.url, target.headers, resource))
 }
 
 /// Stops recording spans; the exporter sends what is queued, then ends.
@@ -81,9 +127,15 @@ pub async fn stop(exporter: JoinHandle<()>) {
     }
 }
 
-async fn export(mut spans: mpsc::Receiver<SpanData>, url: String, resource: Resource) {
+async fn export(
+    mut spans: mpsc::Receiver<SpanData>,
+    url: String,
+    headers: HeaderMap,
+    resource: Resource,
+) {
     let client = match lurkbot_term::http_client_builder()
         .user_agent(concat!("LurkBot/", env!("CARGO_PKG_VERSION")))
+        .default_headers(headers)
         .timeout(TIMEOUT)
         .build()
     {
@@ -164,7 +216,8 @@ mod tests {
             target(&home, &config),
             Some(Target {
                 url: "http://collector:4318/v1/traces".into(),
-                service_name: "house".into()
+                service_name: "house".into(),
+                headers: HeaderMap::new(),
             })
         );
         with_env("OTEL_EXPORTER_OTLP_ENDPOINT=http://other:4318\nOTEL_SERVICE_NAME=svc\n");
@@ -172,7 +225,8 @@ mod tests {
             target(&home, &config),
             Some(Target {
                 url: "http://other:4318/v1/traces".into(),
-                service_name: "svc".into()
+                service_name: "svc".into(),
+                headers: HeaderMap::new(),
             })
         );
         with_env(
@@ -181,6 +235,38 @@ mod tests {
         assert_eq!(target(&home, &config).unwrap().url, "http://t:1/custom");
         with_env("OTEL_SDK_DISABLED=true\n");
         assert_eq!(target(&home, &config), None);
+    }
+
+    /// `OTEL_EXPORTER_OTLP_HEADERS` as the specification writes it: values percent-decoded,
+    /// the traces-only variable first, a malformed pair left out, and no value in `Debug`.
+    #[test]
+    fn the_standard_headers_variables_are_read_and_kept_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::open(dir.path()).unwrap();
+        let mut config = Config::default();
+        config.otel.endpoint = Some("http://collector:4318".into());
+        std::fs::write(
+            dir.path().join(".env"),
+            "OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20s3cret%2C1, x-team = house ,\
+             no-equals-sign,bad name=1,x-empty=\n",
+        )
+        .unwrap();
+        let target = target(&home, &config).unwrap();
+        assert_eq!(target.headers["authorization"], "Bearer s3cret,1");
+        assert_eq!(target.headers["x-team"], "house");
+        assert_eq!(target.headers["x-empty"], "");
+        assert_eq!(target.headers.len(), 3, "{:?}", target.headers.keys());
+        assert!(target.headers["authorization"].is_sensitive());
+        assert!(!format!("{target:?}").contains("s3cret"));
+
+        std::fs::write(
+            dir.path().join(".env"),
+            "OTEL_EXPORTER_OTLP_HEADERS=x-team=house\nOTEL_EXPORTER_OTLP_TRACES_HEADERS=x-traces=1\n",
+        )
+        .unwrap();
+        let target = super::target(&home, &config).unwrap();
+        assert_eq!(target.headers.len(), 1);
+        assert_eq!(target.headers["x-traces"], "1");
     }
 
     #[test]

@@ -30,9 +30,15 @@ impl Drop for Receiver {
 
 impl Receiver {
     fn start() -> Self {
+        Self::requiring(None)
+    }
+
+    /// A receiver refusing (401) a request without the header `required` (`Name: value`).
+    fn requiring(required: Option<&str>) -> Self {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/otel/otlp_receiver.py");
         let mut child = Command::new(lurkbot_test_support::venv::test_python())
             .arg(script)
+            .args(required)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -89,7 +95,15 @@ async fn traced_turn(
     t: &Test,
     env: &mut Vec<(String, String)>,
 ) -> (Vec<Value>, Vec<lurkbot_llm::fake::Recorded>, String) {
-    let receiver = Receiver::start();
+    traced_turn_to(Receiver::start(), t, env).await
+}
+
+/// [`traced_turn`] exporting to `receiver`.
+async fn traced_turn_to(
+    receiver: Receiver,
+    t: &Test,
+    env: &mut Vec<(String, String)>,
+) -> (Vec<Value>, Vec<lurkbot_llm::fake::Recorded>, String) {
     let fake = FakeProvider::start(vec![
         Step::call(
             "c1",
@@ -223,6 +237,22 @@ async fn capture_content_exports_the_prompt_reply_and_arguments() {
         .as_str()
         .unwrap();
     assert!(arguments.contains(SECRET), "{arguments}");
+}
+
+/// A collector asking for credentials gets them from `OTEL_EXPORTER_OTLP_HEADERS` in the
+/// home's `.env` (percent-encoded as the specification writes it), and no log line shows them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_collectors_credentials_come_from_env_and_are_never_logged() {
+    let t = Test::init();
+    std::fs::write(
+        t.home.join(".env"),
+        "OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20otel-s3cret\n",
+    )
+    .unwrap();
+    let receiver = Receiver::requiring(Some("Authorization: Bearer otel-s3cret"));
+    let (spans, _, logs) = traced_turn_to(receiver, &t, &mut Vec::new()).await;
+    assert_eq!(named(&spans, "invoke_agent main").len(), 1, "{spans:#?}");
+    assert!(!logs.contains("otel-s3cret"), "{logs}");
 }
 
 /// A Telegram message's turn: a root trace whose MCP tool call hands its context to the server

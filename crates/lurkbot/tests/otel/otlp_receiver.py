@@ -1,7 +1,8 @@
 """An OTLP/HTTP trace receiver for the tests: decodes every POST /v1/traces with the official
 `opentelemetry-proto` package and prints each span as one JSON line on stdout. The first line
 is the port it listens on (127.0.0.1). Anything but protobuf to /v1/traces is refused (415),
-as a collector would."""
+as a collector would. With an argument `Name: value`, a request without that header is refused
+(401), as a collector asking for credentials would."""
 
 import json
 import sys
@@ -20,6 +21,10 @@ class Receiver(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         if self.path != "/v1/traces":
             self.send_response(404)
+            self.end_headers()
+            return
+        if REQUIRED and self.headers.get(REQUIRED[0]) != REQUIRED[1]:
+            self.send_response(401)
             self.end_headers()
             return
         if self.headers.get("Content-Type") != "application/x-protobuf":
@@ -57,6 +62,7 @@ class Receiver(BaseHTTPRequestHandler):
         pass
 
 
+REQUIRED = [part.strip() for part in sys.argv[1].split(":", 1)] if len(sys.argv) > 1 else None
 server = HTTPServer(("127.0.0.1", 0), Receiver)
 print(server.server_address[1], flush=True)
 server.serve_forever()
