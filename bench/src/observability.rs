@@ -48,6 +48,7 @@ async fn measure(turns: usize) -> Result<(), String> {
         lurkbot_gateway::otel::Target {
             url: format!("http://{sink}/v1/traces"),
             service_name: "lurkbot-bench".into(),
+            headers: Default::default(),
         },
         false,
         None,
