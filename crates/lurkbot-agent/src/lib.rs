@@ -32,6 +32,7 @@ mod tool_names;
 mod tools;
 mod transcript;
 mod transcript_context;
+pub mod turn_trace;
 mod untrusted;
 pub mod usage;
 pub mod web;

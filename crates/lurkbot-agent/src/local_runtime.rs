@@ -137,10 +137,17 @@ impl Runtime for LocalRuntime {
                 .map_err(|_| "the runtime's lock is poisoned".to_string())?;
             let task = tokio::spawn(async move {
                 let mut sink = |event: AgentEvent| on_event(&session, &event);
-                let result = agent
-                    .turn(&session, &request.message, &mut sink)
-                    .await
-                    .map_err(|e| e.to_string());
+                let mut span = crate::turn_trace::turn_span(&session, &id, &request.message);
+                let result = lurkbot_core::trace::scope(
+                    span.context(),
+                    agent.turn(&session, &request.message, &mut sink),
+                )
+                .await
+                .map_err(|e| e.to_string());
+                crate::turn_trace::end_turn_span(
+                    &mut span,
+                    result.as_ref().map_err(String::as_str),
+                );
                 if let Some(me) = me.upgrade()
                     && let Ok(mut running) = me.running.lock()
                     && running

@@ -413,13 +413,16 @@ impl SessionHost {
         let parent = options.trace_parent.or_else(lurkbot_core::trace::current);
         let task = tokio::spawn(lurkbot_core::trace::scope(parent, async move {
             let _session_lease = session_lease;
-            let mut span = crate::run::turn_span(&key, &id, &message);
+            let mut span = lurkbot_agent::turn_trace::turn_span(&key, &id, &message);
             let (started, result) = lurkbot_core::trace::scope(
                 span.context(),
                 host.turn(&key, &message, &options, &id, journal, &mut *on_event),
             )
             .await;
-            crate::run::end_turn_span(&mut span, &result);
+            lurkbot_agent::turn_trace::end_turn_span(
+                &mut span,
+                result.as_ref().map_err(|e| e.message.as_str()),
+            );
             let text = result.as_ref().map(|done| done.text.as_str());
             let voice = result
                 .as_ref()

@@ -73,39 +73,3 @@ impl TurnOptions {
         )
     }
 }
-
-/// A turn's span (ARCHITECTURE.md §6.4): `invoke_agent <agent>`, the OpenTelemetry GenAI
-/// agent span; the message only with `capture_content`.
-pub(crate) fn turn_span(
-    key: &lurkbot_core::SessionKey,
-    run_id: &str,
-    message: &str,
-) -> lurkbot_core::trace::Span {
-    use lurkbot_core::trace::{Kind, Span};
-    let mut span = Span::start(format!("invoke_agent {}", key.agent_id()), Kind::Internal);
-    if span.recording() {
-        span.set("gen_ai.operation.name", "invoke_agent");
-        span.set("gen_ai.agent.name", key.agent_id());
-        span.set("lurkbot.turn.source", key.source());
-        span.set("lurkbot.run_id", run_id);
-        span.set_content("gen_ai.input.messages", message);
-    }
-    span
-}
-
-/// What a turn's span records of its end: its steps and tokens (and, with `capture_content`,
-/// its reply), or its failure.
-pub(crate) fn end_turn_span(
-    span: &mut lurkbot_core::trace::Span,
-    result: &Result<lurkbot_agent::TurnOutcome, crate::protocol::MethodError>,
-) {
-    match result {
-        Ok(done) => {
-            span.set("lurkbot.turn.steps", done.steps as u64);
-            span.set("gen_ai.usage.input_tokens", done.usage.input_tokens);
-            span.set("gen_ai.usage.output_tokens", done.usage.output_tokens);
-            span.set_content("gen_ai.output.messages", &done.text);
-        }
-        Err(e) => span.fail(e.message.clone()),
-    }
-}

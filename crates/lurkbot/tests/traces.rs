@@ -239,6 +239,67 @@ async fn capture_content_exports_the_prompt_reply_and_arguments() {
     assert!(arguments.contains(SECRET), "{arguments}");
 }
 
+/// `lurkbot agent` (no gateway: the turn runs in the command) exports its turn like the
+/// gateway does — one trace, the model and tool calls children of the turn — before it exits;
+/// so does each turn of `lurkbot chat`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_turns_are_traced_before_the_command_ends() {
+    let t = Test::init();
+    let receiver = Receiver::start();
+    let fake = FakeProvider::start(vec![
+        Step::call("c1", "terminal_exec", json!({"command": "help"})),
+        Step::text("Done."),
+        Step::text("Again."),
+    ])
+    .await;
+    let mut env = model_env(&fake);
+    env.push((
+        "OTEL_EXPORTER_OTLP_ENDPOINT".into(),
+        format!("http://127.0.0.1:{}", receiver.port),
+    ));
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let out = tokio::task::block_in_place(|| t.run_env(&["agent", "-m", "help me"], &pairs));
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    // The command has ended: whatever arrives was sent before it did.
+    until("the CLI turn's spans reached the receiver", || {
+        receiver.spans().len() >= 4
+    })
+    .await;
+    let spans = receiver.spans();
+    let turn = named(&spans, "invoke_agent main");
+    assert_eq!(turn.len(), 1, "{spans:#?}");
+    assert_eq!(
+        turn[0]["attributes"]["gen_ai.operation.name"],
+        "invoke_agent"
+    );
+    let trace = turn[0]["trace_id"].clone();
+    let calls = named(&spans, "chat fake");
+    assert_eq!(calls.len(), 2, "{spans:#?}");
+    let tool = named(&spans, "execute_tool terminal_exec");
+    assert_eq!(tool.len(), 1, "{spans:#?}");
+    for child in calls.iter().chain(&tool) {
+        assert_eq!(child["trace_id"], trace);
+        assert_eq!(child["parent_span_id"], turn[0]["span_id"]);
+    }
+
+    // `lurkbot chat`'s turns too: a trace of their own each.
+    let out = tokio::task::block_in_place(|| t.run_full(&["chat"], Some("and again\n"), &pairs));
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    until("the chat turn's spans reached the receiver", || {
+        named(&receiver.spans(), "invoke_agent main").len() == 2
+    })
+    .await;
+    let spans = receiver.spans();
+    let chat_turn = named(&spans, "invoke_agent main")[1].clone();
+    assert_ne!(chat_turn["trace_id"], trace);
+    let chat_call: Vec<_> = named(&spans, "chat fake")
+        .into_iter()
+        .filter(|c| c["trace_id"] == chat_turn["trace_id"])
+        .collect();
+    assert_eq!(chat_call.len(), 1, "{spans:#?}");
+    assert_eq!(chat_call[0]["parent_span_id"], chat_turn["span_id"]);
+}
+
 /// A collector asking for credentials gets them from `OTEL_EXPORTER_OTLP_HEADERS` in the
 /// home's `.env` (percent-encoded as the specification writes it), and no log line shows them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -98,6 +98,12 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> CliResult {
             show(false, event);
         }
     });
+    // Traces go where the gateway's would (`[otel]`, `OTEL_EXPORTER_OTLP_*`): the turn's span
+    // and its children, sent before the command ends.
+    let exporter = lurkbot_gateway::otel::target(&home, &config).map(|target| {
+        let _guard = runtime.enter();
+        lurkbot_gateway::otel::start(target, config.otel.capture_content, None)
+    });
     let local = LocalRuntime::new(home, config, approver, sink);
     let request = TurnRequest {
         model: args.model.clone(),
@@ -119,6 +125,9 @@ pub(crate) fn run(home_path: &Path, args: AgentArgs) -> CliResult {
             _ = tokio::signal::ctrl_c() => None,
         }
     });
+    if let Some(exporter) = exporter {
+        runtime.block_on(lurkbot_gateway::otel::stop(exporter));
+    }
     let Some(outcome) = outcome else {
         runtime.block_on(local.abort(&session));
         if json {

@@ -46,10 +46,20 @@ pub(crate) fn run(home_path: &Path, args: ChatArgs) -> CliResult {
     let interactive = std::io::stdin().is_terminal();
     let lines = LineReader::start(interactive, Some(home.join(CHAT_HISTORY)));
     let model = failover.primary().to_string();
+    // Traces go where the gateway's would (`[otel]`, `OTEL_EXPORTER_OTLP_*`), each turn's sent
+    // as it ends and the rest before the command does.
+    let exporter = lurkbot_gateway::otel::target(&home, &config).map(|target| {
+        let _guard = runtime.enter();
+        lurkbot_gateway::otel::start(target, config.otel.capture_content, None)
+    });
     let agent = Agent::new(home.clone(), config, failover).with_approver(Arc::new(AskHuman {
         lines: lines.clone(),
     }));
-    runtime.block_on(chat(home, agent, session, model, lines))
+    let result = runtime.block_on(chat(home, agent, session, model, lines));
+    if let Some(exporter) = exporter {
+        runtime.block_on(lurkbot_gateway::otel::stop(exporter));
+    }
+    result
 }
 
 async fn chat(
@@ -128,10 +138,22 @@ async fn chat(
             }
             _ => show(false, &event),
         };
+        let run_id = format!("run_{}", lurkbot_core::random_hex(8));
+        let mut span = lurkbot_agent::turn_trace::turn_span(&session, &run_id, line);
+        let turn =
+            lurkbot_core::trace::scope(span.context(), agent.turn(&session, line, &mut on_event));
         let outcome = tokio::select! {
-            outcome = agent.turn(&session, line, &mut on_event) => Some(outcome),
+            outcome = turn => Some(outcome),
             _ = tokio::signal::ctrl_c() => None,
         };
+        match &outcome {
+            Some(Ok(done)) => lurkbot_agent::turn_trace::end_turn_span(&mut span, Ok(done)),
+            Some(Err(e)) => {
+                lurkbot_agent::turn_trace::end_turn_span(&mut span, Err(&e.to_string()))
+            }
+            None => span.fail("cancelled"),
+        }
+        drop(span);
         let rest = markdown.finish();
         if !rest.is_empty() {
             let _ = crate::run::print_stdout(&rest);
