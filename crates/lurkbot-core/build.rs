@@ -3,17 +3,12 @@
 
 use std::io::Write;
 
-fn main() {
+fn main() -> std::io::Result<()> {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=src/config_schema.json");
-    let schema = std::fs::read("src/config_schema.json").expect("src/config_schema.json is read");
+    let text = std::fs::read("src/config_schema.json")?;
     let mut packer = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    packer.write_all(&schema).expect("gzip into memory");
-    let packed = packer.finish().expect("gzip into memory");
-    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
-    std::fs::write(
-        std::path::Path::new(&out).join("config_schema.json.gz"),
-        packed,
-    )
-    .expect("OUT_DIR is writable");
+    packer.write_all(&text)?;
+    let out = std::env::var_os("OUT_DIR").ok_or_else(|| std::io::Error::other("no OUT_DIR"))?;
+    std::fs::write(std::path::Path::new(&out).join("config_schema.json.gz"), packer.finish()?)
 }

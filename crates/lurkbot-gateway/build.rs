@@ -4,14 +4,12 @@
 
 use std::io::Write;
 
-fn main() {
+fn main() -> std::io::Result<()> {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=ui/index.html");
-    let page = std::fs::read("ui/index.html").expect("ui/index.html is read");
+    let text = std::fs::read("ui/index.html")?;
     let mut packer = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    packer.write_all(&page).expect("gzip into memory");
-    let packed = packer.finish().expect("gzip into memory");
-    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
-    std::fs::write(std::path::Path::new(&out).join("index.html.gz"), packed)
-        .expect("OUT_DIR is writable");
+    packer.write_all(&text)?;
+    let out = std::env::var_os("OUT_DIR").ok_or_else(|| std::io::Error::other("no OUT_DIR"))?;
+    std::fs::write(std::path::Path::new(&out).join("index.html.gz"), packer.finish()?)
 }
