@@ -10,5 +10,8 @@ fn main() -> std::io::Result<()> {
     let mut packer = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     packer.write_all(&text)?;
     let out = std::env::var_os("OUT_DIR").ok_or_else(|| std::io::Error::other("no OUT_DIR"))?;
-    std::fs::write(std::path::Path::new(&out).join("config_schema.json.gz"), packer.finish()?)
+    std::fs::write(
+        std::path::Path::new(&out).join("config_schema.json.gz"),
+        packer.finish()?,
+    )
 }
