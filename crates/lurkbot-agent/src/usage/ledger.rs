@@ -4,7 +4,7 @@
 //! check before a call costs a `stat` and a short read.
 //!
 //! What calls in flight hold is the process's own on the embedded store (one gateway runs a
-//! home's turns). A gateway on PostgreSQL [shares](crate::shared_state::share) its store with the ledger,
+//! home's turns). A gateway on PostgreSQL [shares](lurkbot_state::shared::share) its store with the ledger,
 //! and the holds live there: each check sums every live gateway's holds and takes its own in
 //! one transaction under the store's write lock, so calls on several gateways at once cannot
 //! pass a cap together.
@@ -79,7 +79,7 @@ impl Ledger {
 
     /// The store the home's holds and records are in, while its gateway keeps it open.
     pub(crate) fn shared_store(&self) -> Option<Store> {
-        crate::shared_state::of(&self.home)
+        lurkbot_state::shared::of(&self.home)
     }
 
     /// (today's, this month's) totals at `now_ms` in `zone`, for `agent` (or `session:<key>`

@@ -1,6 +1,6 @@
 //! Usage records and budgets (ARCHITECTURE.md §7c). Every model call appends one record to
 //! `usage/YYYY-MM.jsonl` (the month of the user's zone) — or, when the home's state is in
-//! PostgreSQL, to the store's `usage` table, which every gateway reads ([`crate::shared_state::share`]):
+//! PostgreSQL, to the store's `usage` table, which every gateway reads ([`lurkbot_state::shared::share`]):
 //! the provider's token counts, or an
 //! estimate marked `estimated` when it reported none, and a cost when the model has prices in
 //! `[models]`. [`Ledger`] keeps the day's and month's totals from those files for the caps that
