@@ -2,7 +2,7 @@
 # Builds the release binary and runs a benchmark (ARCHITECTURE.md §9).
 # Usage: bench/run.sh [startup|archive|rss|agent|journal|observability|gateway|gateways|memory|soak|users|peers|media|browser|speech] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
 #   startup  binary size, --version and exec help against the budgets (default)
-#   archive  zip/tar throughput against Info-ZIP zip/unzip and GNU tar, as ratios, and peak RSS
+#   archive  zip/tar (gz, bz2, plain) throughput against Info-ZIP zip/unzip and GNU tar, as ratios, and peak RSS
 #   rss      feed parse and fetch+parse against Python feedparser (installed here in a venv)
 #   media    web_fetch's article extraction on a 2 MiB page; a 24-megapixel JPEG prepared for the
 #            model beside Pillow doing the same resize (time, peak RSS)

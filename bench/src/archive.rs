@@ -194,7 +194,7 @@ pub(crate) fn archive(bin: &Path, runs: usize, mib: u64) -> Result<(), String> {
             .is_ok_and(|o| o.status.success());
         if !found {
             return Err(format!(
-                "'{tool}' is not installed (apt-get install zip unzip tar gzip)"
+                "'{tool}' is not installed (apt-get install zip unzip tar gzip bzip2)"
             ));
         }
     }
@@ -240,6 +240,12 @@ pub(crate) fn archive(bin: &Path, runs: usize, mib: u64) -> Result<(), String> {
                 "tar extract --in workspace/ref.tar.gz --dest workspace/x-ours --confirm {lim}"
             ),
             &["x-peer", "x-ours"],
+        )?,
+        b.compare(
+            "tar.bz2 create",
+            ("tar", &["cjf", "peer.tar.bz2", "corpus"]),
+            "tar create --src workspace/corpus --out workspace/ours.tar.bz2 --confirm",
+            &["peer.tar.bz2", "ours.tar.bz2"],
         )?,
         b.compare(
             "tar create (uncompressed)",

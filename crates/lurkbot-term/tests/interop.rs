@@ -139,6 +139,44 @@ async fn archives_we_make_are_read_by_unzip_and_tar() {
     }
 }
 
+/// A `tar.bz2` large enough to be compressed in several pieces at once (one bzip2 stream each)
+/// is one archive to `bzip2 -t` and GNU tar, and to our own reader.
+#[tokio::test]
+async fn a_bz2_compressed_in_pieces_is_one_archive_to_bzip2_and_tar() {
+    let h = Harness::builtin();
+    let ws = h.path("workspace");
+    std::fs::create_dir_all(ws.join("big")).unwrap();
+    // 3 MB of text that does not repeat within a bzip2 block.
+    let mut state = 0x2545_f491_u32;
+    let text: Vec<u8> = (0..3_000_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            b"lorem ipsum dolor sit amet\n"[(state % 27) as usize]
+        })
+        .collect();
+    std::fs::write(ws.join("big/words.txt"), &text).unwrap();
+    std::fs::write(ws.join("big/small.txt"), "small\n").unwrap();
+    let env = h
+        .run("tar create --src workspace/big --out workspace/big.tar.bz2 --confirm")
+        .await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+    let packed = std::fs::read(ws.join("big.tar.bz2")).unwrap();
+    let streams = packed.windows(4).filter(|w| w == b"BZh9").count();
+    assert!(streams >= 4, "{streams} bzip2 streams");
+    tool(&ws, "bzip2", &["-t", "big.tar.bz2"]);
+    std::fs::create_dir(ws.join("by-tar")).unwrap();
+    tool(&ws, "tar", &["xjf", "big.tar.bz2", "-C", "by-tar"]);
+    assert!(std::fs::read(ws.join("by-tar/big/words.txt")).unwrap() == text);
+    assert_eq!(tree(&ws.join("by-tar/big")), tree(&ws.join("big")));
+    let env = h
+        .run("tar extract --in workspace/big.tar.bz2 --dest workspace/ours --confirm")
+        .await;
+    assert_eq!(env.exit_code, 0, "{}", env.stderr);
+    assert!(std::fs::read(ws.join("ours/big/words.txt")).unwrap() == text);
+}
+
 #[tokio::test]
 async fn zip_of_legacy_named_files_decodes_with_auto() {
     let h = Harness::builtin();

@@ -103,8 +103,9 @@ fn write_tar(job: WriteJob<'_>, format: TarFormat) -> Result<CreateStats, Comman
     };
     // The buffer sits outside the compressor so that copies into it read large chunks. Under the
     // compressor, writes fail once the run is cancelled, so an encoder that finishes its stream
-    // when dropped (gzip, bzip2) stops at the first write; xz is driven by `XzWriter`, which
-    // never finishes on drop and checks the flag while it waits for its threads.
+    // when dropped (gzip) stops at the first write; bzip2's threads each end with their piece
+    // and the rest is never written; xz is driven by `XzWriter`, which never finishes on drop
+    // and checks the flag while it waits for its threads.
     let compressor = Compressor::new(
         format,
         CancelWriter {

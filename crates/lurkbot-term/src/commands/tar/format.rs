@@ -142,8 +142,8 @@ pub(super) enum Compressor<W: Write> {
     Plain(W),
     /// gzip.
     Gz(flate2::write::GzEncoder<W>),
-    /// bzip2.
-    Bz2(bzip2::write::BzEncoder<W>),
+    /// bzip2, a piece per core.
+    Bz2(super::bz2_writer::Bz2Writer<W>),
     /// xz, multi-threaded, stopping when cancelled.
     Xz(super::xz_writer::XzWriter<W>),
 }
@@ -160,10 +160,7 @@ impl<W: Write> Compressor<W> {
                 inner,
                 flate2::Compression::new(6),
             )),
-            TarFormat::Bz2 => Self::Bz2(bzip2::write::BzEncoder::new(
-                inner,
-                bzip2::Compression::new(9),
-            )),
+            TarFormat::Bz2 => Self::Bz2(super::bz2_writer::Bz2Writer::new(inner)),
             TarFormat::Xz => Self::Xz(super::xz_writer::XzWriter::new(inner, cancel.clone())?),
         })
     }
