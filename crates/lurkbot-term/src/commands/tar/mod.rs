@@ -3,11 +3,11 @@
 //! staged all-or-nothing extraction).
 
 mod args;
+mod bz2_writer;
 mod create;
 mod extract;
 mod format;
 mod list;
-mod bz2_writer;
 mod xz_writer;
 
 use crate::archive::flags::{CONFIRM, DEST, MAX_BYTES, MAX_FILES, OVERWRITE, SRC};
