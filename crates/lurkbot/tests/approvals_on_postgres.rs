@@ -14,21 +14,52 @@ use lurkbot_test_support::telegram_server::TelegramServer;
 
 const CREATE: &str = "cal create-event --calendar-id 1 --title Dentist --start 2026-11-24T09:00:00Z --end 2026-11-24T09:30:00Z --confirm";
 
+/// A home on database `db` of `pg` whose calendar the agent may write (an approval is asked
+/// for each event it creates).
+fn calendar_home(pg: &Postgres, db: &str) -> crate::util::Test {
+    let t = home_on(pg, db);
+    let set = t.run(&["config", "set", "permissions.calendar", "read-write"]);
+    assert_eq!(set.status, 0, "{}", set.stderr);
+    t
+}
+
+/// A model that books the dentist (`CREATE`, which asks for an approval), then says `reply`
+/// and goes on with `then`; its requests recorded.
+async fn booking_model(reply: &str, then: Vec<Step>) -> FakeProvider {
+    let mut steps = vec![
+        Step::call("c1", "terminal_exec", json!({"command": CREATE})),
+        Step::text(reply),
+    ];
+    steps.extend(then);
+    let fake = FakeProvider::start(steps).await;
+    fake.record(true);
+    fake
+}
+
+/// Waits until gateway B's client is recorded in database `db` (its presence lease).
+async fn until_b_has_a_client(pg: &Postgres, db: &str) {
+    until("B's client recorded", || {
+        pg.psql(
+            db,
+            "SELECT count(*) FROM leases WHERE name = 'clients:gw-b'",
+        ) == "1"
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_asked_on_one_gateway_is_answered_on_another() {
     let pg = Postgres::start();
-    let t = home_on(&pg, "approvals");
-    let set = t.run(&["config", "set", "permissions.calendar", "read-write"]);
-    assert_eq!(set.status, 0, "{}", set.stderr);
+    let t = calendar_home(&pg, "approvals");
     let again = CREATE.replace("Dentist", "Checkup");
-    let fake = FakeProvider::start(vec![
-        Step::call("c1", "terminal_exec", json!({"command": CREATE})),
-        Step::text("Booked."),
-        Step::call("c2", "terminal_exec", json!({"command": again})),
-        Step::text("Booked again."),
-    ])
+    let fake = booking_model(
+        "Booked.",
+        vec![
+            Step::call("c2", "terminal_exec", json!({"command": again})),
+            Step::text("Booked again."),
+        ],
+    )
     .await;
-    fake.record(true);
     std::fs::write(t.path("workspace/MEMORY.md"), "The dentist is on Monday.\n").unwrap();
     let a = start_as(&t, &fake, "gw-a");
     let b = start_as(&t, &fake, "gw-b");
@@ -41,13 +72,7 @@ async fn an_approval_asked_on_one_gateway_is_answered_on_another() {
     assert!(!t.path("memory/index.sqlite").exists());
     // The human is on B; nobody is connected to A. B says so in the database.
     let mut on_b = client(&b.ws, &token).await;
-    until("B's client recorded", || {
-        pg.psql(
-            "approvals",
-            "SELECT count(*) FROM leases WHERE name = 'clients:gw-b'",
-        ) == "1"
-    })
-    .await;
+    until_b_has_a_client(&pg, "approvals").await;
 
     let asking = {
         let (addr, token) = (a.addr.clone(), token.clone());
@@ -128,15 +153,8 @@ async fn an_approval_asked_on_one_gateway_is_answered_on_another() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_nobody_on_any_gateway_an_approval_is_denied_at_once() {
     let pg = Postgres::start();
-    let t = home_on(&pg, "nobody");
-    let set = t.run(&["config", "set", "permissions.calendar", "read-write"]);
-    assert_eq!(set.status, 0, "{}", set.stderr);
-    let fake = FakeProvider::start(vec![
-        Step::call("c1", "terminal_exec", json!({"command": CREATE})),
-        Step::text("Not booked."),
-    ])
-    .await;
-    fake.record(true);
+    let t = calendar_home(&pg, "nobody");
+    let fake = booking_model("Not booked.", Vec::new()).await;
     let a = start_as(&t, &fake, "gw-a");
     let b = start_as(&t, &fake, "gw-b");
     let (addr, token) = (a.addr.clone(), t.gateway_token());
@@ -231,26 +249,13 @@ async fn a_pairing_received_by_one_gateway_is_approved_through_another() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_arriving_on_another_gateway_is_shown_the_waiting_approval() {
     let pg = Postgres::start();
-    let t = home_on(&pg, "arriving");
-    let set = t.run(&["config", "set", "permissions.calendar", "read-write"]);
-    assert_eq!(set.status, 0, "{}", set.stderr);
-    let fake = FakeProvider::start(vec![
-        Step::call("c1", "terminal_exec", json!({"command": CREATE})),
-        Step::text("Booked late."),
-    ])
-    .await;
-    fake.record(true);
+    let t = calendar_home(&pg, "arriving");
+    let fake = booking_model("Booked late.", Vec::new()).await;
     let a = start_as(&t, &fake, "gw-a");
     let b = start_as(&t, &fake, "gw-b");
     let token = t.gateway_token();
     let mut first = client(&b.ws, &token).await;
-    until("B's client recorded", || {
-        pg.psql(
-            "arriving",
-            "SELECT count(*) FROM leases WHERE name = 'clients:gw-b'",
-        ) == "1"
-    })
-    .await;
+    until_b_has_a_client(&pg, "arriving").await;
     let asking = {
         let (addr, token) = (a.addr.clone(), token.clone());
         std::thread::spawn(move || chat_completion(&addr, &token, "k-late", "book it"))
@@ -314,25 +319,13 @@ async fn a_client_arriving_on_another_gateway_is_shown_the_waiting_approval() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_of_a_killed_gateway_is_not_shown() {
     let pg = Postgres::start();
-    let t = home_on(&pg, "killed");
-    let set = t.run(&["config", "set", "permissions.calendar", "read-write"]);
-    assert_eq!(set.status, 0, "{}", set.stderr);
-    let fake = FakeProvider::start(vec![
-        Step::call("c1", "terminal_exec", json!({"command": CREATE})),
-        Step::text("never reached"),
-    ])
-    .await;
+    let t = calendar_home(&pg, "killed");
+    let fake = booking_model("never reached", Vec::new()).await;
     let a = start_as(&t, &fake, "gw-a");
     let b = start_as(&t, &fake, "gw-b");
     let token = t.gateway_token();
     let mut first = client(&b.ws, &token).await;
-    until("B's client recorded", || {
-        pg.psql(
-            "killed",
-            "SELECT count(*) FROM leases WHERE name = 'clients:gw-b'",
-        ) == "1"
-    })
-    .await;
+    until_b_has_a_client(&pg, "killed").await;
     let (addr, key) = (a.addr.clone(), token.clone());
     std::thread::spawn(move || chat_completion(&addr, &key, "k-killed", "book"));
     let asked = tokio::time::timeout(std::time::Duration::from_secs(60), async {

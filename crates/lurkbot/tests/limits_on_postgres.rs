@@ -8,6 +8,20 @@ use lurkbot_test_support::postgres::Postgres;
 use crate::gateways_on_postgres::home_on;
 use crate::nothing_lost::{kill, start_as, until};
 
+/// A home on database `db` of `pg` with users on and alice signing in with "alice's long
+/// password".
+fn home_with_alice(pg: &Postgres, db: &str) -> crate::util::Test {
+    let t = home_on(pg, db);
+    assert_eq!(t.run(&["config", "set", "users.enabled", "true"]).status, 0);
+    assert_eq!(t.run(&["users", "add", "alice"]).status, 0);
+    let set = t.run_stdin(
+        &["users", "passwd", "alice"],
+        Some("alice's long password\n"),
+    );
+    assert_eq!(set.status, 0, "{}", set.stderr);
+    t
+}
+
 /// A budget over three gateways: 20 calls at once, spread over them, each estimated at E
 /// tokens under a daily cap of 3.5 E — exactly three reach the model, the other 17 are refused
 /// naming the cap (each gateway alone would let three through: fails without the holds in the
@@ -136,14 +150,7 @@ fn sign_in(addr: &str, user: &str, password: &str) -> u16 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_wrong_sign_ins_over_three_gateways_check_five() {
     let pg = Postgres::start();
-    let t = home_on(&pg, "sign_in");
-    assert_eq!(t.run(&["config", "set", "users.enabled", "true"]).status, 0);
-    assert_eq!(t.run(&["users", "add", "alice"]).status, 0);
-    let set = t.run_stdin(
-        &["users", "passwd", "alice"],
-        Some("alice's long password\n"),
-    );
-    assert_eq!(set.status, 0, "{}", set.stderr);
+    let t = home_with_alice(&pg, "sign_in");
     let fake = FakeProvider::start(vec![]).await;
     let gateways = [
         start_as(&t, &fake, "gw-a"),
@@ -306,14 +313,7 @@ async fn users_calling_over_three_gateways_never_pass_the_combined_cap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sign_in_the_database_cannot_count_is_refused() {
     let pg = Postgres::start();
-    let t = home_on(&pg, "uncounted");
-    assert_eq!(t.run(&["config", "set", "users.enabled", "true"]).status, 0);
-    assert_eq!(t.run(&["users", "add", "alice"]).status, 0);
-    let set = t.run_stdin(
-        &["users", "passwd", "alice"],
-        Some("alice's long password\n"),
-    );
-    assert_eq!(set.status, 0, "{}", set.stderr);
+    let t = home_with_alice(&pg, "uncounted");
     let fake = FakeProvider::start(vec![]).await;
     let gw = start_as(&t, &fake, "gw-a");
     let addr = gw.addr.clone();
