@@ -159,3 +159,57 @@ async fn a_call_that_was_running_is_not_run_again_and_the_model_is_told() {
     let history = serde_json::to_string(&sessions.history(&entry.session_id).unwrap()).unwrap();
     assert_eq!(history.matches("book the dentist").count(), 1, "{history}");
 }
+
+/// A turn whose end was never recorded (the store was down when it ended) is resumed after
+/// later turns of its session ran: it is answered with its own answer, without a model call —
+/// never with a later turn's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_resumed_after_later_turns_gets_its_own_answer() {
+    let s = setup(vec![
+        Step::text("First answer."),
+        Step::text("Second answer."),
+    ])
+    .await;
+    let store = Store::open(&s.home).unwrap();
+    store
+        .admit(&NewTurn {
+            id: "run_1".into(),
+            source: Some("api:key-1".into()),
+            session: "agent:main:main".into(),
+            origin: json!({}),
+            message: "first question".into(),
+            options: json!({}),
+        })
+        .unwrap();
+    store.begin("run_1").unwrap();
+    let key = SessionKey::main();
+    let mut first = agent(&s, "openai/m", "");
+    first.set_journal(Some(Journal::new(store.clone(), "run_1")));
+    let answered = first
+        .turn(&key, "first question", &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(answered.text, "First answer.");
+    // Its end is not recorded; the session goes on.
+    let mut later = agent(&s, "openai/m", "");
+    let second = later
+        .turn(&key, "second question", &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(second.text, "Second answer.");
+
+    let cut = store.turn("run_1").unwrap().unwrap();
+    let mut resumed = agent(&s, "openai/m", "");
+    let outcome = resumed
+        .resume(
+            &key,
+            "first question",
+            cut.base,
+            cut.tool.as_deref(),
+            &mut |_| {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "First answer.", "its own answer");
+    assert_eq!(s.fake.requests().len(), 2, "no model call to resume it");
+}

@@ -105,6 +105,12 @@ impl Config {
 }
 
 impl Config {
+    /// Whether agent `id` exists: `main`, or one configured as `[agents.<id>]`. A turn is
+    /// run only under an agent that exists (a name from a request never names one into being).
+    pub fn has_agent(&self, id: &str) -> bool {
+        id == "main" || self.agents.contains_key(id)
+    }
+
     /// `[heartbeat]` and `[agent.subagents]` values that cannot work.
     fn autonomy_problems(&self) -> Vec<ConfigProblem> {
         let mut problems = Vec::new();

@@ -72,10 +72,14 @@ fn options_from(value: &Value) -> (TurnOptions, bool) {
     )
 }
 
+/// How every refusal of a turn the state store could not record begins (the HTTP API answers
+/// it `503` with `Retry-After`, wherever it was refused).
+pub(crate) const NOT_RECORDED: &str = "the turn could not be recorded";
+
 fn unavailable(e: impl std::fmt::Display) -> MethodError {
     MethodError::new(
         ErrorCode::Unavailable,
-        format!("the turn could not be recorded, so it was not started: {e}"),
+        format!("{NOT_RECORDED}, so it was not started: {e}"),
     )
 }
 
@@ -234,20 +238,45 @@ impl SessionHost {
                     .collect()
             }
         };
-        match store.finish(run_id, result, &outgoing) {
-            Ok(recorded) if !recorded.is_empty() => {
-                let (channels, store, home) =
-                    (self.channels.clone(), store.clone(), self.home.clone());
-                let trace = lurkbot_core::trace::current();
-                tokio::spawn(lurkbot_core::trace::scope(trace, async move {
-                    for message in recorded {
-                        // A failure is kept in the outbox (and sent again if it may succeed).
-                        let _ = channels.send_recorded(&home, &store, &message).await;
-                    }
-                }));
+        match store.finish_or_defer(run_id, result, &outgoing) {
+            Ok(recorded) => self.send_recorded(store, recorded),
+            Err(e) => tracing::warn!(
+                run_id,
+                error = %e,
+                "turn end not recorded now: kept, and written again until it is"
+            ),
+        }
+    }
+
+    /// Sends messages just recorded in the outbox, in order, in the background (a failure is
+    /// kept in the outbox, and sent again if it may succeed).
+    fn send_recorded(&self, store: &Store, recorded: Vec<lurkbot_state::Outgoing>) {
+        if recorded.is_empty() {
+            return;
+        }
+        let (channels, store, home) = (self.channels.clone(), store.clone(), self.home.clone());
+        let trace = lurkbot_core::trace::current();
+        tokio::spawn(lurkbot_core::trace::scope(trace, async move {
+            for message in recorded {
+                let _ = channels.send_recorded(&home, &store, &message).await;
             }
-            Ok(_) => {}
-            Err(e) => tracing::error!(run_id, error = %e, "turn end not recorded"),
+        }));
+    }
+
+    /// Writes the turns' ends (answers, usage records, budget releases) the store could not
+    /// take when they happened, and sends what they answer; a store still down is tried
+    /// again at the next call.
+    pub(crate) fn flush_deferred(&self) {
+        let Some(store) = self.store() else {
+            return;
+        };
+        match store.flush_deferred() {
+            Ok(recorded) => self.send_recorded(store, recorded),
+            Err(e) => tracing::warn!(
+                error = %e,
+                waiting = store.deferred_waiting(),
+                "turn ends still not recorded: tried again in 2 s"
+            ),
         }
     }
 
@@ -306,6 +335,9 @@ impl SessionHost {
         let Some(store) = self.store().cloned() else {
             return;
         };
+        // First the ends that wait to be recorded (this gateway's, and those a gateway that
+        // died left in the home): a turn whose answer was made is not run again.
+        self.flush_deferred();
         // Only turns nobody runs: this gateway's own, and those of another gateway alive on
         // this home, keep running where they are.
         let open = match store.claim_unfinished() {

@@ -384,6 +384,9 @@ impl SessionHost {
         run_id: String,
     ) -> Result<(String, JoinHandle<Result<TurnOutcome, MethodError>>), MethodError> {
         self.drain.admit()?;
+        if !self.current().1.has_agent(key.agent_id()) {
+            return Err(crate::run::unknown_agent(key.agent_id()));
+        }
         let slot = self.slot(&key);
         let mut running = slot
             .running

@@ -49,6 +49,15 @@ impl HttpError {
         })
     }
 
+    /// 503 with `Retry-After`: the state store could not record the turn (it is down, or
+    /// refused), so nothing was started; the same request may be sent again.
+    pub(crate) fn store_down(message: impl Into<String>) -> Self {
+        Self {
+            retry_after: Some(crate::drain::RETRY_AFTER_SECS),
+            ..Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
+        }
+    }
+
     /// 400.
     pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request_error", message)

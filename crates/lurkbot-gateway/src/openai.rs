@@ -83,10 +83,7 @@ pub(crate) async fn chat_completions(
                 turn.run_id = run_id;
             }
             Ok(Some(known)) => return attached(&state, turn, known).await,
-            Err(e) => {
-                return HttpError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", e.message)
-                    .into_response();
-            }
+            Err(e) => return HttpError::store_down(e.message).into_response(),
         }
     }
     if turn.stream {
@@ -133,7 +130,7 @@ fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, H
             ));
         }
     };
-    if agent != "main" && !state.config().agents.contains_key(agent) {
+    if !state.config().has_agent(agent) {
         return Err(HttpError::new(
             StatusCode::NOT_FOUND,
             "model_not_found",
@@ -178,7 +175,17 @@ fn prepare(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<Turn, H
         .and_then(|v| v.to_str().ok());
     let fresh = header_key.is_none();
     let key = match header_key {
-        Some(raw) => SessionKey::parse(raw).map_err(|e| HttpError::bad_request(e.to_string()))?,
+        Some(raw) => {
+            let key = SessionKey::parse(raw).map_err(|e| HttpError::bad_request(e.to_string()))?;
+            if !state.config().has_agent(key.agent_id()) {
+                return Err(HttpError::new(
+                    StatusCode::NOT_FOUND,
+                    "model_not_found",
+                    crate::run::unknown_agent(key.agent_id()).message,
+                ));
+            }
+            key
+        }
         None => {
             let key = SessionKey::parse(&format!(
                 "agent:{agent}:dm:openai:{}",
@@ -259,7 +266,16 @@ fn now_secs() -> u64 {
     lurkbot_core::now_ms() / 1000
 }
 
+/// A turn that could not start: `409` while its session is busy; `503` with `Retry-After` when
+/// the state store could not record it (the same answer as when it could not be admitted);
+/// `404` for an agent that does not exist.
 fn busy(e: MethodError) -> HttpError {
+    if e.message.starts_with(crate::durable::NOT_RECORDED) {
+        return HttpError::store_down(e.message);
+    }
+    if e.code == crate::protocol::ErrorCode::NotFound {
+        return HttpError::new(StatusCode::NOT_FOUND, "model_not_found", e.message);
+    }
     HttpError::new(StatusCode::CONFLICT, "busy", e.message)
 }
 
@@ -273,8 +289,14 @@ async fn attached(state: &AppState, turn: Turn, known: lurkbot_state::TurnRecord
     let text = match crate::idempotency::attach(state, known, &turn.message).await {
         Ok(crate::idempotency::Attached::Answered(text)) => text,
         Ok(crate::idempotency::Attached::Failed(message)) => {
-            return HttpError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
-                .into_response();
+            return HttpError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                format!(
+                    "this request's turn failed ({message}); to ask again, send it with a new Idempotency-Key"
+                ),
+            )
+            .into_response();
         }
         Err(e) => return e.into_response(),
     };

@@ -2,7 +2,9 @@
 //! §6.3): `200 {"ready": true}` when this gateway can take work — its state store answers with
 //! a schema it can use and it is not stopping — else `503` with the reasons and
 //! `Retry-After`. `/health` stays liveness: a draining gateway is alive and not ready. Neither
-//! needs the token (a load balancer's checks carry none); neither says more than this.
+//! needs the token (a load balancer's checks carry none); neither says more than this: a
+//! store that does not answer is "state store unreachable" (the database's user, host, port
+//! and name are in the gateway's log, once per change, never in the answer).
 
 use axum::Json;
 use axum::extract::State;
@@ -19,7 +21,10 @@ pub(crate) async fn ready(State(state): State<AppState>) -> Response {
         None => problems.push("the state store is not open".into()),
         Some(store) => {
             if let Err(e) = store.ready() {
-                problems.push(e.to_string());
+                problems.push(public_reason(&e).into());
+                log_once(&e.to_string());
+            } else {
+                log_once("");
             }
         }
     }
@@ -39,4 +44,32 @@ pub(crate) async fn ready(State(state): State<AppState>) -> Response {
         HeaderValue::from(crate::drain::RETRY_AFTER_SECS),
     );
     response
+}
+
+/// What `/ready` says of a store that is not ready: no address, user or database name.
+fn public_reason(e: &lurkbot_state::StateError) -> &'static str {
+    match e {
+        lurkbot_state::StateError::Newer { .. } => {
+            "the state store's schema is newer than this build"
+        }
+        _ => "state store unreachable",
+    }
+}
+
+/// Logs why the store is not ready when the reason changes (a load balancer asks every
+/// second); `""` when it is ready again.
+fn log_once(reason: &str) {
+    static LAST: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+    let mut last = match LAST.lock() {
+        Ok(last) => last,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if *last != reason {
+        if reason.is_empty() {
+            tracing::info!("the state store answers again: ready");
+        } else {
+            tracing::warn!(error = reason, "not ready: the state store does not answer");
+        }
+        *last = reason.to_string();
+    }
 }

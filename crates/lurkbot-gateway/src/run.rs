@@ -73,3 +73,13 @@ impl TurnOptions {
         )
     }
 }
+
+/// The refusal of a turn under an agent that does not exist.
+pub(crate) fn unknown_agent(agent: &str) -> crate::protocol::MethodError {
+    crate::protocol::MethodError::new(
+        crate::protocol::ErrorCode::NotFound,
+        format!(
+            "no agent '{agent}' is configured; use agent:main:… or add [agents.{agent}] to config.toml"
+        ),
+    )
+}

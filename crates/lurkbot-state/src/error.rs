@@ -42,6 +42,9 @@ pub enum StateError {
         "another gateway on this home already runs as '{0}': give each its own [gateway] id, or leave it unset"
     )]
     OwnerTaken(String),
+    /// The file of writes waiting to be recorded failed (`state/deferred/` in the home).
+    #[error("the deferred writes' file failed: {0} (state/deferred in the home)")]
+    Deferred(#[source] std::io::Error),
     /// No such record.
     #[error("no {what} '{id}'")]
     NotFound {

@@ -30,6 +30,7 @@
 //! (`[state] url`, [`Location`]). Both run the same statements (`sql.rs`).
 
 mod attempts;
+mod deferred;
 pub mod documents;
 mod embedded;
 mod error;
@@ -75,6 +76,8 @@ use crate::sql::{Lite, Sql};
 pub struct Store {
     backend: Arc<Backend>,
     owner: Arc<leases::Owner>,
+    /// Writes of turns' ends waiting to be recorded (`deferred.rs`).
+    deferred: Arc<deferred::Deferred>,
 }
 
 /// A [`Store`] that does not keep it open: what a process-wide registry holds, so that the
@@ -83,6 +86,7 @@ pub struct Store {
 pub struct WeakStore {
     backend: std::sync::Weak<Backend>,
     owner: std::sync::Weak<leases::Owner>,
+    deferred: std::sync::Weak<deferred::Deferred>,
 }
 
 impl WeakStore {
@@ -91,6 +95,7 @@ impl WeakStore {
         Some(Store {
             backend: self.backend.upgrade()?,
             owner: self.owner.upgrade()?,
+            deferred: self.deferred.upgrade()?,
         })
     }
 }
@@ -151,13 +156,15 @@ impl Store {
             return Err(StateError::BadOwner(owner.to_string()));
         }
         let id = owner.map_or_else(default_owner_id, str::to_string);
+        let dir = home.join(lurkbot_core::layout::STATE);
+        let deferred = Arc::new(deferred::Deferred::new(&dir, &id));
         let store = match location {
             Location::Embedded => {
                 let conn = embedded::open(home)?;
-                let dir = home.join(lurkbot_core::layout::STATE);
                 Self {
                     backend: Arc::new(Backend::Embedded(Mutex::new(conn))),
                     owner: Arc::new(leases::Owner::files(id, &dir)),
+                    deferred,
                 }
             }
             Location::Postgres(url) => Self {
@@ -167,6 +174,7 @@ impl Store {
                     user_of(home).as_deref(),
                 )?))),
                 owner: Arc::new(leases::Owner::session(id)),
+                deferred,
             },
         };
         if owner.is_some() {
@@ -180,6 +188,7 @@ impl Store {
         WeakStore {
             backend: Arc::downgrade(&self.backend),
             owner: Arc::downgrade(&self.owner),
+            deferred: Arc::downgrade(&self.deferred),
         }
     }
 

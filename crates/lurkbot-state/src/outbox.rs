@@ -37,7 +37,7 @@ impl OutgoingState {
 }
 
 /// A message to record before sending it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NewOutgoing {
     /// The channel (`telegram`).
     pub channel: String,

@@ -83,13 +83,14 @@ impl Drop for Pg {
 impl Pg {
     /// Connects as gateway `owner` (taking its id's lock) and brings the schema up to date;
     /// the state of user `user` on a shared gateway lives in a PostgreSQL schema of its own
-    /// (`lurkbot_user_<name>_<hash>`), so no query of one user's store sees another's rows.
+    /// (`lurkbot_u_<name>`, see [`schema_for`]), so no query of one user's store sees another's rows.
     pub(crate) fn connect(
         url: &StateUrl,
         owner: &str,
         user: Option<&str>,
     ) -> Result<Self, StateError> {
-        let schema = user.map(schema_for);
+        let schema = user.map(schema_for).transpose()?;
+        let legacy = user.map(legacy_schema_for);
         let kept_schema = schema.clone();
         let mut conn = Conn {
             client: None,
@@ -112,7 +113,7 @@ impl Pg {
                 let schema = conn.schema.clone();
                 let first = conn
                     .client()
-                    .and_then(|client| migrate(client, schema.as_deref()));
+                    .and_then(|client| migrate(client, schema.as_deref(), legacy.as_deref()));
                 let failed = first.is_err();
                 let _ = ready_tx.send(first);
                 if failed {
@@ -331,13 +332,22 @@ pub(crate) fn connect(url: &StateUrl) -> Result<postgres::Client, StateError> {
 }
 
 /// What to tell the owner about a failed connection: the server's message, or the error and
-/// its cause (a refused TLS handshake names the certificate problem there).
+/// its cause; a server certificate this machine does not trust (a self-signed one, or one of a
+/// private CA) is named as such, with the fix.
 fn connect_reason(e: &postgres::Error) -> String {
     use std::error::Error;
-    match e.source() {
+    let reason = match e.source() {
         Some(cause) if !e.to_string().contains(&cause.to_string()) => format!("{e}: {cause}"),
         _ => e.to_string(),
+    };
+    if reason.contains("invalid peer certificate") {
+        return format!(
+            "{reason}. The server's TLS certificate is not signed by a CA this machine trusts \
+             (self-signed, or a private CA's): add sslrootcert=/path/to/ca.pem to the URL, naming \
+             the certificate of the CA that signed it"
+        );
     }
+    reason
 }
 
 /// A TLS client set-up trusting only the CA certificates in the PEM file at `path`.
@@ -370,7 +380,11 @@ fn pinned_roots(path: &std::path::Path) -> Result<rustls::ClientConfig, StateErr
 
 /// Creates the schema, or brings it up to date, under a lock no other gateway passes at the
 /// same time.
-fn migrate(client: &mut postgres::Client, schema: Option<&str>) -> Result<(), StateError> {
+fn migrate(
+    client: &mut postgres::Client,
+    schema: Option<&str>,
+    legacy: Option<&str>,
+) -> Result<(), StateError> {
     let mut tx = client.transaction().map_err(db)?;
     tx.execute(
         "SELECT pg_advisory_xact_lock($1)",
@@ -378,6 +392,24 @@ fn migrate(client: &mut postgres::Client, schema: Option<&str>) -> Result<(), St
     )
     .map_err(db)?;
     if let Some(schema) = schema {
+        // A user's state from before names were their own encoding moves to the new name
+        // once: the first user to connect whose old name it was takes it (two crafted names
+        // that shared it cannot be told apart; the second starts afresh).
+        if let Some(legacy) = legacy {
+            let exists = |tx: &mut postgres::Transaction<'_>, name: &str| {
+                tx.query_opt(
+                    "SELECT 1 FROM information_schema.schemata WHERE schema_name = $1",
+                    &[&name],
+                )
+                .map(|row| row.is_some())
+                .map_err(db)
+            };
+            if !exists(&mut tx, schema)? && exists(&mut tx, legacy)? {
+                tx.batch_execute(&format!("ALTER SCHEMA \"{legacy}\" RENAME TO \"{schema}\""))
+                    .map_err(db)?;
+                tracing::info!(from = legacy, to = schema, "a user's schema renamed");
+            }
+        }
         tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
             .map_err(db)?;
     }
@@ -411,9 +443,33 @@ fn version(client: &mut impl GenericClient) -> Result<i64, StateError> {
     Ok(row.map_or(0, |r| r.get(0)))
 }
 
-/// The schema of user `user`'s state: the name made safe for an identifier, and a hash of it
-/// so that names differing only in what was replaced stay apart.
-fn schema_for(user: &str) -> String {
+/// The schema of user `user`'s state: `lurkbot_u_` and the name itself, always quoted. User
+/// names are 1–32 of `a-z 0-9 - _` (checked where users are made), so the name is its own
+/// encoding and two names never share a schema; a name outside that set (it cannot be made
+/// through `users add`) is refused rather than mapped onto another's.
+pub(crate) fn schema_for(user: &str) -> Result<String, StateError> {
+    let fits = (1..=MAX_USER_CHARS).contains(&user.len())
+        && user
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+    if !fits {
+        return Err(StateError::Postgres(format!(
+            "'{user}' cannot name a user's schema: 1 to {MAX_USER_CHARS} of a-z 0-9 - _"
+        )));
+    }
+    Ok(format!("{USER_SCHEMA_PREFIX}{user}"))
+}
+
+/// What every user's schema starts with.
+pub(crate) const USER_SCHEMA_PREFIX: &str = "lurkbot_u_";
+
+/// The longest user name a schema takes (PostgreSQL names are at most 63 bytes).
+const MAX_USER_CHARS: usize = 48;
+
+/// The schema builds before 2026-11-29 gave user `user`: the name with every character other
+/// than a letter or digit made `_`, cut at 32, and 32 bits of its hash — two names could
+/// share one. Renamed to [`schema_for`]'s at the user's first connection (`migrate`).
+fn legacy_schema_for(user: &str) -> String {
     let safe: String = user
         .chars()
         .take(32)
@@ -554,9 +610,20 @@ mod tests {
 
     #[test]
     fn users_get_schemas_apart() {
-        assert_ne!(schema_for("a-b"), schema_for("a_b"));
-        assert!(schema_for("ada").starts_with("lurkbot_user_ada_"));
-        assert!(schema_for(&"x".repeat(80)).len() < 63);
+        let of = |name: &str| schema_for(name).unwrap();
+        assert_ne!(of("a-b"), of("a_b"));
+        assert_eq!(of("ada"), "lurkbot_u_ada");
+        assert!(of(&"x".repeat(48)).len() <= 63);
+        // The two names the review found sharing one schema under the old mapping.
+        let (one, two) = (
+            "u_-_-_-_-__--___-----_____-_--_",
+            "u__-__-_____--__--_--___--_--__",
+        );
+        assert_eq!(legacy_schema_for(one), legacy_schema_for(two));
+        assert_ne!(of(one), of(two));
+        for bad in ["", "Ada", "a\"b", "a b", &"x".repeat(49)] {
+            assert!(schema_for(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

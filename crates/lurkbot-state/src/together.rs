@@ -102,16 +102,18 @@ impl Store {
 fn home_schemas(tx: &mut dyn Sql) -> Result<Vec<String>, StateError> {
     let rows = tx.rows(
         "SELECT table_schema::text FROM information_schema.tables WHERE table_name = 'holds' \
-         AND (table_schema = 'public' OR table_schema LIKE 'lurkbot\\_user\\_%') ORDER BY 1",
+         AND (table_schema = 'public' OR table_schema LIKE 'lurkbot\\_u\\_%' \
+         OR table_schema LIKE 'lurkbot\\_user\\_%') ORDER BY 1",
         &[],
     )?;
     Ok(rows
         .into_iter()
         .map(|r| r.text(0))
-        // Quoted into statements: only the names this store makes.
+        // Quoted into statements: only the names this store makes (a user's name may hold
+        // `-`; the legacy ones, not yet renamed, never do).
         .filter(|s| {
             s.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
         })
         .collect())
 }

@@ -153,6 +153,31 @@ impl Store {
     /// # Errors
     /// Store failures.
     pub fn admit(&self, turn: &NewTurn) -> Result<Admitted, StateError> {
+        let admitted = self.admit_recorded(turn)?;
+        Ok(match admitted {
+            Admitted::Known(known) => Admitted::Known(Box::new(self.as_ended(*known))),
+            new => new,
+        })
+    }
+
+    /// `turn` as this gateway knows it: ended, when its end waits to be recorded
+    /// (`deferred.rs`).
+    fn as_ended(&self, mut turn: TurnRecord) -> TurnRecord {
+        if matches!(turn.state, TurnState::Queued | TurnState::Running)
+            && let Some((reply, error)) = self.deferred.ended(&turn.id)
+        {
+            turn.state = if error.is_some() {
+                TurnState::Failed
+            } else {
+                TurnState::Done
+            };
+            turn.reply = reply;
+            turn.error = error;
+        }
+        turn
+    }
+
+    fn admit_recorded(&self, turn: &NewTurn) -> Result<Admitted, StateError> {
         let turn = turn.clone();
         let owner = self.owner.clone();
         self.durably(move |tx| {
@@ -197,13 +222,14 @@ impl Store {
     /// Store failures.
     pub fn turn(&self, id: &str) -> Result<Option<TurnRecord>, StateError> {
         let id = id.to_string();
-        self.read(move |sql| {
+        let turn = self.read(move |sql| {
             one(
                 sql,
                 &format!("SELECT {COLUMNS} FROM turns WHERE id = ?1"),
                 &id,
             )
-        })
+        })?;
+        Ok(turn.map(|t| self.as_ended(t)))
     }
 
     /// The turn a source id started.
@@ -298,6 +324,39 @@ impl Store {
                 vals![&id, state.as_str(), reply, error, now()],
             )?;
             crate::leases::give_back(tx, &owner, &lease_name(&id))?;
+            outgoing
+                .iter()
+                .map(|o| insert_outgoing(tx, Some(&id), o))
+                .collect()
+        })
+    }
+
+    /// [`Store::finish`] for a turn still open: one another gateway ended meanwhile (it resumed
+    /// it) keeps that end, and nothing is sent twice (a deferred end, `deferred.rs`).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub(crate) fn finish_if_open(
+        &self,
+        id: &str,
+        outcome: Result<&str, &str>,
+        outgoing: &[NewOutgoing],
+    ) -> Result<Vec<Outgoing>, StateError> {
+        let (id, outgoing, owner) = (id.to_string(), outgoing.to_vec(), self.owner.clone());
+        let (state, reply, error) = match outcome {
+            Ok(reply) => (TurnState::Done, Some(reply.to_string()), None),
+            Err(error) => (TurnState::Failed, None, Some(error.to_string())),
+        };
+        self.durably(move |tx| {
+            let changed = tx.exec(
+                "UPDATE turns SET state = ?2, reply = ?3, error = ?4, tool = NULL, \
+                 updated_ms = ?5 WHERE id = ?1 AND state IN ('queued', 'running')",
+                vals![&id, state.as_str(), reply, error, now()],
+            )?;
+            crate::leases::give_back(tx, &owner, &lease_name(&id))?;
+            if changed == 0 {
+                return Ok(Vec::new());
+            }
             outgoing
                 .iter()
                 .map(|o| insert_outgoing(tx, Some(&id), o))

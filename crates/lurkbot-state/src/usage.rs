@@ -35,6 +35,29 @@ impl Store {
         })
     }
 
+    /// [`Store::append_usage`] unless the same record (its time and every figure) is stored
+    /// already: a deferred record written again after a crash is not counted twice. Committed
+    /// durably: a record that already waited for the store is not left to an unflushed commit.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub(crate) fn append_usage_once(&self, ts_ms: u64, record: &str) -> Result<(), StateError> {
+        let (ts, record) = (clamp(ts_ms), record.to_string());
+        self.durably(move |sql| {
+            let known = sql.row(
+                "SELECT 1 FROM usage WHERE ts_ms = ?1 AND record = ?2",
+                vals![ts, &record],
+            )?;
+            if known.is_none() {
+                sql.exec(
+                    "INSERT INTO usage (ts_ms, record) VALUES (?1, ?2)",
+                    vals![ts, record],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
     /// The records after `seq` (0: all) made at `since_ms` or later, in the order they came.
     ///
     /// # Errors

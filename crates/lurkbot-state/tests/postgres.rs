@@ -306,6 +306,11 @@ fn tls_verifies_the_server_against_the_system_or_the_named_ca() {
             .unwrap_err()
             .to_string();
         assert!(err.contains("certificate"), "{mode}: {err}");
+        assert!(
+            err.contains("not signed by a CA this machine trusts")
+                && err.contains("add sslrootcert=/path/to/ca.pem"),
+            "{mode}: the cause and the fix are named: {err}"
+        );
     }
     // A CA file that is not there says so.
     let missing = format!("{base}?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem");
@@ -367,6 +372,162 @@ fn each_users_state_is_apart_in_one_database() {
         "SELECT count(*) FROM information_schema.tables WHERE table_name = 'turns'",
     );
     assert_eq!(schemas, "3", "the gateway's and one per user");
+}
+
+/// A turn's end the database could not take is kept — read as ended by its gateway meanwhile
+/// — and written at the next flush once it answers, with what it sends; a process with the
+/// same id that starts after a stop writes what the last one left (once: a usage record is not
+/// stored twice, an end another gateway wrote is kept).
+#[test]
+fn a_turn_end_the_database_missed_is_kept_and_written_later() {
+    let pg = Postgres::start();
+    let at = location(&pg.database("deferred"));
+    let (_dir, home) = home();
+    let store = Store::open_at(&home, &at, Some("gw-a")).unwrap();
+    store.admit(&turn("run_a", Some("api:k1"))).unwrap();
+    store.admit(&turn("run_b", Some("api:k2"))).unwrap();
+    pg.stop();
+    let reply = NewOutgoing {
+        channel: "telegram".into(),
+        chat: "42".into(),
+        reply_to: None,
+        kind: "text".into(),
+        body: "The answer.".into(),
+    };
+    assert!(
+        store
+            .finish_or_defer("run_a", Ok("The answer."), &[reply])
+            .is_err()
+    );
+    assert!(
+        store
+            .record_usage(1_700_000_000_000, r#"{"tokens":7}"#)
+            .is_err()
+    );
+    assert_eq!(store.deferred_waiting(), 2);
+    assert!(home.join("state/deferred/gw-a.jsonl").is_file());
+    assert!(store.flush_deferred().is_err(), "still down: kept");
+    assert_eq!(store.deferred_waiting(), 2);
+    pg.start_again();
+    let known = store.turn("run_a").unwrap().unwrap();
+    assert_eq!(
+        known.state,
+        TurnState::Done,
+        "read as ended before it is written"
+    );
+    assert_eq!(known.reply.as_deref(), Some("The answer."));
+    let sent = store.flush_deferred().unwrap();
+    assert_eq!(
+        sent.len(),
+        1,
+        "its message, recorded for the caller to send"
+    );
+    assert_eq!(store.deferred_waiting(), 0);
+    assert_eq!(
+        pg.psql("deferred", "SELECT state FROM turns WHERE id = 'run_a'"),
+        "done"
+    );
+    assert_eq!(pg.psql("deferred", "SELECT count(*) FROM usage"), "1");
+    assert_eq!(pg.psql("deferred", "SELECT count(*) FROM outbox"), "1");
+
+    // A stop with writes waiting; the next process with the id writes them, once.
+    pg.stop();
+    assert!(
+        store
+            .finish_or_defer("run_b", Err("the model failed"), &[])
+            .is_err()
+    );
+    assert!(
+        store
+            .record_usage(1_700_000_000_001, r#"{"tokens":9}"#)
+            .is_err()
+    );
+    drop(store);
+    pg.start_again();
+    let again = open_again(&home, &at, "gw-a");
+    assert!(again.flush_deferred().unwrap().is_empty());
+    assert_eq!(
+        pg.psql("deferred", "SELECT state FROM turns WHERE id = 'run_b'"),
+        "failed"
+    );
+    assert_eq!(pg.psql("deferred", "SELECT count(*) FROM usage"), "2");
+    assert!(again.flush_deferred().unwrap().is_empty());
+    assert_eq!(
+        pg.psql("deferred", "SELECT count(*) FROM usage"),
+        "2",
+        "not twice"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join("state/deferred/gw-a.jsonl")).unwrap(),
+        "",
+        "nothing left"
+    );
+}
+
+/// A user's schema is the user's own by construction: the two names the review found sharing
+/// one (the old mapping made `-` and `_` alike and kept 32 bits of a hash) read none of each
+/// other's turns; and a database made before keeps a user's state (its old schema renamed).
+#[test]
+fn two_names_never_share_a_schema_and_old_schemas_are_renamed() {
+    let pg = Postgres::start();
+    let at = location(&pg.database("names"));
+    let (_dir, home) = home();
+    let (one, two) = (
+        "u_-_-_-_-__--___-----_____-_--_",
+        "u__-__-_____--__--_--___--_--__",
+    );
+    let one_store = Store::open_at(&home.member(one).unwrap(), &at, None).unwrap();
+    let two_store = Store::open_at(&home.member(two).unwrap(), &at, None).unwrap();
+    one_store.admit(&turn("run_one", None)).unwrap();
+    assert!(
+        two_store.unfinished().unwrap().is_empty(),
+        "two reads one's turn"
+    );
+    assert!(two_store.turn("run_one").unwrap().is_none());
+    assert_eq!(ids(&one_store.unfinished().unwrap()), ["run_one"]);
+    drop((one_store, two_store));
+
+    // An older database: Ada's state in the schema the old mapping named.
+    let ada_home = home.member("ada").unwrap();
+    Store::open_at(&ada_home, &at, None)
+        .unwrap()
+        .admit(&turn("run_ada", None))
+        .unwrap();
+    let legacy = format!("lurkbot_user_ada_{:08x}", fnv1a32("ada"));
+    pg.psql(
+        "names",
+        &format!("ALTER SCHEMA lurkbot_u_ada RENAME TO \"{legacy}\""),
+    );
+    let ada = Store::open_at(&ada_home, &at, None).unwrap();
+    assert_eq!(
+        ids(&ada.unfinished().unwrap()),
+        ["run_ada"],
+        "Ada's state kept"
+    );
+    let listed = pg.psql(
+        "names",
+        "SELECT string_agg(schema_name, ',') FROM information_schema.schemata \
+         WHERE schema_name LIKE 'lurkbot%'",
+    );
+    let mut schemas: Vec<&str> = listed.split(',').collect();
+    schemas.sort_unstable();
+    let mut expected = vec![
+        "lurkbot_u_ada".to_string(),
+        format!("lurkbot_u_{one}"),
+        format!("lurkbot_u_{two}"),
+    ];
+    expected.sort_unstable();
+    assert_eq!(schemas, expected, "the old one renamed");
+}
+
+/// The low 32 bits of the old mapping's hash (FNV-1a of `lurkbot:<name>`).
+fn fnv1a32(name: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in "lurkbot:".bytes().chain(name.bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash & 0xffff_ffff
 }
 
 /// Events published by one gateway reach the others' followers, in order, and never come

@@ -14,6 +14,8 @@ pub struct Postgres {
     bin: PathBuf,
     port: u16,
     as_postgres: bool,
+    /// The server's settings (`-o` of `pg_ctl start`), for [`Postgres::start_again`].
+    options: String,
 }
 
 impl Postgres {
@@ -74,28 +76,37 @@ impl Postgres {
             assert!(owned.success(), "chown postgres {}", dir.path().display());
         }
         let port = free_port();
+        let fsync = if synced { "" } else { " -c fsync=off" };
+        let options = format!(
+            "-k {} -p {port} -c listen_addresses=127.0.0.1{fsync}{ssl}",
+            dir.path().display()
+        );
         let pg = Self {
             dir,
             bin,
             port,
             as_postgres,
+            options,
         };
         let data = pg.dir.path().join("data");
-        let fsync = if synced { "" } else { " -c fsync=off" };
         pg.run(&format!(
             "{} -D {} -A trust -U lurk --no-sync",
             pg.bin.join("initdb").display(),
             data.display()
         ));
-        pg.run(&format!(
-            "{} -D {} -l {} -w -o '-k {} -p {} -c listen_addresses=127.0.0.1{fsync}{ssl}' start",
-            pg.bin.join("pg_ctl").display(),
-            data.display(),
-            pg.dir.path().join("pg.log").display(),
-            pg.dir.path().display(),
-            port
-        ));
+        pg.start_again();
         pg
+    }
+
+    /// Starts the server (again, after [`Postgres::stop`]: the same data on the same port).
+    pub fn start_again(&self) {
+        self.run(&format!(
+            "{} -D {} -l {} -w -o '{}' start",
+            self.bin.join("pg_ctl").display(),
+            self.dir.path().join("data").display(),
+            self.dir.path().join("pg.log").display(),
+            self.options
+        ));
     }
 
     /// A new, empty database on the cluster; its URL (`postgres://lurk@127.0.0.1:<port>/<name>`).

@@ -289,7 +289,7 @@ async fn users_calling_over_three_gateways_never_pass_the_combined_cap() {
     let schemas = pg.psql(
         "together",
         "SELECT string_agg(table_schema::text, ',' ORDER BY 1) FROM information_schema.tables \
-         WHERE table_name = 'usage' AND table_schema LIKE 'lurkbot_user_%'",
+         WHERE table_name = 'usage' AND table_schema LIKE 'lurkbot\\_u\\_%'",
     );
     let schemas: Vec<&str> = schemas.split(',').collect();
     assert_eq!(schemas.len(), 2, "{schemas:?}");

@@ -47,6 +47,7 @@ mod setup;
 mod skills;
 mod structure;
 mod traces;
+mod turn_ends_on_postgres;
 mod usage;
 mod users;
 mod users_on_postgres;

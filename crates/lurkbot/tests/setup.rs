@@ -190,3 +190,121 @@ async fn setup_finds_a_local_server_and_a_running_gateway_takes_it() {
     let dotenv = std::fs::read_to_string(t.home.join(".env")).unwrap_or_default();
     assert!(!dotenv.contains("OPENAI_API_KEY"), "{dotenv}");
 }
+
+/// A model server on this machine as `lurkbot setup` finds one: `GET /v1/models` lists one
+/// model; every request's head is kept. With `redirect_to`, it answers 302 to that URL instead.
+fn local_server(
+    redirect_to: Option<String>,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut head = vec![0u8; 8192];
+            let n = stream.read(&mut head).unwrap_or(0);
+            kept.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&head[..n]).into_owned());
+            let answer = match &redirect_to {
+                Some(to) => format!(
+                    "HTTP/1.1 302 Found\r\nLocation: {to}/models\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                ),
+                None => {
+                    let body = r#"{"object":"list","data":[{"id":"local-model"}]}"#;
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                }
+            };
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    (base, seen)
+}
+
+/// `lurkbot setup` on a terminal (`script` gives it one), answering with `typed`; the exit
+/// status and everything the terminal showed.
+fn setup_on_a_terminal(t: &Test, local_urls: &str, typed: &str) -> (i32, String) {
+    use std::io::Write;
+    let inner = format!("'{}' setup --no-check", env!("CARGO_BIN_EXE_lurkbot"));
+    let mut child = std::process::Command::new("script")
+        .args(["-qefc", &inner, "/dev/null"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", t.dir.path())
+        .env("LURKBOT_HOME", &t.home)
+        .env("LURKBOT_LOCAL_MODEL_URLS", local_urls)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("'script' (util-linux) is needed for this test");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(typed.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// A key already in `.env` is never sent to a server found on a local port: pressing Enter
+/// through the questions keeps the base URL the key is for; typing the found server's URL asks
+/// whether to send the key there, and anything but `yes` writes nothing; a server that answers
+/// with a redirect is not followed (nor found).
+#[test]
+fn an_existing_key_is_not_sent_to_a_server_found_on_a_local_port() {
+    let t = Test::init();
+    std::fs::write(t.path(".env"), "OPENAI_API_KEY=\"sk-kept-for-openai\"\n").unwrap();
+    let (found, seen) = local_server(None);
+
+    let (status, shown) = setup_on_a_terminal(&t, &found, "\n\n\n\n");
+    assert_eq!(status, 0, "{shown}");
+    assert!(
+        shown.contains(&format!("found {found} at {found}")),
+        "{shown}"
+    );
+    let env = std::fs::read_to_string(t.path(".env")).unwrap();
+    assert!(
+        env.contains("OPENAI_BASE_URL=\"https://api.openai.com/v1\""),
+        "Enter keeps the key's own server: {env}"
+    );
+    assert!(env.contains("sk-kept-for-openai"), "{env}");
+
+    // The found server, typed: asked, and not sent without a yes.
+    let typed = format!("\n{found}\n\n\n");
+    let (status, shown) = setup_on_a_terminal(&t, &found, &typed);
+    assert_eq!(status, 2, "{shown}");
+    assert!(shown.contains("Send it there?"), "{shown}");
+    assert!(shown.contains("nothing written"), "{shown}");
+    let env = std::fs::read_to_string(t.path(".env")).unwrap();
+    assert!(!env.contains(&found), "{env}");
+    for request in seen.lock().unwrap().iter() {
+        assert!(!request.contains("sk-kept-for-openai"), "{request}");
+        assert!(
+            !request.to_ascii_lowercase().contains("authorization"),
+            "{request}"
+        );
+    }
+
+    // A redirect is not followed: the server it points to is not asked, nor found.
+    let before = seen.lock().unwrap().len();
+    let (redirecting, _) = local_server(Some(found.clone()));
+    let out = t.run_full(
+        &["setup", "--no-check"],
+        None,
+        &[("LURKBOT_LOCAL_MODEL_URLS", &redirecting)],
+    );
+    assert!(!out.stderr.contains("found "), "{}", out.stderr);
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        before,
+        "the redirect was followed"
+    );
+}

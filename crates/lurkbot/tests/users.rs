@@ -105,3 +105,33 @@ fn users_are_added_listed_renewed_and_removed() {
     let (status, _) = gw.stop();
     assert_eq!(status, 0);
 }
+
+/// A config.toml that does not parse is refused by every `users` command, naming the file and
+/// the problem; nothing is added on the defaults (which would put the user, or on PostgreSQL
+/// its state, where the owner's settings do not say).
+#[test]
+fn users_commands_refuse_a_config_that_does_not_parse() {
+    let t = Test::init();
+    let config = t.path("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[users]\nenabled = true\n[state]\nurl = \"postgres://lurk@127.0.0.1:9/db\"\nthis is not toml\n");
+    std::fs::write(&config, text).unwrap();
+    for args in [
+        &["users", "add", "alice"][..],
+        &["users", "list"][..],
+        &["users", "remove", "alice"][..],
+    ] {
+        let out = t.run(args);
+        assert_ne!(out.status, 0, "{args:?}: {}", out.stdout);
+        assert!(
+            out.stderr.contains("config.toml"),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+    }
+    assert!(
+        !t.path("users/alice").exists(),
+        "a user made on the defaults"
+    );
+}

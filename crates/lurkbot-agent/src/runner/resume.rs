@@ -80,12 +80,20 @@ impl Agent {
         in_flight: Option<&str>,
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Result<TurnOutcome, AgentError> {
+        // The turn's own entries end where the session's next message begins: a turn resumed
+        // after later turns ran (its end could not be recorded) is answered with its own
+        // answer, never a later one's.
+        let mut users = 0;
         let own: Vec<Message> = sessions
             .entries_since(&entry.session_id, base)?
             .into_iter()
             .filter_map(|e| match e {
                 Entry::Message { message, .. } => Some(message),
                 Entry::Compaction { .. } => None,
+            })
+            .take_while(|m| {
+                users += usize::from(m.role == Role::User);
+                users <= 1
             })
             .collect();
         let steps = own.iter().filter(|m| m.role == Role::Assistant).count();

@@ -372,10 +372,10 @@ pub struct Held {
 impl Drop for Held {
     fn drop(&mut self) {
         if let Some((store, id)) = self.in_store.take()
-            && let Err(e) = store.release_budget(&id)
+            && let Err(e) = store.release_or_defer(&id)
         {
-            // Not counted for long: the hold ends with this gateway, or lapses.
-            tracing::warn!(error = %e, "a budget hold was not released");
+            // Kept and released once the store answers (or the hold lapses with its gateway).
+            tracing::warn!(error = %e, "a budget hold not released now: released once the store answers");
         }
         if let Ok(mut state) = self.ledger.state.lock() {
             for who in [String::new(), self.agent.clone()] {

@@ -137,9 +137,11 @@ pub fn append(
     let line = serde_json::to_string(record)
         .map_err(|e| lurkbot_core::CoreError::io("encode a record for", &path, e.into()))?;
     if let Some(store) = Ledger::of(home).shared_store() {
-        return store.append_usage(record.ts, &line).map_err(|e| {
-            lurkbot_core::CoreError::Invalid(format!("usage record not stored: {e}"))
-        });
+        // A record the store cannot take now is kept and written once it answers: never lost.
+        if let Err(e) = store.record_usage(record.ts, &line) {
+            tracing::warn!(error = %e, "usage record not stored now: kept, written once the store answers");
+        }
+        return Ok(());
     }
     append_line(home, &path, &line)
 }

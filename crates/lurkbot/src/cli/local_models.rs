@@ -49,7 +49,9 @@ pub(crate) fn find() -> Vec<LocalServer> {
     else {
         return Vec::new();
     };
+    // A redirect is not followed: a server found here is asked at its own address only.
     let Ok(client) = lurkbot_term::http_client_builder()
+        .redirect(reqwest::redirect::Policy::none())
         .timeout(ANSWER_WITHIN)
         .connect_timeout(ANSWER_WITHIN)
         .build()

@@ -82,8 +82,12 @@ pub(crate) fn run(home_path: &Path, args: &SetupArgs) -> CliResult {
                 .join(", ")
         );
     }
-    let has_key = lurkbot_agent::setup::variables(&home)("OPENAI_API_KEY").is_some();
-    let local = found.first().filter(|_| asking || !has_key);
+    let vars = lurkbot_agent::setup::variables(&home);
+    let has_key = vars("OPENAI_API_KEY").is_some();
+    // A found server is the default only while no key is set: with one, the default stays the
+    // base URL the key is for, and a found server is taken only when its URL is typed (the key
+    // is never sent to a port any local user could have opened).
+    let local = found.first().filter(|_| !has_key);
     let name = match &args.provider {
         Some(p) => p.clone(),
         None => ask(
@@ -100,20 +104,50 @@ pub(crate) fn run(home_path: &Path, args: &SetupArgs) -> CliResult {
     let local = local.filter(|_| name == "openai");
     let base = match &args.base_url {
         Some(b) => b.clone(),
-        None => match local {
-            Some(server) => ask(
+        None => match (local, found.first().filter(|_| name == "openai")) {
+            (Some(server), _) => ask(
                 &format!(
                     "Base URL ({} found here; another server's, or {})",
                     server.name, p.default_base
                 ),
                 &server.base,
             )?,
-            None => ask(
+            (None, Some(server)) => ask(
+                &format!(
+                    "Base URL ({} found at {}: type that URL to use it; {} stays in .env)",
+                    server.name, server.base, p.key
+                ),
+                &vars(p.base).unwrap_or_else(|| p.default_base.to_string()),
+            )?,
+            (None, None) => ask(
                 "Base URL (a local server such as Ollama: http://127.0.0.1:11434/v1)",
-                p.default_base,
+                &vars(p.base).unwrap_or_else(|| p.default_base.to_string()),
             )?,
         },
     };
+    // A server found here, chosen by typing its URL while a key is set: the key would go to it
+    // with every request. Only a plain yes sends it; anything else changes nothing.
+    let chosen = base.trim().trim_end_matches('/');
+    let typed_found = found.iter().any(|s| s.base == chosen)
+        && vars(p.base).as_deref().map(|b| b.trim_end_matches('/')) != Some(chosen);
+    if typed_found && args.base_url.is_none() && vars(p.key).is_some() {
+        let answer = ask(
+            &format!(
+                "{} is set in .env and would be sent to {base} with every request. Send it there? (yes/no)",
+                p.key
+            ),
+            "no",
+        )?;
+        if answer != "yes" {
+            return Err(CliError::usage(
+                "setup",
+                format!(
+                    "nothing written: {} is not sent to {base}. Remove {} from .env first to use that server without it, or answer yes",
+                    p.key, p.key
+                ),
+            ));
+        }
+    }
     let listed = found.iter().find(|s| s.base == base.trim_end_matches('/'));
     let model = match &args.model {
         Some(m) => m.clone(),

@@ -86,7 +86,9 @@ impl Via {
 
 pub(crate) fn run(home_path: &Path, args: &UsersArgs) -> CliResult {
     let home = Home::open(home_path)?;
-    let config = lurkbot_core::Config::load(&home.config_path()).unwrap_or_default();
+    // A config.toml that does not parse is refused, naming the problem: acting on the defaults
+    // would put users (or the state) where the owner's settings do not say.
+    let config = lurkbot_core::Config::load(&home.config_path())?;
     if !config.users.enabled {
         eprintln!(
             "note: users are off for the gateway; set [users] enabled = true in config.toml (lurkbot config set users.enabled true) and restart it"
