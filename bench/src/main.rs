@@ -31,6 +31,8 @@
 mod agent;
 mod archive;
 mod browser;
+mod cpu_share;
+mod delay_proxy;
 mod gateway;
 mod gateways;
 mod journal;

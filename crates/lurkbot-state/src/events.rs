@@ -75,19 +75,21 @@ impl Store {
         pg.call(move |conn| {
             let Ready { client, .. } = conn.ready()?;
             let now = lurkbot_core::now_ms() as i64;
-            // Publishers take turns, so ids are committed in the order they are drawn and a
-            // follower that read up to an id never finds a smaller one committed later.
-            let mut tx = client.transaction().map_err(db)?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock])
+            // One statement, so one round trip and its own transaction: the lock (taken before
+            // any id is drawn: the rows to insert need the lock's row) makes publishers take
+            // turns until their commit, so ids are committed in the order they are drawn and a
+            // follower that read up to an id never finds a smaller one committed later. The
+            // notification names its origin, so a gateway does not read back its own events.
+            client
+                .execute(
+                    "WITH l AS (SELECT pg_advisory_xact_lock($4)), \
+                     e AS (INSERT INTO events (origin, payload, created_ms) \
+                         SELECT $1, p, $3 FROM unnest($2::text[]) AS p, l RETURNING id) \
+                     SELECT pg_notify('lurkbot_events', COALESCE(max(id), 0)::text || ' ' || $1) FROM e",
+                    &[&origin, &payloads, &now, &lock],
+                )
                 .map_err(db)?;
-            tx.execute(
-                "WITH e AS (INSERT INTO events (origin, payload, created_ms) \
-                     SELECT $1, p, $3 FROM unnest($2::text[]) AS p RETURNING id) \
-                     SELECT pg_notify('lurkbot_events', COALESCE(max(id), 0)::text) FROM e",
-                &[&origin, &payloads, &now],
-            )
-            .map_err(db)?;
-            tx.commit().map_err(db)
+            Ok(())
         })
     }
 
@@ -176,10 +178,18 @@ fn follow(
         let told = {
             use postgres::fallible_iterator::FallibleIterator;
             let mut notifications = client.notifications();
+            // Told by another gateway: a notification this one sent names it (`<id> <origin>`)
+            // and needs no read.
+            let others = |n: &postgres::Notification| {
+                n.payload().split_once(' ').is_none_or(|(_, o)| o != me)
+            };
             let first = notifications.timeout_iter(WAIT).next().map_err(db)?;
+            let mut told = first.as_ref().is_some_and(others);
             // Whatever else came meanwhile is read with it.
-            while notifications.iter().next().map_err(db)?.is_some() {}
-            first.is_some()
+            while let Some(next) = notifications.iter().next().map_err(db)? {
+                told |= others(&next);
+            }
+            told
         };
         if told || read_at.elapsed() >= FALLBACK_READ {
             read_at = Instant::now();

@@ -152,6 +152,18 @@ impl Postgres {
         self.port
     }
 
+    /// The server's main process (the postmaster; its backends are its children), for
+    /// measuring the cluster's CPU.
+    pub fn postmaster_pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.dir.path().join("data/postmaster.pid"))
+            .ok()?
+            .lines()
+            .next()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
     /// The cluster's log so far (for a failing assertion's message).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("pg.log")).unwrap_or_default()

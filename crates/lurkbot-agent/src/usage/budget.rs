@@ -86,6 +86,11 @@ pub struct Caps {
 }
 
 impl Caps {
+    /// Whether no cap applies (no `[budgets]` nor `[agents.<id>.budgets]` value is set).
+    pub fn is_empty(&self) -> bool {
+        self.scopes.is_empty()
+    }
+
     /// The caps that apply to a call of `tokens` input tokens to `model` by `agent`.
     pub fn of(config: &Config, agent: &str, model: &str, tokens: u64) -> Self {
         let mut scopes = Vec::new();

@@ -188,6 +188,16 @@ impl Ledger {
         }))
     }
 
+    /// What a call under no cap holds: nothing (there is nothing to check it against).
+    pub(crate) fn unheld(self: &Arc<Self>, agent: &str) -> Held {
+        Held {
+            ledger: self.clone(),
+            agent: agent.to_string(),
+            amount: Totals::default(),
+            in_store: None,
+        }
+    }
+
     /// [`Ledger::reserve`] with this process's own holds.
     fn reserve_here<E>(
         self: &Arc<Self>,

@@ -94,7 +94,7 @@ impl Meter<'_> {
                 ),
             }
         }
-        let _together = if combined.enabled && combined.total_budgets.any() {
+        let together_lock = if combined.enabled && combined.total_budgets.any() {
             let one = super::combined::lock();
             super::combined::check(self.config, self.home, self.zone, now, model, estimate)?;
             Some(one)
@@ -102,6 +102,11 @@ impl Meter<'_> {
             None
         };
         let caps = Caps::of(self.config, self.agent, model, estimate);
+        if caps.is_empty() && together_lock.is_none() {
+            // No cap applies: nothing to check, so nothing to hold (no store transaction, no
+            // records read).
+            return Ok(ledger.unheld(self.agent));
+        }
         let zone = self.zone.clone();
         let held = ledger.reserve(self.zone, now, self.agent, amount, move |totals| {
             caps.check(&zone, now, totals)
