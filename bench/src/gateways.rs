@@ -209,13 +209,13 @@ pub(crate) fn gateways(bin: &Path, turns: usize) -> Result<(), String> {
     }
     let spread = measured(&[&one, &two, &three], postmaster, &token, turns)?;
     let ratio = spread.per_second / single.per_second;
-    let confined = if shares.is_some() {
-        format!(" on {QUOTA} of a core each")
+    let (alone, each) = if shares.is_some() {
+        (format!(" on {QUOTA} of a core"), " (each on its own share)")
     } else {
-        String::new()
+        (String::new(), "")
     };
     println!(
-        "  one gateway{confined}: {:.1} turns/s; three: {:.1} turns/s: {ratio:.2}× (budget ≥ {SCALE_BUDGET}×: {}){}",
+        "  one gateway{alone}: {:.1} turns/s; three{each}: {:.1} turns/s: {ratio:.2}× (budget ≥ {SCALE_BUDGET}×: {}){}",
         single.per_second,
         spread.per_second,
         verdict(ratio >= SCALE_BUDGET),
@@ -274,7 +274,13 @@ pub(crate) fn gateways(bin: &Path, turns: usize) -> Result<(), String> {
     let far_home = dir.path().join("far");
     let far_token = home_at(bin, &far_home, &fake.url, Some(&far_url))?;
     failover(bin, &far_home, &far_url)?;
-    turn_cost(bin, dir.path(), &fake.url, &far_home, &far_token, &proxy)
+    turn_cost(
+        bin,
+        dir.path(),
+        &fake.url,
+        (&far_home, &far_url, &far_token),
+        &proxy,
+    )
 }
 
 /// Three gateways; the scheduler's holder SIGKILLed; the time until another holds it.
@@ -334,8 +340,7 @@ fn turn_cost(
     bin: &Path,
     dir: &Path,
     model: &str,
-    far_home: &Path,
-    far_token: &str,
+    (far_home, far_url, far_token): (&Path, &str, &str),
     proxy: &DelayProxy,
 ) -> Result<(), String> {
     let near_home = dir.join("embedded");
@@ -359,16 +364,44 @@ fn turn_cost(
     let chunks = proxy.client_chunks();
     let on_postgres = sequential(&far, far_token)?;
     let trips = (proxy.client_chunks() - chunks) as f64 / (SEQUENTIAL + SEQUENTIAL / 10) as f64;
+    let trip_ms = round_trip_ms(far_home, far_url)?;
     let p50 = |v: &[f64]| v[v.len() / 2];
     let added = p50(&on_postgres) - p50(&embedded);
-    let budget = TURN_BUDGET_MS + trips * 2.0 * DELAY.as_secs_f64() * 1000.0;
+    let budget = TURN_BUDGET_MS + trips * trip_ms;
     println!(
-        "    a turn (two model calls, one tool call), {SEQUENTIAL} in a row: p50 {:.2} ms on PostgreSQL, {:.2} ms on the embedded store: +{added:.2} ms for {trips:.1} round trips to the database (budget {TURN_BUDGET_MS} ms + 2 ms a round trip = {budget:.1} ms: {})",
+        "    one round trip to the database: {trip_ms:.2} ms at p50 (a query of one row; {} ms of it the delay)",
+        2 * DELAY.as_millis()
+    );
+    println!(
+        "    a turn (two model calls, one tool call), {SEQUENTIAL} in a row: p50 {:.2} ms on PostgreSQL, {:.2} ms on the embedded store: +{added:.2} ms for {trips:.1} round trips to the database (every statement on every connection, counted at the proxy; budget {TURN_BUDGET_MS} ms + {trips:.1} × {trip_ms:.2} ms = {budget:.1} ms: {})",
         p50(&on_postgres),
         p50(&embedded),
         verdict(added <= budget)
     );
     Ok(())
+}
+
+/// What one round trip to the far database takes, p50 of 200 one-row queries on a store's
+/// connection (a prepared statement: one round trip; the delay, the proxy's hand-offs and the
+/// server's answer).
+fn round_trip_ms(home: &Path, url: &str) -> Result<f64, String> {
+    let store = Store::open_at(
+        &Home::open(home).map_err(|e| e.to_string())?,
+        &Location::Postgres(Box::new(StateUrl::parse(url).map_err(|e| e.to_string())?)),
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut took: Vec<f64> = (0..200)
+        .map(|_| {
+            let at = Instant::now();
+            store
+                .turn("run_calibration")
+                .map(|_| at.elapsed().as_secs_f64() * 1000.0)
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    took.sort_by(f64::total_cmp);
+    Ok(took[took.len() / 2])
 }
 
 fn verdict(within: bool) -> &'static str {

@@ -109,6 +109,11 @@ impl Store {
         durable: bool,
     ) -> Result<(u64, u64), StateError> {
         let log = log.to_string();
+        if let crate::Backend::Postgres(pg) = &*self.backend
+            && !lines.is_empty()
+        {
+            return pg.append_log(log, lines, durable);
+        }
         self.transaction(durable, move |tx| {
             if lines.is_empty() {
                 let end = end_of(tx, &log)?;

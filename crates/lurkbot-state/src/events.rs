@@ -72,7 +72,8 @@ impl Store {
             "events:{}",
             pg.schema.as_deref().unwrap_or("")
         ));
-        pg.call(move |conn| {
+        // On the connection aside: events never queue in front of a turn's statements.
+        pg.aside()?.call(move |conn| {
             let Ready { client, .. } = conn.ready()?;
             let now = lurkbot_core::now_ms() as i64;
             // One statement, so one round trip and its own transaction: the lock (taken before

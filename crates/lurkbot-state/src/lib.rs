@@ -41,6 +41,7 @@ pub mod leases;
 mod location;
 pub mod migrate;
 pub mod outbox;
+mod pg_logs;
 mod pg_tls;
 mod postgres;
 pub mod shared;
@@ -49,6 +50,7 @@ mod sql;
 pub mod together;
 pub mod turns;
 pub mod usage;
+mod user_schema;
 
 pub use documents::Edit;
 pub use embedded::STATE_FILE;

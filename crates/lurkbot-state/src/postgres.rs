@@ -36,6 +36,7 @@ fn tables() -> String {
     let mut tables = crate::sql::tables_v1("BIGINT", "seq BIGSERIAL,");
     tables.push_str(&crate::sql::tables_v2("BIGINT"));
     tables.push_str(&crate::sql::tables_v3("BIGINT", "seq BIGSERIAL,"));
+    tables.push_str(crate::pg_logs::APPEND_LOG_FUNCTION);
     tables.push_str(
         "CREATE TABLE IF NOT EXISTS events (
     id          BIGSERIAL PRIMARY KEY,
@@ -59,6 +60,8 @@ pub(crate) struct Pg {
     /// What another connection of this store (the events' follower) needs.
     pub(crate) url: StateUrl,
     pub(crate) schema: Option<String>,
+    /// A second connection for work off the turns' path (publishing events), made at first use.
+    aside: std::sync::OnceLock<Box<Pg>>,
 }
 
 impl Drop for Pg {
@@ -83,20 +86,19 @@ impl Drop for Pg {
 impl Pg {
     /// Connects as gateway `owner` (taking its id's lock) and brings the schema up to date;
     /// the state of user `user` on a shared gateway lives in a PostgreSQL schema of its own
-    /// (`lurkbot_u_<name>`, see [`schema_for`]), so no query of one user's store sees another's rows.
+    /// (`lurkbot_u_<name>`, see [`crate::user_schema::schema_for`]), so no query of one user's store sees another's rows.
     pub(crate) fn connect(
         url: &StateUrl,
         owner: &str,
         user: Option<&str>,
     ) -> Result<Self, StateError> {
-        let schema = user.map(schema_for).transpose()?;
-        let legacy = user.map(legacy_schema_for);
-        let kept_schema = schema.clone();
-        let mut conn = Conn {
+        let schema = user.map(crate::user_schema::schema_for).transpose()?;
+        let legacy = user.map(crate::user_schema::legacy_schema_for);
+        let conn = Conn {
             client: None,
             statements: HashMap::new(),
             url: url.clone(),
-            owner_key: advisory_key(&format!("gateway:{owner}")),
+            owner_key: Some(advisory_key(&format!("gateway:{owner}"))),
             // The gateway's own home's connection holds its id's lock (its liveness, which
             // every lease and hold of its users' homes goes by too); a user's connection of
             // the same gateway finds it held by that one, and goes on.
@@ -105,15 +107,23 @@ impl Pg {
             write_key: advisory_key(&format!("write:{}", schema.as_deref().unwrap_or(""))),
             schema,
         };
+        Self::spawn(conn, Some(legacy))
+    }
+
+    /// Runs `conn` on a thread of its own; `migrate` (with a user's legacy schema name, if
+    /// any): the schema is brought up to date at the first connection.
+    fn spawn(mut conn: Conn, migrate_from: Option<Option<String>>) -> Result<Self, StateError> {
+        let (url, kept_schema) = (conn.url.clone(), conn.schema.clone());
         let (jobs, inbox) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("lurkbot-state-pg".into())
             .spawn(move || {
                 let schema = conn.schema.clone();
-                let first = conn
-                    .client()
-                    .and_then(|client| migrate(client, schema.as_deref(), legacy.as_deref()));
+                let first = conn.client().and_then(|client| match &migrate_from {
+                    Some(legacy) => migrate(client, schema.as_deref(), legacy.as_deref()),
+                    None => Ok(()),
+                });
                 let failed = first.is_err();
                 let _ = ready_tx.send(first);
                 if failed {
@@ -129,9 +139,35 @@ impl Pg {
             jobs: Mutex::new(Some(jobs)),
             thread: Mutex::new(Some(thread)),
             target: url.to_string(),
-            url: url.clone(),
+            url,
             schema: kept_schema,
+            aside: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The second connection, for work that must not wait behind (nor delay) a turn's
+    /// statements: the same database and schema, no lock of its own.
+    ///
+    /// # Errors
+    /// It cannot connect.
+    pub(crate) fn aside(&self) -> Result<&Pg, StateError> {
+        if let Some(aside) = self.aside.get() {
+            return Ok(aside);
+        }
+        let conn = Conn {
+            client: None,
+            statements: HashMap::new(),
+            url: self.url.clone(),
+            owner_key: None,
+            owner_required: false,
+            owner: String::new(),
+            write_key: advisory_key(&format!("write:{}", self.schema.as_deref().unwrap_or(""))),
+            schema: self.schema.clone(),
+        };
+        let made = Self::spawn(conn, None)?;
+        // Two callers at once: one connection is kept, the other closed.
+        let _ = self.aside.set(Box::new(made));
+        self.aside.get().map(AsRef::as_ref).ok_or_else(gone)
     }
 
     /// The database, without its password.
@@ -259,13 +295,13 @@ pub(crate) struct Conn {
     /// Statements prepared on this connection, by their SQL.
     statements: HashMap<String, Statement>,
     url: StateUrl,
-    /// The lock naming this gateway as running.
-    owner_key: i64,
+    /// The lock naming this gateway as running (`None`: a connection aside, which takes none).
+    owner_key: Option<i64>,
     /// Whether this connection must hold it (a user's may find its gateway's holding it).
     owner_required: bool,
     owner: String,
     /// The lock durable transactions take (one per schema).
-    write_key: i64,
+    pub(crate) write_key: i64,
     /// A user's schema, if this store is a user's.
     schema: Option<String>,
 }
@@ -287,12 +323,14 @@ impl Conn {
             self.client = None;
             self.statements.clear();
             let mut client = connect(&self.url)?;
-            let held: bool = client
-                .query_one("SELECT pg_try_advisory_lock($1)", &[&self.owner_key])
-                .map_err(db)?
-                .get(0);
-            if !held && self.owner_required {
-                return Err(StateError::OwnerTaken(self.owner.clone()));
+            if let Some(owner_key) = self.owner_key {
+                let held: bool = client
+                    .query_one("SELECT pg_try_advisory_lock($1)", &[&owner_key])
+                    .map_err(db)?
+                    .get(0);
+                if !held && self.owner_required {
+                    return Err(StateError::OwnerTaken(self.owner.clone()));
+                }
             }
             // A statement on its own commits without waiting for the disk, as the embedded
             // store's do; durable transactions ask for the flush (`transaction`).
@@ -392,23 +430,8 @@ fn migrate(
     )
     .map_err(db)?;
     if let Some(schema) = schema {
-        // A user's state from before names were their own encoding moves to the new name
-        // once: the first user to connect whose old name it was takes it (two crafted names
-        // that shared it cannot be told apart; the second starts afresh).
         if let Some(legacy) = legacy {
-            let exists = |tx: &mut postgres::Transaction<'_>, name: &str| {
-                tx.query_opt(
-                    "SELECT 1 FROM information_schema.schemata WHERE schema_name = $1",
-                    &[&name],
-                )
-                .map(|row| row.is_some())
-                .map_err(db)
-            };
-            if !exists(&mut tx, schema)? && exists(&mut tx, legacy)? {
-                tx.batch_execute(&format!("ALTER SCHEMA \"{legacy}\" RENAME TO \"{schema}\""))
-                    .map_err(db)?;
-                tracing::info!(from = legacy, to = schema, "a user's schema renamed");
-            }
+            crate::user_schema::adopt_legacy(&mut tx, schema, legacy)?;
         }
         tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
             .map_err(db)?;
@@ -441,48 +464,6 @@ fn version(client: &mut impl GenericClient) -> Result<i64, StateError> {
         .query_opt("SELECT version FROM lurkbot_schema LIMIT 1", &[])
         .map_err(db)?;
     Ok(row.map_or(0, |r| r.get(0)))
-}
-
-/// The schema of user `user`'s state: `lurkbot_u_` and the name itself, always quoted. User
-/// names are 1–32 of `a-z 0-9 - _` (checked where users are made), so the name is its own
-/// encoding and two names never share a schema; a name outside that set (it cannot be made
-/// through `users add`) is refused rather than mapped onto another's.
-pub(crate) fn schema_for(user: &str) -> Result<String, StateError> {
-    let fits = (1..=MAX_USER_CHARS).contains(&user.len())
-        && user
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-    if !fits {
-        return Err(StateError::Postgres(format!(
-            "'{user}' cannot name a user's schema: 1 to {MAX_USER_CHARS} of a-z 0-9 - _"
-        )));
-    }
-    Ok(format!("{USER_SCHEMA_PREFIX}{user}"))
-}
-
-/// What every user's schema starts with.
-pub(crate) const USER_SCHEMA_PREFIX: &str = "lurkbot_u_";
-
-/// The longest user name a schema takes (PostgreSQL names are at most 63 bytes).
-const MAX_USER_CHARS: usize = 48;
-
-/// The schema builds before 2026-11-29 gave user `user`: the name with every character other
-/// than a letter or digit made `_`, cut at 32, and 32 bits of its hash — two names could
-/// share one. Renamed to [`schema_for`]'s at the user's first connection (`migrate`).
-fn legacy_schema_for(user: &str) -> String {
-    let safe: String = user
-        .chars()
-        .take(32)
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let hash = u64::from_ne_bytes(advisory_key(user).to_ne_bytes()) & 0xffff_ffff;
-    format!("lurkbot_user_{safe}_{hash:08x}")
 }
 
 /// A 64-bit advisory lock key for `name` (FNV-1a: stable across builds and machines).
@@ -607,24 +588,6 @@ impl ToSql for Val {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn users_get_schemas_apart() {
-        let of = |name: &str| schema_for(name).unwrap();
-        assert_ne!(of("a-b"), of("a_b"));
-        assert_eq!(of("ada"), "lurkbot_u_ada");
-        assert!(of(&"x".repeat(48)).len() <= 63);
-        // The two names the review found sharing one schema under the old mapping.
-        let (one, two) = (
-            "u_-_-_-_-__--___-----_____-_--_",
-            "u__-__-_____--__--_--___--_--__",
-        );
-        assert_eq!(legacy_schema_for(one), legacy_schema_for(two));
-        assert_ne!(of(one), of(two));
-        for bad in ["", "Ada", "a\"b", "a b", &"x".repeat(49)] {
-            assert!(schema_for(bad).is_err(), "{bad:?}");
-        }
-    }
 
     #[test]
     fn lock_keys_are_stable_and_distinct() {

@@ -1,7 +1,9 @@
 //! The docs say what the code has: every crate is named in README's Code table and
-//! ARCHITECTURE §1, every subcommand of `lurkbot --help` in README's CLI synopsis and
-//! ARCHITECTURE §3, every `bench/run.sh` mode in README and CONTRIBUTING, and every page the man
-//! page names (`lurkbot-cron(1)`) is one `lurkbot man --dir` writes. The next drift fails here.
+//! ARCHITECTURE §1, every subcommand of `lurkbot --help` in the guide's CLI synopsis
+//! (`docs/guide/cli.md`) and ARCHITECTURE §3, every `bench/run.sh` mode in the guide's
+//! Development page and CONTRIBUTING, every page of the guide in its index and the README short,
+//! and every page the man page names (`lurkbot-cron(1)`) is one `lurkbot man --dir` writes. The
+//! next drift fails here.
 
 use std::path::{Path, PathBuf};
 
@@ -64,11 +66,11 @@ fn subcommands() -> Vec<String> {
 }
 
 #[test]
-fn every_subcommand_is_in_the_readme_synopsis_and_architecture() {
+fn every_subcommand_is_in_the_guides_synopsis_and_architecture() {
     let names = subcommands();
     assert!(names.len() > 20, "{names:?}");
-    let readme = read("README.md");
-    let synopsis = section(&readme, "## CLI", "- `init`");
+    let page = format!("\n{}", read("docs/guide/cli.md"));
+    let synopsis = section(&page, "# The CLI", "- `init`");
     let architecture = read("docs/ARCHITECTURE.md");
     let cli = section(&architecture, "## 3.", "## 4.");
     let mut missing = Vec::new();
@@ -80,7 +82,9 @@ fn every_subcommand_is_in_the_readme_synopsis_and_architecture() {
             format!("lurkbot {name}\n"),
         ];
         if !shown.iter().any(|s| synopsis.contains(s.as_str())) {
-            missing.push(format!("README's CLI synopsis lacks `lurkbot {name}`"));
+            missing.push(format!(
+                "docs/guide/cli.md's synopsis lacks `lurkbot {name}`"
+            ));
         }
         let listed = cli
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
@@ -92,14 +96,14 @@ fn every_subcommand_is_in_the_readme_synopsis_and_architecture() {
     // Flags the synopsis must show because users look for them there.
     for flag in ["--budget-tokens"] {
         if !synopsis.contains(flag) {
-            missing.push(format!("README's CLI synopsis lacks {flag}"));
+            missing.push(format!("docs/guide/cli.md's synopsis lacks {flag}"));
         }
     }
     assert!(missing.is_empty(), "{missing:#?}");
 }
 
 #[test]
-fn every_bench_mode_is_in_the_readme_and_contributing() {
+fn every_bench_mode_is_in_the_guide_and_contributing() {
     let script = read("bench/run.sh");
     let usage = script
         .lines()
@@ -114,8 +118,11 @@ fn every_bench_mode_is_in_the_readme_and_contributing() {
         .collect();
     assert!(modes.len() > 5, "{modes:?}");
     let mut missing = Vec::new();
-    for doc in ["README.md", "CONTRIBUTING.md"] {
-        let text = read(doc);
+    let guide = read("docs/guide/development.md") + &read("docs/guide/benchmarks.md");
+    for (doc, text) in [
+        ("the guide", guide),
+        ("CONTRIBUTING.md", read("CONTRIBUTING.md")),
+    ] {
         for mode in &modes {
             if !text.contains(&format!("bench/run.sh {mode}")) {
                 missing.push(format!("{doc} lacks `bench/run.sh {mode}`"));
@@ -158,4 +165,31 @@ fn every_man_page_named_is_written() {
         printed,
         std::fs::read_to_string(dir.path().join("lurkbot.1")).unwrap()
     );
+}
+
+/// The README stays short (what LurkBot is, run and test, install, the tables, where to go
+/// next) and every page of the guide is in the guide's index and in the README's.
+#[test]
+fn the_readme_is_short_and_every_guide_page_is_indexed() {
+    let readme = read("README.md");
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 400,
+        "README.md has {lines} lines: move the detail into docs/guide/"
+    );
+    let index = read("docs/README.md");
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(root().join("docs/guide"))
+        .unwrap()
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !index.contains(&format!("(guide/{name})")) {
+            missing.push(format!("docs/README.md lacks guide/{name}"));
+        }
+        if !readme.contains(&format!("(docs/guide/{name}")) {
+            missing.push(format!("README.md's index lacks docs/guide/{name}"));
+        }
+    }
+    assert!(missing.is_empty(), "{missing:#?}");
 }

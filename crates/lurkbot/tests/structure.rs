@@ -71,28 +71,80 @@ fn comments_cite_documents_that_are_in_the_repository() {
     );
 }
 
-#[test]
-fn document_links_resolve_inside_the_repository() {
-    let mut missing = Vec::new();
-    for doc in [
+/// The repository's documents: the top-level ones, ARCHITECTURE and the guide's pages.
+fn documents() -> Vec<String> {
+    let mut docs: Vec<String> = [
         "README.md",
         "CONTRIBUTING.md",
         "CHANGELOG.md",
         "docs/ARCHITECTURE.md",
-    ] {
-        let path = root().join(doc);
+        "docs/README.md",
+    ]
+    .iter()
+    .map(|d| (*d).to_string())
+    .collect();
+    let mut pages: Vec<String> = std::fs::read_dir(root().join("docs/guide"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| format!("docs/guide/{}", e.file_name().to_string_lossy()))
+                .collect()
+        })
+        .unwrap_or_default();
+    pages.sort();
+    docs.extend(pages);
+    docs
+}
+
+/// A heading's anchor as GitHub makes it: lowercase, spaces as `-`, punctuation dropped.
+fn anchor_of(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn document_links_resolve_inside_the_repository() {
+    let mut missing = Vec::new();
+    for doc in documents() {
+        let path = root().join(&doc);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{doc}: {e}"));
         let base = path.parent().unwrap_or(Path::new("."));
         for (start, _) in text.match_indices("](") {
-            let target: String = text[start + 2..]
+            let link: String = text[start + 2..]
                 .chars()
-                .take_while(|c| *c != ')' && *c != '#')
+                .take_while(|c| *c != ')')
                 .collect();
-            if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+            let (target, anchor) = link.split_once('#').unwrap_or((&link, ""));
+            if link.is_empty() || target.contains("://") || target.starts_with("mailto:") {
                 continue;
             }
-            if !base.join(&target).exists() {
+            let file = if target.is_empty() {
+                path.clone()
+            } else {
+                base.join(target)
+            };
+            if !file.exists() {
                 missing.push(format!("{doc} -> {target}"));
+                continue;
+            }
+            // An anchor names a heading of the page it points to.
+            if !anchor.is_empty() && file.extension().is_some_and(|e| e == "md") {
+                let page = std::fs::read_to_string(&file).unwrap_or_default();
+                let found = page
+                    .lines()
+                    .filter_map(|l| l.strip_prefix('#'))
+                    .map(|l| anchor_of(l.trim_start_matches('#')))
+                    .any(|a| a == anchor);
+                if !found {
+                    missing.push(format!("{doc} -> {target}#{anchor}"));
+                }
             }
         }
         assert!(
@@ -174,14 +226,12 @@ fn every_cited_architecture_section_exists() {
         .iter()
         .filter_map(|f| Some((f.display().to_string(), std::fs::read_to_string(f).ok()?)))
         .collect();
-    for doc in [
-        "README.md",
-        "CONTRIBUTING.md",
-        "CHANGELOG.md",
-        "docs/CONFIG.md",
-    ] {
-        if let Ok(text) = std::fs::read_to_string(root().join(doc)) {
-            sources.push((doc.to_string(), text));
+    let mut docs = documents();
+    docs.retain(|d| d != "docs/ARCHITECTURE.md");
+    docs.push("docs/CONFIG.md".into());
+    for doc in docs {
+        if let Ok(text) = std::fs::read_to_string(root().join(&doc)) {
+            sources.push((doc, text));
         }
     }
     let mut missing = Vec::new();
