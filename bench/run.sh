@@ -15,7 +15,9 @@
 #            on the embedded store and on PostgreSQL)
 #   observability  what recording metrics and exporting traces (OTLP/HTTP to a loopback sink)
 #            add to one turn (p50/p99, same run), the OTLP bytes per turn, one scrape's cost
-#   gateways one and three gateways on PostgreSQL: turns/s and their ratio, failover, idle RSS
+#   gateways one and three gateways on PostgreSQL, each on its own CPU share (a cgroup; root):
+#            turns/s and their ratio, PostgreSQL's CPU a turn; with the database 1 ms away (a
+#            delaying proxy) the failover and a turn's cost and round trips; idle RSS
 #   gateway  start to /health, idle RSS after 60 s, 1,000 WebSocket clients doing health
 #   memory   the memory index at 50,000 chunks: build time, memory_search p50/p99 keyword and hybrid
 #   soak     10,000 API turns and 10,000 WebSocket cycles with cron, heartbeat and an IRC flood:

@@ -4,6 +4,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
+  cat <<'USAGE'
+Usage: scripts/test.sh [CARGO TEST ARGS…]
+
+Installs what the tests need, then runs `cargo test --workspace --locked --all-features
+--no-fail-fast` with the arguments given (a filter, `-- --nocapture`, …).
+
+What it installs (once; later runs find it there):
+  - Debian packages, as root: zip unzip tar xz-utils bzip2 openssl ca-certificates python3-venv
+    tzdata chromium chromium-driver systemd ngircd atheme-services dovecot-imapd tmux espeak-ng
+    ffmpeg haproxy nginx-light postgresql prometheus (and npm when none is on PATH)
+  - a Python venv with Radicale, openai, mcp, jsonschema, aiosmtpd, Pillow, opentelemetry-proto
+    ($LURKBOT_TEST_VENV, default ~/.cache/lurkbot-test/venv)
+  - the skill folders of OpenClaw's npm package and Hermes Agent's sdist
+    ($LURKBOT_SKILL_CORPORA, default ~/.cache/lurkbot-test/corpora)
+  - Synapse, a real Matrix homeserver, in a venv of its own ($LURKBOT_SYNAPSE_VENV)
+  - OpenClaw's CLI with Node 24 from npm ($LURKBOT_OPENCLAW_DIR)
+USAGE
+  exit 0
+fi
+
 # Debian packages the tests call: classic archive tools for interoperability tests, openssl
 # for a real TLS server in the rss tests, ca-certificates (the platform trust roots), tzdata for the time zones CalDAV events name,
 # chromium and its driver for the web UI tests, systemd for `systemd-analyze verify` of the

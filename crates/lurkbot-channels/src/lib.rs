@@ -9,6 +9,7 @@
 pub mod access;
 mod channel;
 pub mod chunk;
+pub mod credentials;
 pub mod delivery;
 pub mod discord;
 pub mod email;

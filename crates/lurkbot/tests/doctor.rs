@@ -206,3 +206,48 @@ async fn everything_created_in_the_home_is_private() {
     assert!(line.contains("workspace/AGENTS.md (644)"), "{line}");
     assert!(out.stdout.contains("chmod -R go-rwx"), "{}", out.stdout);
 }
+
+/// An enabled channel whose credentials are not in the home's `.env` is flagged with the
+/// variables to set (the gateway would refuse to start it); once they are set, it is not.
+#[test]
+fn an_enabled_channel_without_its_credentials_is_flagged() {
+    let t = Test::init();
+    let config = t.path("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(
+        "\n[channels.telegram]\nallow_from = [\"42\"]\n[channels.slack]\nenabled = false\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    // One JSON object a line.
+    let checks = |out: &crate::util::Output| -> Vec<serde_json::Value> {
+        out.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let out = t.run(&["doctor", "--json"]);
+    let all = checks(&out);
+    let flagged: Vec<&serde_json::Value> =
+        all.iter().filter(|c| c["check"] == "channels").collect();
+    assert_eq!(flagged.len(), 1, "{}", out.stdout);
+    assert_eq!(flagged[0]["status"], "fail");
+    assert!(
+        flagged[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("[channels.telegram]")
+            && flagged[0]["fix"]
+                .as_str()
+                .unwrap()
+                .contains("TELEGRAM_BOT_TOKEN"),
+        "{}",
+        out.stdout
+    );
+    std::fs::write(t.path(".env"), "TELEGRAM_BOT_TOKEN=123:abc\n").unwrap();
+    let again = t.run(&["doctor", "--json"]);
+    assert!(
+        !checks(&again).iter().any(|c| c["check"] == "channels"),
+        "{}",
+        again.stdout
+    );
+}

@@ -101,6 +101,23 @@ async fn a_local_server_needs_no_key_and_refusals_say_what_to_do() {
     );
     assert_eq!(remote.status, 2, "{}", remote.stderr);
     assert!(remote.stderr.contains("--key-stdin"), "{}", remote.stderr);
+    // Nothing given, no terminal, and no server found here: says so, and the keyless way.
+    let dead = format!("http://127.0.0.1:{}/v1", crate::util::free_port());
+    let fresh = Test::init();
+    let nothing = fresh.run_full(
+        &["setup", "--no-check"],
+        None,
+        &[("LURKBOT_LOCAL_MODEL_URLS", &dead)],
+    );
+    assert_eq!(nothing.status, 2, "{}", nothing.stderr);
+    assert!(
+        nothing
+            .stderr
+            .contains("no model server was found on this machine")
+            && nothing.stderr.contains("--key-stdin"),
+        "{}",
+        nothing.stderr
+    );
     let planted = setup(
         &t,
         "m",

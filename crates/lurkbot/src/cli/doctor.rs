@@ -116,6 +116,7 @@ pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> CliResult {
     checks.extend(prompt_cost(&home, &config));
     checks.extend(gateway(&home, &config));
     checks.extend(irc(&home));
+    checks.extend(channels(&home, &config));
     checks.push(speech(&home, &config));
     checks.push(browser(&config));
     checks.extend(users(&home, &config));
@@ -228,6 +229,28 @@ fn irc(home: &Home) -> Option<Check> {
                 .unwrap_or_else(|| "fix skills/irc-cli/secrets/.env".to_string()),
         ),
     })
+}
+
+/// Every enabled channel has its credentials in the home's `.env` (the gateway would refuse
+/// to start it otherwise).
+fn channels(home: &Home, config: &Config) -> Vec<Check> {
+    let vars = lurkbot_agent::setup::variables(home);
+    config
+        .channels
+        .iter()
+        .filter(|(_, settings)| settings.enabled)
+        .filter_map(|(name, _)| {
+            let lacking = lurkbot_channels::credentials::missing_variables(name, |v| {
+                vars(v).is_some_and(|value| !value.trim().is_empty())
+            })?;
+            Some(bad(
+                "channels",
+                Status::Fail,
+                format!("[channels.{name}] is enabled without its credentials: the gateway will not start it"),
+                lacking,
+            ))
+        })
+        .collect()
 }
 
 /// config.toml and every .env under the home.

@@ -167,10 +167,16 @@ pub(crate) fn run(home_path: &Path, args: &SetupArgs) -> CliResult {
         String::new()
     };
     if key.is_empty() && !local && lurkbot_agent::setup::variables(&home)(p.key).is_none() {
+        // Looked for a local server and found none: say so, and the keyless way.
+        let none_found = if looking && found.is_empty() {
+            "no model server was found on this machine (Ollama on 11434, llama.cpp's server on 8080, LM Studio on 1234; LURKBOT_LOCAL_MODEL_URLS names others): start one and run `lurkbot setup` again for a reply without a key, or — "
+        } else {
+            ""
+        };
         return Err(CliError::usage(
             "setup",
             format!(
-                "{base} needs an API key: pass it on stdin with --key-stdin (never on the command line)"
+                "{none_found}{base} needs an API key: pass it on stdin with --key-stdin (never on the command line)"
             ),
         ));
     }
