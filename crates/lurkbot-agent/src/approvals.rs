@@ -272,11 +272,7 @@ impl Approvals {
                         source,
                     }
                 })?;
-                Ok::<_, AgentError>(lurkbot_state::Edit {
-                    body: Some(body),
-                    lines: Vec::new(),
-                    value: remembered,
-                })
+                Ok::<_, AgentError>(lurkbot_state::Edit::replace(body, remembered))
             })??;
             loaded.remembered = remembered;
             loaded.shared_version = None;

@@ -160,11 +160,7 @@ impl Sessions {
                         what: "sessions.json",
                         source,
                     })?;
-                Ok(lurkbot_state::Edit {
-                    body: Some(body),
-                    lines: Vec::new(),
-                    value,
-                })
+                Ok(lurkbot_state::Edit::replace(body, value))
             })?;
         }
         std::fs::create_dir_all(&self.dir).map_err(|e| AgentError::io("create", &self.dir, e))?;

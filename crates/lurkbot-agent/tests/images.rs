@@ -33,15 +33,7 @@ data = open(d + "/blue.png", "rb").read()
 open(d + "/cut.png", "wb").write(data[: len(data) // 2])
 open(d + "/page.png", "w").write("<!DOCTYPE html><html><body>not a picture</body></html>")
 "#;
-    let out = std::process::Command::new(test_python())
-        .args(["-c", script, dir.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    lurkbot_test_support::venv::run_python(["-c", script, dir.to_str().unwrap()]);
 }
 
 /// One turn on `model` in which the model calls `image` once per argument set; returns the

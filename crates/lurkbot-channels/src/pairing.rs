@@ -191,11 +191,7 @@ impl PairingStore {
                         path: path.display().to_string(),
                         message: e.to_string(),
                     })?;
-                Ok(lurkbot_state::Edit {
-                    body: Some(body),
-                    lines: Vec::new(),
-                    value,
-                })
+                Ok(lurkbot_state::Edit::replace(body, value))
             })?;
         }
         let _lock = self.lock()?;

@@ -225,11 +225,7 @@ impl DeviceStore {
                     let value = change(&mut list)?;
                     let body = serde_json::to_string_pretty(&serde_json::json!({"devices": list}))
                         .map_err(|e| DeviceError::Write(e.to_string()))?;
-                    Ok(lurkbot_state::Edit {
-                        body: Some(body),
-                        lines: Vec::new(),
-                        value: (value, list),
-                    })
+                    Ok(lurkbot_state::Edit::replace(body, (value, list)))
                 })
                 .map_err(|e| DeviceError::Write(e.to_string()))??;
             self.loaded = Ok(list);

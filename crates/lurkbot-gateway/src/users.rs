@@ -289,11 +289,7 @@ impl UserStore {
                     };
                     let value = change(&mut users)?;
                     let body = String::from_utf8_lossy(&users_json(users)?).into_owned();
-                    Ok(lurkbot_state::Edit {
-                        body: Some(body),
-                        lines: Vec::new(),
-                        value,
-                    })
+                    Ok(lurkbot_state::Edit::replace(body, value))
                 })
                 .map_err(state_failed)?;
         }

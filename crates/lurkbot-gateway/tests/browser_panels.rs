@@ -2,7 +2,7 @@
 //! driver): two days of usage bars with the budget's fill, and the channels' states with a
 //! pairing approved from the page.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::browser::{Ui, click, until};
 use crate::common::Gateway;
@@ -216,6 +216,27 @@ async fn the_welcome_card_chooses_the_model_in_chromium() {
         "document.querySelector('.card.welcome form.model-setup')",
     )
     .await;
+    // The form as a newcomer sees it in a 1200 px window: each field one line high and dark
+    // like the page, the button's label on one line.
+    let geometry = until(
+        b,
+        "the form's geometry",
+        "(() => { const f = document.querySelector('form.model-setup');            const i = f.querySelector('input[name=model]'); const s = f.querySelector('button[type=submit]');            const px = (e) => parseFloat(getComputedStyle(e).fontSize);            return JSON.stringify({ inputLines: i.getBoundingClientRect().height / px(i),              buttonLines: s.getBoundingClientRect().height / px(s),              buttonClipped: s.scrollWidth > s.clientWidth,              inputBackground: getComputedStyle(i).backgroundColor }); })()",
+    )
+    .await;
+    let geometry: Value = serde_json::from_str(geometry.as_str().unwrap_or("{}")).unwrap();
+    assert!(
+        geometry["inputLines"].as_f64().unwrap() < 2.6,
+        "an input more than one line high: {geometry}"
+    );
+    assert!(
+        geometry["buttonLines"].as_f64().unwrap() < 2.6 && geometry["buttonClipped"] == false,
+        "the Save label is not on one line: {geometry}"
+    );
+    assert_ne!(
+        geometry["inputBackground"], "rgb(255, 255, 255)",
+        "a white input on the dark page: {geometry}"
+    );
     let base = format!("{}/v1", gw.fake.url);
     crate::browser::type_into(b, "form.model-setup input[name=model]", "ui-model").await;
     crate::browser::type_into(b, "form.model-setup input[name=baseUrl]", &base).await;

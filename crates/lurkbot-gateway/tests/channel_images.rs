@@ -24,15 +24,7 @@ exif = Image.Exif()
 exif[0x8825] = {1: "N", 2: (48.0, 51.0, 29.0), 3: "E", 4: (2.0, 17.0, 40.0)}
 im.save(sys.argv[1], "JPEG", exif=exif)
 "#;
-    let out = std::process::Command::new(test_python())
-        .args(["-c", script, file.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    lurkbot_test_support::venv::run_python(["-c", script, file.path().to_str().unwrap()]);
     std::fs::read(file.path()).unwrap()
 }
 

@@ -9,35 +9,13 @@ use std::time::{Duration, Instant};
 
 use lurkbot_llm::fake::Step;
 use lurkbot_test_support::mail_server::MailServer;
-use lurkbot_test_support::venv::test_python;
 use serde_json::{Value, json};
 
 use crate::common::{Client, Gateway, TOKEN};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-fn script() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/email/mail.py")
-}
-
-async fn mail(args: Vec<String>) -> String {
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(test_python())
-            .arg(script())
-            .args(&args)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
+/// [`MailServer::send`] from a test's task.
 async fn send(
     server: &MailServer,
     from: &str,
@@ -47,36 +25,12 @@ async fn send(
     id: &str,
     extra: &[&str],
 ) {
-    let mut args = vec![
-        "send".to_string(),
-        server.smtp_port.to_string(),
-        from.into(),
-        password.into(),
-        "bot@localhost".into(),
-        subject.into(),
-        body.into(),
-        id.into(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    mail(args).await;
+    tokio::task::block_in_place(|| server.send(from, password, subject, body, id, extra));
 }
 
+/// [`MailServer::inbox`] from a test's task.
 async fn inbox(server: &MailServer, user: &str, password: &str, n: usize) -> Vec<Value> {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let text = mail(vec![
-            "read".into(),
-            server.imap_port.to_string(),
-            user.into(),
-            password.into(),
-        ])
-        .await;
-        let list: Vec<Value> = serde_json::from_str(&text).unwrap();
-        if list.len() >= n || Instant::now() > deadline {
-            return list;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    tokio::task::block_in_place(|| server.inbox(user, password, n))
 }
 
 /// Polls `channels.status` until the email channel is connected (at most [`WAIT`]).

@@ -3,27 +3,18 @@
 //! bad base64 are refused with 400 and a message saying what to send.
 
 use lurkbot_llm::fake::Step;
-use lurkbot_test_support::venv::test_python;
 use serde_json::{Value, json};
 
 use crate::common::{Gateway, TOKEN};
 
 fn png_data_url(width: u32, height: u32) -> String {
-    let out = std::process::Command::new(test_python())
-        .args([
-            "-c",
-            "import sys, io, base64; from PIL import Image; b = io.BytesIO(); Image.new('RGB', (int(sys.argv[1]), int(sys.argv[2])), (0, 160, 60)).save(b, 'PNG'); print('data:image/png;base64,' + base64.b64encode(b.getvalue()).decode())",
-            &width.to_string(),
-            &height.to_string(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    let out = lurkbot_test_support::venv::run_python([
+        "-c",
+        "import sys, io, base64; from PIL import Image; b = io.BytesIO(); Image.new('RGB', (int(sys.argv[1]), int(sys.argv[2])), (0, 160, 60)).save(b, 'PNG'); print('data:image/png;base64,' + base64.b64encode(b.getvalue()).decode())",
+        &width.to_string(),
+        &height.to_string(),
+    ]);
+    out.trim().to_string()
 }
 
 async fn ask(gw: &Gateway, content: Value) -> (u16, Value) {

@@ -10,19 +10,11 @@ static ALLOCATOR: cap::Cap<std::alloc::System> = cap::Cap::new(std::alloc::Syste
 fn a_decompression_bomb_is_refused_without_the_memory_it_claims() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bomb.png");
-    let out = std::process::Command::new(lurkbot_test_support::venv::test_python())
-        .args([
-            "-c",
-            "import sys; from PIL import Image; Image.new('1', (25000, 25000), 0).save(sys.argv[1])",
-            path.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    lurkbot_test_support::venv::run_python([
+        "-c",
+        "import sys; from PIL import Image; Image.new('1', (25000, 25000), 0).save(sys.argv[1])",
+        path.to_str().unwrap(),
+    ]);
     let bomb = std::fs::read(&path).unwrap();
     assert!(bomb.len() < 200_000, "a small file: {} bytes", bomb.len());
     let before = ALLOCATOR.allocated();

@@ -23,6 +23,18 @@ pub struct Edit<R> {
     pub value: R,
 }
 
+impl<R> Edit<R> {
+    /// An edit that writes `body` as the document's new body, appends nothing, and answers
+    /// `value` (what most edits are: read, change, write back).
+    pub fn replace(body: String, value: R) -> Self {
+        Self {
+            body: Some(body),
+            lines: Vec::new(),
+            value,
+        }
+    }
+}
+
 impl Store {
     /// The body of document `name`, if there is one.
     ///
@@ -177,11 +189,7 @@ impl Store {
     pub fn put_document(&self, name: &str, body: &str) -> Result<(), StateError> {
         let body = body.to_string();
         self.edit_document_with(name, false, move |_| {
-            Ok::<_, StateError>(Edit {
-                body: Some(body),
-                lines: Vec::new(),
-                value: (),
-            })
+            Ok::<_, StateError>(Edit::replace(body, ()))
         })?
     }
 

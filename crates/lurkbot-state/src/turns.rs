@@ -312,23 +312,7 @@ impl Store {
         outcome: Result<&str, &str>,
         outgoing: &[NewOutgoing],
     ) -> Result<Vec<Outgoing>, StateError> {
-        let (id, outgoing, owner) = (id.to_string(), outgoing.to_vec(), self.owner.clone());
-        let (state, reply, error) = match outcome {
-            Ok(reply) => (TurnState::Done, Some(reply.to_string()), None),
-            Err(error) => (TurnState::Failed, None, Some(error.to_string())),
-        };
-        self.durably(move |tx| {
-            tx.exec(
-                "UPDATE turns SET state = ?2, reply = ?3, error = ?4, tool = NULL, \
-                 updated_ms = ?5 WHERE id = ?1",
-                vals![&id, state.as_str(), reply, error, now()],
-            )?;
-            crate::leases::give_back(tx, &owner, &lease_name(&id))?;
-            outgoing
-                .iter()
-                .map(|o| insert_outgoing(tx, Some(&id), o))
-                .collect()
-        })
+        self.end(id, outcome, outgoing, false)
     }
 
     /// [`Store::finish`] for a turn still open: one another gateway ended meanwhile (it resumed
@@ -342,19 +326,37 @@ impl Store {
         outcome: Result<&str, &str>,
         outgoing: &[NewOutgoing],
     ) -> Result<Vec<Outgoing>, StateError> {
+        self.end(id, outcome, outgoing, true)
+    }
+
+    /// Both ends: `only_open` leaves a turn already ended as it is, with nothing recorded.
+    fn end(
+        &self,
+        id: &str,
+        outcome: Result<&str, &str>,
+        outgoing: &[NewOutgoing],
+        only_open: bool,
+    ) -> Result<Vec<Outgoing>, StateError> {
         let (id, outgoing, owner) = (id.to_string(), outgoing.to_vec(), self.owner.clone());
         let (state, reply, error) = match outcome {
             Ok(reply) => (TurnState::Done, Some(reply.to_string()), None),
             Err(error) => (TurnState::Failed, None, Some(error.to_string())),
         };
+        let only = if only_open {
+            " AND state IN ('queued', 'running')"
+        } else {
+            ""
+        };
         self.durably(move |tx| {
             let changed = tx.exec(
-                "UPDATE turns SET state = ?2, reply = ?3, error = ?4, tool = NULL, \
-                 updated_ms = ?5 WHERE id = ?1 AND state IN ('queued', 'running')",
+                &format!(
+                    "UPDATE turns SET state = ?2, reply = ?3, error = ?4, tool = NULL, \
+                     updated_ms = ?5 WHERE id = ?1{only}"
+                ),
                 vals![&id, state.as_str(), reply, error, now()],
             )?;
             crate::leases::give_back(tx, &owner, &lease_name(&id))?;
-            if changed == 0 {
+            if changed == 0 && only_open {
                 return Ok(Vec::new());
             }
             outgoing

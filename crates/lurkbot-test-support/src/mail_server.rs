@@ -129,6 +129,56 @@ impl MailServer {
     pub fn log(&self) -> PathBuf {
         self._dir.path().join("dovecot.log")
     }
+
+    /// Submits a mail from `from` (signed in with `password`) to `bot@localhost` over SMTP:
+    /// `subject`, `body`, its `Message-ID` and `extra` arguments of `mail.py send` (a reply's
+    /// `In-Reply-To`, an HTML part, an attachment). Blocking.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send(
+        &self,
+        from: &str,
+        password: &str,
+        subject: &str,
+        body: &str,
+        id: &str,
+        extra: &[&str],
+    ) {
+        let mut args = vec![
+            "send".to_string(),
+            self.smtp_port.to_string(),
+            from.into(),
+            password.into(),
+            "bot@localhost".into(),
+            subject.into(),
+            body.into(),
+            id.into(),
+        ];
+        args.extend(extra.iter().map(|s| (*s).to_string()));
+        mail_client(&args);
+    }
+
+    /// `user`'s INBOX over IMAP once it holds `n` mails (at most 30 s), as JSON objects.
+    /// Blocking.
+    pub fn inbox(&self, user: &str, password: &str, n: usize) -> Vec<serde_json::Value> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let args = ["read", &self.imap_port.to_string(), user, password].map(str::to_string);
+            let list: Vec<serde_json::Value> = serde_json::from_str(&mail_client(&args)).unwrap();
+            if list.len() >= n || std::time::Instant::now() > deadline {
+                return list;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
+
+/// `mail.py` (a mail client on Python's smtplib and imaplib, in the test venv) with `args`;
+/// its stdout.
+fn mail_client(args: &[String]) -> String {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mail.py");
+    crate::venv::run_python(
+        std::iter::once(script.into_os_string()).chain(args.iter().map(Into::into)),
+    )
 }
 
 /// The uid and gid mail runs as: the caller's own, or nobody's when that is root (the mail

@@ -15,3 +15,22 @@ pub fn test_python() -> std::path::PathBuf {
     );
     python
 }
+
+/// Runs the venv's `python` with `args` and returns what it printed; fails with its stderr
+/// when it does not exit 0.
+pub fn run_python<I, S>(args: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = std::process::Command::new(test_python())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -342,7 +342,16 @@ async fn an_approval_of_a_killed_gateway_is_not_shown() {
     let recorded =
         format!("SELECT count(*) FROM documents WHERE name = 'approvals/pending/{asked}'");
     assert_eq!(pg.psql("killed", &recorded), "1");
+    // Each gateway's id is a session-level advisory lock: A's goes once the database has seen
+    // its connection end (a moment after the SIGKILL; a client arriving within that moment
+    // could still be shown A's request, which nobody could answer — waited for here, not slept).
+    let ids = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1";
+    let held: u32 = pg.psql("killed", ids).parse().unwrap();
     crate::nothing_lost::kill(a);
+    until("the database sees A gone", || {
+        pg.psql("killed", ids).parse::<u32>().unwrap() < held
+    })
+    .await;
     // B may resume the turn and ask again (a new approval, its own): A's is not shown.
     let mut late = client(&b.ws, &token).await;
     let mut seen = Vec::new();

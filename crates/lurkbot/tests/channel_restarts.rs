@@ -4,8 +4,6 @@
 //! was written only after the message was recorded, and the resumed turn's reply goes out
 //! through the outbox.
 
-use std::time::{Duration, Instant};
-
 use lurkbot_llm::fake::{FakeProvider, Gate, Step};
 use lurkbot_test_support::mail_server::MailServer;
 use lurkbot_test_support::matrix_user::MatrixUser;
@@ -83,40 +81,9 @@ async fn a_matrix_message_killed_during_its_model_call_is_answered_once() {
     drop(synapse);
 }
 
-/// `mail.py` (the gateway's e-mail tests' client: smtplib and imaplib) with `args`; its stdout.
-fn mail(args: &[String]) -> String {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../lurkbot-gateway/tests/email/mail.py");
-    let out = std::process::Command::new(lurkbot_test_support::venv::test_python())
-        .arg(script)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// The owner's INBOX once it holds `n` mails (at most 30 s).
 fn inbox(server: &MailServer, n: usize) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let args = [
-            "read",
-            &server.imap_port.to_string(),
-            "owner@localhost",
-            "owner-pass",
-        ]
-        .map(str::to_string);
-        let list: Vec<Value> = serde_json::from_str(&mail(&args)).unwrap();
-        if list.len() >= n || Instant::now() > deadline {
-            return list;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    server.inbox("owner@localhost", "owner-pass", n)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -145,20 +112,16 @@ async fn a_mail_killed_during_its_model_call_is_answered_once() {
     fake.record(true);
     let env = model_env(&fake);
     let gw = start_with(&t, &env);
-    let send = [
-        "send",
-        &server.smtp_port.to_string(),
-        "owner@localhost",
-        "owner-pass",
-        "bot@localhost",
-        "Still there?",
-        "Tell me after the crash.",
-        "<k1@localhost>",
-    ]
-    .map(str::to_string);
-    tokio::task::spawn_blocking(move || mail(&send))
-        .await
-        .unwrap();
+    tokio::task::block_in_place(|| {
+        server.send(
+            "owner@localhost",
+            "owner-pass",
+            "Still there?",
+            "Tell me after the crash.",
+            "<k1@localhost>",
+            &[],
+        );
+    });
     until("the model call", || fake.requests().len() == 1).await;
     kill(gw);
 

@@ -39,6 +39,7 @@ mod memory;
 mod metrics;
 mod nodes;
 mod nothing_lost;
+mod raw_http;
 mod restart_loop;
 mod rss;
 mod search;

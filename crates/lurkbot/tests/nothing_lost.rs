@@ -5,7 +5,7 @@
 //! beyond the one the kill cut, the transcript true.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -113,31 +113,16 @@ pub(crate) fn chat_completion_in(
 ) -> (u16, Value) {
     let body =
         json!({"model": "lurkbot", "messages": [{"role": "user", "content": message}]}).to_string();
-    let Ok(mut stream) = TcpStream::connect(addr) else {
-        return (0, Value::Null);
-    };
-    let sent = write!(
-        stream,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
-         x-lurkbot-session: {session}\r\nIdempotency-Key: {key}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
+    let (status, _, body) = crate::raw_http::http(
+        addr,
+        &format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
+             x-lurkbot-session: {session}\r\nIdempotency-Key: {key}\r\n\
+             Content-Type: application/json"
+        ),
+        &body,
     );
-    if sent.is_err() {
-        return (0, Value::Null);
-    }
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let json = response
-        .split_once("\r\n\r\n")
-        .and_then(|(_, b)| serde_json::from_str(b).ok())
-        .unwrap_or(Value::Null);
-    (status, json)
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
 /// A page server whose first `held` requests are held open (never answered: the tool call is

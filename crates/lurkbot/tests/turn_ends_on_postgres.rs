@@ -7,39 +7,14 @@
 //! a turn the store cannot record is refused `503` with `Retry-After` on every path; `/ready`
 //! names no database; a turn under an agent that does not exist is refused.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-
 use lurkbot_llm::fake::{FakeProvider, Gate, Step};
 use lurkbot_test_support::postgres::Postgres;
 use serde_json::json;
 
 use crate::gateways_on_postgres::home_on;
 use crate::nothing_lost::{append_config, chat_completion, kill, start_as, until};
+use crate::raw_http::http;
 use crate::util::Test;
-
-/// One HTTP/1.1 request on `addr`: (status, the head's lines lowercased, the body).
-fn http(addr: &str, head: &str, body: &str) -> (u16, String, String) {
-    let Ok(mut stream) = TcpStream::connect(addr) else {
-        return (0, String::new(), String::new());
-    };
-    let request = format!(
-        "{head}\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    if stream.write_all(request.as_bytes()).is_err() {
-        return (0, String::new(), String::new());
-    }
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    (status, head.to_ascii_lowercase(), body.to_string())
-}
 
 /// `POST /v1/chat/completions` with `headers` (each `Name: value\r\n`).
 fn completion(addr: &str, token: &str, headers: &str, message: &str) -> (u16, String, String) {
