@@ -325,3 +325,36 @@ fn an_existing_key_is_not_sent_to_a_server_found_on_a_local_port() {
         "the redirect was followed"
     );
 }
+
+/// A running gateway whose token is not the home's (set in its own environment): `setup`
+/// cannot present it, so it sends the gateway SIGHUP — the signal it reloads on — instead of
+/// saying to start a gateway that runs; the gateway answers with the new model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_reloads_a_gateway_whose_token_it_cannot_present() {
+    let t = Test::init();
+    let own = "a-token-of-the-gateways-own-0123456789";
+    let gw = crate::util::start_gateway(&t, &[("LURKBOT_GATEWAY_TOKEN", own)]);
+    let fake =
+        FakeProvider::start(vec![Step::text("OK"), Step::text("Reloaded by a signal.")]).await;
+    let local = format!("{}/v1", fake.url);
+    let out = t.run_full(&["setup"], None, &[("LURKBOT_LOCAL_MODEL_URLS", &local)]);
+    assert_eq!(out.status, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("sent it SIGHUP"), "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("the running gateway uses the new model now"),
+        "{}",
+        out.stdout
+    );
+    // The reload happens when the gateway takes the signal: its log says so.
+    crate::nothing_lost::until("the gateway reloaded", || {
+        let log = gw.stderr();
+        log.contains("SIGHUP: reloading config.toml") && log.contains("config reloaded")
+    })
+    .await;
+    let client = Test::init();
+    let env = [("LURKBOT_GATEWAY_TOKEN", own)];
+    let after = client.run_env(&["agent", "--gateway", &gw.ws, "-m", "hello"], &env);
+    assert_eq!(after.status, 0, "{}", after.stderr);
+    assert_eq!(after.stdout, "Reloaded by a signal.\n");
+}

@@ -35,9 +35,17 @@ pub(crate) fn tell_running_gateway(home: &Home) -> bool {
     let answer = runtime.block_on(async {
         tokio::time::timeout(ANSWER_WITHIN, async {
             let url = format!("http://{addr}/");
-            let mut client = crate::cli::remote::Remote::connect(&url, token.as_deref())
-                .await
-                .ok()?;
+            let mut client = match crate::cli::remote::Remote::connect(&url, token.as_deref()).await
+            {
+                Ok(client) => client,
+                // It answers but refuses the token this home has.
+                Err(e) => {
+                    let said = format!("{e:#}");
+                    return said
+                        .contains("(UNAUTHORIZED)")
+                        .then(|| Err(("UNAUTHORIZED".to_string(), said)));
+                }
+            };
             client.call(method::GATEWAY_RELOAD, json!({})).await.ok()
         })
         .await
@@ -68,9 +76,36 @@ pub(crate) fn tell_running_gateway(home: &Home) -> bool {
                 true
             }
         }
+        // Its token is not this home's (set in the gateway's environment, say): the signal
+        // the gateway reloads on does not need it.
+        Some(Err((code, message))) if code == "UNAUTHORIZED" && hang_up(running.pid) => {
+            eprintln!(
+                "the running gateway (pid {}) refused this home's token ({message}); sent it SIGHUP: it reloads config.toml",
+                running.pid
+            );
+            true
+        }
         Some(Err((_, message))) => {
             eprintln!("the running gateway (pid {}): {message}", running.pid);
             false
         }
     }
+}
+
+/// Sends SIGHUP to `pid` when it is a `lurkbot … gateway` process (a recorded pid may have
+/// been reused by another program since); whether it was sent.
+fn hang_up(pid: u32) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let ours = args.first().is_some_and(|exe| exe.ends_with(b"lurkbot"))
+        && args.iter().any(|a| *a == b"gateway");
+    let Some(target) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    ours && rustix::process::kill_process(target, rustix::process::Signal::HUP).is_ok()
 }
