@@ -168,7 +168,7 @@ fn every_man_page_named_is_written() {
 }
 
 /// The README stays short (what LurkBot is, run and test, install, the tables, where to go
-/// next) and every page of the guide is in the guide's index and in the README's.
+/// next) and leads to the guide's index; every page of the guide is in both indexes.
 #[test]
 fn the_readme_is_short_and_every_guide_page_is_indexed() {
     let readme = read("README.md");
@@ -178,6 +178,10 @@ fn the_readme_is_short_and_every_guide_page_is_indexed() {
         "README.md has {lines} lines: move the detail into docs/guide/"
     );
     let index = read("docs/README.md");
+    assert!(
+        readme.contains("(docs/README.md)"),
+        "README.md does not lead to the guide"
+    );
     let mut missing = Vec::new();
     for entry in std::fs::read_dir(root().join("docs/guide"))
         .unwrap()
