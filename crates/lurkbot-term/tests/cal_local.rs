@@ -9,22 +9,9 @@ pub use crate::test_venv::test_python;
 
 /// Runs a Python `script` (with vobject) on `ics` and returns its stdout; fails on an error.
 pub fn vobject(script: &str, ics: &std::path::Path) -> String {
-    let out = std::process::Command::new(test_python())
-        .args([
-            "-c",
-            &format!(
-                "import sys, vobject\ncal = vobject.readOne(open(sys.argv[1]).read())\n{script}"
-            ),
-        ])
-        .arg(ics)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let code =
+        format!("import sys, vobject\ncal = vobject.readOne(open(sys.argv[1]).read())\n{script}");
+    crate::test_venv::run_python([std::ffi::OsStr::new("-c"), code.as_ref(), ics.as_os_str()])
 }
 
 fn granted(access: &str) -> Harness {

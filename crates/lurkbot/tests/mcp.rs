@@ -280,19 +280,13 @@ async fn a_streamable_http_server_serves_its_tools() {
 
 /// Runs the SDK's client against `lurkbot mcp serve` on `t`'s home.
 fn serve_client(t: &Test, calls: Value) -> Value {
-    let out = std::process::Command::new(test_python())
-        .arg(script("serve_client.py"))
-        .arg(env!("CARGO_BIN_EXE_lurkbot"))
-        .arg(&t.home)
-        .arg(calls.to_string())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let out = lurkbot_test_support::venv::run_python([
+        script("serve_client.py").into(),
+        env!("CARGO_BIN_EXE_lurkbot").into(),
+        t.home.clone().into_os_string(),
+        calls.to_string().into(),
+    ]);
+    serde_json::from_str(&out).unwrap()
 }
 
 #[test]
