@@ -112,6 +112,12 @@ fn build(state: &AppState, name: &str) -> Result<Arc<dyn Channel>, String> {
     let config = state.config();
     let settings = config.channels.get(name).cloned().unwrap_or_default();
     let vars = lurkbot_agent::setup::variables(&state.home);
+    // What a channel needs from `.env` is said in one place, which `lurkbot doctor` reads too.
+    if let Some(lacking) =
+        lurkbot_channels::credentials::missing_variables(name, |v| vars(v).is_some())
+    {
+        return Err(lacking);
+    }
     match name {
         "telegram" => {
             let token = vars("TELEGRAM_BOT_TOKEN")

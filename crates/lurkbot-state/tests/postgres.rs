@@ -430,6 +430,31 @@ fn a_turn_end_the_database_missed_is_kept_and_written_later() {
     assert_eq!(pg.psql("deferred", "SELECT count(*) FROM usage"), "1");
     assert_eq!(pg.psql("deferred", "SELECT count(*) FROM outbox"), "1");
 
+    // A gateway killed after writing what it kept and before emptying its file: the next
+    // flush (here another gateway's, the dead one's lock free) writes nothing twice — the
+    // turn already ended keeps its end and sends nothing, the same usage record is not added.
+    let left = home.join("state/deferred/gw-dead.jsonl");
+    std::fs::write(
+        &left,
+        concat!(
+            r#"{"kind":"finish","id":"run_a","reply":"The answer.","error":null,"outgoing":[{"channel":"telegram","chat":"42","reply_to":null,"kind":"text","body":"The answer."}]}"#,
+            "\n",
+            r#"{"kind":"usage","ts":1700000000000,"record":"{\"tokens\":7}"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    assert!(
+        store.flush_deferred().unwrap().is_empty(),
+        "nothing to send again"
+    );
+    assert_eq!(pg.psql("deferred", "SELECT count(*) FROM usage"), "1");
+    assert_eq!(pg.psql("deferred", "SELECT count(*) FROM outbox"), "1");
+    assert!(
+        !left.exists(),
+        "the dead gateway's file is gone once written"
+    );
+
     // A stop with writes waiting; the next process with the id writes them, once.
     pg.stop();
     assert!(
