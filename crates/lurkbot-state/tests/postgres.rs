@@ -374,10 +374,9 @@ fn each_users_state_is_apart_in_one_database() {
     assert_eq!(schemas, "3", "the gateway's and one per user");
 }
 
-/// A turn's end the database could not take is kept — read as ended by its gateway meanwhile
-/// — and written at the next flush once it answers, with what it sends; a process with the
-/// same id that starts after a stop writes what the last one left (once: a usage record is not
-/// stored twice, an end another gateway wrote is kept).
+/// A turn's end the database could not take is kept (read as ended meanwhile) and written at
+/// the next flush once it answers, with what it sends; a process with the same id started
+/// after a stop writes what the last one left, once.
 #[test]
 fn a_turn_end_the_database_missed_is_kept_and_written_later() {
     let pg = Postgres::start();
@@ -430,9 +429,8 @@ fn a_turn_end_the_database_missed_is_kept_and_written_later() {
     assert_eq!(pg.psql("deferred", "SELECT count(*) FROM usage"), "1");
     assert_eq!(pg.psql("deferred", "SELECT count(*) FROM outbox"), "1");
 
-    // A gateway killed after writing what it kept and before emptying its file: the next
-    // flush (here another gateway's, the dead one's lock free) writes nothing twice — the
-    // turn already ended keeps its end and sends nothing, the same usage record is not added.
+    // A gateway killed after writing what it kept, before emptying its file: the next flush
+    // writes nothing twice (the ended turn sends nothing, the same usage record is not added).
     let left = home.join("state/deferred/gw-dead.jsonl");
     std::fs::write(
         &left,
