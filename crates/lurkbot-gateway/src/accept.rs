@@ -55,7 +55,7 @@ pub(crate) async fn accept_loop(
                 }
             },
             () = &mut stop, if !stopping => {
-                draining = Some(tokio::spawn(crate::drain::drain(state.clone())));
+                draining = Some(tokio::spawn(crate::shutdown::drain(state.clone())));
                 continue;
             }
             _ = async {

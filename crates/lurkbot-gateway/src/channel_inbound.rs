@@ -2,12 +2,10 @@
 //! §6.3): each with its source id in the inbound records, once; those recorded and not handled
 //! when the gateway stopped are handled when their channel starts again.
 
-use std::sync::Arc;
-
 use lurkbot_channels::Inbound;
 use serde_json::Value;
 
-use crate::channels::Live;
+use crate::channel_live::Live;
 use crate::state::AppState;
 
 /// Records a received batch in the inbound records: the messages not recorded before, or
@@ -38,35 +36,6 @@ pub(crate) fn record(state: &AppState, live: &Live, batch: Vec<Inbound>) -> Opti
         }
     }
     Some(fresh)
-}
-
-/// Handles again the messages recorded and not handled when the gateway stopped.
-pub(crate) fn replay(state: &AppState, live: &Arc<Live>) {
-    let Some(store) = state.host.store() else {
-        return;
-    };
-    let open = store.unhandled(live.channel().name()).unwrap_or_else(|e| {
-        tracing::error!(error = %e, "recorded messages not read");
-        Vec::new()
-    });
-    let batch: Vec<Inbound> = open
-        .iter()
-        .filter_map(|r| Inbound::from_record(&r.payload))
-        .collect();
-    if batch.is_empty() {
-        return;
-    }
-    tracing::info!(
-        channel = live.channel().name(),
-        messages = batch.len(),
-        "handling messages received before a restart"
-    );
-    let (state, live) = (state.clone(), live.clone());
-    tokio::spawn(async move {
-        for message in batch {
-            crate::channels::handle(&state, &live, message).await;
-        }
-    });
 }
 
 /// Marks an inbound message handled without a turn.

@@ -8,7 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::channels::Live;
+use lurkbot_channels::Inbound;
+
+use crate::channel_live::Live;
 use crate::state::AppState;
 
 /// Waits for the channel's lease, then replays what was recorded and not handled, then
@@ -47,6 +49,35 @@ pub(crate) async fn hold_then_receive(state: AppState, live: Arc<Live>) {
             live.set_state("starting");
         }
     }
-    crate::channel_inbound::replay(&state, &live);
-    crate::channels::receive_loop(state, live).await;
+    replay(&state, &live);
+    crate::channel_receive::receive_loop(state, live).await;
+}
+
+/// Handles again the messages recorded and not handled when the gateway stopped.
+fn replay(state: &AppState, live: &Arc<Live>) {
+    let Some(store) = state.host.store() else {
+        return;
+    };
+    let open = store.unhandled(live.channel().name()).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "recorded messages not read");
+        Vec::new()
+    });
+    let batch: Vec<Inbound> = open
+        .iter()
+        .filter_map(|r| Inbound::from_record(&r.payload))
+        .collect();
+    if batch.is_empty() {
+        return;
+    }
+    tracing::info!(
+        channel = live.channel().name(),
+        messages = batch.len(),
+        "handling messages received before a restart"
+    );
+    let (state, live) = (state.clone(), live.clone());
+    tokio::spawn(async move {
+        for message in batch {
+            crate::channel_handle::handle(&state, &live, message).await;
+        }
+    });
 }

@@ -67,7 +67,7 @@ pub(crate) fn identify_request(
     headers: &HeaderMap,
     peer: IpAddr,
 ) -> Result<Signed, Refusal> {
-    let given = crate::http::bearer(headers).unwrap_or("");
+    let given = bearer(headers).unwrap_or("");
     identify(state, given, cookie(headers, SESSION_COOKIE), peer)
 }
 
@@ -105,4 +105,16 @@ pub(crate) fn refused_connect(
             format!("wrong or missing token (auth.token); {place}"),
         )
     }
+}
+
+/// The bearer token in `Authorization`.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
 }

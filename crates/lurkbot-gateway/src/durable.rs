@@ -9,11 +9,11 @@ use std::sync::Arc;
 use lurkbot_agent::journal::Journal;
 use lurkbot_core::SessionKey;
 use lurkbot_state::{Admitted, NewOutgoing, NewTurn, Store, TurnRecord};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::host::{SessionHost, TurnOptions};
+use crate::host::SessionHost;
 use crate::protocol::{ErrorCode, MethodError};
+use crate::run::{Origin, Resume, TurnOptions};
 
 /// A turn started this many times without ending (each start killed the gateway, or it was
 /// killed during each) is failed instead of being started again.
@@ -21,35 +21,6 @@ pub(crate) const MAX_STARTS: u32 = 3;
 
 /// What a channel answers when its turn failed (the details are the owner's, in the log).
 pub(crate) const APOLOGY: &str = "Sorry, I could not answer that just now.";
-
-/// Where a turn's answer goes, recorded with it so a resumed turn delivers it too.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
-pub enum Origin {
-    /// A client (WebSocket, the HTTP API, a hook, the gateway's own work): the answer goes out
-    /// as the run's events and stays in the journal (a retried request finds it there).
-    #[default]
-    Client,
-    /// A channel message: the answer is sent to its chat through the outbox.
-    Channel {
-        /// The channel.
-        channel: String,
-        /// The chat.
-        chat: String,
-        /// The message answered.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reply_to: Option<String>,
-    },
-}
-
-/// Where a resumed turn was, as its journal says.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Resume {
-    /// The transcript's length before the turn's message.
-    pub base: Option<u64>,
-    /// The tool call in flight.
-    pub tool: Option<String>,
-}
 
 /// How a turn's options are journalled (images are not: a turn resumed before its message
 /// reached the transcript goes without them).

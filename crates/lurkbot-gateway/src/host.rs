@@ -19,12 +19,12 @@ use lurkbot_term::{InboundMessage, IrcEvent, IrcSessions, TerminalExec};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinHandle};
 
-use crate::host_events::{agent_event, chat, hub_event};
 use crate::hub::{ClientApprover, Hub};
 use crate::protocol::{
     self, AgentStream, ChatState, ErrorCode, Event, Lifecycle, LifecyclePhase, MethodError,
 };
 pub use crate::run::{RunEnd, TurnOptions};
+use crate::turn_frames::{agent_event, chat, hub_event};
 
 #[derive(Default)]
 pub(crate) struct Slot {
@@ -63,7 +63,7 @@ pub struct SessionHost {
     pub(crate) inbound: Mutex<Option<mpsc::UnboundedReceiver<(String, InboundMessage)>>>,
     pub(crate) slots: Mutex<HashMap<String, Arc<Slot>>>,
     /// How many idle agents and slots it keeps.
-    pub(crate) bounds: crate::slots::Bounds,
+    pub(crate) bounds: crate::bounds::Bounds,
     /// The use counter of [`Slot::used`].
     pub(crate) uses: AtomicU64,
     pub(crate) runs: Mutex<Vec<(String, watch::Receiver<Option<RunEnd>>)>>,
@@ -74,7 +74,7 @@ pub struct SessionHost {
     /// The MCP servers (read when the gateway starts), lent to every session's agent.
     pub(crate) mcp: Arc<lurkbot_agent::mcp::McpHub>,
     /// The messaging channels the gateway runs (started with it).
-    pub(crate) channels: Arc<crate::channels::ChannelSet>,
+    pub(crate) channels: Arc<crate::channel_set::ChannelSet>,
     /// The gateway as the `gateway` tool sees it, while [`crate::serve`] serves (it holds the
     /// gateway's state, so it is let go when serving ends).
     pub(crate) control: Mutex<Option<Arc<dyn lurkbot_agent::GatewayControl>>>,
@@ -133,7 +133,7 @@ impl SessionHost {
             irc,
             inbound: Mutex::new(Some(inbound)),
             slots: Mutex::new(HashMap::new()),
-            bounds: crate::slots::Bounds::default(),
+            bounds: crate::bounds::Bounds::default(),
             uses: AtomicU64::new(0),
             runs: Mutex::new(Vec::new()),
             subagents: Subagents::default(),
@@ -225,10 +225,7 @@ impl SessionHost {
                 .with_mcp(self.mcp.clone())
                 .with_approver(self.approver.clone())
                 .with_shared(self.exec.clone(), approvals)
-                .with_runtime(Arc::new(crate::runtime::HostRuntime::new(
-                    self.me.clone(),
-                    self.subagents.clone(),
-                )));
+                .with_runtime(self.agent_runtime());
             agent.set_run_budget(options.budget.clone());
             agent.set_untrusted_input(options.untrusted);
             agent.attach_images(options.images.clone());
@@ -526,12 +523,7 @@ impl SessionHost {
             if let Some((_, _, agent)) = slot.agent.lock().await.as_ref() {
                 let _ = agent.cancelled(key);
             }
-            self.journal_end(
-                &run_id,
-                &crate::durable::Origin::Client,
-                Err("aborted"),
-                &[],
-            );
+            self.journal_end(&run_id, &crate::run::Origin::Client, Err("aborted"), &[]);
         }
         self.finish_aborted(&run_id, key);
         true

@@ -136,8 +136,8 @@ impl FromRequestParts<AppState> for GatewayAuth {
                 )
             },
         )?;
-        match &state.users {
-            Some(users) => users.state_for(state, &signed).map(Self).map_err(|e| {
+        match &state.members {
+            Some(members) => members.state_for(state, &signed).map(Self).map_err(|e| {
                 HttpError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "unavailable",
@@ -190,18 +190,6 @@ impl FromRequestParts<AppState> for HooksAuth {
     }
 }
 
-/// The bearer token in `Authorization`.
-pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(str::trim)
-}
-
 /// Checks `expected` (when set) as the bearer token.
 ///
 /// # Errors
@@ -217,7 +205,7 @@ pub(crate) fn check(
     let Some(expected) = expected else {
         return Ok(());
     };
-    match bearer(headers).filter(|g| !g.is_empty()) {
+    match crate::credentials::bearer(headers).filter(|g| !g.is_empty()) {
         Some(given) if token_matches(expected, given) => return Ok(()),
         // Only a wrong credential counts towards the limit; a missing one locks nobody out.
         Some(_) => {

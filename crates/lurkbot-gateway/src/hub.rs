@@ -51,6 +51,11 @@ impl Hub {
         self.tx.clone()
     }
 
+    /// Links this hub to the other gateways sharing `store` (nothing on the embedded store).
+    pub(crate) fn share_on(&self, store: &lurkbot_state::Store) {
+        self.sharing.start(self.local_sender(), store);
+    }
+
     /// A new listener.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         let rx = self.tx.subscribe();

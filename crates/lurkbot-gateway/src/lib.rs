@@ -4,11 +4,18 @@
 
 mod accept;
 mod auth;
+mod autonomy;
+mod bounds;
 mod browser_methods;
+mod channel_adapters;
+mod channel_handle;
 mod channel_inbound;
 mod channel_lease;
 mod channel_live;
 mod channel_media;
+mod channel_methods;
+mod channel_receive;
+mod channel_set;
 mod channel_voice;
 mod channels;
 mod client_presence;
@@ -29,7 +36,9 @@ mod idempotency;
 mod inbound_images;
 mod irc_forward;
 mod markdown;
+mod members;
 mod memory_watch;
+mod method;
 mod methods;
 pub mod metrics;
 mod node_control;
@@ -51,27 +60,30 @@ mod server;
 mod shared_approvals;
 mod shared_events;
 mod shared_skills;
+mod shutdown;
 mod sign_in;
 mod slots;
 mod standing;
 mod state;
 mod status;
 pub mod tenants;
+mod turn_frames;
 mod ui;
 mod usage_methods;
 mod user_methods;
 pub mod users;
 mod ws;
+mod ws_writer;
 
 pub use accept::{HEADER_TIMEOUT, IDLE_TIMEOUT};
 pub use auth::{
     FailureLimiter, MAX_FAILURES, MAX_GLOBAL_FAILURES, WINDOW, host_allowed, origin_allowed,
     token_matches,
 };
+pub use autonomy::Autonomy;
 pub use host::{RunEnd, SessionHost, TurnOptions};
 pub use reload::{ReloadError, ReloadPlan};
 pub use runtime::HostRuntime;
-pub use scheduler::Autonomy;
 pub use server::{StartError, check_safe, router, serve};
 pub use state::{AppState, ReloadHook};
 pub use ws::PRE_CONNECT_MAX;

@@ -3,8 +3,6 @@
 //! unknown name cannot be dispatched. Each handler takes the request's `params` object and
 //! answers a payload or a [`MethodError`].
 
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -13,6 +11,7 @@ use lurkbot_core::SessionKey;
 use lurkbot_term::ExecRequest;
 use serde_json::{Value, json};
 
+use crate::method::Method;
 use crate::protocol::{ErrorCode, Grants, MethodError, Scope, health, method};
 use crate::state::AppState;
 
@@ -31,19 +30,6 @@ pub(crate) fn session_param(params: &Value) -> Result<SessionKey, MethodError> {
         None => Ok(SessionKey::main()),
         Some(raw) => SessionKey::parse(raw).map_err(|e| MethodError::invalid(e.to_string())),
     }
-}
-
-/// A method's future.
-type Reply<'a> = Pin<Box<dyn Future<Output = Result<Value, MethodError>> + Send + 'a>>;
-
-/// One WebSocket method: its wire name beside its handler.
-pub(crate) struct Method {
-    /// The wire name (from [`method`]).
-    pub(crate) name: &'static str,
-    /// What a connection needs to call it.
-    pub(crate) scope: Scope,
-    /// Answers the request's `params`.
-    pub(crate) handler: for<'a> fn(&'a AppState, &'a Value) -> Reply<'a>,
 }
 
 /// Every method the gateway answers; `hello-ok` advertises exactly these names.
@@ -187,17 +173,17 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: method::CHANNELS_STATUS,
         scope: Scope::Read,
-        handler: |s, _| Box::pin(async { Ok(crate::channels::status(s)) }),
+        handler: |s, _| Box::pin(async { Ok(crate::channel_methods::status(s)) }),
     },
     Method {
         name: method::CHANNELS_PAIRING_APPROVE,
         scope: Scope::Admin,
-        handler: |s, p| Box::pin(async { crate::channels::pairing(s, p, true) }),
+        handler: |s, p| Box::pin(async { crate::channel_methods::pairing(s, p, true) }),
     },
     Method {
         name: method::CHANNELS_PAIRING_DENY,
         scope: Scope::Admin,
-        handler: |s, p| Box::pin(async { crate::channels::pairing(s, p, false) }),
+        handler: |s, p| Box::pin(async { crate::channel_methods::pairing(s, p, false) }),
     },
     Method {
         name: method::OUTBOX_RETRY,

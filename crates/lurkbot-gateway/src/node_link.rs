@@ -16,12 +16,13 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::devices::Declared;
+use crate::protocol::Out;
 use crate::protocol::node::{INVOKE_RESULT, NODE_EVENT};
 use crate::protocol::{
     self, Challenge, ErrorCode, Event, Grants, MethodError, ProtocolVersion, TICK_INTERVAL_MS, Tick,
 };
 use crate::state::AppState;
-use crate::ws::{Out, Writer, binary_refused};
+use crate::ws_writer::{Writer, binary_refused};
 
 /// Methods a node may call.
 const NODE_METHODS: &[&str] = &[

@@ -8,7 +8,7 @@ use lurkbot_agent::gate::Asker;
 use serde_json::{Value, json};
 
 use crate::devices::DeviceState;
-use crate::methods::Method;
+use crate::method::Method;
 use crate::protocol::{MethodError, Scope};
 use crate::state::AppState;
 

@@ -1,7 +1,7 @@
 //! The nodes of this gateway (ARCHITECTURE.md §5.2): the paired-device store, the node
 //! connections live now, and the invocations waiting for a node's answer. Everything that sends
 //! a node a command — the `nodes` tool, the owner's `node.invoke` — calls [`Nodes::invoke`],
-//! after the gate has decided (`crate::node_control`).
+//! after the gate has decided (the `node_control` module).
 //!
 //! A device reaches nothing before the owner approves it: an invocation checks the store, not
 //! the connection, so a rejection takes effect at once, and rejecting closes its connections.
@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::devices::{Declared, DeviceError, DeviceRecord, DeviceState, DeviceStore};
+use crate::protocol::Out;
 use crate::protocol::device::ProvenDevice;
 use crate::protocol::node::{InvokeOutcome, InvokeRequest};
 use crate::protocol::{ErrorCode, MethodError};
-use crate::ws::Out;
 
 /// Most invocations waiting on one node at once.
 const MAX_WAITING_PER_NODE: usize = 32;

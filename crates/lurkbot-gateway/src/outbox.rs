@@ -4,8 +4,7 @@
 //! next pass (every minute, and at start) sends the rest; a permanent one marks it failed,
 //! kept for `lurkbot outbox`, `status` and the web UI.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use lurkbot_channels::delivery::{RetryPolicy, deliver_from, deliver_voice};
@@ -14,7 +13,7 @@ use lurkbot_core::Home;
 use lurkbot_core::metrics::CHANNEL_MESSAGES;
 use lurkbot_state::{NewOutgoing, Outgoing, OutgoingState, Store};
 
-use crate::channels::ChannelSet;
+use crate::channel_set::ChannelSet;
 
 /// How often pending messages are tried again.
 const RETRY_EVERY: Duration = Duration::from_secs(60);
@@ -41,22 +40,6 @@ fn prune(store: &Store) {
         }
         (Ok(_), Ok(_), Ok(_)) => {}
         _ => tracing::warn!("old state records not pruned"),
-    }
-}
-
-/// The outbox entries being sent now (a pass skips them).
-#[derive(Default)]
-pub(crate) struct InFlight(Mutex<HashSet<String>>);
-
-impl InFlight {
-    fn take(&self, id: &str) -> bool {
-        self.0.lock().is_ok_and(|mut s| s.insert(id.to_string()))
-    }
-
-    fn release(&self, id: &str) {
-        if let Ok(mut s) = self.0.lock() {
-            s.remove(id);
-        }
     }
 }
 

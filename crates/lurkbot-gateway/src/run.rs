@@ -1,7 +1,37 @@
-//! How a turn is asked for ([`TurnOptions`]) and how it ended ([`RunEnd`], what `agent.wait`
-//! answers).
+//! How a turn is asked for ([`TurnOptions`], where its answer goes: [`Origin`]) and how it
+//! ended ([`RunEnd`], what `agent.wait` answers).
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+/// Where a turn's answer goes, recorded with it so a resumed turn delivers it too.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Origin {
+    /// A client (WebSocket, the HTTP API, a hook, the gateway's own work): the answer goes out
+    /// as the run's events and stays in the journal (a retried request finds it there).
+    #[default]
+    Client,
+    /// A channel message: the answer is sent to its chat through the outbox.
+    Channel {
+        /// The channel.
+        channel: String,
+        /// The chat.
+        chat: String,
+        /// The message answered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply_to: Option<String>,
+    },
+}
+
+/// Where a resumed turn was, as its journal says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resume {
+    /// The transcript's length before the turn's message.
+    pub base: Option<u64>,
+    /// The tool call in flight.
+    pub tool: Option<String>,
+}
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,11 +75,11 @@ pub struct TurnOptions {
     /// Images shown with the message (photos sent on a channel).
     pub images: Vec<lurkbot_llm::ImagePart>,
     /// Where the answer goes (recorded with the turn: a resumed turn delivers it too).
-    pub origin: crate::durable::Origin,
+    pub origin: Origin,
     /// The turn was admitted already under its run id (`SessionHost::admit_source`).
     pub admitted: bool,
     /// The turn continues where its journal says it stopped (a restart cut it).
-    pub resume: Option<crate::durable::Resume>,
+    pub resume: Option<Resume>,
     /// The trace the turn's span joins (an HTTP request's `traceparent`).
     pub trace_parent: Option<lurkbot_core::trace::TraceContext>,
 }

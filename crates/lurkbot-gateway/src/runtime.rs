@@ -55,6 +55,13 @@ impl HostRuntime {
 }
 
 impl SessionHost {
+    /// What this host's agents call back into: sub-agents, sessions, the gateway.
+    pub(crate) fn agent_runtime(&self) -> Arc<HostRuntime> {
+        Arc::new(HostRuntime::new(self.me.clone(), self.subagents.clone()))
+    }
+}
+
+impl SessionHost {
     /// Starts a turn once `key` is free: a running turn is waited out (at most 20 of them in
     /// a row, each at most 10 minutes).
     ///

@@ -9,14 +9,13 @@
 //! the earliest next run, at most 10 s (so jobs added by the CLI are seen), or until a `cron.*`
 //! method wakes it. Each run and each heartbeat is reported on the hub.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use lurkbot_agent::cron::{CronStore, RunError, RunMode, RunReport, run_job_reporting};
-use lurkbot_agent::heartbeat::{HeartbeatEvent, run_heartbeat};
+use lurkbot_agent::heartbeat::run_heartbeat;
 use lurkbot_core::now_ms;
 use serde_json::to_value;
-use tokio::sync::Notify;
 
 use crate::protocol::{CronEvent, Event};
 use crate::runtime::HostRuntime;
@@ -28,39 +27,6 @@ const MAX_SLEEP: Duration = Duration::from_secs(10);
 const LEASE_RETRY: Duration = Duration::from_millis(lurkbot_state::LEASE_RENEW_MS);
 /// The lease of the gateway that runs the timers.
 const SCHEDULER_LEASE: &str = "scheduler";
-
-/// What the timers share with the methods.
-#[derive(Default)]
-pub struct Autonomy {
-    /// Wakes the scheduler (a job was added, changed or asked to run).
-    pub(crate) wake: Notify,
-    /// The last heartbeat's event.
-    pub(crate) last_heartbeat: Mutex<Option<HeartbeatEvent>>,
-    /// Whether this gateway runs the timers: `starting`, `running`, or `standby` (another
-    /// gateway holds the scheduler's lease).
-    state: Mutex<&'static str>,
-}
-
-impl Autonomy {
-    /// `starting`, `running` or `standby` (`cron.status` shows it).
-    pub fn scheduler_state(&self) -> &'static str {
-        match self.state.lock().map(|s| *s) {
-            Ok("") | Err(_) => "starting",
-            Ok(state) => state,
-        }
-    }
-
-    fn set_state(&self, state: &'static str) {
-        if let Ok(mut s) = self.state.lock() {
-            *s = state;
-        }
-    }
-
-    /// The last heartbeat, if one ran.
-    pub fn last_heartbeat(&self) -> Option<HeartbeatEvent> {
-        self.last_heartbeat.lock().ok().and_then(|h| h.clone())
-    }
-}
 
 /// The runtime cron jobs and heartbeats use.
 pub(crate) fn runtime(state: &AppState) -> Arc<HostRuntime> {

@@ -130,7 +130,7 @@ pub async fn serve(
     // Turns cut by the last stop go on (ARCHITECTURE.md §6.3). Read before the timers and the
     // channels start: a turn they admit now is theirs, not one to resume.
     state.host.resume_unfinished();
-    crate::shared_events::start(&state.hub, &store);
+    state.hub.share_on(&store);
     let forwarder = tokio::spawn(state.host.clone().forward_irc());
     let timers = crate::scheduler::start(state.clone());
     let memory_watch = crate::memory_watch::start(state.clone());
@@ -146,9 +146,10 @@ pub async fn serve(
     // Every user's own state, so their cron jobs and heartbeats run while they are away: made
     // beside serving, not before it (a connection that comes first makes its own at once).
     let users_watch = state.users.as_ref().map(|users| users.watch());
-    if let Some(users) = state.users.clone() {
+    if let Some(members) = state.members.clone() {
+        members.serve_with(serve_member);
         let gateway = state.clone();
-        tokio::spawn(async move { users.start_all(&gateway) });
+        tokio::spawn(async move { members.start_all(&gateway) });
     }
     // MCP servers start in the background: a turn offers the tools of those ready by then.
     let mcp = state.host.mcp.clone();
@@ -160,7 +161,7 @@ pub async fn serve(
     let profile = lurkbot_agent::browser_profile(&state.home);
     crate::gateway_control::attach(&state);
     let host = state.host.clone();
-    let users = state.users.clone();
+    let members = state.members.clone();
     let served = crate::accept::accept_loop(listener, app, state, stop).await;
     crate::gateway_control::detach(&host);
     forwarder.abort();
@@ -178,8 +179,8 @@ pub async fn serve(
     mcp.shutdown().await;
     // This home's Chromium stops with us (a kill -9 stops it too: its DevTools pipe closes).
     lurkbot_browser::browser_for(&profile).stop().await;
-    if let Some(users) = users {
-        users.shutdown().await;
+    if let Some(members) = members {
+        members.shutdown().await;
     }
     timers.abort();
     // The scheduler's lock is released before this returns (another gateway may take it).
@@ -194,6 +195,26 @@ pub async fn serve(
     }
     served?;
     Ok(())
+}
+
+/// Starts what serves one user's own state once the gateway serves: their turns and messages
+/// cut by the last stop go on, their timers, memory watch and outbox run.
+fn serve_member(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
+    state.host.resume_unfinished();
+    let mut tasks = vec![
+        crate::scheduler::start(state.clone()),
+        crate::memory_watch::start(state.clone()),
+    ];
+    if let Some(store) = state.host.store() {
+        state.hub.share_on(store);
+        tasks.push(crate::outbox::start(
+            state.host.channels.clone(),
+            state.home.clone(),
+            store.clone(),
+        ));
+        tasks.push(crate::durable::keep_leases(state.host.clone()));
+    }
+    tasks
 }
 
 /// Serves `/metrics` without a token on `[metrics] listen` (a loopback address only).

@@ -14,7 +14,6 @@ use std::sync::{Mutex, OnceLock};
 
 use lurkbot_state::{Follower, Store};
 
-use crate::hub::Hub;
 use crate::protocol::{Event, EventFrame};
 
 /// Events waiting for the publisher at most.
@@ -98,50 +97,52 @@ fn shared(event: &Event) -> bool {
     )
 }
 
-/// Links `hub` to the other gateways on `store`'s database (nothing on the embedded store):
-/// a publisher thread, and the store's follower emitting their events here.
-pub(crate) fn start(hub: &Hub, store: &Store) {
-    if !store.shares_events() || hub.sharing.publisher.get().is_some() {
-        return;
-    }
-    // The hub's own sender only: the follower's thread must not keep the hub (and so itself)
-    // alive once the hub's state is gone.
-    let here = hub.local_sender();
-    let resolved = hub.sharing.resolutions.clone();
-    let follower = store.follow_events(move |batch| {
-        for shared in batch {
-            let Ok(mut frame) = serde_json::from_str::<serde_json::Value>(&shared.payload) else {
-                continue;
-            };
-            frame["type"] = "event".into();
-            if let Some(frame) = EventFrame::parse(&frame) {
-                if let Event::ApprovalResolved(r) = &frame.event {
-                    let _ = resolved.send((r.approval_id.clone(), r.decision.clone()));
+impl Sharing {
+    /// Links a hub to the other gateways on `store`'s database (nothing on the embedded store):
+    /// a publisher thread, and the store's follower emitting their events to `here`, the hub's
+    /// own sender (the follower's thread must not keep the hub, and so itself, alive once the
+    /// hub's state is gone).
+    pub(crate) fn start(&self, here: tokio::sync::broadcast::Sender<Event>, store: &Store) {
+        if !store.shares_events() || self.publisher.get().is_some() {
+            return;
+        }
+        let resolved = self.resolutions.clone();
+        let follower = store.follow_events(move |batch| {
+            for shared in batch {
+                let Ok(mut frame) = serde_json::from_str::<serde_json::Value>(&shared.payload)
+                else {
+                    continue;
+                };
+                frame["type"] = "event".into();
+                if let Some(frame) = EventFrame::parse(&frame) {
+                    if let Event::ApprovalResolved(r) = &frame.event {
+                        let _ = resolved.send((r.approval_id.clone(), r.decision.clone()));
+                    }
+                    let _ = here.send(frame.event);
                 }
-                let _ = here.send(frame.event);
+            }
+        });
+        match follower {
+            Ok(follower) => {
+                if let Ok(mut held) = self.follower.lock() {
+                    *held = follower;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "other gateways' events are not followed");
             }
         }
-    });
-    match follower {
-        Ok(follower) => {
-            if let Ok(mut held) = hub.sharing.follower.lock() {
-                *held = follower;
+        let (tx, rx) = sync_channel(QUEUE);
+        let store = store.clone();
+        let started = std::thread::Builder::new()
+            .name("lurkbot-publish".into())
+            .spawn(move || publish_loop(&rx, &store));
+        match started {
+            Ok(_) => {
+                let _ = self.publisher.set(tx);
             }
+            Err(e) => tracing::warn!(error = %e, "events are not shared with the other gateways"),
         }
-        Err(e) => {
-            tracing::warn!(error = %e, "other gateways' events are not followed");
-        }
-    }
-    let (tx, rx) = sync_channel(QUEUE);
-    let store = store.clone();
-    let started = std::thread::Builder::new()
-        .name("lurkbot-publish".into())
-        .spawn(move || publish_loop(&rx, &store));
-    match started {
-        Ok(_) => {
-            let _ = hub.sharing.publisher.set(tx);
-        }
-        Err(e) => tracing::warn!(error = %e, "events are not shared with the other gateways"),
     }
 }
 

@@ -1,59 +1,18 @@
 //! What the session host keeps between turns, and its bounds (ARCHITECTURE.md §9, bounded
 //! memory): every session that ran a turn has a slot; a slot holds the session's agent (its
 //! settings, provider client and cached context) while the session is among the
-//! [`HELD_AGENTS`] most recently used; an idle slot nobody else holds is forgotten once
-//! [`KEPT_SLOTS`] more recently used sessions exist. A forgotten agent is made again from the
+//! [`HELD_AGENTS`](crate::bounds::HELD_AGENTS) most recently used; an idle slot nobody else holds is forgotten once
+//! [`KEPT_SLOTS`](crate::bounds::KEPT_SLOTS) more recently used sessions exist. A forgotten agent is made again from the
 //! session's transcript on its next turn (what is lost: the cached context, rebuilt from the
 //! file, and a context window learned from an overflow error, learned again).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use lurkbot_core::SessionKey;
 use serde_json::{Value, json};
 
 use crate::host::{KEPT_RUNS, SessionHost, Slot};
-
-/// Sessions whose idle agents are kept between turns.
-pub(crate) const HELD_AGENTS: usize = 32;
-/// Sessions whose idle slots (their last run id) are kept.
-pub(crate) const KEPT_SLOTS: usize = 1024;
-/// A user's host on a shared gateway keeps a quarter of each, so what twenty users' hosts
-/// keep together stays within a few times one gateway's (ARCHITECTURE.md §6.2).
-pub(crate) const USER_HELD_AGENTS: usize = HELD_AGENTS / 4;
-/// See [`USER_HELD_AGENTS`].
-pub(crate) const USER_KEPT_SLOTS: usize = KEPT_SLOTS / 4;
-
-/// What one host keeps at most: idle agents and idle slots.
-#[derive(Debug)]
-pub(crate) struct Bounds {
-    agents: AtomicUsize,
-    slots: AtomicUsize,
-}
-
-impl Default for Bounds {
-    fn default() -> Self {
-        Self {
-            agents: AtomicUsize::new(HELD_AGENTS),
-            slots: AtomicUsize::new(KEPT_SLOTS),
-        }
-    }
-}
-
-impl Bounds {
-    /// A user's bounds ([`USER_HELD_AGENTS`], [`USER_KEPT_SLOTS`]).
-    pub(crate) fn for_a_user(&self) {
-        self.agents.store(USER_HELD_AGENTS, Ordering::Relaxed);
-        self.slots.store(USER_KEPT_SLOTS, Ordering::Relaxed);
-    }
-
-    fn get(&self) -> (usize, usize) {
-        (
-            self.agents.load(Ordering::Relaxed),
-            self.slots.load(Ordering::Relaxed),
-        )
-    }
-}
 
 impl SessionHost {
     /// The session's slot (made when missing), marked as just used.
@@ -82,8 +41,8 @@ impl SessionHost {
         }
     }
 
-    /// Gives back the agents of idle sessions beyond the [`HELD_AGENTS`] most recently used,
-    /// and forgets idle slots beyond the [`KEPT_SLOTS`] most recently used. Busy ones (a turn
+    /// Gives back the agents of idle sessions beyond the [`HELD_AGENTS`](crate::bounds::HELD_AGENTS) most recently used,
+    /// and forgets idle slots beyond the [`KEPT_SLOTS`](crate::bounds::KEPT_SLOTS) most recently used. Busy ones (a turn
     /// running, background work, anyone else holding the slot) are left alone.
     pub(crate) fn trim(&self) {
         let (held, kept) = self.bounds.get();

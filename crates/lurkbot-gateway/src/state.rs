@@ -38,13 +38,15 @@ pub struct AppState {
     /// Failed-auth limiter.
     pub limiter: Arc<FailureLimiter>,
     /// The cron scheduler's and heartbeat's shared state.
-    pub autonomy: Arc<crate::scheduler::Autonomy>,
+    pub autonomy: Arc<crate::autonomy::Autonomy>,
     /// Paired devices and live node connections.
     pub nodes: Arc<crate::nodes::Nodes>,
     /// When the state was made (ms since the epoch): the gateway's start, for uptime.
     pub started_ms: u64,
     /// The users of a shared gateway (`[users] enabled`; read at start).
     pub users: Option<Arc<crate::tenants::Tenants>>,
+    /// The users' own states (`[users] enabled`; shared by the gateway's and each user's).
+    pub members: Option<Arc<crate::members::Members>>,
     /// Whose state this is: `None` for the gateway's own home, else the user's name.
     pub user: Option<Arc<str>>,
     reload_hook: Option<ReloadHook>,
@@ -72,8 +74,10 @@ impl AppState {
             .users
             .enabled
             .then(|| Arc::new(crate::tenants::Tenants::open(&home)));
+        let members = users.as_ref().map(|_| Arc::default());
         Self {
             users,
+            members,
             user: None,
             home,
             config: Arc::new(RwLock::new(Arc::new(config))),
@@ -109,6 +113,7 @@ impl AppState {
         let nodes = Arc::new(crate::nodes::Nodes::new(&home));
         Self {
             users: self.users.clone(),
+            members: self.members.clone(),
             user: Some(Arc::from(name)),
             home,
             config: Arc::new(RwLock::new(Arc::new(config))),
@@ -152,9 +157,9 @@ impl AppState {
     /// Puts `config` in force for every request and turn that starts from now on.
     pub(crate) fn replace_config(&self, config: Config) {
         if self.user.is_none()
-            && let Some(users) = &self.users
+            && let Some(members) = &self.members
         {
-            users.replace_config(&config);
+            members.replace_config(&config);
         }
         let config = Arc::new(config);
         self.host.replace_config(config.clone());

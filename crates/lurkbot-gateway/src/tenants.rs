@@ -1,11 +1,5 @@
 //! The users of a shared gateway at run time (ARCHITECTURE.md §6.2): who a credential belongs
-//! to, each user's own gateway state, web UI sign-ins, and revocation.
-//!
-//! Isolation is by construction: a user's connection is served with **their** [`AppState`] —
-//! their home (`users/<name>/`), session host, terminal (confined to that home), event hub,
-//! approvals, cron scheduler and usage ledger. No method, route or tool of theirs holds the
-//! gateway's own state, so none can reach another user's data. Admins are the gateway's
-//! owners: they are served with the gateway's own state, as the gateway token is.
+//! to, web UI sign-ins, and revocation. Each user's own gateway state is `members.rs`'s.
 //!
 //! Every change (a user removed, a new token, a new password) bumps a generation; each open
 //! connection then checks its credential again and closes when it no longer holds.
@@ -22,8 +16,7 @@ use lurkbot_core::{Config, Home};
 use tokio::sync::{Semaphore, watch};
 
 use crate::auth::FailureLimiter;
-use crate::state::AppState;
-use crate::users::{User, UserStore, UsersError, token_digest};
+use crate::users::{User, UserStore, token_digest};
 
 /// The web UI's sign-in cookie.
 pub const SESSION_COOKIE: &str = "lurkbot_session";
@@ -75,16 +68,12 @@ struct SignIn {
     expires_ms: u64,
 }
 
-/// One user's live state and the tasks that serve it (their scheduler, their memory watch).
-type Live = (AppState, Vec<tokio::task::JoinHandle<()>>);
-
 /// The users of one gateway.
 pub struct Tenants {
     store: UserStore,
     users: RwLock<Vec<User>>,
     /// Why the store could not be read (then only the gateway token signs in).
     problem: RwLock<Option<String>>,
-    states: Mutex<HashMap<String, Live>>,
     sign_ins: Mutex<HashMap<String, SignIn>>,
     changed: watch::Sender<u64>,
     /// Failed sign-ins per user name.
@@ -100,7 +89,6 @@ impl Tenants {
             store: UserStore::of(home),
             users: RwLock::new(Vec::new()),
             problem: RwLock::new(None),
-            states: Mutex::new(HashMap::new()),
             sign_ins: Mutex::new(HashMap::new()),
             changed: watch::channel(0).0,
             by_name: FailureLimiter::default(),
@@ -339,131 +327,6 @@ impl Tenants {
         if let Ok(mut s) = self.sign_ins.lock() {
             s.retain(|_, i| i.user != user);
         }
-    }
-
-    /// The state a connection of `signed` is served with: the gateway's own for the owner and
-    /// admins, the user's own for everyone else (made on first use).
-    ///
-    /// # Errors
-    /// The user's home cannot be made.
-    pub fn state_for(&self, gateway: &AppState, signed: &Signed) -> Result<AppState, UsersError> {
-        match signed.user.as_deref() {
-            Some(name) if !signed.admin => self.user_state(gateway, name),
-            _ => Ok(gateway.clone()),
-        }
-    }
-
-    /// `name`'s own state (made, and its scheduler started, on first use).
-    pub(crate) fn user_state(
-        &self,
-        gateway: &AppState,
-        name: &str,
-    ) -> Result<AppState, UsersError> {
-        crate::users::check_name(name)?;
-        let mut states = self
-            .states
-            .lock()
-            .map_err(|_| UsersError::Store("the users' states are unusable".into()))?;
-        if let Some((state, _)) = states.get(name) {
-            return Ok(state.clone());
-        }
-        let home = gateway
-            .home
-            .member(name)
-            .map_err(|e| UsersError::Store(e.to_string()))?;
-        let skills = lurkbot_term::bundled_skills(&lurkbot_term::default_registry());
-        lurkbot_core::init_member_home(&home, &skills)
-            .map_err(|e| UsersError::Store(e.to_string()))?;
-        let shared = gateway.config();
-        crate::shared_skills::share(&gateway.home, &home, &shared);
-        let config = user_config(&shared, name);
-        let state = gateway.for_user(name, home, config);
-        let tasks = if gateway.bound().is_some() {
-            // The user's turns and messages cut by the last stop go on now.
-            state.host.resume_unfinished();
-            let mut tasks = vec![
-                crate::scheduler::start(state.clone()),
-                crate::memory_watch::start(state.clone()),
-            ];
-            if let Some(store) = state.host.store() {
-                crate::shared_events::start(&state.hub, store);
-                tasks.push(crate::outbox::start(
-                    state.host.channels.clone(),
-                    state.home.clone(),
-                    store.clone(),
-                ));
-                tasks.push(crate::durable::keep_leases(state.host.clone()));
-            }
-            tasks
-        } else {
-            Vec::new()
-        };
-        states.insert(name.to_string(), (state.clone(), tasks));
-        Ok(state)
-    }
-
-    /// Makes every user's state (so their cron jobs run while they are away).
-    pub(crate) fn start_all(&self, gateway: &AppState) {
-        for user in self.users().iter().filter(|u| !u.admin) {
-            if let Err(e) = self.user_state(gateway, &user.name) {
-                tracing::error!(user = user.name, error = %e, "users: a user's state could not be made");
-            }
-        }
-    }
-
-    /// Stops and forgets `name`'s state (a removed user).
-    pub(crate) async fn drop_user(&self, name: &str) {
-        let taken = self.states.lock().ok().and_then(|mut s| s.remove(name));
-        if let Some((state, tasks)) = taken {
-            tasks.iter().for_each(tokio::task::JoinHandle::abort);
-            state.host.shutdown().await;
-            if let Some(store) = state.host.store()
-                && let Err(e) = store.release_leases()
-            {
-                tracing::warn!(user = name, error = %e, "leases not given back");
-            }
-        }
-    }
-
-    /// Puts the gateway's new settings in force for every user.
-    pub(crate) fn replace_config(&self, config: &Config) {
-        let states: Vec<(String, AppState)> = self
-            .states
-            .lock()
-            .map(|s| s.iter().map(|(k, (v, _))| (k.clone(), v.clone())).collect())
-            .unwrap_or_default();
-        for (name, state) in states {
-            if let Some(root) = state.home.shared().and_then(|r| Home::open(r).ok()) {
-                crate::shared_skills::share(&root, &state.home, config);
-            }
-            state.replace_config(user_config(config, &name));
-        }
-    }
-
-    /// Stops every user's state (the gateway stopping).
-    pub(crate) async fn shutdown(&self) {
-        let all: Vec<String> = self
-            .states
-            .lock()
-            .map(|s| s.keys().cloned().collect())
-            .unwrap_or_default();
-        for name in all {
-            self.drop_user(&name).await;
-        }
-    }
-
-    /// Turns the users run now.
-    pub(crate) fn running_turns(&self) -> usize {
-        self.states.lock().map_or(0, |s| {
-            s.values()
-                .map(|(state, _)| state.host.running_turns())
-                .sum()
-        })
-    }
-
-    /// Users whose state is live.
-    pub fn live(&self) -> usize {
-        self.states.lock().map(|s| s.len()).unwrap_or(0)
     }
 }
 

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::methods::Method;
+use crate::method::Method;
 use crate::protocol::{ErrorCode, MethodError, Scope};
 use crate::state::AppState;
 use crate::users::UsersError;
@@ -149,7 +149,9 @@ async fn add(state: &AppState, params: &Value) -> Result<Value, MethodError> {
         .map_err(failed)?;
     users.reread();
     if !admin {
-        users.user_state(state, name).map_err(failed)?;
+        if let Some(members) = &state.members {
+            members.user_state(state, name).map_err(failed)?;
+        }
     }
     tracing::info!(user = name, admin, "users: added");
     Ok(json!({"name": name, "admin": admin, "token": token}))
@@ -163,7 +165,9 @@ async fn remove(state: &AppState, params: &Value) -> Result<Value, MethodError> 
         .and_then(Value::as_bool)
         .unwrap_or(false);
     // Stopped first: nothing of theirs runs on while their home goes.
-    users.drop_user(name).await;
+    if let Some(members) = &state.members {
+        members.drop_user(name).await;
+    }
     let removed = users
         .store()
         .remove(&state.home, name, purge)

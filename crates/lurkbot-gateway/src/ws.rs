@@ -11,39 +11,26 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade, close_code};
 use axum::extract::{ConnectInfo, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
+use crate::protocol::Out;
 use crate::protocol::{
-    self, Challenge, ErrorCode, Event, EventFrame, Grants, Lagged, MAX_PAYLOAD, MethodError,
-    PROTOCOL_VERSION, ProtocolVersion, Shutdown, TICK_INTERVAL_MS, Tick,
+    self, Challenge, ErrorCode, Event, Grants, Lagged, MAX_PAYLOAD, MethodError, PROTOCOL_VERSION,
+    ProtocolVersion, TICK_INTERVAL_MS, Tick,
 };
 use crate::state::AppState;
+use crate::ws_writer::{Writer, binary_refused};
 
 /// Time allowed for the `connect` request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest frame accepted before `connect` succeeded (an unauthenticated client sends little).
 pub const PRE_CONNECT_MAX: usize = 64 * 1024;
-
-/// What a connection sends.
-pub(crate) enum Out {
-    /// A response frame.
-    Frame(Value),
-    /// An event (numbered when sent).
-    Event(Event),
-    /// An event already in OpenClaw's shape (numbered when sent).
-    Shaped(&'static str, Value),
-    /// From now on, shape events for OpenClaw's dialect (sent once, after its `hello-ok`);
-    /// the flag is the connection's `sessions.subscribe`.
-    SpeakOpenClaw(Arc<AtomicBool>),
-    /// Close with a code and reason.
-    Close(u16, String),
-}
 
 /// The upgrade handler.
 pub(crate) async fn upgrade(
@@ -260,8 +247,8 @@ async fn handshake(
             );
         }
     }
-    let own = match &state.users {
-        Some(users) => match users.state_for(state, &signed) {
+    let own = match &state.members {
+        Some(members) => match members.state_for(state, &signed) {
             Ok(own) => own,
             Err(e) => {
                 return refuse(
@@ -490,111 +477,5 @@ fn finish(
             tracing::warn!(method, ok = false, code = ?e.code, ms, "rpc");
             protocol::err(Some(&request.id), &e)
         }
-    }
-}
-
-/// The answer to a binary frame (the protocol is JSON text).
-pub(crate) fn binary_refused() -> Out {
-    let e = MethodError::invalid("binary frames are not part of the protocol");
-    Out::Frame(protocol::err(None, &e))
-}
-
-/// The sending half of a connection: numbers events and shapes them for the connection's
-/// dialect.
-pub(crate) struct Writer {
-    sink: futures_util::stream::SplitSink<WebSocket, Message>,
-    seq: u64,
-    /// LurkBot's shapes until a connection speaks OpenClaw's (the challenge is the same in
-    /// both).
-    shaper: Option<crate::openclaw::Shaper>,
-}
-
-impl Writer {
-    fn new(sink: futures_util::stream::SplitSink<WebSocket, Message>) -> Self {
-        Self {
-            sink,
-            seq: 0,
-            shaper: None,
-        }
-    }
-
-    fn shaped(&mut self, event: &str, payload: Value) -> Message {
-        self.seq += 1;
-        Message::Text(
-            protocol::shaped_event(event, payload, self.seq)
-                .to_string()
-                .into(),
-        )
-    }
-
-    /// Refuses a frame of `len` bytes over the payload cap and closes the connection; whether
-    /// it was over.
-    pub(crate) async fn refused_oversized(&mut self, len: usize) -> bool {
-        if len <= MAX_PAYLOAD {
-            return false;
-        }
-        let e = MethodError::invalid(format!(
-            "frame of {len} bytes is over the {MAX_PAYLOAD}-byte cap"
-        ));
-        if self.write(Out::Frame(protocol::err(None, &e))).await {
-            self.write(Out::Close(close_code::SIZE, "frame too large".into()))
-                .await;
-        }
-        true
-    }
-
-    /// Tells the client the gateway stops (event `shutdown`) and closes.
-    pub(crate) async fn say_stopping(&mut self) {
-        let reason = "the gateway is stopping".to_string();
-        if self
-            .write(Out::Event(Event::Shutdown(Shutdown { reason })))
-            .await
-        {
-            self.write(Out::Close(close_code::AWAY, "gateway stopping".into()))
-                .await;
-        }
-    }
-
-    /// Sends one item; `false` when the connection is done (closed, or the client is gone).
-    pub(crate) async fn write(&mut self, item: Out) -> bool {
-        let message = match item {
-            Out::Frame(v) => Message::Text(v.to_string().into()),
-            Out::Event(event) => match self.shaper.as_mut() {
-                None => {
-                    self.seq += 1;
-                    let frame = ProtocolVersion::V1.event_frame(&EventFrame {
-                        event,
-                        seq: self.seq,
-                    });
-                    Message::Text(frame.to_string().into())
-                }
-                Some(shaper) => {
-                    let shaped = shaper.shape(event);
-                    for (name, payload) in shaped {
-                        let message = self.shaped(name, payload);
-                        if self.sink.send(message).await.is_err() {
-                            return false;
-                        }
-                    }
-                    return true;
-                }
-            },
-            Out::Shaped(name, payload) => self.shaped(name, payload),
-            Out::SpeakOpenClaw(subscribed) => {
-                self.shaper = Some(crate::openclaw::Shaper::new(subscribed));
-                return true;
-            }
-            Out::Close(code, reason) => {
-                let _ = self
-                    .sink
-                    .send(Message::Close(Some(CloseFrame {
-                        code,
-                        reason: reason.chars().take(120).collect::<String>().into(),
-                    })))
-                    .await;
-                return false;
-            }
-        };
-        self.sink.send(message).await.is_ok()
     }
 }

@@ -6,6 +6,7 @@
 pub mod device;
 mod event;
 pub mod node;
+mod out;
 mod scope;
 mod version;
 
@@ -14,6 +15,7 @@ pub use event::{
     ChatEvent, ChatState, Compaction, CronEvent, Event, EventFrame, HeartbeatEvent, IrcStatus,
     Lagged, Lifecycle, LifecyclePhase, Shutdown, Tick, ToolPhase,
 };
+pub(crate) use out::Out;
 pub use scope::{Grants, Scope};
 pub use version::ProtocolVersion;
 
@@ -267,7 +269,7 @@ pub fn parse_request(text: &str) -> Result<Request, (Option<String>, MethodError
     Ok(request)
 }
 
-/// An event frame whose payload is already shaped (OpenClaw's dialect, `crate::openclaw`).
+/// An event frame whose payload is already shaped (OpenClaw's dialect, the `openclaw` module).
 pub fn shaped_event(event: &str, payload: Value, seq: u64) -> Value {
     json!({"type": "event", "event": event, "payload": payload, "seq": seq})
 }

@@ -3,7 +3,7 @@
 //! `hello-ok` payload, event frames) goes through [`ProtocolVersion`], so adding a version
 //! is a new variant and its shapes, not string edits across the server. Versions 3 and 4 are
 //! OpenClaw's (its CLI, TUI and Control UI speak them); their shapes live in
-//! `crate::openclaw`.
+//! the `openclaw` module.
 
 use serde_json::{Value, json};
 
@@ -57,7 +57,7 @@ impl ProtocolVersion {
     }
 
     /// LurkBot's `hello-ok` payload (OpenClaw's carries a snapshot of the gateway's state and is
-    /// built by `crate::openclaw`).
+    /// built by the `openclaw` module).
     pub fn hello(self, conn_id: &str, methods: &[&str]) -> Value {
         match self {
             Self::V1 | Self::OpenClaw3 | Self::OpenClaw4 => json!({
@@ -71,7 +71,7 @@ impl ProtocolVersion {
     }
 
     /// An event frame in LurkBot's shape (OpenClaw's are shaped per connection by
-    /// `crate::openclaw`).
+    /// the `openclaw` module).
     pub fn event_frame(self, frame: &EventFrame) -> Value {
         frame.to_value()
     }

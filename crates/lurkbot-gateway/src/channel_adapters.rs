@@ -1,0 +1,105 @@
+//! The platforms' adapters, made from their settings and the home's `.env`: the one place that
+//! knows every built-in channel by name; all of them then run the same loop (`lease.rs`,
+//! `receive.rs`, `handle.rs`).
+
+use std::sync::Arc;
+
+use lurkbot_channels::Channel;
+use lurkbot_channels::pairing::PairingStore;
+use lurkbot_core::layout;
+
+use crate::state::AppState;
+
+/// Makes the channel `name` from its settings and the home's variables.
+pub(crate) fn build(state: &AppState, name: &str) -> Result<Arc<dyn Channel>, String> {
+    let config = state.config();
+    let settings = config.channels.get(name).cloned().unwrap_or_default();
+    let vars = lurkbot_agent::setup::variables(&state.home);
+    // What a channel needs from `.env` is said in one place, which `lurkbot doctor` reads too.
+    if let Some(lacking) =
+        lurkbot_channels::credentials::missing_variables(name, |v| vars(v).is_some())
+    {
+        return Err(lacking);
+    }
+    match name {
+        "telegram" => {
+            let token = vars("TELEGRAM_BOT_TOKEN")
+                .ok_or("TELEGRAM_BOT_TOKEN is not set (put it in the home's .env)")?;
+            let dir = state.home.join(layout::CHANNELS).join("telegram");
+            lurkbot_channels::telegram::Telegram::new(settings.base_url.as_deref(), &token, dir)
+                .map(|t| Arc::new(t) as Arc<dyn Channel>)
+                .map_err(|e| e.to_string())
+        }
+        "discord" => {
+            let token = vars("DISCORD_BOT_TOKEN")
+                .ok_or("DISCORD_BOT_TOKEN is not set (put it in the home's .env)")?;
+            let dir = state.home.join(layout::CHANNELS).join("discord");
+            lurkbot_channels::discord::Discord::new(settings.base_url.as_deref(), &token)
+                .map(|d| Arc::new(d.resuming_from(dir)) as Arc<dyn Channel>)
+                .map_err(|e| e.to_string())
+        }
+        "slack" => {
+            let bot = vars("SLACK_BOT_TOKEN")
+                .ok_or("SLACK_BOT_TOKEN is not set (put it in the home's .env)")?;
+            let app = vars("SLACK_APP_TOKEN").ok_or("SLACK_APP_TOKEN is not set (an app-level xapp- token with connections:write, in the home's .env)")?;
+            lurkbot_channels::slack::Slack::new(settings.base_url.as_deref(), &bot, &app)
+                .map(|s| Arc::new(s) as Arc<dyn Channel>)
+                .map_err(|e| e.to_string())
+        }
+        "email" => {
+            let need = |name: &str| {
+                vars(name).ok_or_else(|| format!("{name} is not set (put it in the home's .env)"))
+            };
+            let settings = lurkbot_channels::email::EmailSettings {
+                imap_url: need("EMAIL_IMAP_URL")?,
+                smtp_url: need("EMAIL_SMTP_URL")?,
+                user: need("EMAIL_USER")?,
+                password: need("EMAIL_PASSWORD")?,
+                from: need("EMAIL_FROM")?,
+                trusted_authserv_id: settings.trusted_authserv_id.clone(),
+            };
+            let dir = state.home.join(layout::CHANNELS).join("email");
+            Ok(Arc::new(lurkbot_channels::email::Email::new(settings, dir)) as Arc<dyn Channel>)
+        }
+        "irc" => {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            state.host.channels.set_irc_line(tx);
+            Ok(
+                Arc::new(lurkbot_channels::irc::IrcLine::new(state.host.irc(), rx))
+                    as Arc<dyn Channel>,
+            )
+        }
+        "matrix" => {
+            use lurkbot_channels::matrix::{Credentials, Matrix};
+            let homeserver = settings
+                .base_url
+                .clone()
+                .or_else(|| vars("MATRIX_HOMESERVER"))
+                .ok_or("MATRIX_HOMESERVER is not set (put it in the home's .env, or base_url)")?;
+            let credentials = match (vars("MATRIX_ACCESS_TOKEN"), vars("MATRIX_USER"), vars("MATRIX_PASSWORD")) {
+                (Some(token), _, _) => Credentials::Token(token),
+                (None, Some(user), Some(password)) => Credentials::Password { user, password },
+                _ => return Err("set MATRIX_ACCESS_TOKEN, or MATRIX_USER and MATRIX_PASSWORD, in the home's .env".into()),
+            };
+            // Invitations: from whoever may talk to the bot, and direct ones under pairing or
+            // open (a stranger must be able to receive their code).
+            let invites_state = state.clone();
+            let invites = Box::new(move |inviter: &str, direct: bool| {
+                let config = invites_state.config();
+                let Some(c) = config.channels.get("matrix") else {
+                    return false;
+                };
+                c.allow_from.iter().any(|a| a == inviter)
+                    || PairingStore::open(&invites_state.home)
+                        .is_approved("matrix", inviter)
+                        .unwrap_or(false)
+                    || (direct && matches!(c.dm_policy.as_str(), "pairing" | "open"))
+            });
+            let dir = state.home.join(layout::CHANNELS).join("matrix");
+            Matrix::new(&homeserver, credentials, dir, invites)
+                .map(|m| Arc::new(m) as Arc<dyn Channel>)
+                .map_err(|e| e.to_string())
+        }
+        other => Err(format!("LurkBot has no '{other}' channel")),
+    }
+}
