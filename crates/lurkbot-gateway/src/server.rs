@@ -32,29 +32,29 @@ pub enum StartError {
 /// The routes.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route("/", get(crate::ws::root))
+        .route("/", get(crate::transport::ws::root))
         .route(
             "/health",
             get(|| async { axum::Json(crate::protocol::health()) }),
         )
-        .route("/ready", get(crate::ready::ready))
-        .route("/metrics", get(crate::metrics::metrics))
-        .route("/ws", get(crate::ws::upgrade))
-        .route("/v1/models", get(crate::openai::models))
-        .route("/v1/images/{name}", get(crate::inbound_images::serve))
-        .route("/v1/audio/{name}", get(crate::inbound_images::serve_audio))
+        .route("/ready", get(crate::ops::ready::ready))
+        .route("/metrics", get(crate::ops::metrics::metrics))
+        .route("/ws", get(crate::transport::ws::upgrade))
+        .route("/v1/models", get(crate::api::openai::models))
+        .route("/v1/images/{name}", get(crate::api::images::serve))
+        .route("/v1/audio/{name}", get(crate::api::images::serve_audio))
         .route(
             "/v1/chat/completions",
-            post(crate::openai::chat_completions),
+            post(crate::api::openai::chat_completions),
         )
-        .route("/auth/login", post(crate::sign_in::login))
-        .route("/auth/logout", post(crate::sign_in::logout))
-        .route("/auth/me", get(crate::sign_in::me))
-        .route("/hooks/wake", post(crate::hooks::wake))
-        .route("/hooks/agent", post(crate::hooks::agent))
+        .route("/auth/login", post(crate::access::sign_in::login))
+        .route("/auth/logout", post(crate::access::sign_in::logout))
+        .route("/auth/me", get(crate::access::sign_in::me))
+        .route("/hooks/wake", post(crate::api::hooks::wake))
+        .route("/hooks/agent", post(crate::api::hooks::agent))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            crate::http::guard,
+            crate::access::http::guard,
         ))
         .with_state(state)
 }
@@ -119,8 +119,8 @@ pub async fn serve(
     state.set_bound(local);
     let exporter = {
         let config = state.config();
-        crate::otel::target(&state.home, &config).map(|target| {
-            crate::otel::start(
+        crate::ops::otel::target(&state.home, &config).map(|target| {
+            crate::ops::otel::start(
                 target,
                 config.otel.capture_content,
                 Some(store.owner().to_string()),
@@ -132,17 +132,17 @@ pub async fn serve(
     state.host.resume_unfinished();
     state.hub.share_on(&store);
     let forwarder = tokio::spawn(state.host.clone().forward_irc());
-    let timers = crate::scheduler::start(state.clone());
-    let memory_watch = crate::memory_watch::start(state.clone());
+    let timers = crate::ops::scheduler::start(state.clone());
+    let memory_watch = crate::ops::memory_watch::start(state.clone());
     let channels = crate::channels::start(&state);
     // Messages not sent go out.
-    let outbox = crate::outbox::start(
+    let outbox = crate::channels::outbox::start(
         state.host.channels.clone(),
         state.home.clone(),
         store.clone(),
     );
     // Leases renewed, and turns a gone gateway on this home left taken over.
-    let leases = crate::durable::keep_leases(state.host.clone());
+    let leases = crate::turns::durable::keep_leases(state.host.clone());
     // Every user's own state, so their cron jobs and heartbeats run while they are away: made
     // beside serving, not before it (a connection that comes first makes its own at once).
     let users_watch = state.users.as_ref().map(|users| users.watch());
@@ -159,11 +159,11 @@ pub async fn serve(
     });
     let app = router(state.clone());
     let profile = lurkbot_agent::browser_profile(&state.home);
-    crate::gateway_control::attach(&state);
+    crate::ops::gateway_control::attach(&state);
     let host = state.host.clone();
     let members = state.members.clone();
-    let served = crate::accept::accept_loop(listener, app, state, stop).await;
-    crate::gateway_control::detach(&host);
+    let served = crate::transport::accept::accept_loop(listener, app, state, stop).await;
+    crate::ops::gateway_control::detach(&host);
     forwarder.abort();
     if let Some(metrics) = &metrics {
         metrics.abort();
@@ -191,7 +191,7 @@ pub async fn serve(
         tracing::warn!(error = %e, "leases not given back: another gateway waits for them");
     }
     if let Some(exporter) = exporter {
-        crate::otel::stop(exporter).await;
+        crate::ops::otel::stop(exporter).await;
     }
     served?;
     Ok(())
@@ -202,17 +202,17 @@ pub async fn serve(
 fn serve_member(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
     state.host.resume_unfinished();
     let mut tasks = vec![
-        crate::scheduler::start(state.clone()),
-        crate::memory_watch::start(state.clone()),
+        crate::ops::scheduler::start(state.clone()),
+        crate::ops::memory_watch::start(state.clone()),
     ];
     if let Some(store) = state.host.store() {
         state.hub.share_on(store);
-        tasks.push(crate::outbox::start(
+        tasks.push(crate::channels::outbox::start(
             state.host.channels.clone(),
             state.home.clone(),
             store.clone(),
         ));
-        tasks.push(crate::durable::keep_leases(state.host.clone()));
+        tasks.push(crate::turns::durable::keep_leases(state.host.clone()));
     }
     tasks
 }
@@ -242,12 +242,16 @@ async fn open_metrics(state: &AppState) -> Result<Option<tokio::task::JoinHandle
         ))
     })?;
     tracing::info!(address = %addr, "metrics listening");
-    let app = crate::metrics::open_router(state.clone());
+    let app = crate::ops::metrics::open_router(state.clone());
     let state = state.clone();
     Ok(Some(tokio::spawn(async move {
         while let Ok((stream, peer)) = listener.accept().await {
-            let served =
-                crate::accept::serve_connection(stream, peer, app.clone(), state.stopping());
+            let served = crate::transport::accept::serve_connection(
+                stream,
+                peer,
+                app.clone(),
+                state.stopping(),
+            );
             tokio::spawn(served);
         }
     })))

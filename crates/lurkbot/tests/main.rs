@@ -27,6 +27,7 @@ mod docs;
 mod doctor;
 mod exec;
 mod gateway;
+mod gateway_rooms;
 mod gateways_on_one_home;
 mod gateways_on_postgres;
 mod import;

@@ -18,7 +18,7 @@ fn agent_ids(state: &AppState) -> Vec<String> {
 
 /// `status`: LurkBot's own status with OpenClaw's summary fields beside it.
 pub(super) fn status(state: &AppState) -> Value {
-    let mut status = crate::status::status(state);
+    let mut status = crate::ops::status::status(state);
     status["ok"] = json!(true);
     status["defaultAgentId"] = json!("main");
     status["agents"] = json!(agent_ids(state));

@@ -11,9 +11,9 @@ use lurkbot_llm::{Message, Role};
 use serde_json::{Value, json};
 
 use super::{Conn, agent_of};
-use crate::host::RunEnd;
 use crate::protocol::{ErrorCode, MethodError};
 use crate::state::AppState;
+use crate::turns::host::RunEnd;
 
 /// Longest wait of `agent` and `agent.wait`.
 const MAX_WAIT: Duration = Duration::from_secs(600);

@@ -1,0 +1,63 @@
+//! Receiving one channel: each batch recorded before the platform is told it arrived, then
+//! answered in order; failures back off and show in the channel's status.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lurkbot_channels::ChannelError;
+
+use crate::channels::live::Live;
+use crate::state::AppState;
+
+/// Longest pause between failed receives.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Receives until the gateway stops; failures back off (a platform's `retry_after` is
+/// honoured) and are shown in the channel's status.
+pub(crate) async fn receive_loop(state: AppState, live: Arc<Live>) {
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        match live.channel.receive().await {
+            Ok(batch) => {
+                backoff = Duration::from_secs(1);
+                live.update(|s| {
+                    s.state = "connected".into();
+                    s.received += batch.len() as u64;
+                });
+                lurkbot_core::metrics::CHANNEL_MESSAGES
+                    .add(&[live.channel.name(), "in"], batch.len() as f64);
+                // Recorded before the platform is told they arrived; one served again after
+                // a crash is recorded already, and not answered twice.
+                let Some(batch) = crate::channels::inbound::record(&state, &live, batch) else {
+                    tokio::time::sleep(backoff).await;
+                    continue;
+                };
+                live.channel.acknowledge();
+                if !batch.is_empty() {
+                    // One task per batch: its messages are answered in order, and receiving
+                    // goes on meanwhile.
+                    let (state, live) = (state.clone(), live.clone());
+                    tokio::spawn(async move {
+                        for message in batch {
+                            crate::channels::handle::handle(&state, &live, message).await;
+                        }
+                    });
+                }
+            }
+            Err(e) => {
+                let wait = match &e {
+                    ChannelError::RetryAfter(wait, _) => *wait,
+                    _ => backoff,
+                };
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                let permanent = matches!(e, ChannelError::Permanent(_));
+                tracing::warn!(channel = live.channel.name(), error = %e, "channel receive failed");
+                live.update(|s| {
+                    s.state = if permanent { "failed" } else { "retrying" }.into();
+                    s.last_error = Some(e.to_string());
+                });
+                tokio::time::sleep(if permanent { MAX_BACKOFF } else { wait }).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! `channels.status` and `channels.pairing.approve|deny`.
+
+use std::collections::BTreeMap;
+
+use lurkbot_channels::ChannelStatus;
+use lurkbot_channels::pairing::PairingStore;
+use serde_json::{Value, json};
+
+use crate::state::AppState;
+
+/// `channels.status`: each configured channel with its state and the pending pairings.
+pub(crate) fn status(state: &AppState) -> Value {
+    let config = state.config();
+    let running: BTreeMap<String, ChannelStatus> =
+        state.host.channels.statuses().into_iter().collect();
+    let pending = PairingStore::open(&state.home)
+        .pending(lurkbot_core::now_ms())
+        .unwrap_or_default();
+    let channels: Vec<Value> = config
+        .channels
+        .iter()
+        .map(|(name, settings)| {
+            let status = running.get(name).cloned().unwrap_or(ChannelStatus {
+                state: if settings.enabled {
+                    "not started"
+                } else {
+                    "disabled"
+                }
+                .into(),
+                ..ChannelStatus::default()
+            });
+            json!({"name": name, "enabled": settings.enabled, "dmPolicy": settings.dm_policy,
+                "state": status.state, "lastError": status.last_error,
+                "received": status.received, "sent": status.sent,
+                "pendingPairings": pending.iter().filter(|p| &p.channel == name).count()})
+        })
+        .collect();
+    json!({"channels": channels, "pendingPairings": pending,
+        "outbox": crate::channels::outbox::summary(state)})
+}
+
+/// `channels.pairing.approve {channel, code}` and `channels.pairing.deny {channel, code}`.
+/// A user of a shared gateway approves into the gateway's pairings, and the sender becomes
+/// theirs.
+pub(crate) fn pairing(
+    state: &AppState,
+    params: &Value,
+    approve: bool,
+) -> Result<Value, crate::protocol::MethodError> {
+    use crate::protocol::{ErrorCode, MethodError};
+    let text = |name: &str| {
+        params
+            .get(name)
+            .and_then(Value::as_str)
+            .ok_or_else(|| MethodError::invalid(format!("missing string parameter '{name}'")))
+    };
+    let (channel, code) = (text("channel")?, text("code")?);
+    let gateway_home = match state.home.shared() {
+        Some(root) => lurkbot_core::Home::open(root)
+            .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))?,
+        None => state.home.clone(),
+    };
+    let store = PairingStore::open(&gateway_home);
+    let now = lurkbot_core::now_ms();
+    let done = if approve {
+        store.approve_for(channel, code, now, state.user.as_deref())
+    } else if state.user.is_some() {
+        return Err(MethodError::new(
+            ErrorCode::Forbidden,
+            "only the gateway's admin denies pairings",
+        ));
+    } else {
+        store.deny(channel, code, now)
+    };
+    match done {
+        Ok(p) => Ok(
+            json!({"channel": p.channel, "sender": p.sender, "name": p.name,
+            "approved": approve}),
+        ),
+        Err(e @ lurkbot_channels::pairing::PairingError::NotFound { .. }) => {
+            Err(MethodError::new(ErrorCode::NotFound, e.to_string()))
+        }
+        Err(e) => Err(MethodError::new(ErrorCode::Unavailable, e.to_string())),
+    }
+}

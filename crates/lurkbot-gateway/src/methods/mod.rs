@@ -1,0 +1,561 @@
+//! The WebSocket methods (ARCHITECTURE.md §6): one table, [`METHODS`], where each method's name
+//! sits beside its handler (axum-style); `hello-ok` advertises the table's names, and an
+//! unknown name cannot be dispatched. Each handler takes the request's `params` object and
+//! answers a payload or a [`MethodError`].
+
+pub(crate) mod browser;
+pub(crate) mod channels;
+pub(crate) mod cron;
+pub(crate) mod handler;
+pub(crate) mod highlight;
+pub(crate) mod markdown;
+pub(crate) mod nodes;
+pub(crate) mod ops;
+pub(crate) mod usage;
+pub(crate) mod users;
+
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use lurkbot_agent::{Decision, Entry, Sessions};
+use lurkbot_core::SessionKey;
+use lurkbot_term::ExecRequest;
+use serde_json::{Value, json};
+
+use crate::methods::handler::Method;
+use crate::protocol::{ErrorCode, Grants, MethodError, Scope, health, method};
+use crate::state::AppState;
+
+/// Longest `agent.wait`.
+const MAX_WAIT_MS: u64 = 600_000;
+
+fn str_param<'a>(params: &'a Value, name: &str) -> Result<&'a str, MethodError> {
+    params
+        .get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| MethodError::invalid(format!("missing string parameter '{name}'")))
+}
+
+pub(crate) fn session_param(params: &Value) -> Result<SessionKey, MethodError> {
+    match params.get("sessionKey").and_then(Value::as_str) {
+        None => Ok(SessionKey::main()),
+        Some(raw) => SessionKey::parse(raw).map_err(|e| MethodError::invalid(e.to_string())),
+    }
+}
+
+/// Every method the gateway answers; `hello-ok` advertises exactly these names.
+pub(crate) const METHODS: &[Method] = &[
+    Method {
+        name: method::HEALTH,
+        scope: Scope::Read,
+        handler: |_, _| Box::pin(async { Ok(health()) }),
+    },
+    Method {
+        name: method::STATUS,
+        scope: Scope::Read,
+        handler: |s, _| Box::pin(async { Ok(crate::ops::status::status_with_browser(s).await) }),
+    },
+    Method {
+        name: method::CHAT_SEND,
+        scope: Scope::Write,
+        handler: |s, p| Box::pin(send(s, p)),
+    },
+    Method {
+        name: method::CHAT_HISTORY,
+        scope: Scope::Read,
+        handler: |s, p| Box::pin(async { history(s, p) }),
+    },
+    Method {
+        name: method::CHAT_RENDER,
+        scope: Scope::Read,
+        handler: |_, p| Box::pin(async { crate::methods::markdown::method(p) }),
+    },
+    Method {
+        name: method::CANVAS_LIST,
+        scope: Scope::Read,
+        handler: |s, p| {
+            Box::pin(async {
+                let key = session_param(p)?;
+                let widgets = lurkbot_agent::canvas::CanvasStore::open(&s.home, &key).list();
+                Ok(serde_json::json!({"sessionKey": key.as_str(), "widgets": widgets}))
+            })
+        },
+    },
+    Method {
+        name: method::CHAT_ABORT,
+        scope: Scope::Write,
+        handler: |s, p| Box::pin(abort(s, p)),
+    },
+    Method {
+        name: method::AGENT,
+        scope: Scope::Write,
+        handler: |s, p| Box::pin(send(s, p)),
+    },
+    Method {
+        name: method::AGENT_WAIT,
+        scope: Scope::Read,
+        handler: |s, p| Box::pin(wait(s, p)),
+    },
+    Method {
+        name: method::SESSIONS_LIST,
+        scope: Scope::Read,
+        handler: |s, p| Box::pin(async { list(s, p) }),
+    },
+    Method {
+        name: method::SESSIONS_HISTORY,
+        scope: Scope::Read,
+        handler: |s, p| Box::pin(async { history(s, p) }),
+    },
+    Method {
+        name: method::SESSIONS_RESET,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(reset(s, p)),
+    },
+    Method {
+        name: method::SESSIONS_DELETE,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(delete(s, p)),
+    },
+    Method {
+        name: method::TERMINAL_EXEC,
+        scope: Scope::Write,
+        handler: |s, p| Box::pin(terminal_exec(s, p)),
+    },
+    Method {
+        name: method::EXEC_APPROVAL_RESOLVE,
+        scope: Scope::Approvals,
+        handler: |s, p| Box::pin(async { resolve(s, p) }),
+    },
+    Method {
+        name: method::LOGS_TAIL,
+        scope: Scope::Read,
+        handler: |s, p| Box::pin(async { crate::methods::ops::logs_tail(s, p) }),
+    },
+    Method {
+        name: method::GATEWAY_RELOAD,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::methods::ops::gateway_reload(s, p) }),
+    },
+    Method {
+        name: method::SETUP_MODEL,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { setup_model(s, p) }),
+    },
+    Method {
+        name: method::SESSIONS_WAIT,
+        scope: Scope::Read,
+        handler: |s, p| Box::pin(wait_idle(s, p)),
+    },
+    Method {
+        name: method::CRON_LIST,
+        scope: Scope::Read,
+        handler: |s, _| Box::pin(async { crate::methods::cron::list(s) }),
+    },
+    Method {
+        name: method::CRON_STATUS,
+        scope: Scope::Read,
+        handler: |s, _| Box::pin(async { crate::methods::cron::status(s) }),
+    },
+    Method {
+        name: method::CRON_ADD,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::methods::cron::add(s, p) }),
+    },
+    Method {
+        name: method::CRON_UPDATE,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::methods::cron::update(s, p) }),
+    },
+    Method {
+        name: method::CRON_REMOVE,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::methods::cron::remove(s, p) }),
+    },
+    Method {
+        name: method::CRON_RUN,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(crate::methods::cron::run(s, p)),
+    },
+    Method {
+        name: method::CRON_RUNS,
+        scope: Scope::Read,
+        handler: |s, p| Box::pin(async { crate::methods::cron::runs(s, p) }),
+    },
+    Method {
+        name: method::CHANNELS_STATUS,
+        scope: Scope::Read,
+        handler: |s, _| Box::pin(async { Ok(crate::methods::channels::status(s)) }),
+    },
+    Method {
+        name: method::CHANNELS_PAIRING_APPROVE,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::methods::channels::pairing(s, p, true) }),
+    },
+    Method {
+        name: method::CHANNELS_PAIRING_DENY,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::methods::channels::pairing(s, p, false) }),
+    },
+    Method {
+        name: method::OUTBOX_RETRY,
+        scope: Scope::Admin,
+        handler: |s, p| Box::pin(async { crate::channels::outbox::retry(s, p) }),
+    },
+    Method {
+        name: method::BROWSER_STATUS,
+        scope: Scope::Read,
+        handler: |s, _| Box::pin(async { Ok(crate::ops::status::browser_state(s).await) }),
+    },
+    Method {
+        name: method::BROWSER_START,
+        scope: Scope::Admin,
+        handler: |s, _| Box::pin(crate::methods::browser::start(s)),
+    },
+    Method {
+        name: method::BROWSER_STOP,
+        scope: Scope::Admin,
+        handler: |s, _| Box::pin(crate::methods::browser::stop(s)),
+    },
+    Method {
+        name: method::USAGE_SUMMARY,
+        scope: Scope::Read,
+        handler: |s, p| Box::pin(async { crate::methods::usage::summary(s, p) }),
+    },
+];
+
+/// The names of [`METHODS`], in order.
+pub(crate) fn names() -> Vec<&'static str> {
+    table().map(|m| m.name).collect()
+}
+
+/// [`METHODS`], the device and node methods and the users methods.
+fn table() -> impl Iterator<Item = &'static Method> {
+    METHODS
+        .iter()
+        .chain(crate::methods::nodes::METHODS)
+        .chain(crate::methods::users::METHODS)
+}
+
+/// Methods whose answer never waits for anything: answered on the connection's own task, with
+/// no task of their own (a burst of 1,000 health probes costs 1,000 fewer spawns).
+const IMMEDIATE: &[&str] = &[method::HEALTH];
+
+/// Methods logged at debug rather than info: health probes (monitors, load balancers) would
+/// flood the log and cost each probe a write.
+const QUIET: &[&str] = &[method::HEALTH];
+
+/// The answer of `method` when it is [`IMMEDIATE`] (and allowed); `None` for every other
+/// method, which [`call`] answers.
+pub(crate) fn call_now(
+    state: &AppState,
+    grants: &Grants,
+    method: &str,
+    params: &Value,
+) -> Option<Result<Value, MethodError>> {
+    if !IMMEDIATE.contains(&method) {
+        return None;
+    }
+    let m = table().find(|m| m.name == method)?;
+    if !grants.allows(m.scope) {
+        return None;
+    }
+    // An immediate method's future is ready on its first poll. Were it not, it would be dropped
+    // and the request sent the usual way: an immediate method does nothing before it answers.
+    (m.handler)(state, params).now_or_never()
+}
+
+/// Whether a call of `method` approves something itself: a terminal command carrying
+/// `--confirm` (the human's own confirmation, which only an approvals-scoped client gives).
+fn confirms(method: &str, params: &Value) -> bool {
+    method == "terminal.exec"
+        && params
+            .get("command")
+            .and_then(Value::as_str)
+            .and_then(|c| lurkbot_term::parse_command(c).ok())
+            .is_some_and(|words| words.iter().any(|w| w == "--confirm"))
+}
+
+/// Whether a call of `method` runs a command on a node (`node.invoke` of `system.run`), which
+/// needs `operator.admin` as in OpenClaw; other node commands need `operator.write`.
+fn runs_on_a_node(method: &str, params: &Value) -> bool {
+    method == "node.invoke"
+        && params
+            .get("command")
+            .and_then(Value::as_str)
+            .is_some_and(|c| lurkbot_agent::gate::RUN_COMMANDS.contains(&c))
+}
+
+/// Whether `method` is logged at debug only.
+pub(crate) fn is_quiet(method: &str) -> bool {
+    QUIET.contains(&method)
+}
+
+/// Runs `method`.
+///
+/// # Errors
+/// `NOT_FOUND` for unknown methods, `UNAUTHORIZED` for a scope the connection lacks; each
+/// method's own refusals.
+pub(crate) async fn call(
+    state: &AppState,
+    grants: &Grants,
+    method: &str,
+    params: &Value,
+) -> Result<Value, MethodError> {
+    match table().find(|m| m.name == method) {
+        Some(m) if !grants.allows(m.scope) => Err(MethodError::new(
+            ErrorCode::Unauthorized,
+            format!(
+                "'{method}' needs the {} scope, which this connection did not ask for in connect",
+                m.scope.as_str()
+            ),
+        )),
+        Some(m) if runs_on_a_node(m.name, params) && !grants.allows(Scope::Admin) => {
+            Err(MethodError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "missing scope: {} (running a command on a node is an admin's act)",
+                    Scope::Admin.as_str()
+                ),
+            ))
+        }
+        Some(m) if confirms(m.name, params) && !grants.allows(Scope::Approvals) => {
+            Err(MethodError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "missing scope: {} (a command carrying --confirm is an approval)",
+                    Scope::Approvals.as_str()
+                ),
+            ))
+        }
+        Some(m) => (m.handler)(state, params).await,
+        None => Err(MethodError::new(
+            ErrorCode::NotFound,
+            format!("unknown method '{method}'"),
+        )),
+    }
+}
+
+/// `chat.send` and `agent`: starts a turn, answers its run id at once.
+/// `chat.send {sessionKey, message, images?}`: starts a turn; `images` are data URLs of
+/// pictures shown with the message (the web UI's attach button).
+async fn send(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let key = session_param(params)?;
+    let message = str_param(params, "message")?;
+    let urls: Vec<&str> = match params.get("images") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| {
+                i.as_str()
+                    .ok_or_else(|| MethodError::invalid("images must be data: URL strings"))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(MethodError::invalid("images must be a list of data: URLs")),
+    };
+    if message.trim().is_empty() && urls.is_empty() {
+        return Err(MethodError::invalid("message is empty"));
+    }
+    let raw = crate::api::images::decode_all(&urls).map_err(MethodError::invalid)?;
+    let images = crate::api::images::ready(state, raw)
+        .await
+        .map_err(MethodError::invalid)?;
+    let options = crate::turns::run::TurnOptions {
+        images,
+        ..Default::default()
+    };
+    let (run_id, _) = state.host.spawn_with(
+        key.clone(),
+        message.to_string(),
+        options,
+        false,
+        Box::new(|_| {}),
+    )?;
+    if key == SessionKey::main() {
+        state.host.note_route("webchat", None);
+    }
+    Ok(json!({"runId": run_id, "sessionKey": key.as_str(), "status": "started"}))
+}
+
+async fn wait(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let run_id = str_param(params, "runId")?;
+    let timeout = params
+        .get("timeoutMs")
+        .and_then(Value::as_u64)
+        .unwrap_or(30_000)
+        .min(MAX_WAIT_MS);
+    let end = state
+        .host
+        .wait(run_id, Duration::from_millis(timeout))
+        .await?;
+    Ok(match end {
+        Some(end) => {
+            let mut v = end.to_json();
+            v["runId"] = json!(run_id);
+            v
+        }
+        None => json!({"runId": run_id, "status": "running"}),
+    })
+}
+
+/// `sessions.wait {sessionKey, timeoutMs}`: `{idle}` once the session runs no turn and no
+/// background work, or when the time is up (`timeoutMs: 0` only looks).
+async fn wait_idle(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let key = session_param(params)?;
+    let timeout = params
+        .get("timeoutMs")
+        .and_then(Value::as_u64)
+        .unwrap_or(30_000)
+        .min(MAX_WAIT_MS);
+    let idle = state
+        .host
+        .wait_idle(&key, Duration::from_millis(timeout))
+        .await;
+    // The latest run, whose last events a client may still be receiving.
+    let last_run = state
+        .host
+        .slot(&key)
+        .last_run
+        .lock()
+        .ok()
+        .and_then(|l| l.clone());
+    Ok(json!({"sessionKey": key.as_str(), "idle": idle, "lastRunId": last_run}))
+}
+
+async fn abort(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let key = session_param(params)?;
+    Ok(json!({"aborted": state.host.abort(&key).await}))
+}
+
+fn list(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let agent = params
+        .get("agentId")
+        .and_then(Value::as_str)
+        .unwrap_or("main");
+    let sessions = Sessions::open(&state.home, agent).list()?;
+    Ok(json!({"sessions": sessions.into_values().collect::<Vec<_>>()}))
+}
+
+async fn reset(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let key = session_param(params)?;
+    state.host.release(&key).await;
+    let id = Sessions::open(&state.home, key.agent_id()).reset(&key)?;
+    Ok(json!({"sessionKey": key.as_str(), "sessionId": id}))
+}
+
+async fn delete(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let key = session_param(params)?;
+    state.host.release(&key).await;
+    if !Sessions::open(&state.home, key.agent_id()).delete(&key)? {
+        return Err(MethodError::new(
+            ErrorCode::NotFound,
+            format!("no session {}", key.as_str()),
+        ));
+    }
+    Ok(json!({"deleted": true}))
+}
+
+async fn terminal_exec(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let mut request = ExecRequest::new(str_param(params, "command")?);
+    request.session = session_param(params)?;
+    request.stdin = params
+        .get("stdin")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    request.timeout_ms = params.get("timeoutMs").and_then(Value::as_u64);
+    let envelope = state.exec.run(request).await;
+    serde_json::to_value(&envelope)
+        .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))
+}
+
+/// `setup.model {provider, model, baseUrl?, key?}`: the owner chooses the model from the web
+/// UI, as `lurkbot setup` does; the settings are reloaded at once. The key is written to
+/// `.env` and never logged or echoed.
+fn setup_model(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let provider = str_param(params, "provider")?;
+    let vars = lurkbot_agent::setup::provider_vars(provider).ok_or_else(|| {
+        MethodError::invalid(format!(
+            "unknown provider '{provider}': openai or anthropic"
+        ))
+    })?;
+    let base = params
+        .get("baseUrl")
+        .and_then(Value::as_str)
+        .filter(|b| !b.trim().is_empty())
+        .unwrap_or(vars.default_base);
+    let key = params.get("key").and_then(Value::as_str);
+    let model = lurkbot_agent::setup::write_model_choice(
+        &state.home,
+        provider,
+        str_param(params, "model")?,
+        base,
+        key,
+    )
+    .map_err(MethodError::invalid)?;
+    state
+        .reload()
+        .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.0))?;
+    Ok(
+        json!({"model": model, "baseUrl": base, "keySet": key.is_some_and(|k| !k.trim().is_empty())}),
+    )
+}
+
+fn resolve(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let id = str_param(params, "approvalId")?;
+    let decision: Decision = str_param(params, "decision")?
+        .parse()
+        .map_err(MethodError::invalid)?;
+    if state.approver.resolve(id, decision) {
+        Ok(json!({"approvalId": id, "decision": decision}))
+    } else if state.approver.shared() {
+        // Perhaps another gateway's turn waits for it: the answer goes there.
+        state.approver.announce(id, decision);
+        Ok(json!({"approvalId": id, "decision": decision, "forwarded": true}))
+    } else {
+        Err(MethodError::new(
+            ErrorCode::NotFound,
+            format!("no pending approval {id} (already answered or timed out)"),
+        ))
+    }
+}
+
+fn history(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+    let key = session_param(params)?;
+    let sessions = Sessions::open(&state.home, key.agent_id());
+    let list = sessions.list()?;
+    let Some(entry) = list.get(key.as_str()) else {
+        return Ok(json!({"sessionKey": key.as_str(), "messages": []}));
+    };
+    let limit = params.get("limit").and_then(Value::as_u64).unwrap_or(200) as usize;
+    let entries = sessions.history(&entry.session_id)?;
+    let messages: Vec<Value> = entries
+        .iter()
+        .map(|e| match e {
+            Entry::Message { ts, message } => json!({"ts": ts, "message": message}),
+            Entry::Compaction { ts, summary, .. } => json!({"ts": ts, "compaction": summary}),
+        })
+        .collect();
+    let skip = messages.len().saturating_sub(limit);
+    Ok(
+        json!({"sessionKey": key.as_str(), "sessionId": entry.session_id,
+        "messages": messages[skip..]}),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_appears_once() {
+        let names = names();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "{names:?}");
+        assert!(names.contains(&method::TERMINAL_EXEC));
+        assert!(
+            !names.contains(&method::CONNECT),
+            "connect is the handshake, not a method"
+        );
+    }
+}
