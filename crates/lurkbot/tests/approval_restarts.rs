@@ -5,27 +5,11 @@
 use lurkbot_llm::fake::{FakeProvider, Step};
 use serde_json::{Value, json};
 
-use crate::nodes::Ws;
+use crate::nodes::{Ws, client};
 use crate::nothing_lost::{kill, model_env, start_with, until};
 use crate::util::Test;
 
 const CREATE: &str = "cal create-event --calendar-id 1 --title Dentist --start 2026-11-24T09:00:00Z --end 2026-11-24T09:30:00Z --confirm";
-
-/// A client signed in with the gateway's token on `url`.
-pub(crate) async fn client(url: &str, token: &str) -> Ws {
-    let (mut ws, _, _) = Ws::open(url).await;
-    let hello = ws
-        .call(
-            "connect",
-            json!({"minProtocol": 1, "maxProtocol": 1,
-                "client": {"id": "test", "version": "1", "platform": "linux", "mode": "ui"},
-                "auth": {"token": token}}),
-            &mut Vec::new(),
-        )
-        .await;
-    assert_eq!(hello["ok"], true, "{hello}");
-    ws
-}
 
 /// The next approval asked of this client (at most 60 s): `(id, what it runs)`.
 async fn asked(ws: &mut Ws, seen: &mut Vec<Value>) -> (String, String) {

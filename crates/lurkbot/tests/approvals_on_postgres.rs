@@ -7,8 +7,8 @@ use lurkbot_llm::fake::{FakeProvider, Step};
 use lurkbot_test_support::postgres::Postgres;
 use serde_json::json;
 
-use crate::approval_restarts::client;
 use crate::gateways_on_postgres::home_on;
+use crate::nodes::client;
 use crate::nothing_lost::{append_config, chat_completion, start_as, until};
 use lurkbot_test_support::telegram_server::TelegramServer;
 

@@ -494,7 +494,7 @@ async fn a_client_on_one_gateway_sees_the_turn_another_runs() {
     let a = start_as(&t, &fake, "gw-a");
     let b = start_as(&t, &fake, "gw-b");
     let token = t.gateway_token();
-    let mut on_b = crate::approval_restarts::client(&b.ws, &token).await;
+    let mut on_b = crate::nodes::client(&b.ws, &token).await;
     let asked = {
         let (addr, token) = (a.addr.clone(), token.clone());
         std::thread::spawn(move || {

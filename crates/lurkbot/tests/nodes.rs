@@ -210,6 +210,22 @@ fn openclaws_node_host_pairs_answers_survives_a_restart_and_is_refused_once_reje
     );
 }
 
+/// A client signed in with the gateway's token on `url`.
+pub(crate) async fn client(url: &str, token: &str) -> Ws {
+    let (mut ws, _, _) = Ws::open(url).await;
+    let hello = ws
+        .call(
+            "connect",
+            json!({"minProtocol": 1, "maxProtocol": 1,
+                "client": {"id": "test", "version": "1", "platform": "linux", "mode": "ui"},
+                "auth": {"token": token}}),
+            &mut Vec::new(),
+        )
+        .await;
+    assert_eq!(hello["ok"], true, "{hello}");
+    ws
+}
+
 /// A connection of the test's own, as a client speaks to the gateway.
 pub(crate) struct Ws {
     ws: tokio_tungstenite::WebSocketStream<
@@ -449,18 +465,8 @@ async fn a_second_lurkbot_home_serves_as_a_node_through_pairing_approvals_and_th
         Step::text("Zipped on the laptop."),
     ]);
     fake.record(true);
-    let (mut ws, _, _) = Ws::open(&gw.ws).await;
+    let mut ws = client(&gw.ws, &token).await;
     let mut seen = Vec::new();
-    let hello = ws
-        .call(
-            "connect",
-            json!({"minProtocol": 1, "maxProtocol": 1,
-        "client": {"id": "test", "version": "1", "platform": "linux", "mode": "ui"},
-        "auth": {"token": token}}),
-            &mut seen,
-        )
-        .await;
-    assert_eq!(hello["ok"], true, "{hello}");
     let sent = ws
         .call(
             "chat.send",

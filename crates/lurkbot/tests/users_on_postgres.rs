@@ -10,8 +10,8 @@ use lurkbot_llm::fake::FakeProvider;
 use lurkbot_test_support::postgres::Postgres;
 use serde_json::json;
 
-use crate::approval_restarts::client;
 use crate::gateways_on_postgres::home_on;
+use crate::nodes::client;
 use crate::nothing_lost::{start_as, until};
 
 /// One HTTP/1.1 request on `addr`: (status, the response's head, its body).
