@@ -259,21 +259,26 @@ impl Approvals {
             .map_err(|_| AgentError::Poisoned("approvals"))?;
         if let Some(store) = lurkbot_state::shared::of(&self.home) {
             let key = key.to_string();
-            let remembered = store.edit_document(APPROVALS_FILE, move |text| {
-                let mut remembered: Remembered = text
-                    .and_then(|text| serde_json::from_str(&text).ok())
-                    .unwrap_or_default();
-                if !remembered.allow.contains(&key) {
-                    remembered.allow.push(key);
-                }
-                let body = serde_json::to_string_pretty(&remembered).map_err(|source| {
-                    AgentError::Encode {
+            let ((), remembered) = store.edit_value(
+                APPROVALS_FILE,
+                |text| {
+                    Ok(text
+                        .and_then(|text| serde_json::from_str::<Remembered>(&text).ok())
+                        .unwrap_or_default())
+                },
+                move |remembered| {
+                    if !remembered.allow.contains(&key) {
+                        remembered.allow.push(key);
+                    }
+                    Ok(())
+                },
+                |remembered| {
+                    serde_json::to_string_pretty(remembered).map_err(|source| AgentError::Encode {
                         what: APPROVALS_FILE,
                         source,
-                    }
-                })?;
-                Ok::<_, AgentError>(lurkbot_state::Edit::replace(body, remembered))
-            })??;
+                    })
+                },
+            )??;
             loaded.remembered = remembered;
             loaded.shared_version = None;
             return Ok(());

@@ -177,22 +177,25 @@ impl PairingStore {
     ) -> Result<T, PairingError> {
         if let Some(store) = lurkbot_state::shared::of(&self.home) {
             let path = self.path();
-            return store.edit_document(DOC, move |text| {
-                let mut state = match text {
-                    Some(text) => parse(text.as_bytes(), &path)?,
-                    None => State::default(),
-                };
-                state
-                    .pending
-                    .retain(|p| now_ms.saturating_sub(p.requested_at_ms) < CODE_TTL_MS);
-                let value = f(&mut state)?;
-                let body =
-                    serde_json::to_string_pretty(&state).map_err(|e| PairingError::Corrupt {
-                        path: path.display().to_string(),
-                        message: e.to_string(),
-                    })?;
-                Ok(lurkbot_state::Edit::replace(body, value))
-            })?;
+            let shown = path.clone();
+            return store
+                .edit_value(
+                    DOC,
+                    move |text| text.map_or(Ok(State::default()), |t| parse(t.as_bytes(), &path)),
+                    move |state| {
+                        state
+                            .pending
+                            .retain(|p| now_ms.saturating_sub(p.requested_at_ms) < CODE_TTL_MS);
+                        f(state)
+                    },
+                    move |state| {
+                        serde_json::to_string_pretty(state).map_err(|e| PairingError::Corrupt {
+                            path: shown.display().to_string(),
+                            message: e.to_string(),
+                        })
+                    },
+                )?
+                .map(|(value, _)| value);
         }
         let _lock = self.lock()?;
         let mut state = self.read()?;

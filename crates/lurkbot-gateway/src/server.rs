@@ -2,8 +2,8 @@
 //!
 //! Refusals at start: a non-loopback bind without a token (or with one under 24 characters),
 //! and `gateway.auth = "none"` on a non-loopback bind. Every route passes the Host/Origin guard
-//! first; connection limits live in the accept loop (`accept.rs`). Stopping (SIGINT/SIGTERM in
-//! the CLI, or the `stop` future) first drains (`drain.rs`: running turns get
+//! first; connection limits live in the accept loop (`transport/accept.rs`). Stopping (SIGINT/SIGTERM in
+//! the CLI, or the `stop` future) first drains (`ops/shutdown.rs`: running turns get
 //! `[gateway] shutdown_grace_secs` to finish, new work is answered 503), then tells every
 //! WebSocket client (`shutdown` event), aborts what still runs and records it as cancelled in
 //! its transcript, then returns.
@@ -134,7 +134,7 @@ pub async fn serve(
     let forwarder = tokio::spawn(state.host.clone().forward_irc());
     let timers = crate::ops::scheduler::start(state.clone());
     let memory_watch = crate::ops::memory_watch::start(state.clone());
-    let channels = crate::channels::start(&state);
+    let channels = crate::channels::start(&state.channel_context());
     // Messages not sent go out.
     let outbox = crate::channels::outbox::start(
         state.host.channels.clone(),

@@ -72,6 +72,33 @@ impl Store {
         self.edit_document_with(name, true, f)
     }
 
+    /// [`Store::edit_document`] for a document that is one value: `parse` reads the body
+    /// (`None`: there is none yet), `change` changes the value, `write` makes the new body.
+    /// What `change` answered beside the value as written, or the first error (then nothing
+    /// is written).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn edit_value<T, R, E>(
+        &self,
+        name: &str,
+        parse: impl FnOnce(Option<String>) -> Result<T, E> + Send + 'static,
+        change: impl FnOnce(&mut T) -> Result<R, E> + Send + 'static,
+        write: impl FnOnce(&T) -> Result<String, E> + Send + 'static,
+    ) -> Result<Result<(R, T), E>, StateError>
+    where
+        T: Send + 'static,
+        R: Send + 'static,
+        E: Send + 'static,
+    {
+        self.edit_document(name, move |text| {
+            let mut value = parse(text)?;
+            let answer = change(&mut value)?;
+            let body = write(&value)?;
+            Ok(Edit::replace(body, (answer, value)))
+        })
+    }
+
     /// [`Store::edit_document`]; `durable = false` does not wait for the disk (what a crash of
     /// the database host may lose: counters for display).
     ///

@@ -28,6 +28,59 @@ fn add_one(store: &Store) -> u64 {
         .unwrap()
 }
 
+/// A list of names kept as one JSON value.
+fn add_name(store: &Store, name: &'static str) -> Result<usize, String> {
+    store
+        .edit_value(
+            "names",
+            |body| {
+                body.map_or(Ok(Vec::new()), |b| {
+                    serde_json::from_str::<Vec<String>>(&b).map_err(|e| e.to_string())
+                })
+            },
+            move |names| {
+                if names.iter().any(|n| n == name) {
+                    return Err(format!("{name} is there already"));
+                }
+                names.push(name.to_string());
+                Ok(names.len())
+            },
+            |names| serde_json::to_string(names).map_err(|e| e.to_string()),
+        )
+        .unwrap()
+        .map(|(count, _)| count)
+}
+
+#[test]
+fn a_value_edit_parses_changes_and_writes_or_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::open(dir.path()).unwrap();
+    let store = Store::open(&home).unwrap();
+    assert_eq!(add_name(&store, "ada"), Ok(1));
+    assert_eq!(add_name(&store, "bob"), Ok(2));
+    assert_eq!(
+        store.document("names").unwrap().as_deref(),
+        Some(r#"["ada","bob"]"#)
+    );
+    // A refused change writes nothing; neither does a body that does not parse.
+    assert_eq!(add_name(&store, "ada"), Err("ada is there already".into()));
+    assert_eq!(
+        store.document("names").unwrap().as_deref(),
+        Some(r#"["ada","bob"]"#)
+    );
+    store
+        .edit_document("names", |_| {
+            Ok::<_, ()>(Edit::replace("not json".into(), ()))
+        })
+        .unwrap()
+        .unwrap();
+    assert!(add_name(&store, "cy").is_err());
+    assert_eq!(
+        store.document("names").unwrap().as_deref(),
+        Some("not json")
+    );
+}
+
 #[test]
 fn an_edit_writes_its_document_and_lines_or_nothing() {
     let dir = tempfile::tempdir().unwrap();

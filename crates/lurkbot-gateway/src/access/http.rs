@@ -37,7 +37,7 @@ impl HttpError {
         }
     }
 
-    /// 503 with `Retry-After` while the gateway stops (`drain.rs`), or `None`.
+    /// 503 with `Retry-After` while the gateway stops (`turns/drain.rs`), or `None`.
     pub(crate) fn if_stopping(state: &AppState) -> Option<Self> {
         state.host.drain.is_draining().then(|| Self {
             retry_after: Some(crate::turns::drain::RETRY_AFTER_SECS),

@@ -8,10 +8,10 @@ use lurkbot_channels::Channel;
 use lurkbot_channels::pairing::PairingStore;
 use lurkbot_core::layout;
 
-use crate::state::AppState;
+use crate::channels::context::ChannelContext;
 
 /// Makes the channel `name` from its settings and the home's variables.
-pub(crate) fn build(state: &AppState, name: &str) -> Result<Arc<dyn Channel>, String> {
+pub(crate) fn build(state: &ChannelContext, name: &str) -> Result<Arc<dyn Channel>, String> {
     let config = state.config();
     let settings = config.channels.get(name).cloned().unwrap_or_default();
     let vars = lurkbot_agent::setup::variables(&state.home);

@@ -7,14 +7,14 @@ use lurkbot_channels::access::{Decision, code_message, decide, for_agent};
 use lurkbot_channels::pairing::PairingStore;
 use lurkbot_channels::routing::{agent_for, session_for};
 
+use crate::channels::context::ChannelContext;
 use crate::channels::live::Live;
 use crate::channels::set::send;
-use crate::state::AppState;
 use crate::turns::host::TurnOptions;
 
 /// One inbound message: access, routing, the turn (whose answer the host sends through the
 /// outbox), the voice notes.
-pub(crate) async fn handle(state: &AppState, live: &Live, message: Inbound) {
+pub(crate) async fn handle(state: &ChannelContext, live: &Live, message: Inbound) {
     let config = state.config();
     let name = live.channel.name();
     let Some(settings) = config.channels.get(name) else {
@@ -76,7 +76,7 @@ pub(crate) async fn handle(state: &AppState, live: &Live, message: Inbound) {
     };
     // On a shared gateway, a sender a user paired is that user: their agent answers, in
     // their home (ARCHITECTURE.md §6.2).
-    let (routed, state) = match routed_to(state, &pairings, name, message.sender.as_str()) {
+    let (routed, state) = match state.paired_user(&pairings, name, message.sender.as_str()) {
         Ok(Some(user_state)) => (true, user_state),
         Ok(None) => (false, state.clone()),
         Err(e) => {
@@ -193,33 +193,4 @@ pub(crate) async fn handle(state: &AppState, live: &Live, message: Inbound) {
     )
     .await;
     live.update(|s| s.sent += spoken as u64);
-}
-
-/// The state of the user `sender` on `channel` belongs to (a user of a shared gateway paired
-/// them), or `None` for the gateway's own.
-fn routed_to(
-    state: &AppState,
-    pairings: &PairingStore,
-    channel: &str,
-    sender: &str,
-) -> Result<Option<AppState>, String> {
-    let Some(users) = &state.users else {
-        return Ok(None);
-    };
-    let Some(user) = pairings
-        .user_of(channel, sender)
-        .map_err(|e| e.to_string())?
-    else {
-        return Ok(None);
-    };
-    if !users.users().iter().any(|u| u.name == user && !u.admin) {
-        return Err(format!("the user '{user}' who paired this sender is gone"));
-    }
-    let Some(members) = &state.members else {
-        return Ok(None);
-    };
-    members
-        .user_state(state, &user)
-        .map(Some)
-        .map_err(|e| e.to_string())
 }

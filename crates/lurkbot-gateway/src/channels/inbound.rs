@@ -5,12 +5,16 @@
 use lurkbot_channels::Inbound;
 use serde_json::Value;
 
+use crate::channels::context::ChannelContext;
 use crate::channels::live::Live;
-use crate::state::AppState;
 
 /// Records a received batch in the inbound records: the messages not recorded before, or
 /// `None` when the store failed (nothing is acknowledged; the platform serves them again).
-pub(crate) fn record(state: &AppState, live: &Live, batch: Vec<Inbound>) -> Option<Vec<Inbound>> {
+pub(crate) fn record(
+    state: &ChannelContext,
+    live: &Live,
+    batch: Vec<Inbound>,
+) -> Option<Vec<Inbound>> {
     let Some(store) = state.host.store() else {
         return Some(batch);
     };
@@ -39,7 +43,7 @@ pub(crate) fn record(state: &AppState, live: &Live, batch: Vec<Inbound>) -> Opti
 }
 
 /// Marks an inbound message handled without a turn.
-pub(crate) fn handled(state: &AppState, message: &Inbound, note: &str) {
+pub(crate) fn handled(state: &ChannelContext, message: &Inbound, note: &str) {
     if let Some(store) = state.host.store()
         && let Some(source) = message.source_id()
         && let Err(e) = store.handled(&source, note)

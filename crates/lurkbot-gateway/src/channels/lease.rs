@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use lurkbot_channels::Inbound;
 
+use crate::channels::context::ChannelContext;
 use crate::channels::live::Live;
-use crate::state::AppState;
 
 /// Waits for the channel's lease, then replays what was recorded and not handled, then
 /// receives until the gateway stops.
-pub(crate) async fn hold_then_receive(state: AppState, live: Arc<Live>) {
+pub(crate) async fn hold_then_receive(state: ChannelContext, live: Arc<Live>) {
     if let Some(store) = state.host.store().cloned() {
         let lease = format!("channel:{}", live.channel().name());
         let mut told = false;
@@ -54,7 +54,7 @@ pub(crate) async fn hold_then_receive(state: AppState, live: Arc<Live>) {
 }
 
 /// Handles again the messages recorded and not handled when the gateway stopped.
-fn replay(state: &AppState, live: &Arc<Live>) {
+fn replay(state: &ChannelContext, live: &Arc<Live>) {
     let Some(store) = state.host.store() else {
         return;
     };

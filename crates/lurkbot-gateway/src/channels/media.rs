@@ -12,12 +12,12 @@ use lurkbot_agent::web::download::{DownloadError, download as download_bytes};
 use lurkbot_channels::{Channel, Inbound, Media, MediaSource};
 use lurkbot_llm::ImagePart;
 
-use crate::state::AppState;
+use crate::channels::context::ChannelContext;
 
 /// The notes appended to the message (one line per attachment, saved or not) and the pictures
 /// to show the model.
 pub(crate) async fn fetch_all(
-    state: &AppState,
+    state: &ChannelContext,
     channel: &dyn Channel,
     message: &Inbound,
     max: u64,
@@ -48,7 +48,7 @@ pub(crate) async fn fetch_all(
 }
 
 /// The part showing `bytes` to the model when they are a picture; `None` for anything else.
-async fn picture(state: &AppState, bytes: Vec<u8>) -> Option<Result<ImagePart, String>> {
+async fn picture(state: &ChannelContext, bytes: Vec<u8>) -> Option<Result<ImagePart, String>> {
     lurkbot_media::recognise(&bytes)?;
     let prepared = tokio::task::spawn_blocking(move || lurkbot_media::prepare(&bytes)).await;
     Some(match prepared {
@@ -63,7 +63,7 @@ async fn picture(state: &AppState, bytes: Vec<u8>) -> Option<Result<ImagePart, S
 /// One attachment downloaded (at most `max` bytes) and saved in the inbox: its home-relative
 /// path, size and bytes.
 pub(crate) async fn fetch_one(
-    state: &AppState,
+    state: &ChannelContext,
     channel: &dyn Channel,
     media: &Media,
     name: &str,
@@ -96,7 +96,7 @@ pub(crate) async fn fetch_one(
 
 /// GET `url` through the gate's web rules, at most `max` bytes; no error text carries the URL.
 async fn download(
-    state: &AppState,
+    state: &ChannelContext,
     url: &str,
     bearer: Option<&str>,
     max: u64,

@@ -4,8 +4,14 @@
 //! strangers, nothing to the model), routing (the binding's agent, the §5 session key) and a
 //! turn whose reply is delivered back in the platform's chunks with its retry policy. The
 //! `message` tool, cron `announce` and the heartbeat deliver through `ChannelSet::deliver`.
+//!
+//! The loop is written once for every channel: `adapters.rs` makes the platform's adapter (a
+//! [`lurkbot_channels::Channel`], which only speaks its platform); `lease.rs` (one gateway
+//! receives it) → `receive.rs` (each batch recorded by `inbound.rs` before the platform is
+//! told it arrived) → `handle.rs` (access, routing, the turn) → `outbox.rs` (sent once).
 
 pub(crate) mod adapters;
+pub(crate) mod context;
 pub(crate) mod handle;
 pub(crate) mod inbound;
 pub(crate) mod lease;
@@ -18,11 +24,11 @@ pub(crate) mod voice;
 
 use std::sync::Arc;
 
+use crate::channels::context::ChannelContext;
 use crate::channels::live::Live;
-use crate::state::AppState;
 
 /// Starts every enabled channel; the receive loops' handles (aborted when the gateway stops).
-pub(crate) fn start(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
+pub(crate) fn start(state: &ChannelContext) -> Vec<tokio::task::JoinHandle<()>> {
     let config = state.config();
     let mut tasks = Vec::new();
     for (name, settings) in &config.channels {

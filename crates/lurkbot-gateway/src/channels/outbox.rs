@@ -216,8 +216,8 @@ async fn send_voice_note(
 
 /// The outbox as `status` and `channels.status` show it: how many messages are pending and
 /// failed, and the failed ones (the newest 20) with why.
-pub(crate) fn summary(state: &crate::state::AppState) -> serde_json::Value {
-    let Some(store) = state.host.store() else {
+pub(crate) fn summary(host: &crate::turns::host::SessionHost) -> serde_json::Value {
+    let Some(store) = host.store() else {
         return serde_json::Value::Null;
     };
     let (pending, failed) = store.outbox_counts().unwrap_or_default();
@@ -233,38 +233,6 @@ pub(crate) fn summary(state: &crate::state::AppState) -> serde_json::Value {
         })
         .collect();
     serde_json::json!({"pending": pending, "failed": failed, "undelivered": undelivered})
-}
-
-/// `outbox.retry {id}`: a failed message goes back in line (sent within a minute).
-pub(crate) fn retry(
-    state: &crate::state::AppState,
-    params: &serde_json::Value,
-) -> Result<serde_json::Value, crate::protocol::MethodError> {
-    use crate::protocol::{ErrorCode, MethodError};
-    let id = params
-        .get("id")
-        .and_then(serde_json::Value::as_str)
-        .ok_or_else(|| MethodError::invalid("missing string parameter 'id'"))?;
-    let store = state
-        .host
-        .store()
-        .ok_or_else(|| MethodError::new(ErrorCode::Unavailable, "no state store"))?;
-    match store.retry_outgoing(id) {
-        Ok(()) => {
-            let (channels, store) = (state.host.channels.clone(), store.clone());
-            let (id, home) = (id.to_string(), state.home.clone());
-            tokio::spawn(async move {
-                if let Ok(Some(message)) = store.outgoing(&id) {
-                    let _ = channels.send_recorded(&home, &store, &message).await;
-                }
-            });
-            Ok(serde_json::json!({"id": params["id"], "state": "pending"}))
-        }
-        Err(e @ lurkbot_state::StateError::NotFound { .. }) => {
-            Err(MethodError::new(ErrorCode::NotFound, e.to_string()))
-        }
-        Err(e) => Err(MethodError::new(ErrorCode::Unavailable, e.to_string())),
-    }
 }
 
 /// Sends pending messages now and every [`RETRY_EVERY`] until the gateway stops.

@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use lurkbot_channels::ChannelError;
 
+use crate::channels::context::ChannelContext;
 use crate::channels::live::Live;
-use crate::state::AppState;
 
 /// Longest pause between failed receives.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// Receives until the gateway stops; failures back off (a platform's `retry_after` is
 /// honoured) and are shown in the channel's status.
-pub(crate) async fn receive_loop(state: AppState, live: Arc<Live>) {
+pub(crate) async fn receive_loop(state: ChannelContext, live: Arc<Live>) {
     let mut backoff = Duration::from_secs(1);
     loop {
         match live.channel.receive().await {

@@ -1,6 +1,6 @@
 //! The channels that run, by name, as the rest of the gateway sees them: what the session
 //! host holds to deliver (the `message` tool, cron `announce`, the heartbeat, the outbox),
-//! without the receive loop that fills it (`channels.rs`).
+//! without the loop that fills it (`mod.rs`, `receive.rs`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -95,6 +95,8 @@ impl ChannelSet {
     }
 }
 
+/// Sends `text` to `chat` on `live` with the platform's retries; the failure is shown in its
+/// status.
 pub(crate) async fn send(
     live: &Live,
     chat: &str,
@@ -120,10 +122,12 @@ pub(crate) async fn send(
 pub(crate) struct InFlight(Mutex<HashSet<String>>);
 
 impl InFlight {
+    /// Marks `id` as being sent; false when it already is.
     pub(crate) fn take(&self, id: &str) -> bool {
         self.0.lock().is_ok_and(|mut s| s.insert(id.to_string()))
     }
 
+    /// Marks `id` as no longer being sent.
     pub(crate) fn release(&self, id: &str) {
         if let Ok(mut s) = self.0.lock() {
             s.remove(id);

@@ -9,12 +9,12 @@ use lurkbot_channels::{Channel, Inbound, VoiceNote};
 use lurkbot_core::TtsAuto;
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 
-use crate::state::AppState;
+use crate::channels::context::ChannelContext;
 
 /// Replaces each voice note of `message` by what it said (or why it cannot be heard); whether
 /// it had one.
 pub(crate) async fn hear(
-    state: &AppState,
+    state: &ChannelContext,
     channel: &dyn Channel,
     message: &mut Inbound,
     max: u64,
@@ -70,7 +70,7 @@ pub(crate) async fn hear(
 }
 
 async fn transcribe(
-    state: &AppState,
+    state: &ChannelContext,
     channel: &dyn Channel,
     voice: &lurkbot_channels::Media,
     setup: &lurkbot_media::speech::SttSetup,
@@ -106,7 +106,7 @@ fn audio_kind(bytes: &[u8]) -> (&'static str, &'static str) {
 /// `workspace/audio/` and sent through the outbox too. Failures are logged; the text answer
 /// already went.
 pub(crate) async fn speak(
-    state: &AppState,
+    state: &ChannelContext,
     channel: &dyn Channel,
     chat: &str,
     reply_to: Option<&str>,
@@ -195,7 +195,7 @@ pub(crate) async fn speak(
 }
 
 /// Keeps a spoken answer under `workspace/audio/` (private); its file name.
-fn keep(state: &AppState, ogg: &[u8]) -> Result<String, String> {
+fn keep(state: &ChannelContext, ogg: &[u8]) -> Result<String, String> {
     let name = format!(
         "spoken-{}-{}.ogg",
         lurkbot_core::now_ms(),

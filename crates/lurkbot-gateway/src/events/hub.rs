@@ -24,7 +24,7 @@ pub struct Hub {
     tx: broadcast::Sender<Event>,
     /// Told when a listener joins.
     joined: Arc<Notify>,
-    /// Other gateways' share of the events, on PostgreSQL (`shared_events.rs`).
+    /// Other gateways' share of the events, on PostgreSQL (`sharing.rs`).
     pub(crate) sharing: Arc<crate::events::sharing::Sharing>,
 }
 
@@ -92,7 +92,7 @@ impl Hub {
 /// client connected at all (an API-only turn) the call is denied at once — except for a turn
 /// resumed after a restart, whose clients may be on their way back (up to 30 s), and on
 /// PostgreSQL, where the request reaches the clients of every gateway and an answer given on
-/// any of them comes back as `exec.approval.resolved` (`shared_events.rs`).
+/// any of them comes back as `exec.approval.resolved` (`sharing.rs`).
 #[derive(Debug, Default)]
 pub struct ClientApprover {
     hub: Hub,
@@ -100,7 +100,7 @@ pub struct ClientApprover {
     resumed: Mutex<std::collections::HashSet<String>>,
     pending: Mutex<HashMap<String, (ApprovalRequested, oneshot::Sender<Decision>)>>,
     /// The home's store when it is shared (PostgreSQL): where other gateways say they have
-    /// clients (`client_presence.rs`).
+    /// clients (`presence.rs`).
     store: std::sync::OnceLock<lurkbot_state::Store>,
 }
 
@@ -166,7 +166,7 @@ impl ClientApprover {
     }
 
     /// The approvals waiting now, oldest first by id: this gateway's, and (several gateways on
-    /// PostgreSQL) those waiting on the others (`shared_approvals.rs`).
+    /// PostgreSQL) those waiting on the others (`approvals.rs`).
     pub fn pending_list(&self) -> Vec<ApprovalRequested> {
         let mut list: Vec<ApprovalRequested> = self
             .pending

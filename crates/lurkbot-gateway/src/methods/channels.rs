@@ -36,7 +36,7 @@ pub(crate) fn status(state: &AppState) -> Value {
         })
         .collect();
     json!({"channels": channels, "pendingPairings": pending,
-        "outbox": crate::channels::outbox::summary(state)})
+        "outbox": crate::channels::outbox::summary(&state.host)})
 }
 
 /// `channels.pairing.approve {channel, code}` and `channels.pairing.deny {channel, code}`.
@@ -78,6 +78,38 @@ pub(crate) fn pairing(
             "approved": approve}),
         ),
         Err(e @ lurkbot_channels::pairing::PairingError::NotFound { .. }) => {
+            Err(MethodError::new(ErrorCode::NotFound, e.to_string()))
+        }
+        Err(e) => Err(MethodError::new(ErrorCode::Unavailable, e.to_string())),
+    }
+}
+
+/// `outbox.retry {id}`: a failed message goes back in line (sent within a minute).
+pub(crate) fn retry(
+    state: &crate::state::AppState,
+    params: &serde_json::Value,
+) -> Result<serde_json::Value, crate::protocol::MethodError> {
+    use crate::protocol::{ErrorCode, MethodError};
+    let id = params
+        .get("id")
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| MethodError::invalid("missing string parameter 'id'"))?;
+    let store = state
+        .host
+        .store()
+        .ok_or_else(|| MethodError::new(ErrorCode::Unavailable, "no state store"))?;
+    match store.retry_outgoing(id) {
+        Ok(()) => {
+            let (channels, store) = (state.host.channels.clone(), store.clone());
+            let (id, home) = (id.to_string(), state.home.clone());
+            tokio::spawn(async move {
+                if let Ok(Some(message)) = store.outgoing(&id) {
+                    let _ = channels.send_recorded(&home, &store, &message).await;
+                }
+            });
+            Ok(serde_json::json!({"id": params["id"], "state": "pending"}))
+        }
+        Err(e @ lurkbot_state::StateError::NotFound { .. }) => {
             Err(MethodError::new(ErrorCode::NotFound, e.to_string()))
         }
         Err(e) => Err(MethodError::new(ErrorCode::Unavailable, e.to_string())),

@@ -36,6 +36,7 @@ fn str_param<'a>(params: &'a Value, name: &str) -> Result<&'a str, MethodError> 
         .ok_or_else(|| MethodError::invalid(format!("missing string parameter '{name}'")))
 }
 
+/// The `sessionKey` parameter (default `agent:main:main`), checked.
 pub(crate) fn session_param(params: &Value) -> Result<SessionKey, MethodError> {
     match params.get("sessionKey").and_then(Value::as_str) {
         None => Ok(SessionKey::main()),
@@ -199,7 +200,7 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: method::OUTBOX_RETRY,
         scope: Scope::Admin,
-        handler: |s, p| Box::pin(async { crate::channels::outbox::retry(s, p) }),
+        handler: |s, p| Box::pin(async { crate::methods::channels::retry(s, p) }),
     },
     Method {
         name: method::BROWSER_STATUS,

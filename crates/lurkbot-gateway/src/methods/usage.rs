@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use crate::protocol::MethodError;
 use crate::state::AppState;
 
+/// `usage.summary`: the usage records summed, and the budgets' fill.
 pub(crate) fn summary(state: &AppState, params: &Value) -> Result<Value, MethodError> {
     let config = state.config();
     let raw_since = params.get("since").and_then(Value::as_str).unwrap_or("30d");

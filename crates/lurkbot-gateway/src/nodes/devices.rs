@@ -217,16 +217,15 @@ impl DeviceStore {
     ) -> Result<T, DeviceError> {
         if let Some(store) = lurkbot_state::shared::of(&self.home) {
             let (value, list) = store
-                .edit_document(DEVICES_FILE, move |text| {
-                    let mut list = match text {
-                        Some(text) => parse(text.as_bytes())?,
-                        None => Vec::new(),
-                    };
-                    let value = change(&mut list)?;
-                    let body = serde_json::to_string_pretty(&serde_json::json!({"devices": list}))
-                        .map_err(|e| DeviceError::Write(e.to_string()))?;
-                    Ok(lurkbot_state::Edit::replace(body, (value, list)))
-                })
+                .edit_value(
+                    DEVICES_FILE,
+                    |text| text.map_or(Ok(Vec::new()), |text| parse(text.as_bytes())),
+                    change,
+                    |list| {
+                        serde_json::to_string_pretty(&serde_json::json!({"devices": list}))
+                            .map_err(|e| DeviceError::Write(e.to_string()))
+                    },
+                )
                 .map_err(|e| DeviceError::Write(e.to_string()))??;
             self.loaded = Ok(list);
             return Ok(value);

@@ -27,6 +27,7 @@ impl Autonomy {
         }
     }
 
+    /// Records whether this gateway runs the timers (`starting`, `running`, `standby`).
     pub(crate) fn set_state(&self, state: &'static str) {
         if let Ok(mut s) = self.state.lock() {
             *s = state;

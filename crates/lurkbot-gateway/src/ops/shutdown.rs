@@ -1,7 +1,7 @@
 //! Stopping without dropping a turn (ARCHITECTURE.md §6): when the gateway is told to stop
 //! (SIGTERM, `systemctl restart`, Ctrl-C, the `stop` future), it first drains — the turns that
 //! run get `[gateway] shutdown_grace_secs` (20) to finish and reach their clients, while new
-//! work is refused (`drain.rs`) — and only then stops, cancelling what still runs.
+//! work is refused (`turns/drain.rs`) — and only then stops, cancelling what still runs.
 
 use std::time::Duration;
 

@@ -27,7 +27,7 @@ pub(crate) fn status(state: &AppState) -> Value {
         "nodes": state.nodes.summary(),
         "heartbeat": state.autonomy.last_heartbeat(),
         "retained": retained(state),
-        "outbox": crate::channels::outbox::summary(state),
+        "outbox": crate::channels::outbox::summary(&state.host),
     })
 }
 

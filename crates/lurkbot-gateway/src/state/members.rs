@@ -147,3 +147,23 @@ impl Members {
         self.states.lock().map(|s| s.len()).unwrap_or(0)
     }
 }
+
+/// The users' hosts as the channel loop asks for them: a user's state made on first use.
+pub(crate) struct MemberHosts(pub(crate) AppState);
+
+impl crate::channels::context::UserHosts for MemberHosts {
+    fn host_of(
+        &self,
+        user: &str,
+    ) -> Result<std::sync::Arc<crate::turns::host::SessionHost>, String> {
+        let gateway = &self.0;
+        let members = gateway
+            .members
+            .as_ref()
+            .ok_or_else(|| "this gateway has no users".to_string())?;
+        members
+            .user_state(gateway, user)
+            .map(|state| state.host.clone())
+            .map_err(|e| e.to_string())
+    }
+}

@@ -1,4 +1,6 @@
-//! What every handler shares.
+//! The composition root: [`AppState`] builds each capability (the session host, the hub, the
+//! nodes, the users, the timers' state) and holds its handle for the server and the handlers.
+//! The capabilities below it never see it; `members.rs` keeps the users' own states.
 
 pub(crate) mod members;
 
@@ -144,6 +146,7 @@ impl AppState {
         self
     }
 
+    /// What a reload calls with the new settings, if the embedder gave it.
     pub(crate) fn reload_hook(&self) -> Option<&ReloadHook> {
         self.reload_hook.as_ref()
     }
@@ -169,6 +172,17 @@ impl AppState {
             Ok(mut c) => *c = config,
             Err(poisoned) => *poisoned.into_inner() = config,
         }
+    }
+
+    /// What the channel loop may use: the session host and, on a shared gateway, the users'
+    /// own hosts.
+    pub(crate) fn channel_context(&self) -> crate::channels::context::ChannelContext {
+        let users = self.users.clone().map(|tenants| {
+            let hosts: Arc<dyn crate::channels::context::UserHosts> =
+                Arc::new(members::MemberHosts(self.clone()));
+            (tenants, hosts)
+        });
+        crate::channels::context::ChannelContext::new(self.host.clone(), users)
     }
 
     /// The address the gateway listens on (set once when serving starts).

@@ -41,7 +41,7 @@ pub(crate) async fn accept_loop(
     let slots = Arc::new(Semaphore::new(max));
     tokio::pin!(stop);
     // Told to stop, the gateway drains first: it keeps serving (new work is refused) while
-    // the running turns finish, within the grace (`drain.rs`).
+    // the running turns finish, within the grace (`ops/shutdown.rs`).
     let mut draining: Option<tokio::task::JoinHandle<()>> = None;
     loop {
         let stopping = draining.is_some();

@@ -2,13 +2,13 @@
 //! JavaScript inline; no build step, no external requests). It needs no token to load; it asks
 //! for the token (or reads a `#token=` fragment, never a query) and talks to `/ws`.
 //!
-//! The page is embedded gzip-compressed (`build.rs`) and sent so to a client that accepts gzip
+//! The page is embedded gzip-compressed (the crate's `build.rs`) and sent so to a client that accepts gzip
 //! (every browser); any other client gets it unpacked.
 
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
-/// The page, packed by `build.rs`.
+/// The page, packed by the crate's `build.rs`.
 const INDEX_GZ: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/index.html.gz"));
 
 /// `GET /`.

@@ -26,6 +26,7 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
+    /// The writer of a connection's sending half.
     pub(crate) fn new(sink: futures_util::stream::SplitSink<WebSocket, Message>) -> Self {
         Self {
             sink,

@@ -36,6 +36,7 @@ impl Bounds {
         self.slots.store(USER_KEPT_SLOTS, Ordering::Relaxed);
     }
 
+    /// (idle agents held, idle slots kept) at most.
     pub(crate) fn get(&self) -> (usize, usize) {
         (
             self.agents.load(Ordering::Relaxed),

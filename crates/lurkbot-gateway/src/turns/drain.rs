@@ -1,6 +1,6 @@
 //! Whether the gateway drains (ARCHITECTURE.md §6): once it is told to stop, new work is
 //! refused as "the gateway is stopping" (HTTP 503 with `Retry-After`, `UNAVAILABLE` on the
-//! WebSocket) while running turns finish (`shutdown.rs` waits for them).
+//! WebSocket) while running turns finish (`ops/shutdown.rs` waits for them).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};

@@ -27,6 +27,7 @@ use crate::turns::frames::{agent_event, chat, hub_event};
 pub use crate::turns::run::{RunEnd, TurnOptions};
 
 #[derive(Default)]
+/// One session's place in the host: its agent, its running turn, its background work.
 pub(crate) struct Slot {
     /// The session's agent, the config generation it was made from and its model choice.
     pub(crate) agent: tokio::sync::Mutex<Option<(u64, TurnOptions, Agent)>>,
@@ -172,6 +173,7 @@ impl SessionHost {
         }
     }
 
+    /// The settings in force: their generation, the config and its approval rules.
     pub(crate) fn current(&self) -> (u64, Arc<Config>, Arc<Approvals>) {
         match self.config.read() {
             Ok(c) => c.clone(),
@@ -371,6 +373,8 @@ impl SessionHost {
         .inspect_err(|_| self.withdraw(run_id))
     }
 
+    /// Starts `message` as run `run_id` of session `key`, its events to `on_event`: the run id
+    /// and the task that ends with the turn.
     pub(crate) fn spawn_run(
         self: &Arc<Self>,
         key: SessionKey,

@@ -1,5 +1,5 @@
 //! How a run's end shows on the hub ([`SessionHost::report_end`]); its events as they come are
-//! made in `turn_frames.rs`.
+//! made in `frames.rs`.
 
 use lurkbot_agent::TurnOutcome;
 

@@ -90,6 +90,13 @@ struct UsersFile {
     users: Vec<User>,
 }
 
+/// [`UsersFile`] as written, borrowing the users.
+#[derive(Serialize)]
+struct UsersFileOut<'a> {
+    version: u32,
+    users: &'a [User],
+}
+
 /// Why a change to the users was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -192,8 +199,8 @@ fn parse_users(text: &str, path: &std::path::Path) -> Result<Vec<User>, UsersErr
         })
 }
 
-fn users_json(users: Vec<User>) -> Result<Vec<u8>, UsersError> {
-    let file = UsersFile { version: 1, users };
+fn users_json(users: &[User]) -> Result<Vec<u8>, UsersError> {
+    let file = UsersFileOut { version: 1, users };
     serde_json::to_vec_pretty(&file).map_err(|e| UsersError::Store(e.to_string()))
 }
 
@@ -268,7 +275,7 @@ impl UserStore {
         {
             lurkbot_core::create_private_dir(dir).map_err(|e| UsersError::Store(e.to_string()))?;
         }
-        let text = users_json(users)?;
+        let text = users_json(&users)?;
         lurkbot_core::write_atomic_with_mode(&self.path, &text, 0o600)
             .map_err(|e| UsersError::Store(e.to_string()))
     }
@@ -282,16 +289,14 @@ impl UserStore {
         if let Some(store) = shared(&self.home) {
             let path = self.path.clone();
             return store
-                .edit_document(USERS_FILE, move |text| {
-                    let mut users = match text {
-                        Some(text) => parse_users(&text, &path)?,
-                        None => Vec::new(),
-                    };
-                    let value = change(&mut users)?;
-                    let body = String::from_utf8_lossy(&users_json(users)?).into_owned();
-                    Ok(lurkbot_state::Edit::replace(body, value))
-                })
-                .map_err(state_failed)?;
+                .edit_value(
+                    USERS_FILE,
+                    move |text| text.map_or(Ok(Vec::new()), |text| parse_users(&text, &path)),
+                    change,
+                    |users| Ok(String::from_utf8_lossy(&users_json(users)?).into_owned()),
+                )
+                .map_err(state_failed)?
+                .map(|(value, _)| value);
         }
         let mut users = self.load()?;
         let answer = change(&mut users)?;

@@ -1,5 +1,5 @@
 //! The users of a shared gateway at run time (ARCHITECTURE.md §6.2): who a credential belongs
-//! to, web UI sign-ins, and revocation. Each user's own gateway state is `members.rs`'s.
+//! to, web UI sign-ins, and revocation. Each user's own gateway state is `state/members.rs`'s.
 //!
 //! Every change (a user removed, a new token, a new password) bumps a generation; each open
 //! connection then checks its credential again and closes when it no longer holds.
