@@ -132,8 +132,8 @@ pub async fn serve(
     state.host.resume_unfinished();
     state.hub.share_on(&store);
     let forwarder = tokio::spawn(state.host.clone().forward_irc());
-    let timers = crate::ops::scheduler::start(state.clone());
-    let memory_watch = crate::ops::memory_watch::start(state.clone());
+    let timers = crate::ops::scheduler::start(state.timers());
+    let memory_watch = crate::ops::memory_watch::start(state.host.clone());
     let channels = crate::channels::start(&state.channel_context());
     // Messages not sent go out.
     let outbox = crate::channels::outbox::start(
@@ -202,8 +202,8 @@ pub async fn serve(
 fn serve_member(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
     state.host.resume_unfinished();
     let mut tasks = vec![
-        crate::ops::scheduler::start(state.clone()),
-        crate::ops::memory_watch::start(state.clone()),
+        crate::ops::scheduler::start(state.timers()),
+        crate::ops::memory_watch::start(state.host.clone()),
     ];
     if let Some(store) = state.host.store() {
         state.hub.share_on(store);

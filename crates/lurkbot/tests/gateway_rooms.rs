@@ -137,6 +137,62 @@ fn the_capabilities_below_the_state_never_see_it() {
     );
 }
 
+/// The files that take the whole `AppState`: the composition root, the server, the
+/// connections and who may come in, the method tables that dispatch (each handler gets the
+/// handles it uses), and the operations on the whole gateway. A file that stops needing it
+/// leaves the list; a new file does not join it without a reason written here.
+const WHOLE_STATE: &[&str] = &[
+    "lib",
+    "server",
+    "state",
+    "state::members",
+    "transport::accept",
+    "transport::node_link",
+    "transport::ws",
+    "access::credentials",
+    "access::http",
+    "access::sign_in",
+    "api::hooks",
+    "api::openai",
+    "methods",
+    "methods::handler",
+    "methods::users",
+    "openclaw",
+    "openclaw::catalog",
+    "openclaw::hello",
+    "ops::gateway_control",
+    "ops::metrics",
+    "ops::reload",
+    "ops::shutdown",
+    "ops::status",
+];
+
+#[test]
+fn only_the_composition_and_dispatch_take_the_whole_state() {
+    let taking: BTreeSet<String> = modules()
+        .into_iter()
+        .filter(|(_, path)| {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            code.lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .any(|l| l.contains("AppState"))
+        })
+        .map(|(module, _)| module)
+        .collect();
+    let allowed: BTreeSet<String> = WHOLE_STATE.iter().map(|m| m.to_string()).collect();
+    let new: Vec<&String> = taking.difference(&allowed).collect();
+    let gone: Vec<&String> = allowed.difference(&taking).collect();
+    assert!(
+        new.is_empty(),
+        "these take the whole AppState; give them the handles they use: {new:?}"
+    );
+    assert!(
+        gone.is_empty(),
+        "these no longer take AppState: strike them from WHOLE_STATE: {gone:?}"
+    );
+}
+
 #[test]
 fn a_circle_is_found_where_there_is_one() {
     let graph: BTreeMap<String, BTreeSet<String>> = [

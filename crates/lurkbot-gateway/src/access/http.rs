@@ -38,8 +38,8 @@ impl HttpError {
     }
 
     /// 503 with `Retry-After` while the gateway stops (`turns/drain.rs`), or `None`.
-    pub(crate) fn if_stopping(state: &AppState) -> Option<Self> {
-        state.host.drain.is_draining().then(|| Self {
+    pub(crate) fn if_stopping(host: &crate::turns::host::SessionHost) -> Option<Self> {
+        host.drain.is_draining().then(|| Self {
             retry_after: Some(crate::turns::drain::RETRY_AFTER_SECS),
             ..Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -66,7 +66,7 @@ async fn run(
     request: Request,
     turn: impl FnOnce(&Value) -> Result<(SessionKey, String, bool), HttpError>,
 ) -> Response {
-    if let Some(stopping) = HttpError::if_stopping(state) {
+    if let Some(stopping) = HttpError::if_stopping(&state.host) {
         return stopping.into_response();
     }
     // The caller's trace, for the turn's span (ARCHITECTURE.md §6.4).

@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use lurkbot_state::{TurnRecord, TurnState};
 
 use crate::access::http::HttpError;
-use crate::state::AppState;
+use crate::turns::host::SessionHost;
 
 /// The longest a retried request waits for the turn it attaches to.
 const MAX_ATTACH_WAIT: Duration = Duration::from_secs(600);
@@ -53,7 +53,7 @@ pub(crate) enum Attached {
 /// `422` when this request's message is not the first one's; `503` when the turn does not end
 /// within [`MAX_ATTACH_WAIT`] or the journal cannot be read.
 pub(crate) async fn attach(
-    state: &AppState,
+    state: &SessionHost,
     known: TurnRecord,
     message: &str,
 ) -> Result<Attached, HttpError> {
@@ -87,14 +87,13 @@ pub(crate) async fn attach(
         // A live run is waited for; one not started yet (waiting for its session, or for the
         // gateway to resume it) is looked at again shortly.
         if state
-            .host
             .wait(&turn.id, left.min(Duration::from_secs(30)))
             .await
             .is_err()
         {
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        let store = state.host.store().ok_or_else(|| {
+        let store = state.store().ok_or_else(|| {
             HttpError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",

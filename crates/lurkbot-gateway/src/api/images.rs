@@ -14,7 +14,6 @@ use lurkbot_llm::ImagePart;
 use serde_json::Value;
 
 use crate::access::http::{GatewayAuth, HttpError};
-use crate::state::AppState;
 
 /// Most images in one message.
 pub(crate) const MAX_IMAGES: usize = 8;
@@ -61,7 +60,10 @@ pub(crate) fn decode_all(urls: &[&str]) -> Result<Vec<Vec<u8>>, String> {
 
 /// Each image checked, scaled and kept; the first one that is not a usable picture fails with
 /// its code (`NotAnImage`, `ImageTooLarge`, `ImageDamaged`).
-pub(crate) async fn ready(state: &AppState, raw: Vec<Vec<u8>>) -> Result<Vec<ImagePart>, String> {
+pub(crate) async fn ready(
+    home: &lurkbot_core::Home,
+    raw: Vec<Vec<u8>>,
+) -> Result<Vec<ImagePart>, String> {
     let mut parts = Vec::with_capacity(raw.len());
     for bytes in raw {
         let prepared = tokio::task::spawn_blocking(move || lurkbot_media::prepare(&bytes))
@@ -69,7 +71,7 @@ pub(crate) async fn ready(state: &AppState, raw: Vec<Vec<u8>>) -> Result<Vec<Ima
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("{}: {e}", e.code()))?;
         parts.push(
-            lurkbot_agent::images::keep(&state.home, &prepared)
+            lurkbot_agent::images::keep(home, &prepared)
                 .map_err(|e| format!("cannot keep the image: {e}"))?,
         );
     }

@@ -44,7 +44,7 @@ pub(crate) async fn chat_completions(
     GatewayAuth(state): GatewayAuth,
     request: Request,
 ) -> Response {
-    if let Some(stopping) = HttpError::if_stopping(&state) {
+    if let Some(stopping) = HttpError::if_stopping(&state.host) {
         return stopping.into_response();
     }
     let (parts, body) = request.into_parts();
@@ -62,7 +62,7 @@ pub(crate) async fn chat_completions(
         Err(e) => return e.into_response(),
     };
     let raw = std::mem::take(&mut turn.raw_images);
-    turn.options.images = match crate::api::images::ready(&state, raw).await {
+    turn.options.images = match crate::api::images::ready(&state.home, raw).await {
         Ok(images) => images,
         Err(e) => return HttpError::bad_request(e).into_response(),
     };
@@ -286,7 +286,7 @@ async fn attached(state: &AppState, turn: Turn, known: lurkbot_state::TurnRecord
         // The fresh session seeded for this request is not needed: the first one's answers.
         let _ = Sessions::open(&state.home, turn.key.agent_id()).delete(&turn.key);
     }
-    let text = match crate::api::idempotency::attach(state, known, &turn.message).await {
+    let text = match crate::api::idempotency::attach(&state.host, known, &turn.message).await {
         Ok(crate::api::idempotency::Attached::Answered(text)) => text,
         Ok(crate::api::idempotency::Attached::Failed(message)) => {
             return HttpError::new(

@@ -5,10 +5,10 @@
 use serde_json::{Value, json};
 
 use crate::protocol::{ErrorCode, MethodError};
-use crate::state::AppState;
+use crate::turns::host::SessionHost;
 
 /// `browser.start`.
-pub(crate) async fn start(s: &AppState) -> Result<Value, MethodError> {
+pub(crate) async fn start(s: &SessionHost) -> Result<Value, MethodError> {
     let config = s.config();
     if !config.browser.enabled {
         return Err(MethodError::new(
@@ -27,7 +27,7 @@ pub(crate) async fn start(s: &AppState) -> Result<Value, MethodError> {
 }
 
 /// `browser.stop`.
-pub(crate) async fn stop(s: &AppState) -> Result<Value, MethodError> {
+pub(crate) async fn stop(s: &SessionHost) -> Result<Value, MethodError> {
     let config = s.config();
     let browser = lurkbot_agent::home_browser(&s.home, &config).await;
     let was = browser.stop().await;

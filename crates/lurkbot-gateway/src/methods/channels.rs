@@ -6,13 +6,12 @@ use lurkbot_channels::ChannelStatus;
 use lurkbot_channels::pairing::PairingStore;
 use serde_json::{Value, json};
 
-use crate::state::AppState;
+use crate::turns::host::SessionHost;
 
 /// `channels.status`: each configured channel with its state and the pending pairings.
-pub(crate) fn status(state: &AppState) -> Value {
+pub(crate) fn status(state: &SessionHost) -> Value {
     let config = state.config();
-    let running: BTreeMap<String, ChannelStatus> =
-        state.host.channels.statuses().into_iter().collect();
+    let running: BTreeMap<String, ChannelStatus> = state.channels.statuses().into_iter().collect();
     let pending = PairingStore::open(&state.home)
         .pending(lurkbot_core::now_ms())
         .unwrap_or_default();
@@ -36,14 +35,15 @@ pub(crate) fn status(state: &AppState) -> Value {
         })
         .collect();
     json!({"channels": channels, "pendingPairings": pending,
-        "outbox": crate::channels::outbox::summary(&state.host)})
+        "outbox": crate::channels::outbox::summary(state)})
 }
 
 /// `channels.pairing.approve {channel, code}` and `channels.pairing.deny {channel, code}`.
 /// A user of a shared gateway approves into the gateway's pairings, and the sender becomes
-/// theirs.
+/// theirs (`user`: whose connection asks, `None` for the gateway's owner).
 pub(crate) fn pairing(
-    state: &AppState,
+    state: &SessionHost,
+    user: Option<&str>,
     params: &Value,
     approve: bool,
 ) -> Result<Value, crate::protocol::MethodError> {
@@ -63,8 +63,8 @@ pub(crate) fn pairing(
     let store = PairingStore::open(&gateway_home);
     let now = lurkbot_core::now_ms();
     let done = if approve {
-        store.approve_for(channel, code, now, state.user.as_deref())
-    } else if state.user.is_some() {
+        store.approve_for(channel, code, now, user)
+    } else if user.is_some() {
         return Err(MethodError::new(
             ErrorCode::Forbidden,
             "only the gateway's admin denies pairings",
@@ -86,7 +86,7 @@ pub(crate) fn pairing(
 
 /// `outbox.retry {id}`: a failed message goes back in line (sent within a minute).
 pub(crate) fn retry(
-    state: &crate::state::AppState,
+    state: &SessionHost,
     params: &serde_json::Value,
 ) -> Result<serde_json::Value, crate::protocol::MethodError> {
     use crate::protocol::{ErrorCode, MethodError};
@@ -95,12 +95,11 @@ pub(crate) fn retry(
         .and_then(serde_json::Value::as_str)
         .ok_or_else(|| MethodError::invalid("missing string parameter 'id'"))?;
     let store = state
-        .host
         .store()
         .ok_or_else(|| MethodError::new(ErrorCode::Unavailable, "no state store"))?;
     match store.retry_outgoing(id) {
         Ok(()) => {
-            let (channels, store) = (state.host.channels.clone(), store.clone());
+            let (channels, store) = (state.channels.clone(), store.clone());
             let (id, home) = (id.to_string(), state.home.clone());
             tokio::spawn(async move {
                 if let Ok(Some(message)) = store.outgoing(&id) {

@@ -7,9 +7,9 @@ use lurkbot_agent::gate::Asker;
 use lurkbot_core::now_ms;
 use serde_json::{Value, json};
 
+use crate::ops::scheduler::Timers;
 use crate::ops::scheduler::{emit, run_and_report};
 use crate::protocol::{ErrorCode, MethodError};
-use crate::state::AppState;
 
 fn store_error(e: StoreError) -> MethodError {
     match e {
@@ -29,14 +29,14 @@ fn job_id(params: &Value) -> Result<&str, MethodError> {
 }
 
 /// `cron.list`.
-pub(crate) fn list(state: &AppState) -> Result<Value, MethodError> {
+pub(crate) fn list(state: &Timers) -> Result<Value, MethodError> {
     let jobs = CronStore::open(&state.home).jobs().map_err(store_error)?;
     Ok(json!({"jobs": jobs}))
 }
 
 /// `cron.status`: the jobs' count, the next run, the last heartbeat and whether this gateway
 /// runs the timers (`scheduler`: `starting`, `running`, `standby`).
-pub(crate) fn status(state: &AppState) -> Result<Value, MethodError> {
+pub(crate) fn status(state: &Timers) -> Result<Value, MethodError> {
     let jobs = CronStore::open(&state.home).jobs().map_err(store_error)?;
     let next = jobs
         .iter()
@@ -53,7 +53,7 @@ pub(crate) fn status(state: &AppState) -> Result<Value, MethodError> {
 }
 
 /// `cron.add {job}` (or the job's fields as the params themselves).
-pub(crate) fn add(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(crate) fn add(state: &Timers, params: &Value) -> Result<Value, MethodError> {
     let fields = match params.get("job").unwrap_or(params) {
         Value::Object(fields) => fields.clone(),
         _ => return Err(MethodError::invalid("cron.add needs a job object")),
@@ -69,7 +69,7 @@ pub(crate) fn add(state: &AppState, params: &Value) -> Result<Value, MethodError
 }
 
 /// `cron.update {jobId, patch}`.
-pub(crate) fn update(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(crate) fn update(state: &Timers, params: &Value) -> Result<Value, MethodError> {
     let id = job_id(params)?;
     let Some(Value::Object(patch)) = params.get("patch") else {
         return Err(MethodError::invalid("cron.update needs a patch object"));
@@ -88,7 +88,7 @@ pub(crate) fn update(state: &AppState, params: &Value) -> Result<Value, MethodEr
 }
 
 /// `cron.remove {jobId}`.
-pub(crate) fn remove(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(crate) fn remove(state: &Timers, params: &Value) -> Result<Value, MethodError> {
     let id = job_id(params)?;
     CronStore::open(&state.home)
         .remove(id)
@@ -98,7 +98,7 @@ pub(crate) fn remove(state: &AppState, params: &Value) -> Result<Value, MethodEr
 }
 
 /// `cron.run {jobId, mode?: "force"|"due"}`: runs it now and answers with the run.
-pub(crate) async fn run(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(crate) async fn run(state: &Timers, params: &Value) -> Result<Value, MethodError> {
     let id = job_id(params)?;
     let mode = match params.get("mode").and_then(Value::as_str) {
         None | Some("force") => RunMode::Force,
@@ -125,7 +125,7 @@ pub(crate) async fn run(state: &AppState, params: &Value) -> Result<Value, Metho
 }
 
 /// `cron.runs {jobId, limit?}`: the newest runs last.
-pub(crate) fn runs(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(crate) fn runs(state: &Timers, params: &Value) -> Result<Value, MethodError> {
     let id = job_id(params)?;
     let runs = CronStore::open(&state.home).runs(id).map_err(store_error)?;
     let limit = params

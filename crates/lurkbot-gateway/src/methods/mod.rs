@@ -11,38 +11,16 @@ pub(crate) mod highlight;
 pub(crate) mod markdown;
 pub(crate) mod nodes;
 pub(crate) mod ops;
+pub(crate) mod sessions;
 pub(crate) mod usage;
 pub(crate) mod users;
 
-use std::time::Duration;
-
 use futures_util::FutureExt;
-use lurkbot_agent::{Decision, Entry, Sessions};
-use lurkbot_core::SessionKey;
-use lurkbot_term::ExecRequest;
 use serde_json::{Value, json};
 
 use crate::methods::handler::Method;
 use crate::protocol::{ErrorCode, Grants, MethodError, Scope, health, method};
 use crate::state::AppState;
-
-/// Longest `agent.wait`.
-const MAX_WAIT_MS: u64 = 600_000;
-
-fn str_param<'a>(params: &'a Value, name: &str) -> Result<&'a str, MethodError> {
-    params
-        .get(name)
-        .and_then(Value::as_str)
-        .ok_or_else(|| MethodError::invalid(format!("missing string parameter '{name}'")))
-}
-
-/// The `sessionKey` parameter (default `agent:main:main`), checked.
-pub(crate) fn session_param(params: &Value) -> Result<SessionKey, MethodError> {
-    match params.get("sessionKey").and_then(Value::as_str) {
-        None => Ok(SessionKey::main()),
-        Some(raw) => SessionKey::parse(raw).map_err(|e| MethodError::invalid(e.to_string())),
-    }
-}
 
 /// Every method the gateway answers; `hello-ok` advertises exactly these names.
 pub(crate) const METHODS: &[Method] = &[
@@ -59,12 +37,12 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: method::CHAT_SEND,
         scope: Scope::Write,
-        handler: |s, p| Box::pin(send(s, p)),
+        handler: |s, p| Box::pin(crate::methods::sessions::send(&s.host, p)),
     },
     Method {
         name: method::CHAT_HISTORY,
         scope: Scope::Read,
-        handler: |s, p| Box::pin(async { history(s, p) }),
+        handler: |s, p| Box::pin(async { crate::methods::sessions::history(&s.host, p) }),
     },
     Method {
         name: method::CHAT_RENDER,
@@ -76,7 +54,7 @@ pub(crate) const METHODS: &[Method] = &[
         scope: Scope::Read,
         handler: |s, p| {
             Box::pin(async {
-                let key = session_param(p)?;
+                let key = crate::methods::sessions::session_param(p)?;
                 let widgets = lurkbot_agent::canvas::CanvasStore::open(&s.home, &key).list();
                 Ok(serde_json::json!({"sessionKey": key.as_str(), "widgets": widgets}))
             })
@@ -85,57 +63,57 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: method::CHAT_ABORT,
         scope: Scope::Write,
-        handler: |s, p| Box::pin(abort(s, p)),
+        handler: |s, p| Box::pin(crate::methods::sessions::abort(&s.host, p)),
     },
     Method {
         name: method::AGENT,
         scope: Scope::Write,
-        handler: |s, p| Box::pin(send(s, p)),
+        handler: |s, p| Box::pin(crate::methods::sessions::send(&s.host, p)),
     },
     Method {
         name: method::AGENT_WAIT,
         scope: Scope::Read,
-        handler: |s, p| Box::pin(wait(s, p)),
+        handler: |s, p| Box::pin(crate::methods::sessions::wait(&s.host, p)),
     },
     Method {
         name: method::SESSIONS_LIST,
         scope: Scope::Read,
-        handler: |s, p| Box::pin(async { list(s, p) }),
+        handler: |s, p| Box::pin(async { crate::methods::sessions::list(&s.host, p) }),
     },
     Method {
         name: method::SESSIONS_HISTORY,
         scope: Scope::Read,
-        handler: |s, p| Box::pin(async { history(s, p) }),
+        handler: |s, p| Box::pin(async { crate::methods::sessions::history(&s.host, p) }),
     },
     Method {
         name: method::SESSIONS_RESET,
         scope: Scope::Admin,
-        handler: |s, p| Box::pin(reset(s, p)),
+        handler: |s, p| Box::pin(crate::methods::sessions::reset(&s.host, p)),
     },
     Method {
         name: method::SESSIONS_DELETE,
         scope: Scope::Admin,
-        handler: |s, p| Box::pin(delete(s, p)),
+        handler: |s, p| Box::pin(crate::methods::sessions::delete(&s.host, p)),
     },
     Method {
         name: method::TERMINAL_EXEC,
         scope: Scope::Write,
-        handler: |s, p| Box::pin(terminal_exec(s, p)),
+        handler: |s, p| Box::pin(crate::methods::sessions::terminal_exec(&s.host, p)),
     },
     Method {
         name: method::EXEC_APPROVAL_RESOLVE,
         scope: Scope::Approvals,
-        handler: |s, p| Box::pin(async { resolve(s, p) }),
+        handler: |s, p| Box::pin(async { crate::methods::sessions::resolve(&s.host, p) }),
     },
     Method {
         name: method::LOGS_TAIL,
         scope: Scope::Read,
-        handler: |s, p| Box::pin(async { crate::methods::ops::logs_tail(s, p) }),
+        handler: |s, p| Box::pin(async { crate::methods::ops::logs_tail(&s.home, p) }),
     },
     Method {
         name: method::GATEWAY_RELOAD,
         scope: Scope::Admin,
-        handler: |s, p| Box::pin(async { crate::methods::ops::gateway_reload(s, p) }),
+        handler: |s, p| Box::pin(async { crate::ops::reload::gateway_reload(s, p) }),
     },
     Method {
         name: method::SETUP_MODEL,
@@ -145,82 +123,90 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: method::SESSIONS_WAIT,
         scope: Scope::Read,
-        handler: |s, p| Box::pin(wait_idle(s, p)),
+        handler: |s, p| Box::pin(crate::methods::sessions::wait_idle(&s.host, p)),
     },
     Method {
         name: method::CRON_LIST,
         scope: Scope::Read,
-        handler: |s, _| Box::pin(async { crate::methods::cron::list(s) }),
+        handler: |s, _| Box::pin(async { crate::methods::cron::list(&s.timers()) }),
     },
     Method {
         name: method::CRON_STATUS,
         scope: Scope::Read,
-        handler: |s, _| Box::pin(async { crate::methods::cron::status(s) }),
+        handler: |s, _| Box::pin(async { crate::methods::cron::status(&s.timers()) }),
     },
     Method {
         name: method::CRON_ADD,
         scope: Scope::Admin,
-        handler: |s, p| Box::pin(async { crate::methods::cron::add(s, p) }),
+        handler: |s, p| Box::pin(async { crate::methods::cron::add(&s.timers(), p) }),
     },
     Method {
         name: method::CRON_UPDATE,
         scope: Scope::Admin,
-        handler: |s, p| Box::pin(async { crate::methods::cron::update(s, p) }),
+        handler: |s, p| Box::pin(async { crate::methods::cron::update(&s.timers(), p) }),
     },
     Method {
         name: method::CRON_REMOVE,
         scope: Scope::Admin,
-        handler: |s, p| Box::pin(async { crate::methods::cron::remove(s, p) }),
+        handler: |s, p| Box::pin(async { crate::methods::cron::remove(&s.timers(), p) }),
     },
     Method {
         name: method::CRON_RUN,
         scope: Scope::Admin,
-        handler: |s, p| Box::pin(crate::methods::cron::run(s, p)),
+        handler: |s, p| Box::pin(async { crate::methods::cron::run(&s.timers(), p).await }),
     },
     Method {
         name: method::CRON_RUNS,
         scope: Scope::Read,
-        handler: |s, p| Box::pin(async { crate::methods::cron::runs(s, p) }),
+        handler: |s, p| Box::pin(async { crate::methods::cron::runs(&s.timers(), p) }),
     },
     Method {
         name: method::CHANNELS_STATUS,
         scope: Scope::Read,
-        handler: |s, _| Box::pin(async { Ok(crate::methods::channels::status(s)) }),
+        handler: |s, _| Box::pin(async { Ok(crate::methods::channels::status(&s.host)) }),
     },
     Method {
         name: method::CHANNELS_PAIRING_APPROVE,
         scope: Scope::Admin,
-        handler: |s, p| Box::pin(async { crate::methods::channels::pairing(s, p, true) }),
+        handler: |s, p| {
+            Box::pin(async {
+                crate::methods::channels::pairing(&s.host, s.user.as_deref(), p, true)
+            })
+        },
     },
     Method {
         name: method::CHANNELS_PAIRING_DENY,
         scope: Scope::Admin,
-        handler: |s, p| Box::pin(async { crate::methods::channels::pairing(s, p, false) }),
+        handler: |s, p| {
+            Box::pin(async {
+                crate::methods::channels::pairing(&s.host, s.user.as_deref(), p, false)
+            })
+        },
     },
     Method {
         name: method::OUTBOX_RETRY,
         scope: Scope::Admin,
-        handler: |s, p| Box::pin(async { crate::methods::channels::retry(s, p) }),
+        handler: |s, p| Box::pin(async { crate::methods::channels::retry(&s.host, p) }),
     },
     Method {
         name: method::BROWSER_STATUS,
         scope: Scope::Read,
-        handler: |s, _| Box::pin(async { Ok(crate::ops::status::browser_state(s).await) }),
+        handler: |s, _| Box::pin(async { Ok(crate::ops::status::browser_state(&s.host).await) }),
     },
     Method {
         name: method::BROWSER_START,
         scope: Scope::Admin,
-        handler: |s, _| Box::pin(crate::methods::browser::start(s)),
+        handler: |s, _| Box::pin(crate::methods::browser::start(&s.host)),
     },
     Method {
         name: method::BROWSER_STOP,
         scope: Scope::Admin,
-        handler: |s, _| Box::pin(crate::methods::browser::stop(s)),
+        handler: |s, _| Box::pin(crate::methods::browser::stop(&s.host)),
     },
     Method {
         name: method::USAGE_SUMMARY,
         scope: Scope::Read,
-        handler: |s, p| Box::pin(async { crate::methods::usage::summary(s, p) }),
+        handler: |s, p| Box::pin(async { crate::methods::usage::summary(&s.host, p) }),
     },
 ];
 
@@ -336,143 +322,11 @@ pub(crate) async fn call(
     }
 }
 
-/// `chat.send` and `agent`: starts a turn, answers its run id at once.
-/// `chat.send {sessionKey, message, images?}`: starts a turn; `images` are data URLs of
-/// pictures shown with the message (the web UI's attach button).
-async fn send(state: &AppState, params: &Value) -> Result<Value, MethodError> {
-    let key = session_param(params)?;
-    let message = str_param(params, "message")?;
-    let urls: Vec<&str> = match params.get("images") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|i| {
-                i.as_str()
-                    .ok_or_else(|| MethodError::invalid("images must be data: URL strings"))
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err(MethodError::invalid("images must be a list of data: URLs")),
-    };
-    if message.trim().is_empty() && urls.is_empty() {
-        return Err(MethodError::invalid("message is empty"));
-    }
-    let raw = crate::api::images::decode_all(&urls).map_err(MethodError::invalid)?;
-    let images = crate::api::images::ready(state, raw)
-        .await
-        .map_err(MethodError::invalid)?;
-    let options = crate::turns::run::TurnOptions {
-        images,
-        ..Default::default()
-    };
-    let (run_id, _) = state.host.spawn_with(
-        key.clone(),
-        message.to_string(),
-        options,
-        false,
-        Box::new(|_| {}),
-    )?;
-    if key == SessionKey::main() {
-        state.host.note_route("webchat", None);
-    }
-    Ok(json!({"runId": run_id, "sessionKey": key.as_str(), "status": "started"}))
-}
-
-async fn wait(state: &AppState, params: &Value) -> Result<Value, MethodError> {
-    let run_id = str_param(params, "runId")?;
-    let timeout = params
-        .get("timeoutMs")
-        .and_then(Value::as_u64)
-        .unwrap_or(30_000)
-        .min(MAX_WAIT_MS);
-    let end = state
-        .host
-        .wait(run_id, Duration::from_millis(timeout))
-        .await?;
-    Ok(match end {
-        Some(end) => {
-            let mut v = end.to_json();
-            v["runId"] = json!(run_id);
-            v
-        }
-        None => json!({"runId": run_id, "status": "running"}),
-    })
-}
-
-/// `sessions.wait {sessionKey, timeoutMs}`: `{idle}` once the session runs no turn and no
-/// background work, or when the time is up (`timeoutMs: 0` only looks).
-async fn wait_idle(state: &AppState, params: &Value) -> Result<Value, MethodError> {
-    let key = session_param(params)?;
-    let timeout = params
-        .get("timeoutMs")
-        .and_then(Value::as_u64)
-        .unwrap_or(30_000)
-        .min(MAX_WAIT_MS);
-    let idle = state
-        .host
-        .wait_idle(&key, Duration::from_millis(timeout))
-        .await;
-    // The latest run, whose last events a client may still be receiving.
-    let last_run = state
-        .host
-        .slot(&key)
-        .last_run
-        .lock()
-        .ok()
-        .and_then(|l| l.clone());
-    Ok(json!({"sessionKey": key.as_str(), "idle": idle, "lastRunId": last_run}))
-}
-
-async fn abort(state: &AppState, params: &Value) -> Result<Value, MethodError> {
-    let key = session_param(params)?;
-    Ok(json!({"aborted": state.host.abort(&key).await}))
-}
-
-fn list(state: &AppState, params: &Value) -> Result<Value, MethodError> {
-    let agent = params
-        .get("agentId")
-        .and_then(Value::as_str)
-        .unwrap_or("main");
-    let sessions = Sessions::open(&state.home, agent).list()?;
-    Ok(json!({"sessions": sessions.into_values().collect::<Vec<_>>()}))
-}
-
-async fn reset(state: &AppState, params: &Value) -> Result<Value, MethodError> {
-    let key = session_param(params)?;
-    state.host.release(&key).await;
-    let id = Sessions::open(&state.home, key.agent_id()).reset(&key)?;
-    Ok(json!({"sessionKey": key.as_str(), "sessionId": id}))
-}
-
-async fn delete(state: &AppState, params: &Value) -> Result<Value, MethodError> {
-    let key = session_param(params)?;
-    state.host.release(&key).await;
-    if !Sessions::open(&state.home, key.agent_id()).delete(&key)? {
-        return Err(MethodError::new(
-            ErrorCode::NotFound,
-            format!("no session {}", key.as_str()),
-        ));
-    }
-    Ok(json!({"deleted": true}))
-}
-
-async fn terminal_exec(state: &AppState, params: &Value) -> Result<Value, MethodError> {
-    let mut request = ExecRequest::new(str_param(params, "command")?);
-    request.session = session_param(params)?;
-    request.stdin = params
-        .get("stdin")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    request.timeout_ms = params.get("timeoutMs").and_then(Value::as_u64);
-    let envelope = state.exec.run(request).await;
-    serde_json::to_value(&envelope)
-        .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))
-}
-
 /// `setup.model {provider, model, baseUrl?, key?}`: the owner chooses the model from the web
 /// UI, as `lurkbot setup` does; the settings are reloaded at once. The key is written to
 /// `.env` and never logged or echoed.
 fn setup_model(state: &AppState, params: &Value) -> Result<Value, MethodError> {
-    let provider = str_param(params, "provider")?;
+    let provider = crate::methods::sessions::str_param(params, "provider")?;
     let vars = lurkbot_agent::setup::provider_vars(provider).ok_or_else(|| {
         MethodError::invalid(format!(
             "unknown provider '{provider}': openai or anthropic"
@@ -487,7 +341,7 @@ fn setup_model(state: &AppState, params: &Value) -> Result<Value, MethodError> {
     let model = lurkbot_agent::setup::write_model_choice(
         &state.home,
         provider,
-        str_param(params, "model")?,
+        crate::methods::sessions::str_param(params, "model")?,
         base,
         key,
     )
@@ -497,48 +351,6 @@ fn setup_model(state: &AppState, params: &Value) -> Result<Value, MethodError> {
         .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.0))?;
     Ok(
         json!({"model": model, "baseUrl": base, "keySet": key.is_some_and(|k| !k.trim().is_empty())}),
-    )
-}
-
-fn resolve(state: &AppState, params: &Value) -> Result<Value, MethodError> {
-    let id = str_param(params, "approvalId")?;
-    let decision: Decision = str_param(params, "decision")?
-        .parse()
-        .map_err(MethodError::invalid)?;
-    if state.approver.resolve(id, decision) {
-        Ok(json!({"approvalId": id, "decision": decision}))
-    } else if state.approver.shared() {
-        // Perhaps another gateway's turn waits for it: the answer goes there.
-        state.approver.announce(id, decision);
-        Ok(json!({"approvalId": id, "decision": decision, "forwarded": true}))
-    } else {
-        Err(MethodError::new(
-            ErrorCode::NotFound,
-            format!("no pending approval {id} (already answered or timed out)"),
-        ))
-    }
-}
-
-fn history(state: &AppState, params: &Value) -> Result<Value, MethodError> {
-    let key = session_param(params)?;
-    let sessions = Sessions::open(&state.home, key.agent_id());
-    let list = sessions.list()?;
-    let Some(entry) = list.get(key.as_str()) else {
-        return Ok(json!({"sessionKey": key.as_str(), "messages": []}));
-    };
-    let limit = params.get("limit").and_then(Value::as_u64).unwrap_or(200) as usize;
-    let entries = sessions.history(&entry.session_id)?;
-    let messages: Vec<Value> = entries
-        .iter()
-        .map(|e| match e {
-            Entry::Message { ts, message } => json!({"ts": ts, "message": message}),
-            Entry::Compaction { ts, summary, .. } => json!({"ts": ts, "compaction": summary}),
-        })
-        .collect();
-    let skip = messages.len().saturating_sub(limit);
-    Ok(
-        json!({"sessionKey": key.as_str(), "sessionId": entry.session_id,
-        "messages": messages[skip..]}),
     )
 }
 

@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 
 use crate::methods::handler::Method;
 use crate::nodes::devices::DeviceState;
+use crate::nodes::registry::Nodes;
 use crate::protocol::{MethodError, Scope};
-use crate::state::AppState;
+use crate::turns::host::SessionHost;
 
 /// The methods, in the gateway's table.
 pub(crate) const METHODS: &[Method] = &[
@@ -22,12 +23,12 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: "device.pair.approve",
         scope: Scope::Pairing,
-        handler: |s, p| Box::pin(async { decide(s, p, DeviceState::Approved) }),
+        handler: |s, p| Box::pin(async { decide(&s.nodes, p, DeviceState::Approved) }),
     },
     Method {
         name: "device.pair.reject",
         scope: Scope::Pairing,
-        handler: |s, p| Box::pin(async { decide(s, p, DeviceState::Rejected) }),
+        handler: |s, p| Box::pin(async { decide(&s.nodes, p, DeviceState::Rejected) }),
     },
     Method {
         name: "node.list",
@@ -44,24 +45,22 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: "node.invoke",
         scope: Scope::Write,
-        handler: |s, p| Box::pin(invoke(s, p)),
+        handler: |s, p| Box::pin(invoke(&s.nodes, &s.host, p)),
     },
 ];
 
-fn decide(state: &AppState, params: &Value, decision: DeviceState) -> Result<Value, MethodError> {
+fn decide(nodes: &Nodes, params: &Value, decision: DeviceState) -> Result<Value, MethodError> {
     let wanted = ["deviceId", "requestId", "id"]
         .iter()
         .find_map(|k| params.get(*k).and_then(Value::as_str))
         .ok_or_else(|| MethodError::invalid("give deviceId (from device.pair.list)"))?;
-    let record = state.nodes.decide(wanted, decision)?;
+    let record = nodes.decide(wanted, decision)?;
     tracing::info!(device = %record.id, name = %record.name, state = record.state.as_str(), "device decided by the owner");
     Ok(json!({"requestId": record.id, "deviceId": record.id, "device": record.row()}))
 }
 
-async fn invoke(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+async fn invoke(nodes: &Nodes, host: &SessionHost, params: &Value) -> Result<Value, MethodError> {
     let call = crate::nodes::control::Call::from_params(params)?;
-    let outcome =
-        crate::nodes::control::invoke(&state.nodes, &state.host, "owner", Asker::Owner, call)
-            .await?;
+    let outcome = crate::nodes::control::invoke(nodes, host, "owner", Asker::Owner, call).await?;
     Ok(outcome.to_json())
 }

@@ -1,11 +1,10 @@
-//! Operator methods: `logs.tail` (a bounded window of `logs/gateway.log`, OpenClaw's shape)
-//! and `gateway.reload` (re-read `config.toml`; see [`crate::ops::reload`]).
+//! `logs.tail`: a bounded window of `logs/gateway.log`, OpenClaw's shape (`gateway.reload` is
+//! `ops/reload.rs`'s).
 
-use lurkbot_core::{DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, GATEWAY_LOG};
+use lurkbot_core::{DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, GATEWAY_LOG, Home};
 use serde_json::{Value, json};
 
 use crate::protocol::{ErrorCode, MethodError};
-use crate::state::AppState;
 
 /// Most lines one `logs.tail` answers.
 const MAX_TAIL_LINES: u64 = 5000;
@@ -13,7 +12,7 @@ const MAX_TAIL_LINES: u64 = 5000;
 const MAX_TAIL_BYTES: u64 = 1_000_000;
 
 /// `logs.tail {cursor?, limit?, maxBytes?}` → `{file, cursor, size, lines, truncated, reset}`.
-pub(crate) fn logs_tail(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(crate) fn logs_tail(home: &Home, params: &Value) -> Result<Value, MethodError> {
     if let Some(map) = params.as_object()
         && let Some(unknown) = map
             .keys()
@@ -37,7 +36,7 @@ pub(crate) fn logs_tail(state: &AppState, params: &Value) -> Result<Value, Metho
     let cursor = number("cursor", 0, u64::MAX)?;
     let limit = number("limit", 1, MAX_TAIL_LINES)?.map_or(DEFAULT_TAIL_LINES, |n| n as usize);
     let max_bytes = number("maxBytes", 1, MAX_TAIL_BYTES)?.unwrap_or(DEFAULT_TAIL_BYTES);
-    let path = state.home.join(GATEWAY_LOG);
+    let path = home.join(GATEWAY_LOG);
     let window = lurkbot_core::tail(&path, cursor, limit, max_bytes)
         .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))?;
     Ok(json!({
@@ -48,13 +47,4 @@ pub(crate) fn logs_tail(state: &AppState, params: &Value) -> Result<Value, Metho
         "truncated": window.truncated,
         "reset": window.reset,
     }))
-}
-
-/// `gateway.reload` → OpenClaw's `{ok, mode, plan}`; a refused reload is `UNAVAILABLE` with
-/// the reason (the settings in force are kept).
-pub(crate) fn gateway_reload(state: &AppState, _params: &Value) -> Result<Value, MethodError> {
-    state
-        .reload()
-        .map(|plan| plan.to_json())
-        .map_err(|e| MethodError::new(ErrorCode::Unavailable, e.to_string()))
 }

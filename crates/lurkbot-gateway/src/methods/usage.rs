@@ -5,10 +5,10 @@ use lurkbot_agent::usage::{By, parse_since, summarize, today, zone};
 use serde_json::{Value, json};
 
 use crate::protocol::MethodError;
-use crate::state::AppState;
+use crate::turns::host::SessionHost;
 
 /// `usage.summary`: the usage records summed, and the budgets' fill.
-pub(crate) fn summary(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(crate) fn summary(state: &SessionHost, params: &Value) -> Result<Value, MethodError> {
     let config = state.config();
     let raw_since = params.get("since").and_then(Value::as_str).unwrap_or("30d");
     let by: By = params

@@ -96,42 +96,42 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: method::AGENT,
         scope: Scope::Write,
-        handler: |s, c, p| Box::pin(runs::agent(s, c, p)),
+        handler: |s, c, p| Box::pin(runs::agent(&s.host, c, p)),
     },
     Method {
         name: method::AGENT_WAIT,
         scope: Scope::Read,
-        handler: |s, _, p| Box::pin(runs::wait(s, p)),
+        handler: |s, _, p| Box::pin(runs::wait(&s.host, p)),
     },
     Method {
         name: method::CHAT_SEND,
         scope: Scope::Write,
-        handler: |s, _, p| Box::pin(async { runs::chat_send(s, p) }),
+        handler: |s, _, p| Box::pin(async { runs::chat_send(&s.host, p) }),
     },
     Method {
         name: method::CHAT_HISTORY,
         scope: Scope::Read,
-        handler: |s, _, p| Box::pin(async { runs::chat_history(s, p) }),
+        handler: |s, _, p| Box::pin(async { runs::chat_history(&s.host, p) }),
     },
     Method {
         name: method::CHAT_ABORT,
         scope: Scope::Write,
-        handler: |s, _, p| Box::pin(runs::chat_abort(s, p)),
+        handler: |s, _, p| Box::pin(runs::chat_abort(&s.host, p)),
     },
     Method {
         name: method::SESSIONS_LIST,
         scope: Scope::Read,
-        handler: |s, _, p| Box::pin(async { sessions::list(s, p) }),
+        handler: |s, _, p| Box::pin(async { sessions::list(&s.host, p) }),
     },
     Method {
         name: "sessions.describe",
         scope: Scope::Read,
-        handler: |s, _, p| Box::pin(async { sessions::describe(s, p) }),
+        handler: |s, _, p| Box::pin(async { sessions::describe(&s.host, p) }),
     },
     Method {
         name: "sessions.subscribe",
         scope: Scope::Read,
-        handler: |s, c, p| Box::pin(async { sessions::subscribe(s, c, p) }),
+        handler: |s, c, p| Box::pin(async { sessions::subscribe(&s.host, c, p) }),
     },
     Method {
         name: "sessions.unsubscribe",
@@ -141,17 +141,17 @@ pub(crate) const METHODS: &[Method] = &[
     Method {
         name: method::SESSIONS_HISTORY,
         scope: Scope::Read,
-        handler: |s, _, p| Box::pin(async { runs::chat_history(s, p) }),
+        handler: |s, _, p| Box::pin(async { runs::chat_history(&s.host, p) }),
     },
     Method {
         name: method::SESSIONS_RESET,
         scope: Scope::Admin,
-        handler: |s, _, p| Box::pin(sessions::reset(s, p)),
+        handler: |s, _, p| Box::pin(sessions::reset(&s.host, p)),
     },
     Method {
         name: method::SESSIONS_DELETE,
         scope: Scope::Admin,
-        handler: |s, _, p| Box::pin(sessions::delete(s, p)),
+        handler: |s, _, p| Box::pin(sessions::delete(&s.host, p)),
     },
     Method {
         name: "agents.list",

@@ -3,6 +3,7 @@
 //! `chat.send`, `chat.abort` and `chat.history`. A client's `idempotencyKey` is the run id, so
 //! the events it receives name the run it started and a retried request does not run twice.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lurkbot_agent::{Entry, Sessions};
@@ -12,8 +13,8 @@ use serde_json::{Value, json};
 
 use super::{Conn, agent_of};
 use crate::protocol::{ErrorCode, MethodError};
-use crate::state::AppState;
 use crate::turns::host::RunEnd;
+use crate::turns::host::SessionHost;
 
 /// Longest wait of `agent` and `agent.wait`.
 const MAX_WAIT: Duration = Duration::from_secs(600);
@@ -34,7 +35,7 @@ fn session_of(params: &Value) -> Result<SessionKey, MethodError> {
 }
 
 /// Starts a turn under the request's `idempotencyKey` (or a fresh id).
-fn start(state: &AppState, params: &Value) -> Result<(SessionKey, String), MethodError> {
+fn start(state: &Arc<SessionHost>, params: &Value) -> Result<(SessionKey, String), MethodError> {
     let key = session_of(params)?;
     let message = params
         .get("message")
@@ -44,18 +45,18 @@ fn start(state: &AppState, params: &Value) -> Result<(SessionKey, String), Metho
         return Err(MethodError::invalid("message is empty"));
     }
     let run_id = match params.get("idempotencyKey").and_then(Value::as_str) {
-        Some(id) => state.host.start_as(key.clone(), message.to_string(), id)?,
-        None => state.host.start(key.clone(), message.to_string(), false)?,
+        Some(id) => state.start_as(key.clone(), message.to_string(), id)?,
+        None => state.start(key.clone(), message.to_string(), false)?,
     };
     if key == SessionKey::main() {
-        state.host.note_route("webchat", None);
+        state.note_route("webchat", None);
     }
     Ok((key, run_id))
 }
 
 /// `agent {message, sessionKey?, agentId?, idempotencyKey, timeout?}`.
 pub(super) async fn agent(
-    state: &AppState,
+    state: &Arc<SessionHost>,
     conn: &Conn,
     params: &Value,
 ) -> Result<Value, MethodError> {
@@ -70,7 +71,7 @@ pub(super) async fn agent(
         .and_then(Value::as_u64)
         .unwrap_or(DEFAULT_AGENT_TIMEOUT_S);
     let wait = Duration::from_secs(timeout).min(MAX_WAIT);
-    let end = state.host.wait(&run_id, wait).await?;
+    let end = state.wait(&run_id, wait).await?;
     let duration_ms = started.elapsed().as_millis() as u64;
     match end {
         Some(RunEnd::Done { text, model }) => {
@@ -99,7 +100,7 @@ pub(super) async fn agent(
 }
 
 /// `agent.wait {runId, timeoutMs?}` → `{runId, status: ok|error|aborted|timeout, …}`.
-pub(super) async fn wait(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(super) async fn wait(state: &Arc<SessionHost>, params: &Value) -> Result<Value, MethodError> {
     let run_id = params
         .get("runId")
         .and_then(Value::as_str)
@@ -109,7 +110,7 @@ pub(super) async fn wait(state: &AppState, params: &Value) -> Result<Value, Meth
         .and_then(Value::as_u64)
         .unwrap_or(30_000);
     let wait = Duration::from_millis(timeout).min(MAX_WAIT);
-    Ok(match state.host.wait(run_id, wait).await? {
+    Ok(match state.wait(run_id, wait).await? {
         Some(RunEnd::Done { .. }) => json!({"runId": run_id, "status": "ok",
             "endedAt": lurkbot_core::now_ms()}),
         Some(RunEnd::Failed(error)) => json!({"runId": run_id, "status": "error",
@@ -120,22 +121,24 @@ pub(super) async fn wait(state: &AppState, params: &Value) -> Result<Value, Meth
 }
 
 /// `chat.send {sessionKey, message, idempotencyKey}` → `{runId, status: "started"}`.
-pub(super) fn chat_send(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(super) fn chat_send(state: &Arc<SessionHost>, params: &Value) -> Result<Value, MethodError> {
     let (_, run_id) = start(state, params)?;
     Ok(json!({"runId": run_id, "status": "started"}))
 }
 
 /// `chat.abort {sessionKey, runId?}` → `{ok, aborted, runIds}`.
-pub(super) async fn chat_abort(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(super) async fn chat_abort(
+    state: &Arc<SessionHost>,
+    params: &Value,
+) -> Result<Value, MethodError> {
     let key = session_of(params)?;
     let running = state
-        .host
         .slot(&key)
         .last_run
         .lock()
         .ok()
         .and_then(|l| l.clone());
-    let aborted = state.host.abort(&key).await;
+    let aborted = state.abort(&key).await;
     let run_ids: Vec<String> = if aborted {
         running.into_iter().collect()
     } else {
@@ -146,7 +149,7 @@ pub(super) async fn chat_abort(state: &AppState, params: &Value) -> Result<Value
 
 /// `chat.history {sessionKey, limit?}` → `{sessionKey, sessionId, messages}` with messages in
 /// OpenClaw's form: user text, assistant content parts (text and `toolCall`), `toolResult`.
-pub(super) fn chat_history(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(super) fn chat_history(state: &Arc<SessionHost>, params: &Value) -> Result<Value, MethodError> {
     let key = session_of(params)?;
     let sessions = Sessions::open(&state.home, key.agent_id());
     let Some(entry) = sessions.list()?.remove(key.as_str()) else {

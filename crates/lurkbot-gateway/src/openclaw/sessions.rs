@@ -3,6 +3,7 @@
 //! for the connection, and answers the first page when given list parameters),
 //! `sessions.reset` and `sessions.delete` (`key`, as OpenClaw names it).
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use lurkbot_agent::{SessionEntry, Sessions};
@@ -11,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::Conn;
 use crate::protocol::{ErrorCode, MethodError};
-use crate::state::AppState;
+use crate::turns::host::SessionHost;
 
 /// Most rows one page holds.
 const MAX_PAGE: usize = 500;
@@ -53,7 +54,7 @@ fn row(live: &[String], entry: &SessionEntry) -> Value {
 }
 
 /// The rows of `agentId` (default `main`), newest first, paged by `limit` and `offset`.
-fn page(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+fn page(state: &Arc<SessionHost>, params: &Value) -> Result<Value, MethodError> {
     let agent = params
         .get("agentId")
         .and_then(Value::as_str)
@@ -65,7 +66,7 @@ fn page(state: &AppState, params: &Value) -> Result<Value, MethodError> {
     let mut entries: Vec<SessionEntry> = store.list()?.into_values().collect();
     entries.sort_by_key(|e| std::cmp::Reverse(e.updated_ms));
     let total = entries.len();
-    let live = state.host.live_sessions();
+    let live = state.live_sessions();
     let rows: Vec<Value> = entries
         .iter()
         .skip(offset)
@@ -92,23 +93,23 @@ fn page(state: &AppState, params: &Value) -> Result<Value, MethodError> {
 }
 
 /// `sessions.list`.
-pub(super) fn list(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(super) fn list(state: &Arc<SessionHost>, params: &Value) -> Result<Value, MethodError> {
     page(state, params)
 }
 
 /// `sessions.describe {key}` → `{session}`.
-pub(super) fn describe(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(super) fn describe(state: &Arc<SessionHost>, params: &Value) -> Result<Value, MethodError> {
     let key = key_param(params)?;
     let entry = Sessions::open(&state.home, key.agent_id())
         .list()?
         .remove(key.as_str())
         .ok_or_else(|| not_found(&key))?;
-    Ok(json!({"session": row(&state.host.live_sessions(), &entry)}))
+    Ok(json!({"session": row(&state.live_sessions(), &entry)}))
 }
 
 /// `sessions.subscribe {…list parameters}` → `{subscribed, list?}`.
 pub(super) fn subscribe(
-    state: &AppState,
+    state: &Arc<SessionHost>,
     conn: &Conn,
     params: &Value,
 ) -> Result<Value, MethodError> {
@@ -128,18 +129,18 @@ pub(super) fn unsubscribe(conn: &Conn) -> Value {
 }
 
 /// `sessions.reset {key}` → `{ok, key, entry}`: a fresh transcript under the same key.
-pub(super) async fn reset(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(super) async fn reset(state: &Arc<SessionHost>, params: &Value) -> Result<Value, MethodError> {
     let key = key_param(params)?;
-    state.host.release(&key).await;
+    state.release(&key).await;
     let store = Sessions::open(&state.home, key.agent_id());
     let id = store.reset(&key)?;
     Ok(json!({"ok": true, "key": key.as_str(), "entry": {"sessionId": id}}))
 }
 
 /// `sessions.delete {key}` → `{ok, key, deleted, archived}` (OpenClaw's `SessionsDeleteResult`).
-pub(super) async fn delete(state: &AppState, params: &Value) -> Result<Value, MethodError> {
+pub(super) async fn delete(state: &Arc<SessionHost>, params: &Value) -> Result<Value, MethodError> {
     let key = key_param(params)?;
-    state.host.release(&key).await;
+    state.release(&key).await;
     let deleted = Sessions::open(&state.home, key.agent_id()).delete(&key)?;
     if !deleted {
         return Err(not_found(&key));

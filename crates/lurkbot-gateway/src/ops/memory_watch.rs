@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use lurkbot_core::{Home, layout};
 
 use crate::protocol::Event;
-use crate::state::AppState;
+use crate::turns::host::SessionHost;
 
 /// Time between looks.
 const LOOK_EVERY: Duration = Duration::from_secs(2);
@@ -61,7 +61,7 @@ fn index_is_current(home: &Home, files: &Fingerprint) -> bool {
 }
 
 /// Starts the watcher; it runs until the gateway stops (the caller aborts it).
-pub(crate) fn start(state: AppState) -> tokio::task::JoinHandle<()> {
+pub(crate) fn start(state: std::sync::Arc<SessionHost>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut seen: Option<Fingerprint> = None;
         let mut indexed: Option<Fingerprint> = None;

@@ -12,12 +12,14 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::state::AppState;
+use std::sync::Arc;
+
+use crate::turns::host::SessionHost;
 
 /// The answer to `GET /ready`.
-pub(crate) async fn ready(State(state): State<AppState>) -> Response {
+pub(crate) async fn ready(State(host): State<Arc<SessionHost>>) -> Response {
     let mut problems: Vec<String> = Vec::new();
-    match state.host.store() {
+    match host.store() {
         None => problems.push("the state store is not open".into()),
         Some(store) => {
             if let Err(e) = store.ready() {
@@ -28,7 +30,7 @@ pub(crate) async fn ready(State(state): State<AppState>) -> Response {
             }
         }
     }
-    if state.host.drain.is_draining() {
+    if host.drain.is_draining() {
         problems.push("stopping: running turns are finishing".into());
     }
     if problems.is_empty() {

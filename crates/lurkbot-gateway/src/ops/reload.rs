@@ -141,6 +141,17 @@ fn diff(prefix: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// `gateway.reload` → OpenClaw's `{ok, mode, plan}`; a refused reload is `UNAVAILABLE` with
+/// the reason (the settings in force are kept).
+pub(crate) fn gateway_reload(
+    state: &AppState,
+    _params: &serde_json::Value,
+) -> Result<serde_json::Value, crate::protocol::MethodError> {
+    state.reload().map(|plan| plan.to_json()).map_err(|e| {
+        crate::protocol::MethodError::new(crate::protocol::ErrorCode::Unavailable, e.to_string())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,8 +17,10 @@ use lurkbot_agent::heartbeat::run_heartbeat;
 use lurkbot_core::now_ms;
 use serde_json::to_value;
 
+use crate::events::hub::Hub;
+use crate::ops::autonomy::Autonomy;
 use crate::protocol::{CronEvent, Event};
-use crate::state::AppState;
+use crate::turns::host::SessionHost;
 use crate::turns::runtime::HostRuntime;
 
 /// Longest the scheduler sleeps between looks at `jobs.json`.
@@ -28,8 +30,40 @@ const LEASE_RETRY: Duration = Duration::from_millis(lurkbot_state::LEASE_RENEW_M
 /// The lease of the gateway that runs the timers.
 const SCHEDULER_LEASE: &str = "scheduler";
 
+/// What the timers may use: the session host their runs start on (its settings, home and
+/// hub) and their own state, shared with the `cron.*` methods.
+#[derive(Clone)]
+pub(crate) struct Timers {
+    /// The host the jobs and heartbeats run on.
+    pub(crate) host: Arc<SessionHost>,
+    /// The scheduler's wake-up, state and last heartbeat.
+    pub(crate) autonomy: Arc<Autonomy>,
+    /// The host's home.
+    pub(crate) home: lurkbot_core::Home,
+    /// The host's hub, where runs are reported.
+    pub(crate) hub: Hub,
+}
+
+impl Timers {
+    /// The timers of `host`.
+    pub(crate) fn new(host: Arc<SessionHost>, autonomy: Arc<Autonomy>) -> Self {
+        let (home, hub) = (host.home.clone(), host.hub.clone());
+        Self {
+            host,
+            autonomy,
+            home,
+            hub,
+        }
+    }
+
+    /// The settings in force now.
+    pub(crate) fn config(&self) -> Arc<lurkbot_core::Config> {
+        self.host.config()
+    }
+}
+
 /// The runtime cron jobs and heartbeats use.
-pub(crate) fn runtime(state: &AppState) -> Arc<HostRuntime> {
+pub(crate) fn runtime(state: &Timers) -> Arc<HostRuntime> {
     Arc::new(HostRuntime::new(
         Arc::downgrade(&state.host),
         state.host.subagents.clone(),
@@ -39,7 +73,7 @@ pub(crate) fn runtime(state: &AppState) -> Arc<HostRuntime> {
 /// Starts the timers: the scheduler's lease is tried before this returns (so `cron.status`
 /// says at once whether this gateway runs them); the task runs until the gateway stops (the
 /// caller aborts it).
-pub(crate) fn start(state: AppState) -> tokio::task::JoinHandle<()> {
+pub(crate) fn start(state: Timers) -> tokio::task::JoinHandle<()> {
     let store = CronStore::open(&state.home);
     let mut held = holds_lease(&state);
     tokio::spawn(async move {
@@ -60,7 +94,7 @@ pub(crate) fn start(state: AppState) -> tokio::task::JoinHandle<()> {
 }
 
 /// Whether this gateway holds (or now takes) the scheduler's lease, recorded in the state.
-fn holds_lease(state: &AppState) -> bool {
+fn holds_lease(state: &Timers) -> bool {
     let Some(store) = state.host.store() else {
         return false;
     };
@@ -88,7 +122,7 @@ fn holds_lease(state: &AppState) -> bool {
     }
 }
 
-async fn cron_loop(state: &AppState, store: &CronStore) {
+async fn cron_loop(state: &Timers, store: &CronStore) {
     // What fell due while no gateway ran the scheduler: run once below (`one`), or skipped.
     if state.config().cron.catch_up == lurkbot_core::CatchUp::None {
         match store.skip_missed(now_ms()) {
@@ -147,7 +181,7 @@ async fn cron_loop(state: &AppState, store: &CronStore) {
 /// Runs job `id`, reporting `started` (once it holds the job's lock) and `finished` on the
 /// hub. A job already running (here or in another process) is left alone, without events.
 pub(crate) async fn run_and_report(
-    state: &AppState,
+    state: &Timers,
     store: &CronStore,
     id: &str,
     mode: RunMode,
@@ -177,7 +211,7 @@ pub(crate) async fn run_and_report(
 }
 
 /// A `cron` event; `report` for a finished run.
-pub(crate) fn emit(state: &AppState, id: &str, action: &str, report: Option<&RunReport>) {
+pub(crate) fn emit(state: &Timers, id: &str, action: &str, report: Option<&RunReport>) {
     let status = report
         .and_then(|r| to_value(r.record.status).ok())
         .and_then(|v| v.as_str().map(str::to_string));
@@ -193,7 +227,7 @@ pub(crate) fn emit(state: &AppState, id: &str, action: &str, report: Option<&Run
     }));
 }
 
-async fn heartbeat_loop(state: &AppState) {
+async fn heartbeat_loop(state: &Timers) {
     loop {
         let config = state.config();
         let every = lurkbot_core::parse_period_ms(&config.heartbeat.every).unwrap_or(300_000);

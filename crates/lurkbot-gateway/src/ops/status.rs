@@ -44,7 +44,7 @@ pub(crate) fn status_for(state: &AppState) -> Value {
 /// `status`: [`status`] with the managed browser's state (the method, the `gateway` tool).
 pub(crate) async fn status_with_browser(state: &AppState) -> Value {
     let mut v = status_for(state);
-    v["browser"] = browser_state(state).await;
+    v["browser"] = browser_state(&state.host).await;
     v
 }
 
@@ -60,7 +60,7 @@ fn retained(state: &AppState) -> Value {
 }
 
 /// Chromium's state: running, pid, tabs, memory of its processes, refused requests.
-pub(crate) async fn browser_state(s: &AppState) -> Value {
+pub(crate) async fn browser_state(s: &crate::turns::host::SessionHost) -> Value {
     let config = s.config();
     let browser = lurkbot_agent::home_browser(&s.home, &config).await;
     let status = browser.status().await;

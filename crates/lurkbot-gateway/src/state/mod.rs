@@ -174,6 +174,11 @@ impl AppState {
         }
     }
 
+    /// What the timers (cron, heartbeat) may use.
+    pub(crate) fn timers(&self) -> crate::ops::scheduler::Timers {
+        crate::ops::scheduler::Timers::new(self.host.clone(), self.autonomy.clone())
+    }
+
     /// What the channel loop may use: the session host and, on a shared gateway, the users'
     /// own hosts.
     pub(crate) fn channel_context(&self) -> crate::channels::context::ChannelContext {
@@ -243,5 +248,13 @@ pub(crate) struct CanvasViewer(Arc<AtomicUsize>);
 impl Drop for CanvasViewer {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A handler that needs only the session host takes it (`State<Arc<SessionHost>>`), not the
+/// whole state.
+impl axum::extract::FromRef<AppState> for Arc<SessionHost> {
+    fn from_ref(state: &AppState) -> Self {
+        state.host.clone()
     }
 }

@@ -173,6 +173,11 @@ impl SessionHost {
         }
     }
 
+    /// The settings in force now (a reload replaces them).
+    pub(crate) fn config(&self) -> Arc<Config> {
+        self.current().1
+    }
+
     /// The settings in force: their generation, the config and its approval rules.
     pub(crate) fn current(&self) -> (u64, Arc<Config>, Arc<Approvals>) {
         match self.config.read() {
