@@ -17,6 +17,11 @@ pub fn required_variables(name: &str) -> &'static [&'static [&'static str]] {
             "EMAIL_PASSWORD",
             "EMAIL_FROM",
         ]],
+        "whatsapp" => &[&[
+            "WHATSAPP_ACCESS_TOKEN",
+            "WHATSAPP_APP_SECRET",
+            "WHATSAPP_VERIFY_TOKEN",
+        ]],
         "matrix" => &[
             &["MATRIX_ACCESS_TOKEN"],
             &["MATRIX_USER", "MATRIX_PASSWORD"],

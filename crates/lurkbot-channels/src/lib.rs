@@ -23,6 +23,7 @@ pub mod pairing;
 pub mod routing;
 pub mod slack;
 pub mod telegram;
+pub mod whatsapp;
 mod ws;
 
 pub use channel::{

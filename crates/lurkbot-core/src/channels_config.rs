@@ -6,7 +6,12 @@
 use serde::{Deserialize, Serialize};
 
 /// The platforms a `[channels.<name>]` table may name.
-pub const CHANNEL_NAMES: &[&str] = &["telegram", "discord", "slack", "matrix", "email", "irc"];
+pub const CHANNEL_NAMES: &[&str] = &[
+    "telegram", "discord", "slack", "matrix", "email", "irc", "whatsapp",
+];
+
+/// The `[channels.whatsapp] mode` values.
+pub const WHATSAPP_MODES: &[&str] = &["linked", "cloud"];
 
 /// The `dm_policy` values.
 pub const DM_POLICIES: &[&str] = &["pairing", "allowlist", "open", "disabled"];
@@ -43,6 +48,13 @@ pub struct ChannelConfig {
     /// `auth=pass` by the From address itself (SMTP AUTH); any other mail is unauthenticated
     /// and not answered. Unset: no mail is authenticated.
     pub trusted_authserv_id: Option<String>,
+    /// WhatsApp only: `linked` (default: LurkBot as a linked device of a number, as WhatsApp
+    /// Web is) or `cloud` (Meta's WhatsApp Business Cloud API, its webhook at
+    /// `/channels/whatsapp/webhook`).
+    pub mode: Option<String>,
+    /// WhatsApp `cloud` only: the business phone number's id in Meta's Graph API (replies go
+    /// to `<base_url>/<phone_number_id>/messages`).
+    pub phone_number_id: Option<String>,
 }
 
 impl Default for ChannelConfig {
@@ -57,6 +69,8 @@ impl Default for ChannelConfig {
             fetch_media: false,
             max_media_bytes: 10_000_000,
             trusted_authserv_id: None,
+            mode: None,
+            phone_number_id: None,
         }
     }
 }
@@ -108,6 +122,31 @@ pub fn channel_problems(config: &crate::Config) -> Vec<crate::ConfigProblem> {
                     "[channels.{name}]: not a channel LurkBot has (it has: {})",
                     CHANNEL_NAMES.join(", ")
                 ),
+            );
+        }
+        if let Some(mode) = &channel.mode {
+            if name != "whatsapp" {
+                problems.push(
+                    format!("channels.{name}.mode"),
+                    format!("channels.{name}.mode: only [channels.whatsapp] has a mode"),
+                );
+            } else if !WHATSAPP_MODES.contains(&mode.as_str()) {
+                problems.push(
+                    format!("channels.{name}.mode"),
+                    format!(
+                        "channels.{name}.mode = \"{mode}\": use one of {}",
+                        WHATSAPP_MODES.join(", ")
+                    ),
+                );
+            }
+        }
+        if name == "whatsapp"
+            && channel.mode.as_deref() == Some("cloud")
+            && channel.phone_number_id.as_deref().is_none_or(str::is_empty)
+        {
+            problems.push(
+                format!("channels.{name}.phone_number_id"),
+                "channels.whatsapp.phone_number_id: mode = \"cloud\" needs the business number's id (Meta's WhatsApp Manager, API Setup)".into(),
             );
         }
         if !DM_POLICIES.contains(&channel.dm_policy.as_str()) {

@@ -60,7 +60,8 @@ pub use autonomy_config::{
 };
 pub use budget_config::{BudgetsConfig, ModelPrice};
 pub use channels_config::{
-    Binding, CHANNEL_NAMES, ChannelConfig, DM_POLICIES, SessionConfig, channel_problems,
+    Binding, CHANNEL_NAMES, ChannelConfig, DM_POLICIES, SessionConfig, WHATSAPP_MODES,
+    channel_problems,
 };
 pub use clock::now_ms;
 pub use config::{
@@ -95,7 +96,7 @@ pub use protection::{
     is_private_memory,
 };
 pub use running::{RUNNING_GATEWAY, RunningGateway};
-pub use secrets::Secrets;
+pub use secrets::{Secrets, secret_matches};
 pub use session_key::{SessionKey, SessionKeyError};
 pub use speech_config::{SttConfig, TtsAuto, TtsConfig};
 pub use stale_temp::{

@@ -50,6 +50,10 @@ pub fn router(state: AppState) -> Router {
         .route("/auth/login", post(crate::access::sign_in::login))
         .route("/auth/logout", post(crate::access::sign_in::logout))
         .route("/auth/me", get(crate::access::sign_in::me))
+        .route(
+            "/channels/whatsapp/webhook",
+            get(crate::api::whatsapp::verify).post(crate::api::whatsapp::notify),
+        )
         .route("/hooks/wake", post(crate::api::hooks::wake))
         .route("/hooks/agent", post(crate::api::hooks::agent))
         .layer(axum::middleware::from_fn_with_state(

@@ -44,3 +44,4 @@ mod users_channels;
 mod users_sign_in;
 mod users_ui;
 mod voice_ui;
+mod whatsapp;

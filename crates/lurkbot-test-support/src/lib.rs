@@ -21,3 +21,4 @@ pub mod telegram_server;
 mod telegram_voice;
 pub mod tls;
 pub mod venv;
+pub mod whatsapp_server;

@@ -29,12 +29,7 @@ pub const MAX_GLOBAL_FAILURES: usize = 60;
 
 /// Compares secrets without an early exit.
 pub fn token_matches(expected: &str, given: &str) -> bool {
-    let (a, b) = (expected.as_bytes(), given.as_bytes());
-    let mut diff = a.len() ^ b.len();
-    for (i, x) in a.iter().enumerate() {
-        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(0));
-    }
-    diff == 0
+    lurkbot_core::secret_matches(expected, given)
 }
 
 /// Failed-attempt counts per client address (or, for sign-ins, per user name).

@@ -100,6 +100,30 @@ pub(crate) fn build(state: &ChannelContext, name: &str) -> Result<Arc<dyn Channe
                 .map(|m| Arc::new(m) as Arc<dyn Channel>)
                 .map_err(|e| e.to_string())
         }
+        "whatsapp" => match settings.mode.as_deref().unwrap_or("linked") {
+            "cloud" => {
+                let need = |v: &str| vars(v).ok_or(format!("{v} is not set (put it in the home's .env)"));
+                let phone = settings
+                    .phone_number_id
+                    .clone()
+                    .ok_or("channels.whatsapp.phone_number_id is not set")?;
+                let secrets = lurkbot_channels::whatsapp::CloudSecrets {
+                    access_token: need("WHATSAPP_ACCESS_TOKEN")?,
+                    app_secret: need("WHATSAPP_APP_SECRET")?,
+                    verify_token: need("WHATSAPP_VERIFY_TOKEN")?,
+                };
+                let cloud = lurkbot_channels::whatsapp::WhatsAppCloud::new(
+                    settings.base_url.as_deref(),
+                    &phone,
+                    secrets,
+                )
+                .map_err(|e| e.to_string())?;
+                // Meta's requests reach it through the one unguarded route, while it runs.
+                state.host.channels.set_whatsapp_webhook(cloud.webhook());
+                Ok(Arc::new(cloud) as Arc<dyn Channel>)
+            }
+            _ => Err("WhatsApp's linked-device mode (the default) is not built yet: set mode = \"cloud\" for Meta's Cloud API (see the guide's WhatsApp page)".into()),
+        },
         other => Err(format!("LurkBot has no '{other}' channel")),
     }
 }

@@ -18,6 +18,8 @@ pub(crate) struct ChannelSet {
     irc_line: Mutex<Option<tokio::sync::mpsc::UnboundedSender<lurkbot_term::InboundMessage>>>,
     /// Outbox entries being sent now (`outbox.rs`).
     pub(crate) in_flight: InFlight,
+    /// WhatsApp's Cloud API webhook, while that channel runs (`api/whatsapp.rs` serves it).
+    whatsapp: Mutex<Option<Arc<lurkbot_channels::whatsapp::CloudWebhook>>>,
 }
 
 impl ChannelSet {
@@ -35,6 +37,21 @@ impl ChannelSet {
         if let Ok(mut running) = self.running.lock() {
             running.insert(name, live);
         }
+    }
+
+    /// Routes Meta's webhook requests to `webhook` from now on.
+    pub(crate) fn set_whatsapp_webhook(
+        &self,
+        webhook: Arc<lurkbot_channels::whatsapp::CloudWebhook>,
+    ) {
+        if let Ok(mut held) = self.whatsapp.lock() {
+            *held = Some(webhook);
+        }
+    }
+
+    /// WhatsApp's Cloud API webhook, when that channel runs here.
+    pub(crate) fn whatsapp_webhook(&self) -> Option<Arc<lurkbot_channels::whatsapp::CloudWebhook>> {
+        self.whatsapp.lock().ok()?.clone()
     }
 
     /// Where the IRC forwarder is to hand the IRC line's messages from now on.

@@ -375,3 +375,9 @@ pub fn validate_openclaw_frames(
     );
     (serde_json::from_str(report.trim()).unwrap(), report)
 }
+
+/// An HTTP client for the tests (the process's TLS provider installed first).
+pub fn http() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}

@@ -1,0 +1,516 @@
+//! WhatsApp through Meta's WhatsApp Business Cloud API (`[channels.whatsapp] mode = "cloud"`,
+//! ARCHITECTURE.md §6.1.1). Meta pushes messages to the gateway's webhook
+//! (`/channels/whatsapp/webhook`, [`CloudWebhook`]): the verification `GET` is answered with
+//! its challenge when the verify token matches; a `POST` is refused unless
+//! `X-Hub-Signature-256` is the HMAC-SHA256 of its raw body under the app secret (checked
+//! before anything is parsed), and answered 200 only once the receive loop has recorded its
+//! messages ([`Channel::acknowledge`]) — a redelivered `wamid` is then answered once. Replies
+//! go to `<base_url>/<phone_number_id>/messages` with the access token, 4,096 characters a
+//! message, quoting the message answered; Markdown becomes WhatsApp's `*bold*`, `_italic_`,
+//! `~strike~`. Attachments arrive as media ids, named in the text and fetched under
+//! `fetch_media` through [`Channel::media_url`].
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::http::{classify, client, network};
+use crate::{BoxFuture, Channel, ChannelError, Inbound, Media, MediaSource};
+
+/// Meta's Graph API.
+pub const DEFAULT_BASE_URL: &str = "https://graph.facebook.com/v23.0";
+/// The longest text message WhatsApp takes.
+pub const MAX_CHARS: usize = 4096;
+/// How long a webhook waits for its messages to be recorded before it answers 503 (Meta then
+/// delivers it again).
+const RECORD_WAIT: Duration = Duration::from_secs(20);
+/// Webhook deliveries queued for the receive loop at most.
+const QUEUE: usize = 64;
+
+/// The `.env` secrets of the Cloud API.
+#[derive(Clone)]
+pub struct CloudSecrets {
+    /// `WHATSAPP_ACCESS_TOKEN`: sends messages and fetches media.
+    pub access_token: String,
+    /// `WHATSAPP_APP_SECRET`: the key of every webhook's signature.
+    pub app_secret: String,
+    /// `WHATSAPP_VERIFY_TOKEN`: what Meta's verification request must present.
+    pub verify_token: String,
+}
+
+/// One webhook's messages, and who to tell once they are recorded.
+type Delivery = (Vec<Inbound>, oneshot::Sender<()>);
+
+/// How the gateway answers one webhook request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WebhookAnswer {
+    /// 200: verified (the challenge to echo), or recorded.
+    Ok(Option<String>),
+    /// 403: a wrong verify token, or a missing or wrong signature (nothing recorded).
+    Forbidden(&'static str),
+    /// 400: a signed body that is not a webhook.
+    BadRequest(String),
+    /// 503: not recorded in time (Meta retries).
+    Unavailable(&'static str),
+}
+
+/// The webhook side of the channel: checks what Meta sends and hands its messages to the
+/// receive loop.
+pub struct CloudWebhook {
+    phone_number_id: String,
+    app_secret: ring::hmac::Key,
+    verify_token: String,
+    deliveries: mpsc::Sender<Delivery>,
+}
+
+impl CloudWebhook {
+    /// Meta's verification request (`hub.mode`, `hub.verify_token`, `hub.challenge`): the
+    /// challenge to echo when the mode is `subscribe` and the token is the verify token.
+    pub fn verify(
+        &self,
+        mode: Option<&str>,
+        token: Option<&str>,
+        challenge: Option<&str>,
+    ) -> WebhookAnswer {
+        let token_ok = token.is_some_and(|t| lurkbot_core::secret_matches(&self.verify_token, t));
+        match (mode, challenge) {
+            (Some("subscribe"), Some(challenge)) if token_ok => {
+                WebhookAnswer::Ok(Some(challenge.to_string()))
+            }
+            _ => WebhookAnswer::Forbidden("the verify token does not match"),
+        }
+    }
+
+    /// A notification (`POST`): its signature checked on the raw `body` first; its messages
+    /// handed to the receive loop, answered once they are recorded.
+    pub async fn deliver(&self, signature: Option<&str>, body: &[u8]) -> WebhookAnswer {
+        let Some(tag) = signature
+            .and_then(|s| s.strip_prefix("sha256="))
+            .and_then(decode_hex)
+        else {
+            return WebhookAnswer::Forbidden("X-Hub-Signature-256 is missing or malformed");
+        };
+        if ring::hmac::verify(&self.app_secret, body, &tag).is_err() {
+            return WebhookAnswer::Forbidden("X-Hub-Signature-256 does not match the body");
+        }
+        let Ok(notification) = serde_json::from_slice::<Value>(body) else {
+            return WebhookAnswer::BadRequest("the body is not JSON".into());
+        };
+        let batch = messages_of(&notification, &self.phone_number_id);
+        if batch.is_empty() {
+            return WebhookAnswer::Ok(None);
+        }
+        let (recorded, told) = oneshot::channel();
+        if self.deliveries.send((batch, recorded)).await.is_err() {
+            return WebhookAnswer::Unavailable("the WhatsApp channel is not receiving");
+        }
+        match tokio::time::timeout(RECORD_WAIT, told).await {
+            Ok(Ok(())) => WebhookAnswer::Ok(None),
+            _ => WebhookAnswer::Unavailable("the messages were not recorded in time"),
+        }
+    }
+}
+
+/// The messages of one notification to `phone_number_id`, in order (statuses and other
+/// numbers' changes are not messages).
+fn messages_of(notification: &Value, phone_number_id: &str) -> Vec<Inbound> {
+    let mut found = Vec::new();
+    let entries = notification["entry"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    for change in entries
+        .iter()
+        .flat_map(|e| e["changes"].as_array().map_or(&[][..], Vec::as_slice))
+    {
+        let value = &change["value"];
+        if change["field"] != "messages" || value["metadata"]["phone_number_id"] != phone_number_id
+        {
+            continue;
+        }
+        let name_of = |wa_id: &str| {
+            value["contacts"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["wa_id"] == wa_id))
+                .and_then(|c| c["profile"]["name"].as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        for message in value["messages"].as_array().map_or(&[][..], Vec::as_slice) {
+            let (Some(from), Some(id)) = (message["from"].as_str(), message["id"].as_str()) else {
+                continue;
+            };
+            let (text, media) = content_of(message);
+            found.push(Inbound {
+                channel: "whatsapp",
+                chat: from.to_string(),
+                sender: from.to_string(),
+                sender_name: name_of(from),
+                handle: None,
+                forwarded_from: (message["context"]["forwarded"] == true)
+                    .then(|| "someone else (forwarded)".to_string()),
+                authenticated: true,
+                text,
+                group: false,
+                mentioned: false,
+                message_id: id.to_string(),
+                thread: None,
+                platform_id: None,
+                media,
+            });
+        }
+    }
+    found
+}
+
+/// A message's text and attachments (named in the text).
+fn content_of(message: &Value) -> (String, Vec<Media>) {
+    let kind = message["type"].as_str().unwrap_or_default();
+    match kind {
+        "text" => (
+            message["text"]["body"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            Vec::new(),
+        ),
+        "image" | "audio" | "video" | "document" | "sticker" => {
+            let part = &message[kind];
+            let caption = part["caption"].as_str().unwrap_or_default();
+            let voice = kind == "audio" && part["voice"] == true;
+            let name = part["filename"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{kind}{}", extension(part["mime_type"].as_str())));
+            let shown = if voice { "voice note" } else { kind };
+            let text = format!("{caption}\n[{shown} attached: {name}]")
+                .trim()
+                .to_string();
+            let media = part["id"]
+                .as_str()
+                .map(|id| Media {
+                    name,
+                    source: MediaSource::File(id.to_string()),
+                    voice,
+                })
+                .into_iter()
+                .collect();
+            (text, media)
+        }
+        "location" => {
+            let at = &message["location"];
+            (
+                format!("[location: {}, {}]", at["latitude"], at["longitude"]),
+                Vec::new(),
+            )
+        }
+        other => (format!("[a {other} message]"), Vec::new()),
+    }
+}
+
+/// A file extension for a MIME type WhatsApp sends.
+fn extension(mime: Option<&str>) -> &'static str {
+    match mime.map(|m| m.split(';').next().unwrap_or(m).trim()) {
+        Some("image/jpeg") => ".jpg",
+        Some("image/png") => ".png",
+        Some("image/webp") => ".webp",
+        Some("audio/ogg") => ".ogg",
+        Some("audio/mpeg") => ".mp3",
+        Some("video/mp4") => ".mp4",
+        Some("application/pdf") => ".pdf",
+        _ => "",
+    }
+}
+
+/// `hex` as bytes (a signature: an even number of hex digits).
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Markdown as WhatsApp's formatting: `**bold**` as `*bold*`, `~~strike~~` as `~strike~`,
+/// an `*italic*` that stands alone as `_italic_`; code is kept (WhatsApp reads backticks).
+pub fn whatsapp_text(markdown: &str) -> String {
+    let mut out = String::with_capacity(markdown.len());
+    let mut in_code = false;
+    for (i, line) in markdown.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            out.push_str(line);
+            continue;
+        }
+        if in_code {
+            out.push_str(line);
+            continue;
+        }
+        out.push_str(&inline(line));
+    }
+    out
+}
+
+/// One line's emphasis, outside inline code.
+fn inline(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    for (i, piece) in line.split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        if i % 2 == 1 {
+            out.push_str(piece);
+            continue;
+        }
+        const BOLD: &str = "\u{1}";
+        let piece = piece.replace("**", BOLD).replace("~~", "~");
+        let piece = italic_as_underscores(&piece);
+        out.push_str(&piece.replace(BOLD, "*"));
+    }
+    out
+}
+
+/// `*word*` (single asterisks around text, not a list bullet) as `_word_`.
+fn italic_as_underscores(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let opens = chars[i] == '*' && chars.get(i + 1).is_some_and(|c| !c.is_whitespace());
+        if opens && let Some(close) = (i + 1..chars.len()).find(|&j| chars[j] == '*') {
+            out.push('_');
+            out.extend(&chars[i + 1..close]);
+            out.push('_');
+            i = close + 1;
+            continue;
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
+/// A WhatsApp business number on the Cloud API.
+pub struct WhatsAppCloud {
+    http: reqwest::Client,
+    base: String,
+    phone_number_id: String,
+    /// Never logged.
+    access_token: String,
+    inbox: tokio::sync::Mutex<mpsc::Receiver<Delivery>>,
+    /// Who waits for the last batch received to be recorded.
+    pending: Mutex<Option<oneshot::Sender<()>>>,
+    webhook: Arc<CloudWebhook>,
+}
+
+impl WhatsAppCloud {
+    /// The number `phone_number_id` on `base_url` (default [`DEFAULT_BASE_URL`]).
+    ///
+    /// # Errors
+    /// The HTTP client cannot be built.
+    pub fn new(
+        base_url: Option<&str>,
+        phone_number_id: &str,
+        secrets: CloudSecrets,
+    ) -> Result<Self, ChannelError> {
+        let (deliveries, inbox) = mpsc::channel(QUEUE);
+        let webhook = Arc::new(CloudWebhook {
+            phone_number_id: phone_number_id.to_string(),
+            app_secret: ring::hmac::Key::new(
+                ring::hmac::HMAC_SHA256,
+                secrets.app_secret.as_bytes(),
+            ),
+            verify_token: secrets.verify_token,
+            deliveries,
+        });
+        Ok(Self {
+            http: client(Duration::from_secs(60))?,
+            base: base_url
+                .unwrap_or(DEFAULT_BASE_URL)
+                .trim_end_matches('/')
+                .to_string(),
+            phone_number_id: phone_number_id.to_string(),
+            access_token: secrets.access_token,
+            inbox: tokio::sync::Mutex::new(inbox),
+            pending: Mutex::new(None),
+            webhook,
+        })
+    }
+
+    /// The webhook that feeds this channel (the gateway routes Meta's requests to it).
+    pub fn webhook(&self) -> Arc<CloudWebhook> {
+        self.webhook.clone()
+    }
+
+    /// `GET`s or `POST`s a Graph API path with the access token; the answer's JSON.
+    async fn call(&self, path: &str, body: Option<Value>) -> Result<Value, ChannelError> {
+        let url = format!("{}/{path}", self.base);
+        let request = match &body {
+            Some(body) => self
+                .http
+                .post(&url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.to_string()),
+            None => self.http.get(&url),
+        };
+        let response = request
+            .bearer_auth(&self.access_token)
+            .send()
+            .await
+            .map_err(|e| network("whatsapp", e))?;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        let answer: Value = response
+            .bytes()
+            .await
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        if (200..300).contains(&status) {
+            return Ok(answer);
+        }
+        let error = &answer["error"];
+        let said = format!(
+            "{} (code {})",
+            error["message"].as_str().unwrap_or("refused"),
+            error["code"]
+        );
+        Err(classify(status, &said, retry_after))
+    }
+}
+
+impl Channel for WhatsAppCloud {
+    fn name(&self) -> &'static str {
+        "whatsapp"
+    }
+
+    fn max_chars(&self) -> usize {
+        MAX_CHARS
+    }
+
+    fn format(&self, markdown: &str) -> String {
+        whatsapp_text(markdown)
+    }
+
+    fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
+        Box::pin(async move {
+            let mut inbox = self.inbox.lock().await;
+            let Some((batch, recorded)) = inbox.recv().await else {
+                return Err(ChannelError::Permanent("the webhook is gone".into()));
+            };
+            if let Ok(mut pending) = self.pending.lock() {
+                *pending = Some(recorded);
+            }
+            Ok(batch)
+        })
+    }
+
+    fn acknowledge(&self) {
+        let waiting = self.pending.lock().ok().and_then(|mut p| p.take());
+        if let Some(waiting) = waiting {
+            let _ = waiting.send(());
+        }
+    }
+
+    fn send<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let mut body = json!({"messaging_product": "whatsapp", "recipient_type": "individual",
+                "to": chat, "type": "text", "text": {"body": text, "preview_url": false}});
+            if let Some(id) = reply_to {
+                body["context"] = json!({"message_id": id});
+            }
+            self.call(&format!("{}/messages", self.phone_number_id), Some(body))
+                .await
+                .map(|_| ())
+        })
+    }
+
+    fn typing<'a>(&'a self, _chat: &'a str) -> BoxFuture<'a, ()> {
+        // The Cloud API's typing indicator needs the message id it answers, which this
+        // call does not carry: nothing is shown.
+        Box::pin(async {})
+    }
+
+    fn media_url<'a>(
+        &'a self,
+        file: &'a str,
+    ) -> BoxFuture<'a, Result<(String, Option<String>), ChannelError>> {
+        Box::pin(async move {
+            let media = self.call(file, None).await?;
+            let url = media["url"]
+                .as_str()
+                .ok_or_else(|| ChannelError::Permanent(format!("media {file} has no url")))?;
+            Ok((url.to_string(), Some(self.access_token.clone())))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_becomes_whatsapps_formatting() {
+        assert_eq!(
+            whatsapp_text("**Done** and *soon*, ~~never~~"),
+            "*Done* and _soon_, ~never~"
+        );
+        assert_eq!(whatsapp_text("`**x**` stays"), "`**x**` stays");
+        assert_eq!(
+            whatsapp_text("```\n**kept**\n```\n**b**"),
+            "```\n**kept**\n```\n*b*"
+        );
+        assert_eq!(whatsapp_text("* a bullet"), "* a bullet");
+    }
+
+    #[test]
+    fn hex_signatures_decode() {
+        assert_eq!(decode_hex("00ff10"), Some(vec![0, 255, 16]));
+        assert_eq!(decode_hex("0f0"), None);
+        assert_eq!(decode_hex("zz"), None);
+    }
+
+    #[test]
+    fn a_notification_yields_its_messages_for_this_number_only() {
+        let n = json!({"object": "whatsapp_business_account", "entry": [{"id": "1", "changes": [
+            {"field": "messages", "value": {"messaging_product": "whatsapp",
+                "metadata": {"phone_number_id": "111"},
+                "contacts": [{"wa_id": "4915550001", "profile": {"name": "Ada"}}],
+                "messages": [
+                    {"from": "4915550001", "id": "wamid.A", "type": "text", "text": {"body": "hi"}},
+                    {"from": "4915550001", "id": "wamid.B", "type": "audio",
+                     "audio": {"id": "m1", "mime_type": "audio/ogg; codecs=opus", "voice": true}}]}},
+            {"field": "messages", "value": {"metadata": {"phone_number_id": "999"},
+                "messages": [{"from": "1", "id": "wamid.C", "type": "text", "text": {"body": "x"}}]}},
+            {"field": "messages", "value": {"metadata": {"phone_number_id": "111"},
+                "statuses": [{"id": "wamid.S", "status": "delivered"}]}}]}]});
+        let found = messages_of(&n, "111");
+        assert_eq!(found.len(), 2);
+        assert_eq!(
+            (found[0].text.as_str(), found[0].sender_name.as_str()),
+            ("hi", "Ada")
+        );
+        assert_eq!(
+            found[0].source_id().as_deref(),
+            Some("whatsapp:4915550001:wamid.A")
+        );
+        assert_eq!(found[1].text, "[voice note attached: audio.ogg]");
+        assert!(found[1].media[0].voice);
+        assert_eq!(found[1].media[0].source, MediaSource::File("m1".into()));
+    }
+}

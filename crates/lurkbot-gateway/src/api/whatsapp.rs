@@ -1,0 +1,72 @@
+//! `/channels/whatsapp/webhook`: Meta's Cloud API calls (ARCHITECTURE.md §6.1.1). The one
+//! path the gateway token does not guard — Meta cannot present it — and only while the
+//! WhatsApp channel runs in `cloud` mode, which needs the app secret: every `POST` is checked
+//! against its `X-Hub-Signature-256` before its body is read as anything
+//! (`lurkbot_channels::whatsapp::CloudWebhook`), and answered 200 once recorded.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use lurkbot_channels::whatsapp::WebhookAnswer;
+
+use crate::turns::host::SessionHost;
+
+/// The answer while no WhatsApp Cloud channel runs here.
+fn not_running() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        "no WhatsApp Cloud API channel runs on this gateway",
+    )
+        .into_response()
+}
+
+/// `GET`: Meta's verification of the callback URL.
+pub(crate) async fn verify(
+    State(host): State<Arc<SessionHost>>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let Some(webhook) = host.channels.whatsapp_webhook() else {
+        return not_running();
+    };
+    let pairs: Vec<(String, String)> =
+        url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
+    let field = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    answer(webhook.verify(
+        field("hub.mode"),
+        field("hub.verify_token"),
+        field("hub.challenge"),
+    ))
+}
+
+/// `POST`: a notification (messages, statuses).
+pub(crate) async fn notify(
+    State(host): State<Arc<SessionHost>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(webhook) = host.channels.whatsapp_webhook() else {
+        return not_running();
+    };
+    let signature = headers
+        .get("x-hub-signature-256")
+        .and_then(|v| v.to_str().ok());
+    answer(webhook.deliver(signature, &body).await)
+}
+
+fn answer(answer: WebhookAnswer) -> Response {
+    match answer {
+        WebhookAnswer::Ok(Some(challenge)) => (StatusCode::OK, challenge).into_response(),
+        WebhookAnswer::Ok(None) => StatusCode::OK.into_response(),
+        WebhookAnswer::Forbidden(why) => {
+            tracing::warn!(reason = why, "a WhatsApp webhook request was refused");
+            (StatusCode::FORBIDDEN, why).into_response()
+        }
+        WebhookAnswer::BadRequest(why) => (StatusCode::BAD_REQUEST, why).into_response(),
+        WebhookAnswer::Unavailable(why) => (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
+    }
+}
