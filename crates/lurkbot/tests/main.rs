@@ -53,3 +53,4 @@ mod turn_ends_on_postgres;
 mod usage;
 mod users;
 mod users_on_postgres;
+mod whatsapp_restarts;
