@@ -43,11 +43,22 @@ pub struct CloudSecrets {
 /// One webhook's messages, and who to tell once they are recorded.
 type Delivery = (Vec<Inbound>, oneshot::Sender<()>);
 
+/// A message of ours WhatsApp says it could not deliver (a `failed` status).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undelivered {
+    /// The message's `wamid` (as the send answered it).
+    pub wamid: String,
+    /// WhatsApp's reason, with its code (131047: outside the 24-hour window).
+    pub error: String,
+}
+
 /// How the gateway answers one webhook request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WebhookAnswer {
     /// 200: verified (the challenge to echo), or recorded.
     Ok(Option<String>),
+    /// 200: recorded; these messages of ours failed (the gateway marks them so, not retried).
+    Statuses(Vec<Undelivered>),
     /// 403: a wrong verify token, or a missing or wrong signature (nothing recorded).
     Forbidden(&'static str),
     /// 400: a signed body that is not a webhook.
@@ -99,15 +110,16 @@ impl CloudWebhook {
             return WebhookAnswer::BadRequest("the body is not JSON".into());
         };
         let batch = messages_of(&notification, &self.phone_number_id);
+        let failed = failures_of(&notification, &self.phone_number_id);
         if batch.is_empty() {
-            return WebhookAnswer::Ok(None);
+            return WebhookAnswer::Statuses(failed);
         }
         let (recorded, told) = oneshot::channel();
         if self.deliveries.send((batch, recorded)).await.is_err() {
             return WebhookAnswer::Unavailable("the WhatsApp channel is not receiving");
         }
         match tokio::time::timeout(RECORD_WAIT, told).await {
-            Ok(Ok(())) => WebhookAnswer::Ok(None),
+            Ok(Ok(())) => WebhookAnswer::Statuses(failed),
             _ => WebhookAnswer::Unavailable("the messages were not recorded in time"),
         }
     }
@@ -162,6 +174,41 @@ fn messages_of(notification: &Value, phone_number_id: &str) -> Vec<Inbound> {
         }
     }
     found
+}
+
+/// The `failed` statuses of one notification to `phone_number_id`: our messages WhatsApp
+/// could not deliver, with why.
+fn failures_of(notification: &Value, phone_number_id: &str) -> Vec<Undelivered> {
+    let entries = notification["entry"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    entries
+        .iter()
+        .flat_map(|e| e["changes"].as_array().map_or(&[][..], Vec::as_slice))
+        .filter(|c| {
+            c["field"] == "messages" && c["value"]["metadata"]["phone_number_id"] == phone_number_id
+        })
+        .flat_map(|c| {
+            c["value"]["statuses"]
+                .as_array()
+                .map_or(&[][..], Vec::as_slice)
+        })
+        .filter(|s| s["status"] == "failed")
+        .filter_map(|s| {
+            let error = &s["errors"][0];
+            Some(Undelivered {
+                wamid: s["id"].as_str()?.to_string(),
+                error: format!(
+                    "WhatsApp did not deliver it: {} (code {})",
+                    error["message"]
+                        .as_str()
+                        .or(error["title"].as_str())
+                        .unwrap_or("failed"),
+                    error["code"]
+                ),
+            })
+        })
+        .collect()
 }
 
 /// A message's text and attachments (named in the text).
@@ -428,15 +475,28 @@ impl Channel for WhatsAppCloud {
         text: &'a str,
         reply_to: Option<&'a str>,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move { self.send_once(chat, text, reply_to, "").await.map(|_| ()) })
+    }
+
+    /// WhatsApp has no idempotency key for sends; the `wamid` it answers is kept, so a later
+    /// `failed` status finds its outbox entry.
+    fn send_once<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+        _key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, ChannelError>> {
         Box::pin(async move {
             let mut body = json!({"messaging_product": "whatsapp", "recipient_type": "individual",
                 "to": chat, "type": "text", "text": {"body": text, "preview_url": false}});
             if let Some(id) = reply_to {
                 body["context"] = json!({"message_id": id});
             }
-            self.call(&format!("{}/messages", self.phone_number_id), Some(body))
-                .await
-                .map(|_| ())
+            let answer = self
+                .call(&format!("{}/messages", self.phone_number_id), Some(body))
+                .await?;
+            Ok(answer["messages"][0]["id"].as_str().map(str::to_string))
         })
     }
 
@@ -512,5 +572,17 @@ mod tests {
         assert_eq!(found[1].text, "[voice note attached: audio.ogg]");
         assert!(found[1].media[0].voice);
         assert_eq!(found[1].media[0].source, MediaSource::File("m1".into()));
+        assert!(failures_of(&n, "111").is_empty(), "delivered is no failure");
+        let failed = json!({"entry": [{"changes": [{"field": "messages", "value": {
+            "metadata": {"phone_number_id": "111"}, "statuses": [{"id": "wamid.O", "status": "failed",
+            "errors": [{"code": 131047, "title": "Re-engagement message"}]}]}}]}]});
+        assert_eq!(
+            failures_of(&failed, "111"),
+            vec![Undelivered {
+                wamid: "wamid.O".into(),
+                error: "WhatsApp did not deliver it: Re-engagement message (code 131047)".into()
+            }]
+        );
+        assert!(failures_of(&failed, "999").is_empty(), "another number's");
     }
 }

@@ -3,7 +3,8 @@
 //! them: the verification challenge right and wrong; unsigned and wrongly signed posts refused
 //! with nothing recorded and the model never called; a message answered (quoted, in WhatsApp's
 //! formatting) after a 429; a redelivered `wamid` answered once; a stranger under the allowlist
-//! not answered; a picture fetched by its media id reaching the model as an image; the route
+//! not answered; a `failed` status (131047) shown in the outbox and the channel's status, not
+//! retried; a picture fetched by its media id reaching the model as an image; the route
 //! absent where no WhatsApp channel runs.
 
 use std::sync::Arc;
@@ -11,11 +12,11 @@ use std::time::Duration;
 
 use lurkbot_llm::fake::Step;
 use lurkbot_test_support::whatsapp_server::{
-    Sent, WhatsAppServer, notification, signature, text_notification,
+    Sent, WhatsAppServer, failed_status, notification, signature, text_notification,
 };
 use serde_json::json;
 
-use crate::common::Gateway;
+use crate::common::{Client, Gateway, TOKEN as GATEWAY_TOKEN};
 
 const TOKEN: &str = "EAAGtest-access-token";
 const SECRET: &str = "app-secret-for-tests";
@@ -176,6 +177,35 @@ async fn whatsapp_cloud_webhooks_are_verified_signed_recorded_and_answered_once(
         asked["content"].as_str().unwrap().contains("status?"),
         "{asked}"
     );
+
+    // WhatsApp says the second answer was not delivered (outside the 24-hour window): the
+    // outbox keeps it as failed, with why, and the channel's status shows it; nothing resent.
+    let failed = failed_status(PHONE, OWNER, "wamid.OUT2", 131047).to_string();
+    assert_eq!(
+        post(
+            &gw,
+            failed.as_bytes(),
+            Some(&signature(SECRET, failed.as_bytes()))
+        )
+        .await,
+        200
+    );
+    let (mut c, _) = Client::connect(&gw, GATEWAY_TOKEN).await;
+    let status = c.request("channels.status", json!({})).await["payload"].clone();
+    assert_eq!(status["outbox"]["failed"], 1, "{status}");
+    let undelivered = &status["outbox"]["undelivered"][0];
+    assert_eq!(undelivered["text"], "Second answer.", "{status}");
+    assert!(
+        undelivered["error"].as_str().unwrap().contains("131047"),
+        "{status}"
+    );
+    let channel = &status["channels"][0];
+    assert_eq!(channel["name"], "whatsapp");
+    assert!(
+        channel["lastError"].as_str().unwrap().contains("131047"),
+        "{status}"
+    );
+    assert_eq!(server.sent().len(), 2, "a failed message is not sent again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -249,6 +249,26 @@ impl Store {
         self.read(move |sql| by_id(sql, &id))
     }
 
+    /// The message sent on `channel` whose last piece the platform numbered `platform_id` (a
+    /// delivery receipt names it), if any.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn outgoing_by_platform_id(
+        &self,
+        channel: &str,
+        platform_id: &str,
+    ) -> Result<Option<Outgoing>, StateError> {
+        let (channel, platform_id) = (channel.to_string(), platform_id.to_string());
+        self.read(move |sql| {
+            let row = sql.row(
+                &format!("SELECT {COLUMNS} FROM outbox WHERE channel = ?1 AND platform_id = ?2"),
+                vals![channel, platform_id],
+            )?;
+            Ok(row.as_ref().map(outgoing))
+        })
+    }
+
     /// Messages in `states` (all when empty), oldest first, at most `limit`.
     ///
     /// # Errors

@@ -138,6 +138,19 @@ pub fn notification(phone_number_id: &str, from: &str, name: &str, message: Valu
             "messages": [message]}}]}]})
 }
 
+/// A notification that our message `wamid` to `recipient` failed with `code` (131047: more
+/// than 24 hours since the customer last wrote), as Meta posts it.
+pub fn failed_status(phone_number_id: &str, recipient: &str, wamid: &str, code: u32) -> Value {
+    json!({"object": "whatsapp_business_account", "entry": [{"id": "102290129340398",
+        "changes": [{"field": "messages", "value": {"messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "15550783881", "phone_number_id": phone_number_id},
+            "statuses": [{"id": wamid, "status": "failed", "timestamp": "1764300100",
+                "recipient_id": recipient,
+                "errors": [{"code": code, "title": "Re-engagement message",
+                    "message": "Re-engagement message",
+                    "error_data": {"details": "Message failed to send because more than 24 hours have passed since the customer last replied to this number."}}]}]}}]}]})
+}
+
 /// `X-Hub-Signature-256` of `body` under `app_secret`, as Meta computes it.
 pub fn signature(app_secret: &str, body: &[u8]) -> String {
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, app_secret.as_bytes());

@@ -10,7 +10,7 @@ use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use lurkbot_channels::whatsapp::WebhookAnswer;
+use lurkbot_channels::whatsapp::{Undelivered, WebhookAnswer};
 
 use crate::turns::host::SessionHost;
 
@@ -55,13 +55,42 @@ pub(crate) async fn notify(
     let signature = headers
         .get("x-hub-signature-256")
         .and_then(|v| v.to_str().ok());
-    answer(webhook.deliver(signature, &body).await)
+    let answered = webhook.deliver(signature, &body).await;
+    if let WebhookAnswer::Statuses(failed) = &answered {
+        note_failures(&host, failed);
+    }
+    answer(answered)
+}
+
+/// Marks our messages WhatsApp could not deliver as failed in the outbox (not retried: the
+/// reason, e.g. the 24-hour window, does not pass) and in the channel's status.
+fn note_failures(host: &SessionHost, failed: &[Undelivered]) {
+    for failure in failed {
+        tracing::warn!(
+            wamid = failure.wamid,
+            error = failure.error,
+            "a WhatsApp message was not delivered"
+        );
+        if let Some(live) = host.channels.live("whatsapp") {
+            live.note_error(&failure.error);
+        }
+        let Some(store) = host.store() else { continue };
+        match store.outgoing_by_platform_id("whatsapp", &failure.wamid) {
+            Ok(Some(entry)) => {
+                if let Err(e) = store.mark_failed(&entry.id, &failure.error, true) {
+                    tracing::warn!(error = %e, "outbox entry not marked failed");
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "outbox not read"),
+        }
+    }
 }
 
 fn answer(answer: WebhookAnswer) -> Response {
     match answer {
         WebhookAnswer::Ok(Some(challenge)) => (StatusCode::OK, challenge).into_response(),
-        WebhookAnswer::Ok(None) => StatusCode::OK.into_response(),
+        WebhookAnswer::Ok(None) | WebhookAnswer::Statuses(_) => StatusCode::OK.into_response(),
         WebhookAnswer::Forbidden(why) => {
             tracing::warn!(reason = why, "a WhatsApp webhook request was refused");
             (StatusCode::FORBIDDEN, why).into_response()
