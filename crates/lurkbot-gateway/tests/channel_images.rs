@@ -57,20 +57,10 @@ async fn a_photo_on_telegram_reaches_the_model_as_an_image() {
     server.user_sends_photo(42, 42, "owner", &photo_with_gps(), "what colour is this?");
     answered(&server).await;
     let body = &gw.fake.requests()[0].body;
-    let user = body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .unwrap();
-    let parts = user["content"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no parts: {user}"));
-    let text = parts[0]["text"].as_str().unwrap();
+    let user = crate::common::last_user_message(body);
+    let (text, url) = crate::common::text_and_image(&user);
     assert!(text.contains("what colour is this?"), "{text}");
     assert!(text.contains("shown to you"), "{text}");
-    let url = parts[1]["image_url"]["url"].as_str().unwrap();
     let data = url.strip_prefix("data:image/jpeg;base64,").unwrap();
     let jpeg = base64::engine::general_purpose::STANDARD
         .decode(data)

@@ -248,27 +248,10 @@ async fn a_photo_in_a_matrix_room_reaches_the_model_as_an_image() {
         ["A red square."],
         "requests to the model: {seen:#?}"
     );
-    let user = gw.fake.requests()[0].body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
-    let parts = user["content"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{user}"))
-        .clone();
-    assert!(
-        parts[0]["text"].as_str().unwrap().contains("square.png"),
-        "{user}"
-    );
-    assert!(
-        parts[1]["image_url"]["url"]
-            .as_str()
-            .unwrap()
-            .starts_with("data:image/jpeg;base64,"),
-        "{user}"
-    );
+    let user = crate::common::last_user_message(&gw.fake.requests()[0].body);
+    let (text, url) = crate::common::text_and_image(&user);
+    assert!(text.contains("square.png"), "{user}");
+    assert!(url.starts_with("data:image/jpeg;base64,"), "{user}");
 }
 
 /// A voice note in the owner's direct room (`m.audio` marked as voice, its OGG/Opus uploaded to

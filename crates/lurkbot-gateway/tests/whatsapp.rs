@@ -16,7 +16,7 @@ use lurkbot_test_support::whatsapp_server::{
 };
 use serde_json::json;
 
-use crate::common::{Client, Gateway, TOKEN as GATEWAY_TOKEN};
+use crate::common::{Client, Gateway, TOKEN as GATEWAY_TOKEN, last_user_message, text_and_image};
 
 const TOKEN: &str = "EAAGtest-access-token";
 const SECRET: &str = "app-secret-for-tests";
@@ -42,6 +42,16 @@ async fn post(gw: &Gateway, body: &[u8], signature: Option<&str>) -> u16 {
         request = request.header("x-hub-signature-256", s);
     }
     request.send().await.unwrap().status().as_u16()
+}
+
+/// POSTs `body` signed with the app secret, as Meta does.
+async fn post_signed(gw: &Gateway, body: &str) -> u16 {
+    post(
+        gw,
+        body.as_bytes(),
+        Some(&signature(SECRET, body.as_bytes())),
+    )
+    .await
 }
 
 async fn verify(gw: &Gateway, token: &str) -> (u16, String) {
@@ -108,15 +118,7 @@ async fn whatsapp_cloud_webhooks_are_verified_signed_recorded_and_answered_once(
 
     // Signed: 200 once recorded, answered after one 429, quoting the message, formatted.
     server.rate_limit_next(1);
-    assert_eq!(
-        post(
-            &gw,
-            first.as_bytes(),
-            Some(&signature(SECRET, first.as_bytes()))
-        )
-        .await,
-        200
-    );
+    assert_eq!(post_signed(&gw, &first).await, 200);
     let replies = sent(&server, 1).await;
     assert_eq!(
         replies,
@@ -129,35 +131,11 @@ async fn whatsapp_cloud_webhooks_are_verified_signed_recorded_and_answered_once(
     assert_eq!(server.attempts(), 2, "one 429, then sent");
 
     // The same wamid delivered again: 200, not answered again. A stranger: not answered.
-    assert_eq!(
-        post(
-            &gw,
-            first.as_bytes(),
-            Some(&signature(SECRET, first.as_bytes()))
-        )
-        .await,
-        200
-    );
+    assert_eq!(post_signed(&gw, &first).await, 200);
     let stranger = text_notification(PHONE, "4470000000", "Eve", "wamid.X", "hi").to_string();
-    assert_eq!(
-        post(
-            &gw,
-            stranger.as_bytes(),
-            Some(&signature(SECRET, stranger.as_bytes()))
-        )
-        .await,
-        200
-    );
+    assert_eq!(post_signed(&gw, &stranger).await, 200);
     let second = text_notification(PHONE, OWNER, "Ada", "wamid.IN2", "and now?").to_string();
-    assert_eq!(
-        post(
-            &gw,
-            second.as_bytes(),
-            Some(&signature(SECRET, second.as_bytes()))
-        )
-        .await,
-        200
-    );
+    assert_eq!(post_signed(&gw, &second).await, 200);
     let replies = sent(&server, 2).await;
     assert_eq!(replies.len(), 2, "{replies:?}");
     assert_eq!(replies[1].body, "Second answer.");
@@ -181,15 +159,7 @@ async fn whatsapp_cloud_webhooks_are_verified_signed_recorded_and_answered_once(
     // WhatsApp says the second answer was not delivered (outside the 24-hour window): the
     // outbox keeps it as failed, with why, and the channel's status shows it; nothing resent.
     let failed = failed_status(PHONE, OWNER, "wamid.OUT2", 131047).to_string();
-    assert_eq!(
-        post(
-            &gw,
-            failed.as_bytes(),
-            Some(&signature(SECRET, failed.as_bytes()))
-        )
-        .await,
-        200
-    );
+    assert_eq!(post_signed(&gw, &failed).await, 200);
     let (mut c, _) = Client::connect(&gw, GATEWAY_TOKEN).await;
     let status = c.request("channels.status", json!({})).await["payload"].clone();
     assert_eq!(status["outbox"]["failed"], 1, "{status}");
@@ -213,15 +183,7 @@ async fn the_webhook_is_absent_where_no_whatsapp_channel_runs() {
     let gw = Gateway::start("", vec![]).await;
     assert_eq!(verify(&gw, VERIFY).await.0, 404);
     let body = text_notification(PHONE, OWNER, "Ada", "wamid.Z", "hello").to_string();
-    assert_eq!(
-        post(
-            &gw,
-            body.as_bytes(),
-            Some(&signature(SECRET, body.as_bytes()))
-        )
-        .await,
-        404
-    );
+    assert_eq!(post_signed(&gw, &body).await, 404);
 }
 
 /// A small PNG made by Pillow (the classic tool), as a phone would send it.
@@ -265,36 +227,41 @@ async fn a_picture_on_whatsapp_is_fetched_by_its_media_id_and_shown_to_the_model
                 "sha256": "x", "caption": "what colour?"}}),
     )
     .to_string();
-    assert_eq!(
-        post(
-            &gw,
-            body.as_bytes(),
-            Some(&signature(SECRET, body.as_bytes()))
-        )
-        .await,
-        200
-    );
+    assert_eq!(post_signed(&gw, &body).await, 200);
     assert_eq!(sent(&server, 1).await[0].body, "A red picture.");
-    let request = &gw.fake.requests()[0].body;
-    let user = request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .unwrap();
-    let parts = user["content"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no image part: {user}"));
-    assert!(
-        parts[0]["text"].as_str().unwrap().contains("what colour?"),
-        "{user}"
+    let user = last_user_message(&gw.fake.requests()[0].body);
+    let (text, url) = text_and_image(&user);
+    assert!(text.contains("what colour?"), "{user}");
+    assert!(url.starts_with("data:image/"), "{user}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_reply_goes_in_pieces_within_whatsapps_limit() {
+    let server = Arc::new(WhatsAppServer::start(TOKEN, PHONE));
+    let long = "Lorem ipsum dolor sit amet. ".repeat(220);
+    let gw = Gateway::start_with_env(
+        &format!(
+            "[channels.whatsapp]\nmode = \"cloud\"\nbase_url = \"{}\"\nphone_number_id = \"{PHONE}\"\nallow_from = [\"{OWNER}\"]\n",
+            server.url()
+        ),
+        vec![Step::text(&long)],
+        &format!(
+            "WHATSAPP_ACCESS_TOKEN={TOKEN}\nWHATSAPP_APP_SECRET={SECRET}\nWHATSAPP_VERIFY_TOKEN={VERIFY}\n"
+        ),
+    )
+    .await;
+    let body = text_notification(PHONE, OWNER, "Ada", "wamid.LONG", "tell me a lot").to_string();
+    assert_eq!(post_signed(&gw, &body).await, 200);
+    let pieces = sent(&server, 2).await;
+    assert_eq!(pieces.len(), 2, "{} characters in two pieces", long.len());
+    assert!(pieces.iter().all(|p| p.body.chars().count() <= 4096));
+    assert_eq!(
+        pieces
+            .iter()
+            .map(|p| p.body.trim())
+            .collect::<Vec<_>>()
+            .join(" "),
+        long.trim()
     );
-    assert!(
-        parts[1]["image_url"]["url"]
-            .as_str()
-            .unwrap()
-            .starts_with("data:image/"),
-        "{user}"
-    );
+    assert_eq!(pieces[0].reply_to.as_deref(), Some("wamid.LONG"));
 }

@@ -119,3 +119,20 @@ impl HttpRequest {
         parts
     }
 }
+
+/// Writes one HTTP/1.1 answer (`Connection: close`) with `body` of type `kind`.
+pub(crate) fn reply(
+    stream: &mut TcpStream,
+    status: u16,
+    kind: &str,
+    body: &[u8],
+) -> std::io::Result<()> {
+    use std::io::Write;
+    write!(
+        stream,
+        "HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    stream.write_all(body)?;
+    stream.flush()
+}

@@ -8,7 +8,6 @@
 //! answers known audio: a 440 Hz tone lasting 50 ms per character of the input, so a test can
 //! check the length of what LurkBot made from it.
 
-use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
@@ -152,7 +151,7 @@ fn serve(
         (failure, s.transcript.clone())
     };
     if let Some(status) = failure {
-        return reply(
+        return crate::http_request::reply(
             &mut stream,
             status,
             "application/json",
@@ -163,7 +162,7 @@ fn serve(
         SpeechApi::OpenAi => openai(&request, key, &transcript),
         SpeechApi::ElevenLabs => elevenlabs(&request, key),
     };
-    reply(&mut stream, status, kind, &body)
+    crate::http_request::reply(&mut stream, status, kind, &body)
 }
 
 type Answer = (u16, &'static str, Vec<u8>);
@@ -281,13 +280,4 @@ fn elevenlabs(request: &HttpRequest, key: Option<&str>) -> Answer {
             b"{\"detail\":\"this test server makes only pcm_16000 and pcm_24000\"}".to_vec(),
         ),
     }
-}
-
-fn reply(stream: &mut TcpStream, status: u16, kind: &str, body: &[u8]) -> std::io::Result<()> {
-    write!(
-        stream,
-        "HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )?;
-    stream.write_all(body)
 }

@@ -7,12 +7,13 @@
 //! Notifications are built and signed as Meta builds and signs them (`X-Hub-Signature-256`:
 //! the HMAC-SHA256 of the raw body under the app secret).
 
-use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use crate::http_request::reply;
 
 /// The API version in the paths (`[channels.whatsapp] base_url` ends with it).
 pub const VERSION: &str = "v23.0";
@@ -320,14 +321,4 @@ fn graph_error(code: u32, message: &str) -> String {
     json!({"error": {"message": message, "type": "OAuthException", "code": code,
         "fbtrace_id": "AbCdEfGh"}})
     .to_string()
-}
-
-fn reply(stream: &mut TcpStream, status: u16, kind: &str, body: &[u8]) -> std::io::Result<()> {
-    write!(
-        stream,
-        "HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )?;
-    stream.write_all(body)?;
-    stream.flush()
 }

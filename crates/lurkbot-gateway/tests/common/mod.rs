@@ -381,3 +381,26 @@ pub fn http() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::new()
 }
+
+/// The last user message of a model request's body (OpenAI's wire format).
+pub fn last_user_message(body: &Value) -> Value {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no user message in {body}"))
+}
+
+/// A user message made of parts: its first part's text and its second part's image URL.
+pub fn text_and_image(user: &Value) -> (String, String) {
+    let parts = user["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no parts: {user}"));
+    let text = parts[0]["text"].as_str().unwrap_or_default().to_string();
+    let url = parts
+        .get(1)
+        .and_then(|p| p["image_url"]["url"].as_str())
+        .unwrap_or_else(|| panic!("no image part: {user}"))
+        .to_string();
+    (text, url)
+}

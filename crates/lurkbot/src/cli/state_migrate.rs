@@ -53,7 +53,16 @@ pub(crate) fn run(home_path: &Path, args: &MigrateArgs) -> CliResult {
         ));
     }
     let source = Store::open_at(&home, &from, None).map_err(failed)?;
-    let running = source.others_running().map_err(failed)?;
+    // A running gateway holds its lock all along; a lock seen once may be a command that just
+    // ended (its connection still closing) or a statement's own short lock: look again.
+    let mut running = source.others_running().map_err(failed)?;
+    for _ in 0..10 {
+        if running.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        running = source.others_running().map_err(failed)?;
+    }
     if !running.is_empty() {
         return Err(CliError::failed(
             "state migrate",
