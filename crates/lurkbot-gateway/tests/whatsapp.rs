@@ -145,12 +145,7 @@ async fn whatsapp_cloud_webhooks_are_verified_signed_recorded_and_answered_once(
         2,
         "the redelivery or the stranger reached the model"
     );
-    let asked = gw.fake.requests()[0].body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let asked = last_user_message(&gw.fake.requests()[0].body);
     assert!(
         asked["content"].as_str().unwrap().contains("status?"),
         "{asked}"
