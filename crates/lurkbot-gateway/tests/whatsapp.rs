@@ -260,3 +260,30 @@ async fn a_long_reply_goes_in_pieces_within_whatsapps_limit() {
     );
     assert_eq!(pieces[0].reply_to.as_deref(), Some("wamid.LONG"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_linked_mode_is_not_started_and_says_why() {
+    let gw = Gateway::start_with_env(
+        "[channels.whatsapp]\nallow_from = [\"4915550001\"]\n",
+        vec![],
+        &format!(
+            "WHATSAPP_ACCESS_TOKEN={TOKEN}\nWHATSAPP_APP_SECRET={SECRET}\nWHATSAPP_VERIFY_TOKEN={VERIFY}\n"
+        ),
+    )
+    .await;
+    let (mut c, _) = Client::connect(&gw, GATEWAY_TOKEN).await;
+    let status = c.request("channels.status", json!({})).await["payload"].clone();
+    let channel = &status["channels"][0];
+    assert_eq!(channel["state"], "not started", "{status}");
+    assert!(
+        channel["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("linked-device mode") && e.contains("mode = \"cloud\"")),
+        "{status}"
+    );
+    assert_eq!(
+        verify(&gw, VERIFY).await.0,
+        404,
+        "no webhook without the Cloud mode"
+    );
+}

@@ -46,6 +46,7 @@ pub(crate) fn start(state: &ChannelContext) -> Vec<tokio::task::JoinHandle<()>> 
             Ok(channel) => Arc::new(Live::new(channel)),
             Err(e) => {
                 tracing::warn!(channel = name, error = e.as_str(), "channel not started");
+                state.host.channels.refuse(name, e);
                 continue;
             }
         };

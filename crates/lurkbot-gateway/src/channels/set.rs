@@ -14,6 +14,8 @@ use crate::channels::live::Live;
 #[derive(Default)]
 pub(crate) struct ChannelSet {
     running: Mutex<BTreeMap<&'static str, Arc<Live>>>,
+    /// Why an enabled channel could not be started (its credentials, its settings).
+    refused: Mutex<BTreeMap<&'static str, String>>,
     /// Where the IRC forwarder hands the IRC line's messages (`[channels.irc]`).
     irc_line: Mutex<Option<tokio::sync::mpsc::UnboundedSender<lurkbot_term::InboundMessage>>>,
     /// Outbox entries being sent now (`outbox.rs`).
@@ -52,6 +54,18 @@ impl ChannelSet {
     /// WhatsApp's Cloud API webhook, when that channel runs here.
     pub(crate) fn whatsapp_webhook(&self) -> Option<Arc<lurkbot_channels::whatsapp::CloudWebhook>> {
         self.whatsapp.lock().ok()?.clone()
+    }
+
+    /// Records why `name` could not be started (`channels.status` shows it).
+    pub(crate) fn refuse(&self, name: &'static str, why: String) {
+        if let Ok(mut refused) = self.refused.lock() {
+            refused.insert(name, why);
+        }
+    }
+
+    /// Why `name` could not be started, if it was refused.
+    pub(crate) fn refused(&self, name: &str) -> Option<String> {
+        self.refused.lock().ok()?.get(name).cloned()
     }
 
     /// Where the IRC forwarder is to hand the IRC line's messages from now on.

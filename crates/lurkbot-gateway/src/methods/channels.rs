@@ -26,6 +26,7 @@ pub(crate) fn status(state: &SessionHost) -> Value {
                     "disabled"
                 }
                 .into(),
+                last_error: state.channels.refused(name),
                 ..ChannelStatus::default()
             });
             json!({"name": name, "enabled": settings.enabled, "dmPolicy": settings.dm_policy,
