@@ -55,9 +55,10 @@ pub struct Undelivered {
 /// How the gateway answers one webhook request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WebhookAnswer {
-    /// 200: verified (the challenge to echo), or recorded.
-    Ok(Option<String>),
-    /// 200: recorded; these messages of ours failed (the gateway marks them so, not retried).
+    /// 200 with the challenge to echo: the callback URL is verified.
+    Challenge(String),
+    /// 200: the messages are recorded (or there were none); these messages of ours failed
+    /// (the gateway marks them so, not retried).
     Statuses(Vec<Undelivered>),
     /// 403: a wrong verify token, or a missing or wrong signature (nothing recorded).
     Forbidden(&'static str),
@@ -88,7 +89,7 @@ impl CloudWebhook {
         let token_ok = token.is_some_and(|t| lurkbot_core::secret_matches(&self.verify_token, t));
         match (mode, challenge) {
             (Some("subscribe"), Some(challenge)) if token_ok => {
-                WebhookAnswer::Ok(Some(challenge.to_string()))
+                WebhookAnswer::Challenge(challenge.to_string())
             }
             _ => WebhookAnswer::Forbidden("the verify token does not match"),
         }
@@ -536,6 +537,60 @@ mod tests {
             "```\n**kept**\n```\n*b*"
         );
         assert_eq!(whatsapp_text("* a bullet"), "* a bullet");
+    }
+
+    fn webhook() -> (WhatsAppCloud, CloudWebhook) {
+        let secrets = CloudSecrets {
+            access_token: "t".into(),
+            app_secret: "s3cret".into(),
+            verify_token: "v".into(),
+        };
+        let cloud = WhatsAppCloud::new(Some("http://127.0.0.1:9"), "111", secrets).unwrap();
+        let webhook = CloudWebhook {
+            phone_number_id: "111".into(),
+            app_secret: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"s3cret"),
+            verify_token: "v".into(),
+            deliveries: cloud.webhook.deliveries.clone(),
+        };
+        (cloud, webhook)
+    }
+
+    fn signed(body: &[u8]) -> String {
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"s3cret");
+        let hex: String = ring::hmac::sign(&key, body)
+            .as_ref()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("sha256={hex}")
+    }
+
+    #[tokio::test]
+    async fn a_signed_body_that_is_not_json_or_not_received_is_refused() {
+        let (cloud, webhook) = webhook();
+        assert!(matches!(
+            webhook
+                .deliver(Some(&signed(b"not json")), b"not json")
+                .await,
+            WebhookAnswer::BadRequest(_)
+        ));
+        assert_eq!(
+            webhook.verify(Some("subscribe"), Some("v"), None),
+            WebhookAnswer::Forbidden("the verify token does not match"),
+            "no challenge, nothing to echo"
+        );
+        // The channel gone (its receive side dropped): 503, so Meta delivers it again.
+        drop(cloud);
+        let body = json!({"entry": [{"changes": [{"field": "messages", "value": {
+            "metadata": {"phone_number_id": "111"},
+            "messages": [{"from": "1", "id": "wamid.Q", "type": "text", "text": {"body": "x"}}]}}]}]})
+        .to_string();
+        assert!(matches!(
+            webhook
+                .deliver(Some(&signed(body.as_bytes())), body.as_bytes())
+                .await,
+            WebhookAnswer::Unavailable(_)
+        ));
     }
 
     #[test]

@@ -187,3 +187,37 @@ impl Problems<'_> {
         self.0.push((key, message));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    fn problems(text: &str) -> Vec<String> {
+        crate::Config::check(Path::new("config.toml"), text)
+            .map(|(_, p)| p.into_iter().map(|p| p.key).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn whatsapps_mode_and_number_id_are_checked() {
+        assert!(
+            problems("[channels.whatsapp]\nmode = \"cloud\"\nphone_number_id = \"1\"\n").is_empty()
+        );
+        assert!(
+            problems("[channels.whatsapp]\n").is_empty(),
+            "linked is the default"
+        );
+        assert_eq!(
+            problems("[channels.whatsapp]\nmode = \"web\"\n"),
+            ["channels.whatsapp.mode"]
+        );
+        assert_eq!(
+            problems("[channels.whatsapp]\nmode = \"cloud\"\n"),
+            ["channels.whatsapp.phone_number_id"]
+        );
+        assert_eq!(
+            problems("[channels.telegram]\nmode = \"cloud\"\n"),
+            ["channels.telegram.mode"]
+        );
+    }
+}

@@ -89,8 +89,8 @@ fn note_failures(host: &SessionHost, failed: &[Undelivered]) {
 
 fn answer(answer: WebhookAnswer) -> Response {
     match answer {
-        WebhookAnswer::Ok(Some(challenge)) => (StatusCode::OK, challenge).into_response(),
-        WebhookAnswer::Ok(None) | WebhookAnswer::Statuses(_) => StatusCode::OK.into_response(),
+        WebhookAnswer::Challenge(challenge) => (StatusCode::OK, challenge).into_response(),
+        WebhookAnswer::Statuses(_) => StatusCode::OK.into_response(),
         WebhookAnswer::Forbidden(why) => {
             tracing::warn!(reason = why, "a WhatsApp webhook request was refused");
             (StatusCode::FORBIDDEN, why).into_response()
