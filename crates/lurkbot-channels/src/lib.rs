@@ -24,6 +24,7 @@ pub mod routing;
 pub mod slack;
 pub mod telegram;
 pub mod whatsapp;
+mod whatsapp_text;
 mod ws;
 
 pub use channel::{
