@@ -166,6 +166,31 @@ pub struct ChannelStatus {
     pub received: u64,
     /// Messages sent since the gateway started.
     pub sent: u64,
+    /// A linked device's link to its account (WhatsApp's linked mode), with the QR code to
+    /// scan while it is not linked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkState>,
+}
+
+/// Where a linked device stands with its account.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LinkState {
+    /// `unlinked` (starting), `qr` (a code to scan), `pairCode` (a code to type on the
+    /// phone), `linked`, or `loggedOut` (unlinked from the phone: log in again).
+    pub state: String,
+    /// The QR code's payload while `qr`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qr: Option<String>,
+    /// The QR code drawn as SVG while `qr` (the web UI shows it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qr_svg: Option<String>,
+    /// The pairing code while `pairCode`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pair_code: Option<String>,
+    /// The account's phone number once linked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
 }
 
 /// A messaging platform.
@@ -229,6 +254,22 @@ pub trait Channel: Send + Sync {
                 "this platform carries no audio".into(),
             ))
         })
+    }
+
+    /// A linked device's link to its account; `None` for platforms without one.
+    fn link(&self) -> Option<LinkState> {
+        None
+    }
+
+    /// The bytes of a platform file id that only the platform's own client can read
+    /// (WhatsApp's linked device decrypts its media), at most `max`; `None` where the file is
+    /// fetched from [`Channel::media_url`] instead.
+    fn media_bytes<'a>(
+        &'a self,
+        _file: &'a str,
+        _max: u64,
+    ) -> BoxFuture<'a, Option<Result<Vec<u8>, ChannelError>>> {
+        Box::pin(async { None })
     }
 
     /// The URL (and bearer token) of a platform file id (a [`MediaSource::File`]).

@@ -24,9 +24,11 @@ pub mod routing;
 pub mod slack;
 pub mod telegram;
 pub mod whatsapp;
+pub mod whatsapp_linked;
 mod whatsapp_text;
 mod ws;
 
 pub use channel::{
-    BoxFuture, Channel, ChannelError, ChannelStatus, Inbound, Media, MediaSource, VoiceNote,
+    BoxFuture, Channel, ChannelError, ChannelStatus, Inbound, LinkState, Media, MediaSource,
+    VoiceNote,
 };

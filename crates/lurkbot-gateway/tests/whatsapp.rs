@@ -5,7 +5,8 @@
 //! formatting) after a 429; a redelivered `wamid` answered once; a stranger under the allowlist
 //! not answered; a `failed` status (131047) shown in the outbox and the channel's status, not
 //! retried; a picture fetched by its media id reaching the model as an image; the route
-//! absent where no WhatsApp channel runs.
+//! absent where no WhatsApp channel runs; and the linked device dialling its endpoint with the
+//! web client's origin, its link shown in `channels.status`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -262,25 +263,46 @@ async fn a_long_reply_goes_in_pieces_within_whatsapps_limit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_linked_mode_is_not_started_and_says_why() {
+async fn the_linked_device_dials_its_endpoint_and_shows_its_link() {
+    // WhatsApp's own servers are not reachable from a test: the device dials `base_url`
+    // (here a socket that reads the WebSocket request and closes), and its link shows.
+    let relay = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = relay.local_addr().unwrap().port();
     let gw = Gateway::start_with_env(
-        "[channels.whatsapp]\nallow_from = [\"4915550001\"]\n",
-        vec![],
         &format!(
-            "WHATSAPP_ACCESS_TOKEN={TOKEN}\nWHATSAPP_APP_SECRET={SECRET}\nWHATSAPP_VERIFY_TOKEN={VERIFY}\n"
+            "[channels.whatsapp]\nallow_from = [\"4915550001\"]\nbase_url = \"ws://127.0.0.1:{port}/ws/chat\"\n"
         ),
+        vec![],
+        "",
     )
     .await;
+    let (mut socket, _) = tokio::time::timeout(WAIT, relay.accept())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut request = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !request.ends_with(b"\r\n\r\n") {
+        let n = tokio::io::AsyncReadExt::read(&mut socket, &mut buf)
+            .await
+            .unwrap();
+        assert!(n > 0, "the request ended early");
+        request.extend_from_slice(&buf[..n]);
+    }
+    let request = String::from_utf8_lossy(&request).to_ascii_lowercase();
+    assert!(request.starts_with("get /ws/chat http/1.1"), "{request}");
+    assert!(request.contains("upgrade: websocket"), "{request}");
+    assert!(
+        request.contains("origin: https://web.whatsapp.com"),
+        "{request}"
+    );
+    drop(socket);
     let (mut c, _) = Client::connect(&gw, GATEWAY_TOKEN).await;
     let status = c.request("channels.status", json!({})).await["payload"].clone();
     let channel = &status["channels"][0];
-    assert_eq!(channel["state"], "not started", "{status}");
-    assert!(
-        channel["lastError"]
-            .as_str()
-            .is_some_and(|e| e.contains("linked-device mode") && e.contains("mode = \"cloud\"")),
-        "{status}"
-    );
+    assert_eq!(channel["name"], "whatsapp", "{status}");
+    assert_eq!(channel["link"]["state"], "unlinked", "{status}");
+    assert!(channel["lastError"].is_null(), "{status}");
     assert_eq!(
         verify(&gw, VERIFY).await.0,
         404,

@@ -220,6 +220,28 @@ impl Store {
         })?
     }
 
+    /// Writes (`Some(body)`) or deletes (`None`) several documents in one durable transaction:
+    /// all of them or none (a linked device's keys, which must never be half written).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn write_documents(&self, writes: Vec<(String, Option<String>)>) -> Result<(), StateError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        self.transaction(true, move |tx| {
+            for (name, body) in &writes {
+                match body {
+                    Some(body) => write_document(tx, name, body)?,
+                    None => {
+                        tx.exec("DELETE FROM documents WHERE name = ?1", vals![name.clone()])?;
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Deletes document `name` (nothing when there is none).
     ///
     /// # Errors

@@ -53,4 +53,5 @@ mod turn_ends_on_postgres;
 mod usage;
 mod users;
 mod users_on_postgres;
+mod whatsapp_keys;
 mod whatsapp_restarts;

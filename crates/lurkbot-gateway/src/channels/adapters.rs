@@ -17,7 +17,9 @@ pub(crate) fn build(state: &ChannelContext, name: &str) -> Result<Arc<dyn Channe
     let vars = lurkbot_agent::setup::variables(&state.home);
     // What a channel needs from `.env` is said in one place, which `lurkbot doctor` reads too.
     if let Some(lacking) =
-        lurkbot_channels::credentials::missing_variables(name, |v| vars(v).is_some())
+        lurkbot_channels::credentials::missing_variables(name, settings.mode.as_deref(), |v| {
+            vars(v).is_some()
+        })
     {
         return Err(lacking);
     }
@@ -102,7 +104,8 @@ pub(crate) fn build(state: &ChannelContext, name: &str) -> Result<Arc<dyn Channe
         }
         "whatsapp" => match settings.mode.as_deref().unwrap_or("linked") {
             "cloud" => {
-                let need = |v: &str| vars(v).ok_or(format!("{v} is not set (put it in the home's .env)"));
+                let need =
+                    |v: &str| vars(v).ok_or(format!("{v} is not set (put it in the home's .env)"));
                 let phone = settings
                     .phone_number_id
                     .clone()
@@ -122,7 +125,19 @@ pub(crate) fn build(state: &ChannelContext, name: &str) -> Result<Arc<dyn Channe
                 state.host.channels.set_whatsapp_webhook(cloud.webhook());
                 Ok(Arc::new(cloud) as Arc<dyn Channel>)
             }
-            _ => Err("WhatsApp's linked-device mode (the default) is not built yet: set mode = \"cloud\" for Meta's Cloud API (see the guide's WhatsApp page)".into()),
+            _ => {
+                // The device's keys live in the state store, so the gateway that takes the
+                // channel's lease over connects as the same device.
+                let store = state
+                    .host
+                    .store()
+                    .cloned()
+                    .ok_or("WhatsApp's linked device needs the state store")?;
+                let keys = lurkbot_channels::whatsapp_linked::keys::StoredKeys::new(store);
+                let linked = lurkbot_channels::whatsapp_linked::WhatsAppLinked::new(keys, None)
+                    .with_endpoint(settings.base_url.as_deref());
+                Ok(Arc::new(linked) as Arc<dyn Channel>)
+            }
         },
         other => Err(format!("LurkBot has no '{other}' channel")),
     }

@@ -72,10 +72,14 @@ pub(crate) async fn fetch_one(
     let bytes = match &media.source {
         MediaSource::Bytes(bytes) => bytes.clone(),
         MediaSource::Url { url, bearer } => download(state, url, bearer.as_deref(), max).await?,
-        MediaSource::File(id) => {
-            let (url, bearer) = channel.media_url(id).await.map_err(|e| e.to_string())?;
-            download(state, &url, bearer.as_deref(), max).await?
-        }
+        MediaSource::File(id) => match channel.media_bytes(id, max).await {
+            // Only the platform's own client can read it (WhatsApp's linked device).
+            Some(bytes) => bytes.map_err(|e| e.to_string())?,
+            None => {
+                let (url, bearer) = channel.media_url(id).await.map_err(|e| e.to_string())?;
+                download(state, &url, bearer.as_deref(), max).await?
+            }
+        },
     };
     if bytes.len() as u64 > max {
         return Err(format!("it is over max_media_bytes ({max} bytes)"));

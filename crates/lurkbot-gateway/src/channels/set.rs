@@ -100,7 +100,9 @@ impl ChannelSet {
                 running
                     .iter()
                     .filter_map(|(name, live)| {
-                        Some((name.to_string(), live.status.lock().ok()?.clone()))
+                        let mut status = live.status.lock().ok()?.clone();
+                        status.link = live.channel().link();
+                        Some((name.to_string(), status))
                     })
                     .collect()
             })

@@ -32,7 +32,8 @@ pub(crate) fn status(state: &SessionHost) -> Value {
             json!({"name": name, "enabled": settings.enabled, "dmPolicy": settings.dm_policy,
                 "state": status.state, "lastError": status.last_error,
                 "received": status.received, "sent": status.sent,
-                "pendingPairings": pending.iter().filter(|p| &p.channel == name).count()})
+                "pendingPairings": pending.iter().filter(|p| &p.channel == name).count(),
+                "link": status.link})
         })
         .collect();
     json!({"channels": channels, "pendingPairings": pending,

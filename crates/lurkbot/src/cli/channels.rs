@@ -1,6 +1,7 @@
 //! `lurkbot channels list [--json]` (the configured channels and whether their credentials
 //! are set — never their values) and `lurkbot channels status [--json]` (the running gateway's
-//! view: state, last error, messages in and out, pending pairings).
+//! view: state, last error, messages in and out, pending pairings, a linked device's link);
+//! `login` / `logout` link WhatsApp's device (`channels_login.rs`).
 
 use crate::error::{CliError, CliResult};
 use std::path::Path;
@@ -25,6 +26,19 @@ pub(crate) enum ChannelsArgs {
         #[arg(long)]
         json: bool,
     },
+    /// Link LurkBot as a device of a WhatsApp account: prints the QR code to scan.
+    Login {
+        /// The channel (`whatsapp`).
+        channel: String,
+        /// The account's number (`+15550001111`): a pairing code to type instead of a QR code.
+        #[arg(long)]
+        phone: Option<String>,
+    },
+    /// Unlink the WhatsApp device and forget its keys.
+    Logout {
+        /// The channel (`whatsapp`).
+        channel: String,
+    },
 }
 
 /// The variables a channel needs.
@@ -47,6 +61,15 @@ fn credentials(name: &str) -> &'static [&'static str] {
 }
 
 pub(crate) fn run(home_path: &Path, args: &ChannelsArgs) -> CliResult {
+    match args {
+        ChannelsArgs::Login { channel, phone } => {
+            return super::channels_login::login(home_path, channel, phone.as_deref());
+        }
+        ChannelsArgs::Logout { channel } => {
+            return super::channels_login::logout(home_path, channel);
+        }
+        _ => {}
+    }
     let home = Home::open(home_path)?;
     let config = Config::load(&home.join(layout::CONFIG))?;
     match args {
@@ -140,12 +163,23 @@ pub(crate) fn run(home_path: &Path, args: &ChannelsArgs) -> CliResult {
                         .map(|e| format!("  last error: {e}"))
                         .unwrap_or_default()
                 ));
+                if let Some(link) = c["link"]["state"].as_str() {
+                    out.push_str(&format!(
+                        "{:<10} device {link}{}\n",
+                        "",
+                        c["link"]["account"]
+                            .as_str()
+                            .map(|a| format!(" as {a}"))
+                            .unwrap_or_default()
+                    ));
+                }
             }
             if out.is_empty() {
                 out.push_str("no channels are configured: add a [channels.<name>] section to config.toml (telegram, discord, slack, matrix, email, irc) and its credentials to .env\n");
             }
             crate::run::print_stdout(&out)?;
         }
+        ChannelsArgs::Login { .. } | ChannelsArgs::Logout { .. } => {}
     }
     Ok(())
 }

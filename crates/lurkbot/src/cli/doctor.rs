@@ -239,8 +239,9 @@ fn channels(home: &Home, config: &Config) -> Vec<Check> {
         .channels
         .iter()
         .filter(|(_, settings)| settings.enabled)
-        .filter_map(|(name, _)| {
-            let lacking = lurkbot_channels::credentials::missing_variables(name, |v| {
+        .filter_map(|(name, settings)| {
+            let mode = settings.mode.as_deref();
+            let lacking = lurkbot_channels::credentials::missing_variables(name, mode, |v| {
                 vars(v).is_some_and(|value| !value.trim().is_empty())
             })?;
             Some(bad(

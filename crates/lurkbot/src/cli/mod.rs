@@ -5,6 +5,7 @@ pub(crate) mod agent;
 pub(crate) mod agent_remote;
 pub(crate) mod browser;
 pub(crate) mod channels;
+mod channels_login;
 pub(crate) mod chat;
 pub(crate) mod completions;
 pub(crate) mod config;
