@@ -1,7 +1,7 @@
 //! WhatsApp as a linked device (`[channels.whatsapp] mode = "linked"`, ARCHITECTURE.md
 //! §6.1.1): LurkBot is one of the account's devices, as WhatsApp Web is, through the
 //! `whatsapp-rust` client of the multi-device protocol. Its keys and sessions live in the state
-//! store ([`keys`]), its sockets are the binary's own ([`wire`]), and the channel connects on
+//! store ([`keys`]), its sockets are the binary's own (`wire.rs`), and the channel connects on
 //! its first receive — on the gateway holding the channel's lease only.
 //!
 //! Nothing is lost: the client hands each batch of decrypted messages to the durability hook
