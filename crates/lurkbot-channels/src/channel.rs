@@ -172,9 +172,9 @@ pub struct ChannelStatus {
     pub link: Option<LinkState>,
 }
 
-/// Where a linked device stands with its account.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// Where a linked device stands with its account (as `channels.status` carries it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct LinkState {
     /// `unlinked` (starting), `qr` (a code to scan), `pairCode` (a code to type on the
     /// phone), `linked`, or `loggedOut` (unlinked from the phone: log in again).

@@ -207,6 +207,7 @@ pub struct WhatsAppLinked {
     keys: StoredKeys,
     pair_phone: Option<String>,
     endpoint: Option<String>,
+    network: lurkbot_term::NetworkPolicy,
     connection: tokio::sync::Mutex<Option<BotHandle>>,
 }
 
@@ -233,8 +234,20 @@ impl WhatsAppLinked {
             keys,
             pair_phone,
             endpoint: None,
+            network: lurkbot_term::NetworkPolicy {
+                allow_private: false,
+                allow_hosts: Vec::new(),
+            },
             connection: tokio::sync::Mutex::new(None),
         }
+    }
+
+    /// Holds the client's HTTP requests (media by URL, uploads) to `policy` — the gate's rules
+    /// for URLs that did not come from the owner's settings; public hosts only by default.
+    #[must_use]
+    pub fn with_network(mut self, policy: lurkbot_term::NetworkPolicy) -> Self {
+        self.network = policy;
+        self
     }
 
     /// Connects to `url` (`[channels.whatsapp] base_url`: a relay) instead of WhatsApp's
@@ -264,7 +277,7 @@ impl WhatsAppLinked {
         let mut builder = Bot::builder()
             .with_backend(self.keys.clone())
             .with_transport_factory(wire::Dialer::new(self.endpoint.as_deref()))
-            .with_http_client(wire::Fetcher::new()?)
+            .with_http_client(wire::Fetcher::new(self.network.clone())?)
             .with_runtime(TokioRuntime)
             .skip_history_sync()
             .with_inbound_durability_hook(Hook(self.shared.clone()))

@@ -19,6 +19,9 @@ use whatsapp_rust::wacore::net::{
     TransportFactory, WHATSAPP_WEB_ORIGIN, WHATSAPP_WEB_WS_URL,
 };
 
+use lurkbot_term::{NetworkPolicy, OutboundError, PolicedGet};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
 use crate::net::{Io, connect, host_port};
 
 type Socket = tokio_tungstenite::WebSocketStream<Box<dyn Io>>;
@@ -142,35 +145,118 @@ async fn read(
     let _ = events.send(TransportEvent::Disconnected(reason)).await;
 }
 
-/// The client's media and version requests, through reqwest (a status is an answer, never an
-/// error: the client reads 401/404 to refresh its media connection).
+/// The client's media and version requests, through the gate's web rules: a picture's URL can
+/// come from the sender (a message's `static_url` is fetched as it is written), so every GET is
+/// a [`PolicedGet`] — each hop checked and pinned to the address checked — and every other
+/// request (uploads, to the hosts WhatsApp's server names) is checked before it is sent and
+/// follows no redirect. A status is an answer, never an error: the client reads 401/404 to
+/// refresh its media connection.
 pub(crate) struct Fetcher {
     client: reqwest::Client,
+    policy: NetworkPolicy,
 }
 
+/// Longest exchange: media can be large.
+const EXCHANGE: Duration = Duration::from_secs(120);
+
 impl Fetcher {
-    /// A fetcher whose requests give up after two minutes (media can be large).
-    pub(crate) fn new() -> Result<Self, crate::ChannelError> {
-        Ok(Self {
-            client: crate::http::client(Duration::from_secs(120))?,
-        })
+    /// A fetcher held to `policy`.
+    pub(crate) fn new(policy: NetworkPolicy) -> Result<Self, crate::ChannelError> {
+        let client = lurkbot_term::http_client_builder()
+            .user_agent(USER_AGENT)
+            .connect_timeout(Duration::from_secs(20))
+            .timeout(EXCHANGE)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| crate::ChannelError::Permanent(format!("HTTP client: {e}")))?;
+        Ok(Self { client, policy })
     }
 }
+
+const USER_AGENT: &str = concat!("LurkBot/", env!("CARGO_PKG_VERSION"));
 
 #[async_trait]
 impl HttpClient for Fetcher {
     async fn execute(&self, request: HttpRequest) -> whatsapp_rust::anyhow::Result<HttpResponse> {
-        let method = reqwest::Method::from_bytes(request.method.as_bytes())?;
-        let mut builder = self.client.request(method, &request.url);
+        let url = reqwest::Url::parse(&request.url)?;
+        let mut headers = HeaderMap::new();
         for (name, value) in &request.headers {
-            builder = builder.header(name, value);
+            headers.insert(
+                HeaderName::from_bytes(name.as_bytes())?,
+                HeaderValue::from_str(value)?,
+            );
         }
-        if let Some(body) = request.body {
-            builder = builder.body(body);
-        }
-        let response = builder.send().await?;
+        let response = if request.method == "GET" && request.body.is_none() {
+            let get = PolicedGet {
+                policy: &self.policy,
+                user_agent: USER_AGENT,
+                headers,
+                timeout: Some(EXCHANGE),
+                max_redirects: 5,
+            };
+            get.send(url)
+                .await
+                .map_err(|e| whatsapp_rust::anyhow::anyhow!("{}", refusal_text(&e)))?
+                .response
+        } else {
+            self.policy.check(&url).await.map_err(|e| {
+                whatsapp_rust::anyhow::anyhow!("refused by the network policy: {e}")
+            })?;
+            let method = reqwest::Method::from_bytes(request.method.as_bytes())?;
+            let mut builder = self.client.request(method, url).headers(headers);
+            if let Some(body) = request.body {
+                builder = builder.body(body);
+            }
+            builder.send().await.map_err(|e| e.without_url())?
+        };
         let status_code = response.status().as_u16();
         let body = response.bytes().await?.to_vec();
         Ok(HttpResponse { status_code, body })
+    }
+}
+
+/// Why a GET failed, without its URL (a media URL can carry a token).
+fn refusal_text(error: &OutboundError) -> String {
+    match error {
+        OutboundError::Refused { refusal, .. } => {
+            format!("refused by the network policy: {refusal}")
+        }
+        OutboundError::Network { source, .. } => format!("media request failed: {source}"),
+        OutboundError::Redirect(_) => "a redirect that cannot be followed".into(),
+        OutboundError::Client(why) => why.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_media_url_to_a_private_address_is_refused_before_any_connection() {
+        // A listener that would answer: the refusal must come from the policy, not the socket.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+        let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
+        let strict = NetworkPolicy {
+            allow_private: false,
+            allow_hosts: Vec::new(),
+        };
+        let fetcher = Fetcher::new(strict).unwrap_or_else(|e| panic!("{e}"));
+        let url = format!("http://127.0.0.1:{port}/static/picture.enc");
+        let get = fetcher.execute(HttpRequest::get(&url)).await;
+        let post = fetcher
+            .execute(HttpRequest::post(&url).with_body(vec![1, 2, 3]))
+            .await;
+        for answer in [get, post] {
+            let why = answer.err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(why.contains("refused by the network policy"), "{why}");
+            assert!(
+                !why.contains(&port.to_string()) || why.contains("127.0.0.1"),
+                "{why}"
+            );
+        }
+        listener
+            .set_nonblocking(true)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(listener.accept().is_err(), "nothing connected");
     }
 }

@@ -135,7 +135,12 @@ pub(crate) fn build(state: &ChannelContext, name: &str) -> Result<Arc<dyn Channe
                     .ok_or("WhatsApp's linked device needs the state store")?;
                 let keys = lurkbot_channels::whatsapp_linked::keys::StoredKeys::new(store);
                 let linked = lurkbot_channels::whatsapp_linked::WhatsAppLinked::new(keys, None)
-                    .with_endpoint(settings.base_url.as_deref());
+                    .with_endpoint(settings.base_url.as_deref())
+                    // Media URLs can come from the sender: the gate's rules for such URLs.
+                    .with_network(lurkbot_agent::gate::web_rules(
+                        lurkbot_agent::gate::UrlFrom::Elsewhere,
+                        &config,
+                    ));
                 Ok(Arc::new(linked) as Arc<dyn Channel>)
             }
         },

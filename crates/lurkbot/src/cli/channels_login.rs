@@ -153,18 +153,11 @@ async fn follow_gateway(home: &Home, addr: &str) -> CliResult {
             .and_then(|c| c.iter().find(|c| c["name"] == "whatsapp"))
             .cloned()
             .unwrap_or_default();
-        let Ok(link) = serde_json::from_value::<LinkView>(whatsapp["link"].clone()) else {
+        let Ok(link) = serde_json::from_value::<LinkState>(whatsapp["link"].clone()) else {
             return Err(refuse(
                 "the running gateway does not run WhatsApp: enable [channels.whatsapp] and \
                  reload it, or stop it and run this command again",
             ));
-        };
-        let link = LinkState {
-            state: link.state,
-            qr: link.qr,
-            pair_code: link.pair_code,
-            account: link.account,
-            qr_svg: None,
         };
         if link.state == "linked" {
             crate::run::print_stdout(&format!(
@@ -182,16 +175,6 @@ async fn follow_gateway(home: &Home, addr: &str) -> CliResult {
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     Err(refuse("no phone linked the device within 3 minutes"))
-}
-
-/// The link as `channels.status` shows it.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct LinkView {
-    state: String,
-    qr: Option<String>,
-    pair_code: Option<String>,
-    account: Option<String>,
 }
 
 pub(crate) fn logout(home_path: &Path, channel: &str) -> CliResult {
