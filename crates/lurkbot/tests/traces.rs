@@ -462,6 +462,11 @@ async fn spans_a_dead_collector_cannot_take_are_dropped_and_counted() {
             .any(|l| l.starts_with("lurkbot_trace_spans_dropped_total{reason=\"export_failed\"}"))
     })
     .await;
+    // The counter moves before the warning is written: wait for the line itself.
+    until("the warning reached the log", || {
+        gw.stderr().contains("traces not exported")
+    })
+    .await;
     let warned = gw.stderr();
     assert_eq!(warned.matches("traces not exported").count(), 1, "{warned}");
     assert!(
