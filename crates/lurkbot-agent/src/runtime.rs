@@ -85,9 +85,10 @@ pub struct Outbound {
     pub asker: crate::gate::Asker,
 }
 
-/// Channels the `message` tool knows today; later channels register the same way.
+/// Channels the `message` tool knows: the web UI, every platform of
+/// [`lurkbot_core::CHANNEL_NAMES`] (a test keeps the two lists together), and `last`.
 pub const CHANNELS: &[&str] = &[
-    "webchat", "irc", "telegram", "discord", "slack", "matrix", "last",
+    "webchat", "irc", "telegram", "discord", "slack", "matrix", "email", "whatsapp", "last",
 ];
 
 /// Runs turns on sessions and delivers messages.

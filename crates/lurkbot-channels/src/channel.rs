@@ -158,7 +158,8 @@ pub enum ChannelError {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChannelStatus {
-    /// `starting`, `connected`, `retrying` or `failed`.
+    /// `starting`, `standby`, `connected`, `stale` (its liveness check failing while it
+    /// reconnects), `retrying` or `failed`.
     pub state: String,
     /// The last error, if any.
     pub last_error: Option<String>,
@@ -254,6 +255,31 @@ pub trait Channel: Send + Sync {
                 "this platform carries no audio".into(),
             ))
         })
+    }
+
+    /// Sends a picture, replying to `reply_to` when given. Platforms that carry none refuse
+    /// it for good (the outbox keeps the refusal; `channels status` shows it).
+    fn send_picture<'a>(
+        &'a self,
+        _chat: &'a str,
+        _picture: crate::Picture<'a>,
+        _reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            Err(ChannelError::Permanent(format!(
+                "{} does not carry pictures from LurkBot yet",
+                self.name()
+            )))
+        })
+    }
+
+    /// Why the connection, though it looks open, is not known to be alive — its liveness check
+    /// (a transport ping unanswered, an active probe failing; never chat silence alone) found
+    /// it dead and it is reconnecting — or `None` while it is alive or has no such check.
+    /// The status then says `stale`, and the owner is told when it lasts (ARCHITECTURE.md
+    /// §6.1.2).
+    fn stale(&self) -> Option<String> {
+        None
     }
 
     /// A linked device's link to its account; `None` for platforms without one.

@@ -93,6 +93,23 @@ pub async fn deliver_voice(
     retrying(channel, policy, || channel.send_voice(chat, note, reply_to)).await
 }
 
+/// Sends a picture with the policy's retries.
+///
+/// # Errors
+/// Refused for good, or still failing after the retries.
+pub async fn deliver_picture(
+    channel: &dyn Channel,
+    chat: &str,
+    picture: crate::Picture<'_>,
+    reply_to: Option<&str>,
+    policy: RetryPolicy,
+) -> Result<(), ChannelError> {
+    retrying(channel, policy, || {
+        channel.send_picture(chat, picture, reply_to)
+    })
+    .await
+}
+
 /// The formatted messages for `markdown`: each raw piece is cut again until its formatted
 /// form (escaping makes it longer) fits.
 fn formatted_pieces(channel: &dyn Channel, markdown: &str) -> Vec<String> {

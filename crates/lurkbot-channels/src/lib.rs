@@ -20,6 +20,7 @@ pub mod mail_auth;
 pub mod matrix;
 mod net;
 pub mod pairing;
+pub mod picture;
 pub mod routing;
 pub mod slack;
 pub mod telegram;
@@ -32,3 +33,4 @@ pub use channel::{
     BoxFuture, Channel, ChannelError, ChannelStatus, Inbound, LinkState, Media, MediaSource,
     VoiceNote,
 };
+pub use picture::Picture;

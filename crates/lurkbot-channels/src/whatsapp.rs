@@ -18,7 +18,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::http::{classify, client, network};
 pub use crate::whatsapp_text::whatsapp_text;
-use crate::{BoxFuture, Channel, ChannelError, Inbound, Media, MediaSource};
+use crate::{BoxFuture, Channel, ChannelError, Inbound, Media, MediaSource, Picture, VoiceNote};
+
+mod media;
 
 /// Meta's Graph API.
 pub const DEFAULT_BASE_URL: &str = "https://graph.facebook.com/v23.0";
@@ -346,34 +348,36 @@ impl WhatsAppCloud {
                 .body(body.to_string()),
             None => self.http.get(&url),
         };
-        let response = request
-            .bearer_auth(&self.access_token)
-            .send()
-            .await
-            .map_err(|e| network("whatsapp", e))?;
-        let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok());
-        let answer: Value = response
-            .bytes()
-            .await
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
-        if (200..300).contains(&status) {
-            return Ok(answer);
-        }
-        let error = &answer["error"];
-        let said = format!(
-            "{} (code {})",
-            error["message"].as_str().unwrap_or("refused"),
-            error["code"]
-        );
-        Err(classify(status, &said, retry_after))
+        answered(request.bearer_auth(&self.access_token).send().await).await
     }
+}
+
+/// The Graph API's answer: its JSON on success, else its error classified for the retry
+/// policy (429 and 5xx retried).
+async fn answered(sent: Result<reqwest::Response, reqwest::Error>) -> Result<Value, ChannelError> {
+    let response = sent.map_err(|e| network("whatsapp", e))?;
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    let answer: Value = response
+        .bytes()
+        .await
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    if (200..300).contains(&status) {
+        return Ok(answer);
+    }
+    let error = &answer["error"];
+    let said = format!(
+        "{} (code {})",
+        error["message"].as_str().unwrap_or("refused"),
+        error["code"]
+    );
+    Err(classify(status, &said, retry_after))
 }
 
 impl Channel for WhatsAppCloud {
@@ -437,6 +441,38 @@ impl Channel for WhatsAppCloud {
                 .call(&format!("{}/messages", self.phone_number_id), Some(body))
                 .await?;
             Ok(answer["messages"][0]["id"].as_str().map(str::to_string))
+        })
+    }
+
+    fn send_voice<'a>(
+        &'a self,
+        chat: &'a str,
+        note: VoiceNote<'a>,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let upload = media::Upload {
+                bytes: note.ogg,
+                mime: "audio/ogg",
+                name: "voice.ogg",
+            };
+            self.send_media(chat, "audio", upload, reply_to).await
+        })
+    }
+
+    fn send_picture<'a>(
+        &'a self,
+        chat: &'a str,
+        picture: Picture<'a>,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let upload = media::Upload {
+                bytes: picture.bytes,
+                mime: picture.mime,
+                name: picture.name,
+            };
+            self.send_media(chat, "image", upload, reply_to).await
         })
     }
 

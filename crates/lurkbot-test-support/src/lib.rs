@@ -21,4 +21,5 @@ pub mod telegram_server;
 mod telegram_voice;
 pub mod tls;
 pub mod venv;
+mod whatsapp_media;
 pub mod whatsapp_server;

@@ -1,5 +1,6 @@
 //! Meta's WhatsApp Business Cloud API on loopback, written from Meta's documentation, for the
-//! channel tests (there is no local server): `POST /<version>/<phone_number_id>/messages` and
+//! channel tests (there is no local server): `POST /<version>/<phone_number_id>/messages`,
+//! `POST /<version>/<phone_number_id>/media` (`whatsapp_media`) and
 //! `GET /<version>/<media_id>` with the media's bytes behind it, answered as the Graph API
 //! answers. It refuses what Meta refuses: a wrong or missing access token (401, code 190), an
 //! unknown phone number id (400, code 100), a missing `messaging_product`, an empty text or one
@@ -29,14 +30,19 @@ pub struct Sent {
     pub reply_to: Option<String>,
 }
 
+pub use crate::whatsapp_media::SentMedia;
+
 #[derive(Default)]
-struct State {
+pub(crate) struct State {
     token: String,
     phone_number_id: String,
     sent: Vec<Sent>,
     attempts: usize,
     rate_limits: usize,
-    media: Vec<(String, String, Vec<u8>)>,
+    /// Media by id: what users sent, and what the number uploaded.
+    pub(crate) media: Vec<(String, String, Vec<u8>)>,
+    pub(crate) uploads: usize,
+    pub(crate) media_sent: Vec<SentMedia>,
 }
 
 /// The running server (its threads end with the test process).
@@ -94,6 +100,21 @@ impl WhatsAppServer {
     /// Sends tried, accepted or not.
     pub fn attempts(&self) -> usize {
         self.state.0.lock().unwrap().attempts
+    }
+
+    /// Waits (at most `limit`) until `n` pictures or voice notes were sent; those sent by then.
+    pub fn wait_media(&self, n: usize, limit: Duration) -> Vec<SentMedia> {
+        let (lock, wake) = &*self.state;
+        let deadline = Instant::now() + limit;
+        let mut state = lock.lock().unwrap();
+        while state.media_sent.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = wake.wait_timeout(state, left).unwrap().0;
+        }
+        state.media_sent.clone()
     }
 
     /// Waits (at most `limit`) until `n` messages were sent; what was sent by then.
@@ -239,7 +260,12 @@ fn serve(
             ),
         };
     }
-    let (status, answer) = send(lock, rest, &request.body);
+    let number = lock.lock().unwrap().phone_number_id.clone();
+    let (status, answer) = if rest == format!("{number}/media") {
+        crate::whatsapp_media::upload(&mut lock.lock().unwrap(), &request)
+    } else {
+        send(lock, rest, &request.body)
+    };
     if status == 200 {
         wake.notify_all();
     }
@@ -279,10 +305,16 @@ fn send(lock: &Mutex<State>, rest: &str, body: &[u8]) -> (u16, String) {
             graph_error(100, "(#100) The parameter to is required."),
         );
     };
+    if message["type"] == "image" || message["type"] == "audio" {
+        return crate::whatsapp_media::media_message(&mut state, to, &message);
+    }
     if message["type"] != "text" {
         return (
             400,
-            graph_error(100, "(#100) This server takes text messages only."),
+            graph_error(
+                100,
+                "(#100) This server takes text, image and audio messages only.",
+            ),
         );
     }
     let text = message["text"]["body"].as_str().unwrap_or_default();
@@ -317,7 +349,7 @@ fn send(lock: &Mutex<State>, rest: &str, body: &[u8]) -> (u16, String) {
     )
 }
 
-fn graph_error(code: u32, message: &str) -> String {
+pub(crate) fn graph_error(code: u32, message: &str) -> String {
     json!({"error": {"message": message, "type": "OAuthException", "code": code,
         "fbtrace_id": "AbCdEfGh"}})
     .to_string()

@@ -299,6 +299,7 @@ fn owner_authority_is_made_only_at_owner_entry_points() {
     let entry_points = [
         "crates/lurkbot-agent/src/gate/mod.rs",
         "crates/lurkbot-agent/src/heartbeat.rs",
+        "crates/lurkbot-gateway/src/channels/alert.rs",
         "crates/lurkbot-gateway/src/methods/cron.rs",
         "crates/lurkbot-gateway/src/methods/nodes.rs",
         "crates/lurkbot/src/cli/cron.rs",

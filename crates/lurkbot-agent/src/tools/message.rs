@@ -14,7 +14,7 @@ impl Tool for MessageTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "message".into(),
-            description: "Send a message. to: #channel or nick on irc, an allowed chat id on telegram; webchat is the web UI, last where the owner last talked.".into(),
+            description: "Send a message. to: #channel or nick on irc, an allowed chat id on telegram, a phone number on whatsapp; webchat is the web UI, last where the owner last talked.".into(),
             parameters: json!({"type": "object", "properties": {
                 "channel": {"type": "string", "enum": CHANNELS},
                 "to": {"type": "string"},
@@ -54,5 +54,20 @@ impl Tool for MessageTool {
                 Err(e) => ToolOutput::error(e),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CHANNELS;
+
+    #[test]
+    fn every_platform_can_be_messaged() {
+        for name in lurkbot_core::CHANNEL_NAMES {
+            assert!(
+                CHANNELS.contains(name),
+                "the message tool cannot reach {name}"
+            );
+        }
     }
 }

@@ -36,7 +36,7 @@ use whatsapp_rust::types::events::{Event, InboundMessage};
 use whatsapp_rust::{Client, InboundDurabilityHook, async_trait};
 
 use crate::whatsapp_text::whatsapp_text;
-use crate::{BoxFuture, Channel, ChannelError, Inbound, LinkState, VoiceNote};
+use crate::{BoxFuture, Channel, ChannelError, Inbound, LinkState, Picture, VoiceNote};
 use inbound::{OwnIds, inbound_of};
 use keys::StoredKeys;
 use phone::{Phone, Received};
@@ -59,6 +59,9 @@ struct Shared {
     own: Mutex<OwnIds>,
     received: Mutex<(HashMap<String, Received>, VecDeque<String>)>,
     link: watch::Sender<LinkState>,
+    /// Why the connection is not known alive (the client's keep-alive pings found it dead,
+    /// or WhatsApp closed it) until it connects again.
+    stale: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -85,6 +88,12 @@ impl Shared {
                     map.remove(&old);
                 }
             }
+        }
+    }
+
+    fn set_stale(&self, why: Option<String>) {
+        if let Ok(mut stale) = self.stale.lock() {
+            *stale = why;
         }
     }
 
@@ -149,6 +158,7 @@ impl Shared {
                 self.set_link("pairCode", |link| link.pair_code = Some(code));
             }
             Event::Connected(_) => {
+                self.set_stale(None);
                 let Some(client) = client else {
                     return;
                 };
@@ -175,6 +185,22 @@ impl Shared {
                 tracing::warn!(reason = %why, "WhatsApp logged this device out");
                 self.set_link("loggedOut", |_| {});
             }
+            // The client's keep-alive pings WhatsApp and drops a socket that stops answering;
+            // it then reconnects by itself. Until it has, the channel is stale.
+            Event::Disconnected(gone) if self.phone.lock().is_ok_and(|p| p.is_some()) => {
+                self.set_stale(Some(format!(
+                    "the connection to WhatsApp dropped ({}): reconnecting",
+                    gone.reason
+                )));
+            }
+            Event::StreamReplaced(_) => self.set_stale(Some(
+                "another WhatsApp Web session of this device took the connection over".into(),
+            )),
+            Event::TemporaryBan(ban) => self.set_stale(Some(format!(
+                "WhatsApp banned this number for {} s: {}",
+                ban.expire.num_seconds(),
+                ban.code
+            ))),
             Event::PairingQrCodesExhausted(_) => {
                 self.set_link("unlinked", |_| {});
             }
@@ -227,6 +253,7 @@ impl WhatsAppLinked {
             own: Mutex::new(OwnIds::default()),
             received: Mutex::new((HashMap::new(), VecDeque::new())),
             link,
+            stale: Mutex::new(None),
         });
         Self {
             shared,
@@ -481,6 +508,25 @@ impl Channel for WhatsAppLinked {
             phone.send_voice(chat, note.ogg.to_vec(), seconds).await?;
             Ok(())
         })
+    }
+
+    fn send_picture<'a>(
+        &'a self,
+        chat: &'a str,
+        picture: Picture<'a>,
+        _reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let phone = self.shared.phone()?;
+            phone
+                .send_picture(chat, picture.bytes.to_vec(), picture.mime)
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn stale(&self) -> Option<String> {
+        self.shared.stale.lock().ok()?.clone()
     }
 
     fn link(&self) -> Option<LinkState> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use whatsapp_rust::Client;
 use whatsapp_rust::Jid;
 use whatsapp_rust::download::MediaType;
-use whatsapp_rust::media::{AudioOptions, audio_message};
+use whatsapp_rust::media::{AudioOptions, ImageOptions, audio_message, image_message};
 use whatsapp_rust::proto_helpers::MessageBuilderExt as _;
 use whatsapp_rust::send::{SendError, SendOptions};
 use whatsapp_rust::wacore_binary::jid::JidExt as _;
@@ -47,6 +47,14 @@ pub trait Phone: Send + Sync {
         seconds: u32,
     ) -> BoxFuture<'a, Result<String, ChannelError>>;
 
+    /// Uploads `bytes` (a picture of `mime`) and sends it to `chat`.
+    fn send_picture<'a>(
+        &'a self,
+        chat: &'a str,
+        bytes: Vec<u8>,
+        mime: &'a str,
+    ) -> BoxFuture<'a, Result<String, ChannelError>>;
+
     /// Shows "typing…" in `chat`.
     fn typing<'a>(&'a self, chat: &'a str) -> BoxFuture<'a, ()>;
 
@@ -60,7 +68,15 @@ pub trait Phone: Send + Sync {
     ) -> BoxFuture<'a, Result<Vec<u8>, ChannelError>>;
 }
 
+/// A chat as the channel names it (a JID), or a phone number (`+4915550001`) as the owner
+/// may give it to the `message` tool.
 fn jid(text: &str) -> Result<Jid, ChannelError> {
+    let number = text.trim().trim_start_matches('+');
+    let text = if !number.is_empty() && number.chars().all(|c| c.is_ascii_digit()) {
+        format!("{number}@s.whatsapp.net")
+    } else {
+        text.to_string()
+    };
     text.parse()
         .map_err(|_| ChannelError::Permanent(format!("{text} is not a WhatsApp chat")))
 }
@@ -131,6 +147,30 @@ impl Phone for Arc<Client> {
             };
             let sent = self
                 .send_message(to, audio_message(upload, options))
+                .await
+                .map_err(refused)?;
+            Ok(sent.message_id)
+        })
+    }
+
+    fn send_picture<'a>(
+        &'a self,
+        chat: &'a str,
+        bytes: Vec<u8>,
+        mime: &'a str,
+    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+        Box::pin(async move {
+            let to = jid(chat)?;
+            let upload = self
+                .upload(bytes, MediaType::Image, Default::default())
+                .await
+                .map_err(|e| ChannelError::Transient(format!("picture upload: {e}")))?;
+            let options = ImageOptions {
+                mimetype: Some(mime.to_string()),
+                ..Default::default()
+            };
+            let sent = self
+                .send_message(to, image_message(upload, options))
                 .await
                 .map_err(refused)?;
             Ok(sent.message_id)

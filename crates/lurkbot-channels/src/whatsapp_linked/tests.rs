@@ -57,6 +57,16 @@ impl Phone for Recorder {
         Box::pin(async { Ok("3EB0VOICE".into()) })
     }
 
+    fn send_picture<'a>(
+        &'a self,
+        chat: &'a str,
+        bytes: Vec<u8>,
+        mime: &'a str,
+    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+        self.note(format!("picture {chat} {} bytes {mime}", bytes.len()));
+        Box::pin(async { Ok("3EB0PICTURE".into()) })
+    }
+
     fn typing<'a>(&'a self, chat: &'a str) -> BoxFuture<'a, ()> {
         self.note(format!("typing {chat}"));
         Box::pin(async {})
@@ -323,7 +333,17 @@ async fn replies_quote_their_message_and_a_retried_piece_is_the_same_message() {
         seconds: 2.2,
     };
     assert!(linked.send_voice(chat, note, None).await.is_ok());
+    let picture = crate::Picture {
+        bytes: b"\x89PNG\r\n\x1a\n....",
+        mime: "image/png",
+        name: "chart.png",
+    };
+    assert!(linked.send_picture(chat, picture, None).await.is_ok());
     let calls = phone.calls();
+    assert!(
+        calls.contains(&format!("picture {chat} 12 bytes image/png")),
+        "{calls:?}"
+    );
     assert!(calls.contains(&format!("typing {chat}")), "{calls:?}");
     assert!(
         calls.contains(&format!("voice {chat} 8 bytes 3 s")),
@@ -418,3 +438,39 @@ async fn a_log_out_ends_receiving_with_what_to_do_and_the_qr_is_shown_while_link
 }
 
 use whatsapp_rust::types::events::PairingQrCode as PairingQrCodeEvent;
+
+/// §6.1.2's silent death: the client's keep-alive drops a socket that stops answering and
+/// reconnects; meanwhile the channel says it is stale (the gateway's status and the owner's
+/// notice read it), and a new connection makes it alive again. Never from chat silence.
+#[tokio::test]
+async fn a_dropped_connection_is_stale_until_the_client_connects_again() {
+    use whatsapp_rust::types::events::{Connected, Disconnected};
+    let (linked, _, _home) = channel();
+    assert_eq!(linked.stale(), None, "a quiet, connected channel is alive");
+    linked.follow(&Event::Disconnected(
+        Disconnected::builder()
+            .reason(whatsapp_rust::wacore::net::DisconnectReason::ReadError(
+                "keep-alive unanswered".into(),
+            ))
+            .build(),
+    ));
+    let why = linked.stale().unwrap_or_default();
+    assert!(
+        why.contains("dropped") && why.contains("keep-alive unanswered"),
+        "{why}"
+    );
+    linked.follow(&Event::Connected(Connected::builder().build()));
+    assert_eq!(linked.stale(), None);
+
+    // A device never connected is not stale: it is not linked yet (its link says so).
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let home = lurkbot_core::Home::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let store = lurkbot_state::Store::open(&home).unwrap_or_else(|e| panic!("{e}"));
+    let fresh = WhatsAppLinked::new(StoredKeys::new(store), None);
+    fresh.follow(&Event::Disconnected(
+        Disconnected::builder()
+            .reason(whatsapp_rust::wacore::net::DisconnectReason::StreamEnded)
+            .build(),
+    ));
+    assert_eq!(fresh.stale(), None);
+}

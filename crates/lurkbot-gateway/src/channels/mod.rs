@@ -11,6 +11,7 @@
 //! told it arrived) → `handle.rs` (access, routing, the turn) → `outbox.rs` (sent once).
 
 pub(crate) mod adapters;
+pub(crate) mod alert;
 pub(crate) mod context;
 pub(crate) mod handle;
 pub(crate) mod inbound;

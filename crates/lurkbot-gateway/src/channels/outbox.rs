@@ -7,8 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lurkbot_channels::delivery::{RetryPolicy, deliver_from, deliver_voice};
-use lurkbot_channels::{Channel, ChannelError, VoiceNote};
+use lurkbot_channels::delivery::{RetryPolicy, deliver_from, deliver_picture, deliver_voice};
+use lurkbot_channels::picture::{MAX_PICTURE_BYTES, picture_mime};
+use lurkbot_channels::{Channel, ChannelError, Picture, VoiceNote};
 use lurkbot_core::Home;
 use lurkbot_core::metrics::CHANNEL_MESSAGES;
 use lurkbot_state::{NewOutgoing, Outgoing, OutgoingState, Store};
@@ -134,6 +135,8 @@ impl ChannelSet {
         span.set("lurkbot.message.kind", message.kind.as_str());
         let sent = if message.kind == "voice" {
             send_voice_note(home, live.channel(), message).await
+        } else if message.kind == "picture" {
+            send_picture(home, live.channel(), message).await
         } else {
             deliver_from(
                 live.channel(),
@@ -187,6 +190,57 @@ impl ChannelSet {
             }
         }
     }
+}
+
+/// Sends the picture an outbox entry names: a home-relative path resolved as every reader
+/// resolves it (links followed, confined to the home), refused when the protection model keeps
+/// it from a chat others may read (secrets, the owner's private memory), when it is over
+/// [`MAX_PICTURE_BYTES`] or not a picture; one piece.
+async fn send_picture(
+    home: &Home,
+    channel: &dyn Channel,
+    message: &Outgoing,
+) -> Result<usize, ChannelError> {
+    let refused = |why: String| ChannelError::Permanent(format!("{}: {why}", message.body));
+    let path = home
+        .resolve(&message.body)
+        .map_err(|e| refused(e.to_string()))?;
+    let protection = home.protection_seen_by(path.absolute(), false);
+    if !protection.readable() {
+        return Err(refused(
+            protection.reason().unwrap_or("it is protected").to_string(),
+        ));
+    }
+    let size = std::fs::metadata(path.absolute())
+        .map_err(|e| refused(format!("unreadable: {e}")))?
+        .len();
+    if size > MAX_PICTURE_BYTES {
+        return Err(refused(format!(
+            "{size} bytes, over the {MAX_PICTURE_BYTES}-byte limit"
+        )));
+    }
+    let bytes = std::fs::read(path.absolute()).map_err(|e| refused(format!("unreadable: {e}")))?;
+    let mime = picture_mime(&bytes)
+        .ok_or_else(|| refused("not a picture (PNG, JPEG, GIF or WebP)".into()))?;
+    let name = path
+        .absolute()
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("picture");
+    let picture = Picture {
+        bytes: &bytes,
+        mime,
+        name,
+    };
+    deliver_picture(
+        channel,
+        &message.chat,
+        picture,
+        message.reply_to.as_deref(),
+        RetryPolicy::default(),
+    )
+    .await
+    .map(|()| 1)
 }
 
 /// Sends the voice note an outbox entry names (a file under `workspace/audio/` the `tts` tool

@@ -1,5 +1,7 @@
 //! Receiving one channel: each batch recorded before the platform is told it arrived, then
-//! answered in order; failures back off and show in the channel's status.
+//! answered in order; failures back off and show in the channel's status. Beside it, the
+//! channel's liveness is watched (§6.1.2): a permanent failure, or a stale spell past its
+//! grace, is told to the owner on another channel.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,14 +14,41 @@ use crate::channels::live::Live;
 /// Longest pause between failed receives.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
-/// Receives until the gateway stops; failures back off (a platform's `retry_after` is
-/// honoured) and are shown in the channel's status.
+/// How often a channel's liveness is looked at.
+const LIVENESS_EVERY: Duration = Duration::from_secs(15);
+
+/// Receives until the gateway stops, watching the channel's liveness meanwhile.
 pub(crate) async fn receive_loop(state: ChannelContext, live: Arc<Live>) {
+    tokio::select! {
+        () = receive(&state, &live) => {}
+        () = watch_liveness(&state, &live) => {}
+    }
+}
+
+/// Tells the owner when the channel's own liveness check has found it stale for too long.
+async fn watch_liveness(state: &ChannelContext, live: &Live) {
+    let mut watch = crate::channels::alert::StaleWatch::default();
+    let mut every = tokio::time::interval(LIVENESS_EVERY);
+    loop {
+        every.tick().await;
+        let stale = live.channel.stale();
+        if watch.observe(stale.is_some(), std::time::Instant::now()) {
+            let why = stale.unwrap_or_default();
+            crate::channels::alert::tell_owner(state, live.channel.name(), &why).await;
+        }
+    }
+}
+
+/// Receives; failures back off (a platform's `retry_after` is honoured), are shown in the
+/// channel's status, and a permanent one is told to the owner once.
+async fn receive(state: &ChannelContext, live: &Arc<Live>) {
+    let mut told = false;
     let mut backoff = Duration::from_secs(1);
     loop {
         match live.channel.receive().await {
             Ok(batch) => {
                 backoff = Duration::from_secs(1);
+                told = false;
                 live.update(|s| {
                     s.state = "connected".into();
                     s.received += batch.len() as u64;
@@ -28,7 +57,7 @@ pub(crate) async fn receive_loop(state: ChannelContext, live: Arc<Live>) {
                     .add(&[live.channel.name(), "in"], batch.len() as f64);
                 // Recorded before the platform is told they arrived; one served again after
                 // a crash is recorded already, and not answered twice.
-                let Some(batch) = crate::channels::inbound::record(&state, &live, batch) else {
+                let Some(batch) = crate::channels::inbound::record(state, live, batch) else {
                     tokio::time::sleep(backoff).await;
                     continue;
                 };
@@ -56,6 +85,11 @@ pub(crate) async fn receive_loop(state: ChannelContext, live: Arc<Live>) {
                     s.state = if permanent { "failed" } else { "retrying" }.into();
                     s.last_error = Some(e.to_string());
                 });
+                if permanent && !told {
+                    told = true;
+                    crate::channels::alert::tell_owner(state, live.channel.name(), &e.to_string())
+                        .await;
+                }
                 tokio::time::sleep(if permanent { MAX_BACKOFF } else { wait }).await;
             }
         }

@@ -102,6 +102,12 @@ impl ChannelSet {
                     .filter_map(|(name, live)| {
                         let mut status = live.status.lock().ok()?.clone();
                         status.link = live.channel().link();
+                        if matches!(status.state.as_str(), "starting" | "connected")
+                            && let Some(why) = live.channel().stale()
+                        {
+                            status.state = "stale".into();
+                            status.last_error = Some(why);
+                        }
                         Some((name.to_string(), status))
                     })
                     .collect()

@@ -194,6 +194,9 @@ impl SessionHost {
                     Ok(text) => text,
                     Err(_) => APOLOGY,
                 };
+                // Pictures the reply names on `MEDIA:` lines go after its text (§6.1.2).
+                let (text, pictures) =
+                    lurkbot_channels::picture::split_media_lines(text, self.home.root());
                 let message = |kind: &str, body: &str| NewOutgoing {
                     channel: channel.clone(),
                     chat: chat.clone(),
@@ -201,10 +204,11 @@ impl SessionHost {
                     kind: kind.into(),
                     body: body.to_string(),
                 };
-                // The answer, then the voice notes the turn made, in order.
+                // The answer, its pictures, then the voice notes the turn made, in order.
                 (!text.trim().is_empty())
-                    .then(|| message("text", text))
+                    .then(|| message("text", &text))
                     .into_iter()
+                    .chain(pictures.iter().map(|path| message("picture", path)))
                     .chain(voice_notes.iter().map(|name| message("voice", name)))
                     .collect()
             }

@@ -334,7 +334,7 @@ impl SessionHost {
 
     /// Appends `text` to the main session and shows it to the web UI's clients (a `chat`
     /// event).
-    fn post_to_webchat(&self, text: &str) -> Result<(), String> {
+    pub(crate) fn post_to_webchat(&self, text: &str) -> Result<(), String> {
         lurkbot_agent::append_to_main(&self.home, text)?;
         self.hub.emit(Event::Chat(ChatEvent {
             run_id: format!("msg_{}", lurkbot_core::random_hex(8)),
