@@ -48,6 +48,7 @@ mod soak_report;
 mod speech;
 mod startup;
 mod users_soak;
+mod whatsapp_idle;
 mod ws_burst;
 mod ws_floor;
 mod zip_listing;

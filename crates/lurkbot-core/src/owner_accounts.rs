@@ -21,6 +21,21 @@ fn load(home: &Home) -> Handles {
         .unwrap_or_default()
 }
 
+/// An `allow_from` entry as the platform writes the id: WhatsApp's are phone numbers without
+/// the `+` (`+49 155 50001` and `4915550001` are the same account).
+fn as_platform_id(channel: &str, entry: &str) -> String {
+    if channel == "whatsapp" {
+        let digits: String = entry
+            .chars()
+            .filter(|c| !matches!(c, '+' | ' ' | '-' | '(' | ')'))
+            .collect();
+        if !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) {
+            return digits;
+        }
+    }
+    entry.to_string()
+}
+
 /// The ids `allow_from` names on `channel`: its plain entries, and the stored id of each
 /// `@handle` entry already resolved.
 pub fn owner_ids(home: &Home, channel: &str, allow_from: &[String]) -> Vec<String> {
@@ -32,7 +47,7 @@ pub fn owner_ids(home: &Home, channel: &str, allow_from: &[String]) -> Vec<Strin
             Some(handle) if channel == "telegram" => bound
                 .and_then(|b| b.get(&handle.to_ascii_lowercase()))
                 .cloned(),
-            _ => Some(entry.clone()),
+            _ => Some(as_platform_id(channel, entry)),
         })
         .collect()
 }
@@ -50,7 +65,10 @@ pub fn is_owner(
     sender: &str,
     handle: Option<&str>,
 ) -> Result<bool, CoreError> {
-    if allow_from.iter().any(|a| a == sender) {
+    if allow_from
+        .iter()
+        .any(|a| a == sender || as_platform_id(channel, a) == sender)
+    {
         return Ok(true);
     }
     let mut handles = load(home);
@@ -84,6 +102,19 @@ pub fn is_owner(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_whatsapp_number_counts_with_or_without_its_plus() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let allow = vec!["+49 155 50001".to_string()];
+        let is = |channel, sender| is_owner(&home, channel, &allow, sender, None).ok();
+        assert_eq!(is("whatsapp", "4915550001"), Some(true));
+        assert_eq!(is("whatsapp", "4915550002"), Some(false));
+        assert_eq!(owner_ids(&home, "whatsapp", &allow), ["4915550001"]);
+        // Elsewhere an entry is the id as written.
+        assert_eq!(is("telegram", "4915550001"), Some(false));
+    }
 
     #[test]
     fn a_handle_is_bound_to_the_first_id_and_names_never_count() {

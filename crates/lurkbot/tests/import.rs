@@ -1,6 +1,6 @@
 //! `lurkbot import openclaw` from a state folder OpenClaw itself made: OpenClaw 2026.9.6's CLI
 //! onboards with a custom OpenAI-compatible provider (the scripted server), sets fallbacks, a
-//! heartbeat and a tool deny list, and adds a cron job through its own gateway (where its
+//! heartbeat, a tool deny list and WhatsApp's access settings, and adds a cron job through its own gateway (where its
 //! cron jobs live in SQLite). After the import, `lurkbot agent` answers through the imported
 //! model and base URL, the job is listed, and no key is in config.toml.
 
@@ -138,6 +138,16 @@ async fn a_state_folder_made_by_openclaw_is_imported_and_used() {
                     "--strict-json",
                 ],
             );
+            run_openclaw(
+                &cli,
+                &[
+                    "config",
+                    "set",
+                    "channels.whatsapp",
+                    r#"{"dmPolicy":"allowlist","allowFrom":["+4915550001"],"groupPolicy":"allowlist","groups":{"*":{"requireMention":false},"120363025246125486@g.us":{"requireMention":true}}}"#,
+                    "--strict-json",
+                ],
+            );
             std::fs::write(
                 cli.home.path().join(".openclaw/workspace/USER.md"),
                 "# USER.md\n\nName: Ada. Prefers short answers.\n",
@@ -171,7 +181,39 @@ async fn a_state_folder_made_by_openclaw_is_imported_and_used() {
     assert!(unmapped.contains("tools.deny: browser"), "{unmapped}");
     assert!(unmapped.contains("managed by OpenClaw"), "{unmapped}");
 
+    // WhatsApp's access settings carry over; the device must be linked again.
+    assert!(
+        unmapped.contains("lurkbot channels login whatsapp"),
+        "{unmapped}"
+    );
+    assert!(
+        unmapped.contains("channels.whatsapp.groups (by id)"),
+        "{unmapped}"
+    );
     let config = std::fs::read_to_string(t.path("config.toml")).unwrap();
+    let settings: toml::Table = config.parse().unwrap();
+    let whatsapp = &settings["channels"]["whatsapp"];
+    assert_eq!(whatsapp["mode"].as_str(), Some("linked"), "{config}");
+    assert_eq!(
+        whatsapp["dm_policy"].as_str(),
+        Some("allowlist"),
+        "{config}"
+    );
+    assert_eq!(
+        whatsapp["allow_from"].as_array().map(|a| a.len()),
+        Some(1),
+        "{config}"
+    );
+    assert_eq!(whatsapp["allow_from"][0].as_str(), Some("4915550001"));
+    assert_eq!(
+        whatsapp["require_mention"].as_bool(),
+        Some(false),
+        "{config}"
+    );
+    // The settings are valid: the channel is listed from them.
+    let listed = t.run(&["channels", "list"]);
+    assert_eq!(listed.status, 0, "{}{}", listed.stdout, listed.stderr);
+    assert!(listed.stdout.contains("whatsapp"), "{}", listed.stdout);
     assert!(config.contains("model = \"openai/fake-model\""), "{config}");
     assert!(config.contains("\"openai/backup-model\""), "{config}");
     assert!(config.contains("every = \"45m\""), "{config}");

@@ -5,6 +5,7 @@
 //! `overwrite`, and no secret is ever written to config.toml.
 
 pub mod openclaw;
+mod openclaw_channels;
 
 use std::path::{Path, PathBuf};
 

@@ -92,17 +92,7 @@ pub fn plan(dir: &Path) -> Result<ImportPlan, String> {
     heartbeat(&mut plan, &config);
     agents(&mut plan, &config);
     cron(&mut plan, dir);
-    for (name, _) in config
-        .get("channels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
-        plan.unmapped(
-            format!("channels.{name}"),
-            "channel settings are not imported: set [channels.NAME] in config.toml and its variables in .env (README, 'Channels')",
-        );
-    }
+    super::openclaw_channels::channels(&mut plan, &config);
     if config.pointer("/gateway/auth/token").is_some() {
         plan.unmapped(
             "gateway.auth.token",
@@ -473,12 +463,12 @@ fn cron(plan: &mut ImportPlan, dir: &Path) {
 }
 
 /// `text` as a TOML string.
-fn toml_string(text: &str) -> String {
+pub(super) fn toml_string(text: &str) -> String {
     toml_edit::Value::from(text).to_string().trim().to_string()
 }
 
 /// `items` as a TOML array of strings.
-fn toml_list(items: &[String]) -> String {
+pub(super) fn toml_list(items: &[String]) -> String {
     let array: toml_edit::Array = items.iter().map(String::as_str).collect();
     array.to_string().trim().to_string()
 }
