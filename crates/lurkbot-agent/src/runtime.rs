@@ -88,7 +88,8 @@ pub struct Outbound {
 /// Channels the `message` tool knows: the web UI, every platform of
 /// [`lurkbot_core::CHANNEL_NAMES`] (a test keeps the two lists together), and `last`.
 pub const CHANNELS: &[&str] = &[
-    "webchat", "irc", "telegram", "discord", "slack", "matrix", "email", "whatsapp", "last",
+    "webchat", "irc", "telegram", "discord", "slack", "matrix", "email", "whatsapp", "signal",
+    "last",
 ];
 
 /// Runs turns on sessions and delivers messages.

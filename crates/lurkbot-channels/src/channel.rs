@@ -89,14 +89,15 @@ impl Inbound {
 
     /// Its source id — one message, however often the platform serves it — where the
     /// platform gives each message an id of its own (Telegram, Matrix, Discord, e-mail's
-    /// `Message-ID`, Slack's `ts`, WhatsApp's `wamid`); `None` on IRC (no ids).
+    /// `Message-ID`, Slack's `ts`, WhatsApp's `wamid`, Signal's timestamp and author); `None`
+    /// on IRC (no ids).
     pub fn source_id(&self) -> Option<String> {
         if let Some(id) = self.platform_id.as_deref().filter(|id| !id.is_empty()) {
             return Some(format!("{}:{}:{id}", self.channel, self.chat));
         }
         let unique = matches!(
             self.channel,
-            "telegram" | "matrix" | "discord" | "email" | "whatsapp"
+            "telegram" | "matrix" | "discord" | "email" | "whatsapp" | "signal"
         );
         (unique && !self.message_id.is_empty())
             .then(|| format!("{}:{}:{}", self.channel, self.chat, self.message_id))

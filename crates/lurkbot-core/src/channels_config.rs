@@ -7,8 +7,11 @@ use serde::{Deserialize, Serialize};
 
 /// The platforms a `[channels.<name>]` table may name.
 pub const CHANNEL_NAMES: &[&str] = &[
-    "telegram", "discord", "slack", "matrix", "email", "irc", "whatsapp",
+    "telegram", "discord", "slack", "matrix", "email", "irc", "whatsapp", "signal",
 ];
+
+/// Where signal-cli's HTTP daemon answers by default (`daemon --http` with no address).
+pub const SIGNAL_DEFAULT_URL: &str = "http://127.0.0.1:8080";
 
 /// The `[channels.whatsapp] mode` values.
 pub const WHATSAPP_MODES: &[&str] = &["linked", "cloud"];
@@ -55,6 +58,13 @@ pub struct ChannelConfig {
     /// WhatsApp `cloud` only: the business phone number's id in Meta's Graph API (replies go
     /// to `<base_url>/<phone_number_id>/messages`).
     pub phone_number_id: Option<String>,
+    /// Signal only: the account signal-cli serves, its number with the country code
+    /// (`+15550001111`).
+    pub account: Option<String>,
+    /// Signal only: signal-cli's program (`signal-cli`, or a path) for LurkBot to start as
+    /// `signal-cli -a ACCOUNT daemon --http 127.0.0.1:PORT` and supervise; unset, LurkBot uses
+    /// the daemon at `base_url` (default `http://127.0.0.1:8080`) that you run.
+    pub cli: Option<String>,
 }
 
 impl Default for ChannelConfig {
@@ -71,6 +81,8 @@ impl Default for ChannelConfig {
             trusted_authserv_id: None,
             mode: None,
             phone_number_id: None,
+            account: None,
+            cli: None,
         }
     }
 }
@@ -149,6 +161,14 @@ pub fn channel_problems(config: &crate::Config) -> Vec<crate::ConfigProblem> {
                 "channels.whatsapp.phone_number_id: mode = \"cloud\" needs the business number's id (Meta's WhatsApp Manager, API Setup)".into(),
             );
         }
+        if name == "signal" {
+            signal_problems(channel, &mut problems);
+        } else if channel.account.is_some() || channel.cli.is_some() {
+            problems.push(
+                format!("channels.{name}"),
+                format!("channels.{name}: account and cli are [channels.signal]'s settings"),
+            );
+        }
         if !DM_POLICIES.contains(&channel.dm_policy.as_str()) {
             problems.push(
                 format!("channels.{name}.dm_policy"),
@@ -180,6 +200,30 @@ pub fn channel_problems(config: &crate::Config) -> Vec<crate::ConfigProblem> {
         .collect()
 }
 
+/// `[channels.signal]`: its account is a number with the country code (or the account's ACI),
+/// and its daemon is either LurkBot's (`cli`) or the owner's (`base_url`), not both.
+fn signal_problems(channel: &ChannelConfig, problems: &mut Problems<'_>) {
+    let account = channel.account.as_deref().unwrap_or_default();
+    let number = account
+        .strip_prefix('+')
+        .is_some_and(|d| d.len() >= 6 && d.chars().all(|c| c.is_ascii_digit()));
+    let aci = account.len() == 36 && account.chars().filter(|c| *c == '-').count() == 4;
+    if !number && !aci {
+        problems.push(
+            "channels.signal.account".into(),
+            format!(
+                "channels.signal.account = \"{account}\": the account signal-cli serves, its number with the country code (\"+15550001111\")"
+            ),
+        );
+    }
+    if channel.cli.is_some() && channel.base_url.is_some() {
+        problems.push(
+            "channels.signal.cli".into(),
+            "channels.signal: set cli (LurkBot starts signal-cli) or base_url (your own daemon), not both".into(),
+        );
+    }
+}
+
 struct Problems<'a>(&'a mut Vec<(String, String)>);
 
 impl Problems<'_> {
@@ -196,6 +240,30 @@ mod tests {
         crate::Config::check(Path::new("config.toml"), text)
             .map(|(_, p)| p.into_iter().map(|p| p.key).collect())
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn signals_account_and_daemon_are_checked() {
+        assert!(problems("[channels.signal]\naccount = \"+15550001111\"\n").is_empty());
+        assert!(
+            problems("[channels.signal]\naccount = \"+15550001111\"\ncli = \"signal-cli\"\n")
+                .is_empty()
+        );
+        assert_eq!(problems("[channels.signal]\n"), ["channels.signal.account"]);
+        assert_eq!(
+            problems("[channels.signal]\naccount = \"15550001111\"\n"),
+            ["channels.signal.account"]
+        );
+        assert_eq!(
+            problems(
+                "[channels.signal]\naccount = \"+15550001111\"\ncli = \"signal-cli\"\nbase_url = \"http://127.0.0.1:8080\"\n"
+            ),
+            ["channels.signal.cli"]
+        );
+        assert_eq!(
+            problems("[channels.telegram]\naccount = \"+15550001111\"\n"),
+            ["channels.telegram"]
+        );
     }
 
     #[test]

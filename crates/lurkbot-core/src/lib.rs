@@ -60,8 +60,8 @@ pub use autonomy_config::{
 };
 pub use budget_config::{BudgetsConfig, ModelPrice};
 pub use channels_config::{
-    Binding, CHANNEL_NAMES, ChannelConfig, DM_POLICIES, SessionConfig, WHATSAPP_MODES,
-    channel_problems,
+    Binding, CHANNEL_NAMES, ChannelConfig, DM_POLICIES, SIGNAL_DEFAULT_URL, SessionConfig,
+    WHATSAPP_MODES, channel_problems,
 };
 pub use clock::now_ms;
 pub use config::{

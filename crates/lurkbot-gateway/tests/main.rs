@@ -35,6 +35,7 @@ mod openclaw;
 mod openclaw_wire;
 mod ops;
 mod protocol;
+mod signal;
 mod slack;
 mod stopping;
 mod usage;

@@ -14,6 +14,8 @@ pub mod openclaw;
 pub mod ports;
 pub mod postgres;
 pub mod search_servers;
+mod signal_rpc;
+pub mod signal_server;
 pub mod slack_server;
 pub mod speech_servers;
 pub mod synapse;

@@ -14,7 +14,7 @@ impl Tool for MessageTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "message".into(),
-            description: "Send a message. to: #channel or nick on irc, an allowed chat id on telegram, a phone number on whatsapp; webchat is the web UI, last where the owner last talked.".into(),
+            description: "Send a message. to: #channel or nick on irc, an allowed chat id on telegram, a phone number on whatsapp or signal (+ and country code); webchat is the web UI, last where the owner last talked.".into(),
             parameters: json!({"type": "object", "properties": {
                 "channel": {"type": "string", "enum": CHANNELS},
                 "to": {"type": "string"},

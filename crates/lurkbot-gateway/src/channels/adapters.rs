@@ -144,6 +144,31 @@ pub(crate) fn build(state: &ChannelContext, name: &str) -> Result<Arc<dyn Channe
                 Ok(Arc::new(linked) as Arc<dyn Channel>)
             }
         },
+        "signal" => {
+            use lurkbot_channels::signal::Signal;
+            let account = settings
+                .account
+                .clone()
+                .ok_or("channels.signal.account is not set (the number signal-cli serves)")?;
+            let signal = match &settings.cli {
+                // LurkBot runs signal-cli itself, on the gateway that holds the channel.
+                Some(cli) => {
+                    let dir = state.home.join(layout::CHANNELS).join("signal");
+                    lurkbot_channels::signal_daemon::SignalDaemon::new(cli, &account, &dir)
+                        .and_then(Signal::supervised)
+                }
+                None => Signal::new(
+                    settings
+                        .base_url
+                        .as_deref()
+                        .unwrap_or(lurkbot_core::SIGNAL_DEFAULT_URL),
+                    &account,
+                ),
+            };
+            signal
+                .map(|s| Arc::new(s) as Arc<dyn Channel>)
+                .map_err(|e| e.to_string())
+        }
         other => Err(format!("LurkBot has no '{other}' channel")),
     }
 }

@@ -1,0 +1,66 @@
+//! The adapter against the signal-cli test daemon: silent death — a stream that stays open and
+//! says nothing, not even its keep-alives — is found by the missing keep-alives (never by
+//! chat silence), the channel says why it is stale, connects again, and is alive once the
+//! daemon speaks; a daemon that is gone keeps it stale.
+
+use std::time::Duration;
+
+use lurkbot_test_support::signal_server::SignalServer;
+
+use super::*;
+
+const ACCOUNT: &str = "+15550001111";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_stream_is_stale_and_connected_again() {
+    let server = SignalServer::start(ACCOUNT);
+    // Keep-alives far more often than the silence allowed: only a real silence trips it.
+    server.keep_alive_every(Duration::from_millis(50));
+    let signal = Signal::new(&server.url(), ACCOUNT)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_silence(Duration::from_secs(2));
+    server.user_writes("+4915550001", "u-ada", "Ada", "hello");
+    let batch = signal.receive().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(batch[0].text, "hello");
+    assert_eq!(
+        signal.stale(),
+        None,
+        "a quiet chat with keep-alives is alive"
+    );
+
+    server.go_silent(false);
+    let gone = signal.receive().await;
+    assert!(matches!(gone, Err(ChannelError::Transient(_))), "{gone:?}");
+    let why = signal.stale().unwrap_or_default();
+    assert!(why.contains("said nothing for 2 s"), "{why}");
+
+    // The daemon speaks again: the next receive connects anew, and its keep-alives make the
+    // channel alive before any message arrives.
+    server.recover();
+    let next = tokio::spawn(async move {
+        let batch = signal.receive().await;
+        (signal, batch)
+    });
+    server.user_writes("+4915550001", "u-ada", "Ada", "still there?");
+    let (signal, batch) = next.await.unwrap_or_else(|e| panic!("{e}"));
+    let batch = batch.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(batch[0].text, "still there?");
+    assert_eq!(signal.stale(), None);
+}
+
+#[tokio::test]
+async fn a_daemon_that_is_gone_keeps_the_channel_stale_with_where_it_was_looked_for() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+        listener.local_addr().map(|a| a.port()).unwrap_or_default()
+    };
+    let signal =
+        Signal::new(&format!("http://127.0.0.1:{port}"), ACCOUNT).unwrap_or_else(|e| panic!("{e}"));
+    let refused = signal.receive().await;
+    assert!(
+        matches!(refused, Err(ChannelError::Transient(_))),
+        "{refused:?}"
+    );
+    let why = signal.stale().unwrap_or_default();
+    assert!(why.contains(&format!("127.0.0.1:{port}")), "{why}");
+}
