@@ -274,6 +274,12 @@ pub trait Channel: Send + Sync {
         })
     }
 
+    /// Stops what the channel runs beside its connection (a daemon it started, a client's own
+    /// connection), at the gateway's stop.
+    fn stop(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
     /// Why the connection, though it looks open, is not known to be alive — its liveness check
     /// (a transport ping unanswered, an active probe failing; never chat silence alone) found
     /// it dead and it is reconnecting — or `None` while it is alive or has no such check.

@@ -21,6 +21,7 @@ pub mod matrix;
 mod net;
 pub mod pairing;
 pub mod picture;
+pub mod qr;
 pub mod routing;
 pub mod signal;
 pub mod signal_daemon;

@@ -421,6 +421,14 @@ impl Channel for Signal {
         })
     }
 
+    fn stop(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(daemon) = &self.daemon {
+                daemon.stop().await;
+            }
+        })
+    }
+
     fn stale(&self) -> Option<String> {
         self.stale.lock().ok()?.clone()
     }

@@ -150,6 +150,28 @@ impl SignalDaemon {
         }
     }
 
+    /// Stops the daemon: asked to end (SIGTERM), killed after 5 s.
+    pub async fn stop(&self) {
+        let Some(mut child) = self.child.lock().await.take() else {
+            return;
+        };
+        if let Some(pid) = child
+            .id()
+            .and_then(|p| i32::try_from(p).ok())
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+        if tokio::time::timeout(Duration::from_secs(5), child.wait())
+            .await
+            .is_err()
+        {
+            let _ = child.kill().await;
+        }
+        let _ = std::fs::remove_file(&self.pid_file);
+        tracing::info!("signal-cli stopped");
+    }
+
     async fn wait_ready(&self, child: &mut tokio::process::Child) -> Result<(), ChannelError> {
         let deadline = tokio::time::Instant::now() + READY_WITHIN;
         let check = format!("{}/api/v1/check", self.base_url());
@@ -225,6 +247,36 @@ pub fn version_of(cli: &str) -> Result<String, String> {
         .filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit()))
         .map(str::to_string)
         .ok_or_else(|| format!("'{cli} --version' said {:?}", text.trim()))
+}
+
+/// The version a running daemon at `base_url` reports (its JSON-RPC `version`).
+///
+/// # Errors
+/// It does not answer, or answers something else.
+pub async fn daemon_version(base_url: &str) -> Result<String, String> {
+    let http = crate::http::client(Duration::from_secs(5)).map_err(|e| e.to_string())?;
+    let bytes = http
+        .post(format!("{}/api/v1/rpc", base_url.trim_end_matches('/')))
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"version"}"#)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .map_err(|e| {
+            format!(
+                "no signal-cli daemon answers at {base_url}: {}",
+                e.without_url()
+            )
+        })?
+        .bytes()
+        .await
+        .map_err(|e| format!("the daemon at {base_url} broke off: {}", e.without_url()))?;
+    let answer: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|_| format!("the daemon at {base_url} did not answer JSON-RPC"))?;
+    answer["result"]["version"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("the daemon at {base_url} did not say its version"))
 }
 
 /// Whether `version` (`0.14.6`, `0.14.7-SNAPSHOT`) is at least [`MIN_VERSION`].

@@ -174,6 +174,7 @@ pub async fn serve(
     }
     memory_watch.abort();
     channels.iter().for_each(tokio::task::JoinHandle::abort);
+    host.channels.stop_all().await;
     outbox.abort();
     leases.abort();
     if let Some(watch) = &users_watch {

@@ -85,8 +85,15 @@ async fn a_signal_message_is_answered_once_quoted_styled_and_marked_read() {
     let second = server.user_writes(OWNER, OWNER_UUID, "Ada", "and now?");
     let sent = calls(&server, "send", 3).await;
     assert_eq!(sent.len(), 3, "{sent:?}");
-    let to_stranger = &sent[1].params;
-    assert_eq!(to_stranger["recipient"], json!(["+4470000000"]));
+    // The two are answered side by side: found by recipient, not by order.
+    let to = |who: &str| {
+        sent[1..]
+            .iter()
+            .find(|c| c.params["recipient"] == json!([who]))
+            .map(|c| c.params.clone())
+            .unwrap_or_else(|| panic!("nothing sent to {who}: {sent:?}"))
+    };
+    let to_stranger = to("+4470000000");
     assert!(
         to_stranger["message"]
             .as_str()
@@ -94,8 +101,9 @@ async fn a_signal_message_is_answered_once_quoted_styled_and_marked_read() {
             .contains("pairing code"),
         "{to_stranger}"
     );
-    assert_eq!(sent[2].params["message"], "Second answer.");
-    assert_eq!(sent[2].params["quoteTimestamp"], second);
+    let to_owner = to(OWNER);
+    assert_eq!(to_owner["message"], "Second answer.");
+    assert_eq!(to_owner["quoteTimestamp"], second);
     assert_eq!(
         gw.fake.requests().len(),
         2,
@@ -212,4 +220,99 @@ async fn a_picture_comes_in_through_get_attachment_and_one_goes_out_as_an_attach
     assert!(url.starts_with("data:image/"), "{user}");
     let fetched = calls(&server, "getAttachment", 1).await;
     assert_eq!(fetched[0].params["id"], "att-7");
+}
+
+fn envelope(timestamp: u64, text: &str) -> serde_json::Value {
+    json!({"source": OWNER, "sourceNumber": OWNER, "sourceUuid": OWNER_UUID, "sourceName": "Ada",
+        "sourceDevice": 1, "timestamp": timestamp,
+        "dataMessage": {"timestamp": timestamp, "message": text}})
+}
+
+/// `[channels.signal] cli`: LurkBot starts signal-cli with the documented arguments, answers
+/// through it, starts it again when it dies (SIGKILL), and stops it with the gateway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lurkbot_starts_signal_cli_starts_it_again_when_it_dies_and_stops_it() {
+    use lurkbot_test_support::signal_cli_fake::FakeSignalCli;
+    let dir = tempfile::tempdir().unwrap();
+    let cli = Arc::new(FakeSignalCli::install(dir.path(), "0.14.6"));
+    let mut gw = Gateway::start(
+        &format!(
+            "[channels.signal]\naccount = \"{ACCOUNT}\"\ncli = \"{}\"\nallow_from = [\"{OWNER}\"]\n",
+            cli.program().display()
+        ),
+        vec![Step::text("First."), Step::text("After the restart.")],
+    )
+    .await;
+    let blocking =
+        |f: Box<dyn FnOnce() -> Vec<serde_json::Value> + Send>| tokio::task::spawn_blocking(f);
+    let starts = {
+        let cli = cli.clone();
+        blocking(Box::new(move || cli.wait_starts(1, WAIT)))
+            .await
+            .unwrap()
+    };
+    let args: Vec<&str> = starts[0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert_eq!(args[..4], ["-a", ACCOUNT, "daemon", "--http"], "{args:?}");
+    assert!(args[4].starts_with("127.0.0.1:"), "{args:?}");
+    assert_eq!(
+        args[5..],
+        ["--receive-mode", "on-connection", "--no-receive-stdout"]
+    );
+
+    cli.deliver("m1", &envelope(1_764_300_001_000, "hello"));
+    let sent = {
+        let cli = cli.clone();
+        blocking(Box::new(move || cli.wait_calls("send", 1, WAIT)))
+            .await
+            .unwrap()
+    };
+    assert_eq!(sent[0]["params"]["message"], "First.", "{sent:?}");
+
+    // The daemon dies: started again, and the next message is answered through the new one.
+    let first = starts[0]["pid"].as_i64().unwrap();
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &first.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let starts = {
+        let cli = cli.clone();
+        blocking(Box::new(move || cli.wait_starts(2, WAIT)))
+            .await
+            .unwrap()
+    };
+    assert_eq!(starts.len(), 2, "not started again");
+    cli.deliver("m2", &envelope(1_764_300_002_000, "still there?"));
+    let sent = {
+        let cli = cli.clone();
+        blocking(Box::new(move || cli.wait_calls("send", 2, WAIT)))
+            .await
+            .unwrap()
+    };
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[1]["params"]["message"], "After the restart.");
+    let second = starts[1]["pid"].as_i64().unwrap();
+    let recorded = std::fs::read_to_string(gw.home.join("channels/signal/daemon.pid")).unwrap();
+    assert_eq!(
+        recorded.trim(),
+        second.to_string(),
+        "the pid file names the running daemon"
+    );
+
+    // The gateway stops: so does signal-cli.
+    gw.stop().await;
+    let proc = format!("/proc/{second}");
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::path::Path::new(&proc).exists() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !std::path::Path::new(&proc).exists(),
+        "signal-cli outlived the gateway"
+    );
 }

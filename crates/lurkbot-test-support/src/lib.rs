@@ -14,6 +14,7 @@ pub mod openclaw;
 pub mod ports;
 pub mod postgres;
 pub mod search_servers;
+pub mod signal_cli_fake;
 mod signal_rpc;
 pub mod signal_server;
 pub mod slack_server;

@@ -46,6 +46,7 @@ mod rss;
 mod search;
 mod service;
 mod setup;
+mod signal_cli;
 mod skills;
 mod structure;
 mod traces;

@@ -15,7 +15,6 @@ pub mod inbound;
 pub mod keys;
 mod keys_tables;
 pub mod phone;
-pub mod qr;
 mod wire;
 
 /// The client crate, for what is built on its types (the keys' tests drive its store traits).
@@ -149,7 +148,7 @@ impl Shared {
             Event::PairingQrCode(qr) => {
                 let code = qr.code.clone();
                 self.set_link("qr", |link| {
-                    link.qr_svg = qr::svg(&code);
+                    link.qr_svg = crate::qr::svg(&code);
                     link.qr = Some(code);
                 });
             }
@@ -523,6 +522,10 @@ impl Channel for WhatsAppLinked {
                 .await?;
             Ok(())
         })
+    }
+
+    fn stop(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.disconnect())
     }
 
     fn stale(&self) -> Option<String> {

@@ -41,6 +41,19 @@ impl ChannelSet {
         }
     }
 
+    /// Stops what each running channel runs beside its connection (signal-cli, WhatsApp's
+    /// device connection), at the gateway's stop.
+    pub(crate) async fn stop_all(&self) {
+        let running: Vec<Arc<Live>> = self
+            .running
+            .lock()
+            .map(|r| r.values().cloned().collect())
+            .unwrap_or_default();
+        for live in running {
+            live.channel().stop().await;
+        }
+    }
+
     /// Routes Meta's webhook requests to `webhook` from now on.
     pub(crate) fn set_whatsapp_webhook(
         &self,

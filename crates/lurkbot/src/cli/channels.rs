@@ -1,7 +1,8 @@
 //! `lurkbot channels list [--json]` (the configured channels and whether their credentials
 //! are set — never their values) and `lurkbot channels status [--json]` (the running gateway's
 //! view: state, last error, messages in and out, pending pairings, a linked device's link);
-//! `login` / `logout` link WhatsApp's device (`channels_login.rs`).
+//! `login` / `logout` link WhatsApp's device (`channels_login.rs`); `login signal` links
+//! signal-cli (`channels_login_signal.rs`).
 
 use crate::error::{CliError, CliResult};
 use std::path::Path;
@@ -26,9 +27,10 @@ pub(crate) enum ChannelsArgs {
         #[arg(long)]
         json: bool,
     },
-    /// Link LurkBot as a device of a WhatsApp account: prints the QR code to scan.
+    /// Link LurkBot as a device of a WhatsApp account (the QR code to scan), or link
+    /// signal-cli to a Signal account (`signal`: its code, or what to run).
     Login {
-        /// The channel (`whatsapp`).
+        /// The channel (`whatsapp`, `signal`).
         channel: String,
         /// The account's number (`+15550001111`): a pairing code to type instead of a QR code.
         #[arg(long)]
@@ -62,6 +64,9 @@ fn credentials(name: &str) -> &'static [&'static str] {
 
 pub(crate) fn run(home_path: &Path, args: &ChannelsArgs) -> CliResult {
     match args {
+        ChannelsArgs::Login { channel, .. } if channel == "signal" => {
+            return super::channels_login_signal::login(home_path);
+        }
         ChannelsArgs::Login { channel, phone } => {
             return super::channels_login::login(home_path, channel, phone.as_deref());
         }

@@ -61,7 +61,7 @@ fn shown(link: &LinkState) -> Option<String> {
     match link.state.as_str() {
         "qr" => {
             let code = link.qr.as_deref()?;
-            let drawn = lurkbot_channels::whatsapp_linked::qr::terminal(code)?;
+            let drawn = lurkbot_channels::qr::terminal(code)?;
             Some(format!(
                 "{drawn}\nScan it in WhatsApp: Settings → Linked devices → Link a device \
                  (a new code comes every 20 s or so)\n"

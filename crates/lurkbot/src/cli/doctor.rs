@@ -28,14 +28,14 @@ pub(crate) struct DoctorArgs {
 /// The outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-enum Status {
+pub(super) enum Status {
     Ok,
     Warn,
     Fail,
 }
 
 #[derive(Debug, Serialize)]
-struct Check {
+pub(super) struct Check {
     check: &'static str,
     status: Status,
     detail: String,
@@ -43,7 +43,7 @@ struct Check {
     fix: Option<String>,
 }
 
-fn ok(check: &'static str, detail: impl Into<String>) -> Check {
+pub(super) fn ok(check: &'static str, detail: impl Into<String>) -> Check {
     Check {
         check,
         status: Status::Ok,
@@ -52,7 +52,7 @@ fn ok(check: &'static str, detail: impl Into<String>) -> Check {
     }
 }
 
-fn bad(
+pub(super) fn bad(
     check: &'static str,
     status: Status,
     detail: impl Into<String>,
@@ -117,6 +117,7 @@ pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> CliResult {
     checks.extend(gateway(&home, &config));
     checks.extend(irc(&home));
     checks.extend(channels(&home, &config));
+    checks.extend(super::doctor_signal::signal(&config));
     checks.push(speech(&home, &config));
     checks.push(browser(&config));
     checks.extend(users(&home, &config));

@@ -1,5 +1,5 @@
-//! The pairing QR code drawn for a terminal (two rows of modules per line, in half blocks)
-//! and as SVG for the web UI.
+//! A device-linking QR code (WhatsApp's pairing code, Signal's `sgnl://linkdevice` URI) drawn
+//! for a terminal (two rows of modules per line, in half blocks) and as SVG for the web UI.
 
 use qrcode::{Color, EcLevel, QrCode};
 
