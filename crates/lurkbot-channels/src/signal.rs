@@ -33,6 +33,9 @@ struct Open {
     response: reqwest::Response,
     buffer: Vec<u8>,
     data: Vec<String>,
+    /// Nothing read from it yet: its first sign of life is reported (the status says
+    /// `connected` before the first message).
+    fresh: bool,
 }
 
 /// JSON-RPC calls to one account of the daemon (cloned into the tasks that send receipts).
@@ -182,6 +185,7 @@ impl Signal {
             response,
             buffer: Vec::new(),
             data: Vec::new(),
+            fresh: true,
         })
     }
 
@@ -326,7 +330,8 @@ impl Channel for Signal {
                     .iter()
                     .filter_map(|data| inbound_of(data, &own))
                     .collect();
-                if !batch.is_empty() {
+                let fresh = std::mem::take(&mut open.fresh);
+                if !batch.is_empty() || (fresh && parsed.alive) {
                     if let Ok(mut received) = self.received.lock() {
                         *received = batch.clone();
                     }
