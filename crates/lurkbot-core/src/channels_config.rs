@@ -58,6 +58,10 @@ pub struct ChannelConfig {
     /// WhatsApp `cloud` only: the business phone number's id in Meta's Graph API (replies go
     /// to `<base_url>/<phone_number_id>/messages`).
     pub phone_number_id: Option<String>,
+    /// How long the channel may stay `stale` — its own liveness check failing (a dead stream,
+    /// an unanswered ping) while it reconnects — before the owner is told on another channel
+    /// or in the web UI (default `5m`; they are told again when it is back).
+    pub stale_alert_after: String,
     /// Signal only: the account signal-cli serves, its number with the country code
     /// (`+15550001111`).
     pub account: Option<String>,
@@ -81,6 +85,7 @@ impl Default for ChannelConfig {
             trusted_authserv_id: None,
             mode: None,
             phone_number_id: None,
+            stale_alert_after: "5m".into(),
             account: None,
             cli: None,
         }
@@ -167,6 +172,15 @@ pub fn channel_problems(config: &crate::Config) -> Vec<crate::ConfigProblem> {
             problems.push(
                 format!("channels.{name}"),
                 format!("channels.{name}: account and cli are [channels.signal]'s settings"),
+            );
+        }
+        if crate::parse_period_ms(&channel.stale_alert_after).is_none() {
+            problems.push(
+                format!("channels.{name}.stale_alert_after"),
+                format!(
+                    "channels.{name}.stale_alert_after = \"{}\": a period such as 30s, 5m or 1h",
+                    channel.stale_alert_after
+                ),
             );
         }
         if !DM_POLICIES.contains(&channel.dm_policy.as_str()) {

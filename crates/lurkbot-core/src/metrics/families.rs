@@ -94,6 +94,15 @@ pub static CHANNEL_MESSAGES: Family = Family::counter(
     &["channel", "direction"],
 );
 
+/// A channel's receives that failed and were tried again (its connection made anew), by
+/// channel and reason: `stale` (its liveness check found the connection dead), `error`,
+/// `rate_limited`, `failed` (refused for good; tried again slowly).
+pub static CHANNEL_RECONNECTS: Family = Family::counter(
+    "lurkbot_channel_reconnects_total",
+    "Channel receives that failed and were tried again, by channel and reason (stale, error, rate_limited, failed).",
+    &["channel", "reason"],
+);
+
 /// Model calls refused by a budget, by the cap (`daily_tokens`, `monthly_usd`, …).
 pub static BUDGET_REFUSALS: Family = Family::counter(
     "lurkbot_budget_refusals_total",
@@ -122,6 +131,7 @@ pub static FAMILIES: &[&Family] = &[
     &APPROVALS,
     &APPROVAL_WAIT_SECONDS,
     &CHANNEL_MESSAGES,
+    &CHANNEL_RECONNECTS,
     &BUDGET_REFUSALS,
     &SPANS_DROPPED,
 ];

@@ -1,8 +1,9 @@
 //! Telling the owner when a channel cannot go on by itself (ARCHITECTURE.md §6.1.2): a
 //! permanent failure (a revoked token, WhatsApp logging the device out), or a connection its
-//! liveness check has found dead for longer than it takes to reconnect. The notice goes where
-//! the owner last talked when that is another running channel, else to the web UI's main
-//! session — never through the channel that is down — and through the gate like every message.
+//! liveness check has found dead for longer than `[channels.<name>] stale_alert_after` — and
+//! once more when it is back. The notice goes where the owner last talked when that is another
+//! running channel, else to the web UI's main session — never through the channel that is
+//! down — and through the gate like every message.
 
 use std::time::{Duration, Instant};
 
@@ -13,29 +14,53 @@ use lurkbot_core::SessionKey;
 use crate::channels::context::ChannelContext;
 
 /// How long a channel may stay stale (its liveness check failing while it reconnects) before
-/// the owner is told.
+/// the owner is told, unless `stale_alert_after` says otherwise.
 pub(crate) const TELL_STALE_AFTER: Duration = Duration::from_secs(5 * 60);
 
+/// `[channels.<name>] stale_alert_after` in force now.
+pub(crate) fn grace(state: &ChannelContext, channel: &str) -> Duration {
+    state
+        .config()
+        .channels
+        .get(channel)
+        .and_then(|c| lurkbot_core::parse_period_ms(&c.stale_alert_after))
+        .map_or(TELL_STALE_AFTER, Duration::from_millis)
+}
+
 /// Tells the owner that `channel` stopped, and why (what to do is in `why`).
-pub(crate) async fn tell_owner(state: &ChannelContext, channel: &str, why: &str) {
+pub(crate) async fn tell_stopped(state: &ChannelContext, channel: &str, why: &str) {
+    tell_owner(
+        state,
+        channel,
+        format!("⚠ The {channel} channel stopped: {why}"),
+    )
+    .await;
+}
+
+/// Tells the owner that `channel`, which they were told had stopped, is back.
+pub(crate) async fn tell_back(state: &ChannelContext, channel: &str) {
+    tell_owner(state, channel, format!("✓ The {channel} channel is back.")).await;
+}
+
+/// Tells the owner `text` about `channel`, elsewhere than on it.
+async fn tell_owner(state: &ChannelContext, channel: &str, text: String) {
     let last = state
         .host
         .last_route
         .lock()
         .map(|l| l.0.clone())
         .unwrap_or_default();
-    let text = format!("⚠ The {channel} channel stopped: {why}");
     if last == channel || !state.host.channels.has(&last) {
         // The web UI's main session, never inside its running turn (a tool call would be
         // split from its result): after it.
         let slot = state.host.slot(&SessionKey::main());
         let _free = slot.agent.lock().await;
         match state.host.post_to_webchat(&text) {
-            Ok(()) => tracing::info!(channel, "the owner was told the channel stopped"),
+            Ok(()) => tracing::info!(channel, "the owner was told of the channel"),
             Err(e) => tracing::warn!(
                 channel,
                 error = e.as_str(),
-                "the owner could not be told the channel stopped"
+                "the owner could not be told of the channel"
             ),
         }
         return;
@@ -52,18 +77,29 @@ pub(crate) async fn tell_owner(state: &ChannelContext, channel: &str, why: &str)
         Ok(to) => tracing::info!(
             channel,
             to = to.as_str(),
-            "the owner was told the channel stopped"
+            "the owner was told of the channel"
         ),
         Err(e) => tracing::warn!(
             channel,
             error = e.as_str(),
-            "the owner could not be told the channel stopped"
+            "the owner could not be told of the channel"
         ),
     }
 }
 
-/// Follows one channel's liveness: says when a stale spell has lasted long enough to tell the
-/// owner (once a spell).
+/// What a look at a channel's liveness calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Notice {
+    /// Nothing to say.
+    None,
+    /// Stale past its grace: tell the owner.
+    Stale,
+    /// Alive again after the owner was told: tell them it is back.
+    Back,
+}
+
+/// Follows one channel's liveness: says when a stale spell has lasted its grace (once a
+/// spell), and when a spell the owner was told of ends.
 #[derive(Debug, Default)]
 pub(crate) struct StaleWatch {
     since: Option<Instant>,
@@ -71,18 +107,19 @@ pub(crate) struct StaleWatch {
 }
 
 impl StaleWatch {
-    /// Notes whether the channel is stale `now`; true when the owner should be told now.
-    pub(crate) fn observe(&mut self, stale: bool, now: Instant) -> bool {
+    /// Notes whether the channel is stale `now`, with `grace` before the owner is told.
+    pub(crate) fn observe(&mut self, stale: bool, now: Instant, grace: Duration) -> Notice {
         if !stale {
+            let told = self.told;
             *self = Self::default();
-            return false;
+            return if told { Notice::Back } else { Notice::None };
         }
         let since = *self.since.get_or_insert(now);
-        if self.told || now.duration_since(since) < TELL_STALE_AFTER {
-            return false;
+        if self.told || now.duration_since(since) < grace {
+            return Notice::None;
         }
         self.told = true;
-        true
+        Notice::Stale
     }
 }
 
@@ -90,30 +127,39 @@ impl StaleWatch {
 mod tests {
     use super::*;
 
+    const GRACE: Duration = TELL_STALE_AFTER;
+
     #[test]
-    fn a_stale_spell_is_told_once_after_its_grace() {
+    fn a_stale_spell_is_told_once_after_its_grace_and_its_end_too() {
         let start = Instant::now();
         let mut watch = StaleWatch::default();
-        assert!(!watch.observe(true, start));
-        assert!(!watch.observe(true, start + TELL_STALE_AFTER - Duration::from_secs(1)));
-        assert!(watch.observe(true, start + TELL_STALE_AFTER));
-        assert!(
-            !watch.observe(true, start + TELL_STALE_AFTER * 3),
-            "told once a spell"
-        );
-        // Alive again, then a new spell: its own grace, told again.
-        assert!(!watch.observe(false, start + TELL_STALE_AFTER * 4));
-        let again = start + TELL_STALE_AFTER * 5;
-        assert!(!watch.observe(true, again));
-        assert!(watch.observe(true, again + TELL_STALE_AFTER));
+        let mut at =
+            |secs: u64, stale: bool| watch.observe(stale, start + Duration::from_secs(secs), GRACE);
+        assert_eq!(at(0, true), Notice::None);
+        assert_eq!(at(299, true), Notice::None);
+        assert_eq!(at(300, true), Notice::Stale);
+        assert_eq!(at(900, true), Notice::None, "told once a spell");
+        assert_eq!(at(1200, false), Notice::Back);
+        assert_eq!(at(1215, false), Notice::None);
+        // A new spell: its own grace, told again.
+        assert_eq!(at(1500, true), Notice::None);
+        assert_eq!(at(1800, true), Notice::Stale);
     }
 
     #[test]
-    fn a_channel_alive_again_before_the_grace_is_never_told() {
+    fn a_channel_alive_again_before_its_grace_is_never_told() {
         let start = Instant::now();
         let mut watch = StaleWatch::default();
-        assert!(!watch.observe(true, start));
-        assert!(!watch.observe(false, start + Duration::from_secs(60)));
-        assert!(!watch.observe(true, start + TELL_STALE_AFTER + Duration::from_secs(1)));
+        let short = Duration::from_secs(30);
+        let mut at =
+            |secs: u64, stale: bool| watch.observe(stale, start + Duration::from_secs(secs), short);
+        assert_eq!(at(0, true), Notice::None);
+        assert_eq!(at(20, false), Notice::None);
+        assert_eq!(at(40, true), Notice::None);
+        assert_eq!(
+            at(70, true),
+            Notice::Stale,
+            "the configured grace, not the default"
+        );
     }
 }

@@ -8,6 +8,8 @@ use lurkbot_channels::{Channel, ChannelStatus};
 pub(crate) struct Live {
     pub(crate) channel: Arc<dyn Channel>,
     pub(crate) status: Mutex<ChannelStatus>,
+    /// When the channel last received (a batch, or an empty one: a sign of life), in Unix ms.
+    last_receive_ms: std::sync::atomic::AtomicU64,
 }
 
 impl Live {
@@ -19,7 +21,22 @@ impl Live {
                 state: "starting".into(),
                 ..ChannelStatus::default()
             }),
+            last_receive_ms: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The channel received (`lurkbot_channel_last_receive_seconds`).
+    pub(crate) fn note_receive(&self) {
+        self.last_receive_ms
+            .store(lurkbot_core::now_ms(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// When it last received, in Unix seconds; `None` before it first did.
+    pub(crate) fn last_receive_seconds(&self) -> Option<f64> {
+        let ms = self
+            .last_receive_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (ms > 0).then(|| ms as f64 / 1000.0)
     }
 
     /// Changes the status.

@@ -14,7 +14,7 @@ use crate::channels::live::Live;
 /// Longest pause between failed receives.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
-/// How often a channel's liveness is looked at.
+/// How often a channel's liveness is looked at (at most).
 const LIVENESS_EVERY: Duration = Duration::from_secs(15);
 
 /// Receives until the gateway stops, watching the channel's liveness meanwhile.
@@ -27,14 +27,20 @@ pub(crate) async fn receive_loop(state: ChannelContext, live: Arc<Live>) {
 
 /// Tells the owner when the channel's own liveness check has found it stale for too long.
 async fn watch_liveness(state: &ChannelContext, live: &Live) {
-    let mut watch = crate::channels::alert::StaleWatch::default();
-    let mut every = tokio::time::interval(LIVENESS_EVERY);
+    use crate::channels::alert::{Notice, StaleWatch, grace, tell_back, tell_stopped};
+    let mut watch = StaleWatch::default();
+    let name = live.channel.name();
     loop {
-        every.tick().await;
+        // Often enough for the grace in force (a short one is looked at every second).
+        let grace = grace(state, name);
+        let every = LIVENESS_EVERY.min(grace / 2).max(Duration::from_secs(1));
+        tokio::time::sleep(every).await;
         let stale = live.channel.stale();
-        if watch.observe(stale.is_some(), std::time::Instant::now()) {
-            let why = stale.unwrap_or_default();
-            crate::channels::alert::tell_owner(state, live.channel.name(), &why).await;
+        let now = std::time::Instant::now();
+        match watch.observe(stale.is_some(), now, grace) {
+            Notice::Stale => tell_stopped(state, name, &stale.unwrap_or_default()).await,
+            Notice::Back => tell_back(state, name).await,
+            Notice::None => {}
         }
     }
 }
@@ -53,6 +59,7 @@ async fn receive(state: &ChannelContext, live: &Arc<Live>) {
                     s.state = "connected".into();
                     s.received += batch.len() as u64;
                 });
+                live.note_receive();
                 lurkbot_core::metrics::CHANNEL_MESSAGES
                     .add(&[live.channel.name(), "in"], batch.len() as f64);
                 // Recorded before the platform is told they arrived; one served again after
@@ -80,6 +87,13 @@ async fn receive(state: &ChannelContext, live: &Arc<Live>) {
                 };
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 let permanent = matches!(e, ChannelError::Permanent(_));
+                let reason = match &e {
+                    _ if live.channel.stale().is_some() => "stale",
+                    ChannelError::Permanent(_) => "failed",
+                    ChannelError::RetryAfter(..) => "rate_limited",
+                    ChannelError::Transient(_) => "error",
+                };
+                lurkbot_core::metrics::CHANNEL_RECONNECTS.inc(&[live.channel.name(), reason]);
                 tracing::warn!(channel = live.channel.name(), error = %e, "channel receive failed");
                 live.update(|s| {
                     s.state = if permanent { "failed" } else { "retrying" }.into();
@@ -87,8 +101,12 @@ async fn receive(state: &ChannelContext, live: &Arc<Live>) {
                 });
                 if permanent && !told {
                     told = true;
-                    crate::channels::alert::tell_owner(state, live.channel.name(), &e.to_string())
-                        .await;
+                    crate::channels::alert::tell_stopped(
+                        state,
+                        live.channel.name(),
+                        &e.to_string(),
+                    )
+                    .await;
                 }
                 tokio::time::sleep(if permanent { MAX_BACKOFF } else { wait }).await;
             }

@@ -41,6 +41,19 @@ impl ChannelSet {
         }
     }
 
+    /// When each running channel last received, in Unix seconds (those that have).
+    pub(crate) fn last_receives(&self) -> Vec<(&'static str, f64)> {
+        self.running
+            .lock()
+            .map(|running| {
+                running
+                    .iter()
+                    .filter_map(|(name, live)| Some((*name, live.last_receive_seconds()?)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Stops what each running channel runs beside its connection (signal-cli, WhatsApp's
     /// device connection), at the gateway's stop.
     pub(crate) async fn stop_all(&self) {

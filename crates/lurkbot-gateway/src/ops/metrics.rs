@@ -77,6 +77,17 @@ pub fn text(state: &AppState) -> String {
             ],
         });
     }
+    let receives = state.host.channels.last_receives();
+    if !receives.is_empty() {
+        gauges.push(Gauge {
+            name: "lurkbot_channel_last_receive_seconds",
+            help: "When each channel last received a message or a sign of life, in Unix seconds (alert on time() minus it).",
+            series: receives
+                .iter()
+                .map(|(name, at)| (vec![("channel", *name)], *at))
+                .collect(),
+        });
+    }
     if let Some(rss) = resident_bytes() {
         gauges.push(Gauge {
             name: "lurkbot_process_resident_memory_bytes",
