@@ -47,6 +47,7 @@ mod search;
 mod service;
 mod setup;
 mod signal_cli;
+mod signal_restarts;
 mod skills;
 mod structure;
 mod traces;
