@@ -18,6 +18,8 @@ mod channel_images;
 mod channel_leases;
 mod channel_voice;
 mod channels;
+mod contract;
+mod contract_platforms;
 mod devices_on_postgres;
 mod discord;
 mod email;

@@ -1,0 +1,245 @@
+//! The platforms of the contract suite (`contract.rs`), each behind its test server.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use lurkbot_test_support::signal_server::SignalServer;
+use lurkbot_test_support::telegram_server::TelegramServer;
+use lurkbot_test_support::whatsapp_server::{WhatsAppServer, signature, text_notification};
+
+use crate::common::Gateway;
+use crate::contract::{Platform, Reply, Shared, blocking, wait};
+
+/// Telegram's Bot API (long polling).
+pub(crate) struct Telegram(Shared<TelegramServer>);
+
+impl Telegram {
+    const TOKEN: &'static str = "123456:contract-token";
+
+    pub(crate) fn new() -> Self {
+        Self(Arc::new(TelegramServer::start(Self::TOKEN)))
+    }
+}
+
+/// MarkdownV2 as read: its escapes removed.
+fn unescaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut escaped = false;
+    for c in text.chars() {
+        if c == '\\' && !escaped {
+            escaped = true;
+            continue;
+        }
+        escaped = false;
+        out.push(c);
+    }
+    out
+}
+
+impl Platform for Telegram {
+    const NAME: &'static str = "telegram";
+    const LIMIT: usize = 4096;
+
+    fn settings(&self) -> (String, String) {
+        (
+            format!("base_url = \"{}\"\nallow_from = [\"42\"]\n", self.0.url()),
+            format!("TELEGRAM_BOT_TOKEN={}\n", Self::TOKEN),
+        )
+    }
+
+    fn owner(&self) -> String {
+        "42".into()
+    }
+
+    async fn writes(&self, _gw: &Gateway, owner: bool, text: &str) -> String {
+        let id = if owner {
+            self.0.user_writes(42, 42, "ada", "private", text)
+        } else {
+            self.0.user_writes(555, 555, "eve", "private", text)
+        };
+        id.to_string()
+    }
+
+    async fn serve_again(&self, _gw: &Gateway, id: &str) -> Result<(), &'static str> {
+        let (server, id) = (self.0.clone(), id.parse::<i64>().unwrap_or_default());
+        // Served again once the bot confirmed it (its next poll's offset).
+        let served = blocking(move || {
+            let deadline = std::time::Instant::now() + wait();
+            while std::time::Instant::now() < deadline {
+                if server.serve_again(id) {
+                    return true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            false
+        })
+        .await;
+        assert!(served, "update {id} was never confirmed");
+        Ok(())
+    }
+
+    async fn replies(&self, n: usize) -> Vec<Reply> {
+        let server = self.0.clone();
+        blocking(move || server.wait_sent(n, wait()))
+            .await
+            .into_iter()
+            .map(|s| Reply {
+                to: s.chat_id,
+                sent_len: s.text.chars().count(),
+                text: unescaped(&s.text),
+            })
+            .collect()
+    }
+}
+
+/// WhatsApp's Cloud API (signed webhooks in, the Graph API out).
+pub(crate) struct WhatsApp(Shared<WhatsAppServer>, AtomicU64);
+
+impl WhatsApp {
+    const TOKEN: &'static str = "EAAGcontract";
+    const SECRET: &'static str = "contract-secret";
+    const PHONE: &'static str = "106540352242922";
+
+    pub(crate) fn new() -> Self {
+        Self(
+            Arc::new(WhatsAppServer::start(Self::TOKEN, Self::PHONE)),
+            AtomicU64::new(0),
+        )
+    }
+
+    async fn post(gw: &Gateway, body: &str) {
+        let status = crate::common::http()
+            .post(gw.url("/channels/whatsapp/webhook"))
+            .header("content-type", "application/json")
+            .header(
+                "x-hub-signature-256",
+                signature(Self::SECRET, body.as_bytes()),
+            )
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 200);
+    }
+}
+
+impl Platform for WhatsApp {
+    const NAME: &'static str = "whatsapp";
+    const LIMIT: usize = 4096;
+
+    fn settings(&self) -> (String, String) {
+        (
+            format!(
+                "mode = \"cloud\"\nbase_url = \"{}\"\nphone_number_id = \"{}\"\nallow_from = [\"4915550001\"]\n",
+                self.0.url(),
+                Self::PHONE
+            ),
+            format!(
+                "WHATSAPP_ACCESS_TOKEN={}\nWHATSAPP_APP_SECRET={}\nWHATSAPP_VERIFY_TOKEN=v\n",
+                Self::TOKEN,
+                Self::SECRET
+            ),
+        )
+    }
+
+    fn owner(&self) -> String {
+        "4915550001".into()
+    }
+
+    async fn writes(&self, gw: &Gateway, owner: bool, text: &str) -> String {
+        let n = self.1.fetch_add(1, Ordering::Relaxed);
+        let from = if owner { "4915550001" } else { "4470000000" };
+        let body =
+            text_notification(Self::PHONE, from, "Ada", &format!("wamid.C{n}"), text).to_string();
+        Self::post(gw, &body).await;
+        body
+    }
+
+    async fn serve_again(&self, gw: &Gateway, id: &str) -> Result<(), &'static str> {
+        // Meta delivers the same notification again.
+        Self::post(gw, id).await;
+        Ok(())
+    }
+
+    async fn replies(&self, n: usize) -> Vec<Reply> {
+        let server = self.0.clone();
+        blocking(move || server.wait_sent(n, wait()))
+            .await
+            .into_iter()
+            .map(|s| Reply {
+                to: s.to,
+                sent_len: s.body.chars().count(),
+                text: s.body,
+            })
+            .collect()
+    }
+}
+
+/// Signal through signal-cli's HTTP daemon.
+pub(crate) struct Signal(Shared<SignalServer>);
+
+impl Signal {
+    const ACCOUNT: &'static str = "+15550001111";
+
+    pub(crate) fn new() -> Self {
+        let server = SignalServer::start(Self::ACCOUNT);
+        server.register("+4915550001");
+        server.register("+4470000000");
+        Self(Arc::new(server))
+    }
+}
+
+impl Platform for Signal {
+    const NAME: &'static str = "signal";
+    const LIMIT: usize = 2000;
+
+    fn settings(&self) -> (String, String) {
+        (
+            format!(
+                "account = \"{}\"\nbase_url = \"{}\"\nallow_from = [\"+4915550001\"]\n",
+                Self::ACCOUNT,
+                self.0.url()
+            ),
+            String::new(),
+        )
+    }
+
+    fn owner(&self) -> String {
+        "+4915550001".into()
+    }
+
+    async fn writes(&self, _gw: &Gateway, owner: bool, text: &str) -> String {
+        let (number, uuid) = if owner {
+            ("+4915550001", "6a1f0e3b-0c4d-4e5f-8a9b-112233445566")
+        } else {
+            ("+4470000000", "7b2e0000-0000-4000-8000-000000000002")
+        };
+        self.0.user_writes(number, uuid, "Ada", text).to_string()
+    }
+
+    async fn serve_again(&self, _gw: &Gateway, id: &str) -> Result<(), &'static str> {
+        assert!(self.0.deliver_again(id.parse().unwrap_or_default()));
+        Ok(())
+    }
+
+    async fn replies(&self, n: usize) -> Vec<Reply> {
+        let server = self.0.clone();
+        blocking(move || server.wait_calls("send", n, wait()))
+            .await
+            .into_iter()
+            .map(|c| {
+                let text = c.params["message"].as_str().unwrap_or_default().to_string();
+                Reply {
+                    to: c.params["recipient"][0]
+                        .as_str()
+                        .or_else(|| c.params["groupId"].as_str())
+                        .unwrap_or_default()
+                        .to_string(),
+                    sent_len: text.chars().count(),
+                    text,
+                }
+            })
+            .collect()
+    }
+}
