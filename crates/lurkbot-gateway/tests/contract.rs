@@ -3,7 +3,7 @@
 //! again; a long reply cut within the platform's limit, nothing lost; a stranger given a
 //! pairing code with the model never called; `channels status` true to the connection. Each
 //! platform is a [`Platform`]; what one cannot do is declared there and the row says so.
-//! In the suite so far: Telegram, WhatsApp (Cloud API) and Signal.
+//! In the suite so far: Telegram, WhatsApp (Cloud API), Signal, Discord and Slack.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,8 +34,10 @@ pub(crate) trait Platform: Send + Sync + 'static {
     const LIMIT: usize;
     /// Its `[channels.<name>]` table (the owner allowed) and `.env` lines.
     fn settings(&self) -> (String, String);
-    /// The owner's id on it (where replies to the owner go).
+    /// The chat where replies to the owner go.
     fn owner(&self) -> String;
+    /// Waits until the gateway's connection is up (a platform that pushes over a socket).
+    async fn ready(&self) {}
     /// `who` writes `text` directly (a stranger when not the owner); what identifies the
     /// message for serving it again.
     async fn writes(&self, gw: &Gateway, owner: bool, text: &str) -> String;
@@ -48,7 +50,10 @@ pub(crate) trait Platform: Send + Sync + 'static {
 
 async fn gateway<P: Platform>(platform: &P, steps: Vec<Step>) -> Gateway {
     let (table, env) = platform.settings();
-    Gateway::start_with_env(&format!("[channels.{}]\n{table}", P::NAME), steps, &env).await
+    let gw =
+        Gateway::start_with_env(&format!("[channels.{}]\n{table}", P::NAME), steps, &env).await;
+    platform.ready().await;
+    gw
 }
 
 /// A message is answered once, even when the platform serves it again.
@@ -156,6 +161,8 @@ macro_rules! contract {
 contract!(telegram, crate::contract_platforms::Telegram::new());
 contract!(whatsapp, crate::contract_platforms::WhatsApp::new());
 contract!(signal, crate::contract_platforms::Signal::new());
+contract!(discord, crate::contract_platforms::Discord::new());
+contract!(slack, crate::contract_platforms::Slack::new());
 
 /// Waits off the runtime's threads.
 pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {

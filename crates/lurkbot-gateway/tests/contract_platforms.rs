@@ -243,3 +243,147 @@ impl Platform for Signal {
             .collect()
     }
 }
+
+/// Discord's gateway (a WebSocket with heartbeats) and REST API.
+pub(crate) struct Discord(Shared<lurkbot_test_support::discord_server::DiscordServer>);
+
+impl Discord {
+    const TOKEN: &'static str = "contract-discord-token";
+
+    pub(crate) fn new() -> Self {
+        Self(Arc::new(
+            lurkbot_test_support::discord_server::DiscordServer::start(Self::TOKEN, 300),
+        ))
+    }
+}
+
+impl Platform for Discord {
+    const NAME: &'static str = "discord";
+    const LIMIT: usize = 2000;
+
+    fn settings(&self) -> (String, String) {
+        (
+            format!("base_url = \"{}\"\nallow_from = [\"777\"]\n", self.0.url()),
+            format!("DISCORD_BOT_TOKEN={}\n", Self::TOKEN),
+        )
+    }
+
+    fn owner(&self) -> String {
+        "dm-777".into()
+    }
+
+    async fn ready(&self) {
+        let server = self.0.clone();
+        assert!(
+            blocking(move || server.wait_ready(1, wait())).await,
+            "never identified"
+        );
+    }
+
+    async fn writes(&self, _gw: &Gateway, owner: bool, text: &str) -> String {
+        if owner {
+            self.0
+                .user_writes("dm-777", None, "777", "ada", text, false);
+        } else {
+            self.0
+                .user_writes("dm-555", None, "555", "eve", text, false);
+        }
+        String::new()
+    }
+
+    async fn serve_again(&self, _gw: &Gateway, _id: &str) -> Result<(), &'static str> {
+        Err(
+            "Discord resumes after the last event the bot acknowledged (its sequence number): an event it saw is not served again",
+        )
+    }
+
+    async fn replies(&self, n: usize) -> Vec<Reply> {
+        let server = self.0.clone();
+        blocking(move || server.wait_sent(n, wait()))
+            .await
+            .into_iter()
+            .map(|s| Reply {
+                to: s.channel_id,
+                sent_len: s.content.chars().count(),
+                text: s.content,
+            })
+            .collect()
+    }
+}
+
+/// Slack's Socket Mode and Web API.
+pub(crate) struct Slack(Shared<lurkbot_test_support::slack_server::SlackServer>);
+
+impl Slack {
+    const BOT: &'static str = "xoxb-contract";
+    const APP: &'static str = "xapp-contract";
+
+    pub(crate) fn new() -> Self {
+        Self(Arc::new(
+            lurkbot_test_support::slack_server::SlackServer::start(Self::BOT, Self::APP),
+        ))
+    }
+}
+
+impl Platform for Slack {
+    const NAME: &'static str = "slack";
+    const LIMIT: usize = 4000;
+
+    fn settings(&self) -> (String, String) {
+        (
+            format!(
+                "base_url = \"{}\"\nallow_from = [\"UOWNER\"]\n",
+                self.0.url()
+            ),
+            format!(
+                "SLACK_BOT_TOKEN={}\nSLACK_APP_TOKEN={}\n",
+                Self::BOT,
+                Self::APP
+            ),
+        )
+    }
+
+    fn owner(&self) -> String {
+        "DOWNER".into()
+    }
+
+    async fn ready(&self) {
+        let server = self.0.clone();
+        assert!(
+            blocking(move || server.wait_connections(1, wait())).await,
+            "never connected"
+        );
+    }
+
+    async fn writes(&self, _gw: &Gateway, owner: bool, text: &str) -> String {
+        if owner {
+            self.0.user_writes("DOWNER", "im", "UOWNER", text, None)
+        } else {
+            self.0
+                .user_writes("DSTRANGER", "im", "USTRANGER", text, None)
+        }
+    }
+
+    async fn serve_again(&self, _gw: &Gateway, _id: &str) -> Result<(), &'static str> {
+        Err(
+            "Slack delivers again only an envelope not acknowledged, and the channel acknowledges each once recorded",
+        )
+    }
+
+    async fn replies(&self, n: usize) -> Vec<Reply> {
+        let server = self.0.clone();
+        blocking(move || server.wait_posted(n, wait()))
+            .await
+            .into_iter()
+            .map(|p| Reply {
+                to: p.channel,
+                sent_len: p.text.chars().count(),
+                text: p
+                    .text
+                    .replace("&lt;", "<")
+                    .replace("&gt;", ">")
+                    .replace("&amp;", "&"),
+            })
+            .collect()
+    }
+}
