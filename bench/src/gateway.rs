@@ -5,7 +5,8 @@
 //! - Idle RSS after 60 s (`--idle-secs` to shorten), read from /proc, with one IRC connection
 //!   joined to a real ngircd on loopback (when installed) and two channels open (Telegram and
 //!   Discord, served by the test servers written from their API documentation). Budget 12 MB.
-//!   Then the same with WhatsApp's linked device enabled as well (`whatsapp_idle.rs`).
+//!   Then (`whatsapp_idle.rs`) a gateway without channels beside one with WhatsApp's linked
+//!   device enabled.
 //! - 1,000 WebSocket clients connecting at once (p50/p99 of connect+handshake); then, all
 //!   connected, every one sends `health` at the same instant (p50/p99 of the round trip;
 //!   budget p99 ≤ 10 ms).
@@ -273,12 +274,6 @@ pub(crate) fn gateway(
         ours.cpu_health_ns as f64 / (bare.cpu_health_ns as f64).max(1.0)
     );
     drop(floor);
-    let (with_whatsapp, dials) = crate::whatsapp_idle::idle_with_whatsapp(bin, &home, idle_secs)?;
-    println!(
-        "idle RSS after {idle_secs} s with WhatsApp's linked device enabled as well (its endpoint local and silent, {dials} connection(s) dialled): {:.1} MB, {:+.1} MB over the figure above",
-        with_whatsapp as f64 * 1024.0 / 1e6,
-        (with_whatsapp as f64 - idle as f64) * 1024.0 / 1e6
-    );
     let _ = std::fs::remove_dir_all(&home);
     Ok(())
 }

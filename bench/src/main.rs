@@ -132,7 +132,8 @@ fn main() -> ExitCode {
         "agent" => agent::agent(&bin, runs.unwrap_or(200).max(10)),
         "journal" => journal::journal(runs.unwrap_or(500).max(20)),
         "observability" => observability::observability(runs.unwrap_or(500).max(20)),
-        "gateway" => gateway::gateway(&bin, runs.unwrap_or(20).max(3), idle_secs, 1000),
+        "gateway" => gateway::gateway(&bin, runs.unwrap_or(20).max(3), idle_secs, 1000)
+            .and_then(|()| whatsapp_idle::report(&bin, idle_secs)),
         "gateways" => gateways::gateways(&bin, runs.unwrap_or(600).max(30)),
         "memory" => memory::memory(runs.unwrap_or(200).max(10)),
         "media" => media::media(&python, runs.unwrap_or(5).max(3)),

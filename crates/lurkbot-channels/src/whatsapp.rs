@@ -16,11 +16,14 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::http::{classify, client, network};
+use crate::http::client;
 pub use crate::whatsapp_text::whatsapp_text;
 use crate::{BoxFuture, Channel, ChannelError, Inbound, Media, MediaSource, Picture, VoiceNote};
 
+mod graph;
 mod media;
+
+use graph::Graph;
 
 /// Meta's Graph API.
 pub const DEFAULT_BASE_URL: &str = "https://graph.facebook.com/v23.0";
@@ -287,11 +290,7 @@ fn decode_hex(hex: &str) -> Option<Vec<u8>> {
 
 /// A WhatsApp business number on the Cloud API.
 pub struct WhatsAppCloud {
-    http: reqwest::Client,
-    base: String,
-    phone_number_id: String,
-    /// Never logged.
-    access_token: String,
+    graph: Graph,
     inbox: tokio::sync::Mutex<mpsc::Receiver<Delivery>>,
     /// Who waits for the last batch received to be recorded.
     pending: Mutex<Option<oneshot::Sender<()>>>,
@@ -319,13 +318,15 @@ impl WhatsAppCloud {
             deliveries,
         });
         Ok(Self {
-            http: client(Duration::from_secs(60))?,
-            base: base_url
-                .unwrap_or(DEFAULT_BASE_URL)
-                .trim_end_matches('/')
-                .to_string(),
-            phone_number_id: phone_number_id.to_string(),
-            access_token: secrets.access_token,
+            graph: Graph {
+                http: client(Duration::from_secs(60))?,
+                base: base_url
+                    .unwrap_or(DEFAULT_BASE_URL)
+                    .trim_end_matches('/')
+                    .to_string(),
+                phone_number_id: phone_number_id.to_string(),
+                token: secrets.access_token,
+            },
             inbox: tokio::sync::Mutex::new(inbox),
             pending: Mutex::new(None),
             webhook,
@@ -336,48 +337,6 @@ impl WhatsAppCloud {
     pub fn webhook(&self) -> Arc<CloudWebhook> {
         self.webhook.clone()
     }
-
-    /// `GET`s or `POST`s a Graph API path with the access token; the answer's JSON.
-    async fn call(&self, path: &str, body: Option<Value>) -> Result<Value, ChannelError> {
-        let url = format!("{}/{path}", self.base);
-        let request = match &body {
-            Some(body) => self
-                .http
-                .post(&url)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.to_string()),
-            None => self.http.get(&url),
-        };
-        answered(request.bearer_auth(&self.access_token).send().await).await
-    }
-}
-
-/// The Graph API's answer: its JSON on success, else its error classified for the retry
-/// policy (429 and 5xx retried).
-async fn answered(sent: Result<reqwest::Response, reqwest::Error>) -> Result<Value, ChannelError> {
-    let response = sent.map_err(|e| network("whatsapp", e))?;
-    let status = response.status().as_u16();
-    let retry_after = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok());
-    let answer: Value = response
-        .bytes()
-        .await
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
-    if (200..300).contains(&status) {
-        return Ok(answer);
-    }
-    let error = &answer["error"];
-    let said = format!(
-        "{} (code {})",
-        error["message"].as_str().unwrap_or("refused"),
-        error["code"]
-    );
-    Err(classify(status, &said, retry_after))
 }
 
 impl Channel for WhatsAppCloud {
@@ -438,7 +397,11 @@ impl Channel for WhatsAppCloud {
                 body["context"] = json!({"message_id": id});
             }
             let answer = self
-                .call(&format!("{}/messages", self.phone_number_id), Some(body))
+                .graph
+                .call(
+                    &format!("{}/messages", self.graph.phone_number_id),
+                    Some(body),
+                )
                 .await?;
             Ok(answer["messages"][0]["id"].as_str().map(str::to_string))
         })
@@ -456,7 +419,7 @@ impl Channel for WhatsAppCloud {
                 mime: "audio/ogg",
                 name: "voice.ogg",
             };
-            self.send_media(chat, "audio", upload, reply_to).await
+            self.graph.send_media(chat, "audio", upload, reply_to).await
         })
     }
 
@@ -472,7 +435,7 @@ impl Channel for WhatsAppCloud {
                 mime: picture.mime,
                 name: picture.name,
             };
-            self.send_media(chat, "image", upload, reply_to).await
+            self.graph.send_media(chat, "image", upload, reply_to).await
         })
     }
 
@@ -487,11 +450,11 @@ impl Channel for WhatsAppCloud {
         file: &'a str,
     ) -> BoxFuture<'a, Result<(String, Option<String>), ChannelError>> {
         Box::pin(async move {
-            let media = self.call(file, None).await?;
+            let media = self.graph.call(file, None).await?;
             let url = media["url"]
                 .as_str()
                 .ok_or_else(|| ChannelError::Permanent(format!("media {file} has no url")))?;
-            Ok((url.to_string(), Some(self.access_token.clone())))
+            Ok((url.to_string(), Some(self.graph.token.clone())))
         })
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{Condvar, Mutex};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::signal_server::{Call, State};
+use crate::signal_state::{Call, OWN_UUID, State};
 
 const STYLES: &[&str] = &["BOLD", "ITALIC", "SPOILER", "STRIKETHROUGH", "MONOSPACE"];
 
@@ -166,7 +166,7 @@ fn user_status(state: &State, params: &Value) -> Value {
         .iter()
         .map(|r| {
             let uuid = if *r == state.account {
-                Some(crate::signal_server::OWN_UUID.to_string())
+                Some(OWN_UUID.to_string())
             } else {
                 state
                     .registered

@@ -10,7 +10,6 @@
 //! JSON-RPC an unknown method (-32601), a message to an unregistered number or unknown group,
 //! an empty message, a text style out of range (-1), and a rate limit when asked (-5).
 
-use std::collections::VecDeque;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
@@ -20,38 +19,8 @@ use serde_json::{Value, json};
 
 use crate::http_request::{HttpRequest, reply};
 
-/// The account's own ACI (what `getUserStatus` answers for it, and what a mention of it carries).
-pub const OWN_UUID: &str = "4f1e2d3c-5b6a-4789-8abc-0123456789ab";
-
-/// A JSON-RPC call the daemon answered (sends, typing, receipts, downloads).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Call {
-    /// The method.
-    pub method: String,
-    /// Its params.
-    pub params: Value,
-}
-
-#[derive(Default)]
-pub(crate) struct State {
-    pub(crate) account: String,
-    /// Envelopes Signal holds until a client is connected.
-    queued: VecDeque<Value>,
-    /// Every envelope written to a client, in order.
-    pub(crate) delivered: Vec<Value>,
-    pub(crate) calls: Vec<Call>,
-    pub(crate) registered: Vec<String>,
-    pub(crate) groups: Vec<String>,
-    pub(crate) attachments: Vec<(String, Vec<u8>)>,
-    pub(crate) rate_limits: usize,
-    pub(crate) clock: u64,
-    connections: usize,
-    check_fails: bool,
-    silent: bool,
-    /// Streams opened before the last silence are dead for good (the daemon lost them).
-    generation: u64,
-    keep_alive: Duration,
-}
+use crate::signal_state::State;
+pub use crate::signal_state::{Call, OWN_UUID};
 
 /// The running daemon (its threads end with the test process).
 pub struct SignalServer {

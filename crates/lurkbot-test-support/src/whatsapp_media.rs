@@ -7,22 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::http_request::HttpRequest;
-use crate::whatsapp_server::{State, graph_error};
-
-/// A picture or voice note the business number sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SentMedia {
-    /// The recipient's wa_id.
-    pub to: String,
-    /// `image` or `audio`.
-    pub kind: String,
-    /// The uploaded file's type.
-    pub mime: String,
-    /// Its bytes.
-    pub bytes: Vec<u8>,
-    /// The message it quoted (`context.message_id`).
-    pub reply_to: Option<String>,
-}
+use crate::whatsapp_state::{SentMedia, State, graph_error};
 
 const IMAGE_TYPES: &[&str] = &["image/jpeg", "image/png"];
 const AUDIO_TYPES: &[&str] = &[

@@ -19,31 +19,9 @@ use crate::http_request::reply;
 /// The API version in the paths (`[channels.whatsapp] base_url` ends with it).
 pub const VERSION: &str = "v23.0";
 
-/// A message the business number sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sent {
-    /// The recipient's wa_id.
-    pub to: String,
-    /// The text.
-    pub body: String,
-    /// The message it quoted (`context.message_id`).
-    pub reply_to: Option<String>,
-}
+pub use crate::whatsapp_state::{Sent, SentMedia};
 
-pub use crate::whatsapp_media::SentMedia;
-
-#[derive(Default)]
-pub(crate) struct State {
-    token: String,
-    phone_number_id: String,
-    sent: Vec<Sent>,
-    attempts: usize,
-    rate_limits: usize,
-    /// Media by id: what users sent, and what the number uploaded.
-    pub(crate) media: Vec<(String, String, Vec<u8>)>,
-    pub(crate) uploads: usize,
-    pub(crate) media_sent: Vec<SentMedia>,
-}
+use crate::whatsapp_state::{State, graph_error};
 
 /// The running server (its threads end with the test process).
 pub struct WhatsAppServer {
@@ -347,10 +325,4 @@ fn send(lock: &Mutex<State>, rest: &str, body: &[u8]) -> (u16, String) {
             "messages": [{"id": id}]})
         .to_string(),
     )
-}
-
-pub(crate) fn graph_error(code: u32, message: &str) -> String {
-    json!({"error": {"message": message, "type": "OAuthException", "code": code,
-        "fbtrace_id": "AbCdEfGh"}})
-    .to_string()
 }

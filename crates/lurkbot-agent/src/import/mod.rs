@@ -6,6 +6,7 @@
 
 pub mod openclaw;
 mod openclaw_channels;
+mod toml_values;
 
 use std::path::{Path, PathBuf};
 

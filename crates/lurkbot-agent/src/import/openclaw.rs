@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::toml_values::{toml_list, toml_string};
 use super::{Action, ImportPlan};
 use crate::cron::CronJob;
 
@@ -460,15 +461,4 @@ fn cron(plan: &mut ImportPlan, dir: &Path) {
             ),
         }
     }
-}
-
-/// `text` as a TOML string.
-pub(super) fn toml_string(text: &str) -> String {
-    toml_edit::Value::from(text).to_string().trim().to_string()
-}
-
-/// `items` as a TOML array of strings.
-pub(super) fn toml_list(items: &[String]) -> String {
-    let array: toml_edit::Array = items.iter().map(String::as_str).collect();
-    array.to_string().trim().to_string()
 }

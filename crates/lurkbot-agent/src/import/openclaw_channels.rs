@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::openclaw::{toml_list, toml_string};
+use super::toml_values::{toml_list, toml_string};
 use super::{Action, ImportPlan};
 
 /// Maps `config.channels` into `plan`.

@@ -5,7 +5,7 @@
 use lurkbot_core::multipart::Form;
 use serde_json::json;
 
-use super::{WhatsAppCloud, answered};
+use super::graph::{Graph, answered};
 use crate::ChannelError;
 
 /// A file to upload.
@@ -15,7 +15,7 @@ pub(super) struct Upload<'a> {
     pub(super) name: &'a str,
 }
 
-impl WhatsAppCloud {
+impl Graph {
     /// Uploads `file`; Meta's media id.
     async fn upload(&self, file: &Upload<'_>) -> Result<String, ChannelError> {
         let (content_type, body) = Form::new()
@@ -27,7 +27,7 @@ impl WhatsAppCloud {
             .http
             .post(format!("{}/{}/media", self.base, self.phone_number_id))
             .header(reqwest::header::CONTENT_TYPE, content_type)
-            .bearer_auth(&self.access_token)
+            .bearer_auth(&self.token)
             .body(body)
             .send()
             .await;

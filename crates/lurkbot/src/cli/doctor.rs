@@ -12,9 +12,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::doctor_check::{Check, Status, bad, ok};
 use clap::Args;
 use lurkbot_core::{Config, GatewayAuth, Home, layout};
-use serde::Serialize;
 
 /// Flags of `lurkbot doctor`.
 #[derive(Debug, Args)]
@@ -23,47 +23,6 @@ pub(crate) struct DoctorArgs {
     /// One JSON object per check instead of text.
     #[arg(long)]
     json: bool,
-}
-
-/// The outcome of one check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(super) enum Status {
-    Ok,
-    Warn,
-    Fail,
-}
-
-#[derive(Debug, Serialize)]
-pub(super) struct Check {
-    check: &'static str,
-    status: Status,
-    detail: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fix: Option<String>,
-}
-
-pub(super) fn ok(check: &'static str, detail: impl Into<String>) -> Check {
-    Check {
-        check,
-        status: Status::Ok,
-        detail: detail.into(),
-        fix: None,
-    }
-}
-
-pub(super) fn bad(
-    check: &'static str,
-    status: Status,
-    detail: impl Into<String>,
-    fix: impl Into<String>,
-) -> Check {
-    Check {
-        check,
-        status,
-        detail: detail.into(),
-        fix: Some(fix.into()),
-    }
 }
 
 pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> CliResult {

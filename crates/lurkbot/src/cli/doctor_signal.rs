@@ -5,7 +5,7 @@
 use lurkbot_channels::signal_daemon::{MIN_VERSION, daemon_version, new_enough, version_of};
 use lurkbot_core::Config;
 
-use super::doctor::{Check, Status, bad, ok};
+use super::doctor_check::{Check, Status, bad, ok};
 
 /// The check, when a Signal channel is enabled.
 pub(super) fn signal(config: &Config) -> Option<Check> {
