@@ -18,13 +18,17 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::http::{classify, client, network};
-use crate::ws::{Handed, Socket, SocketInbox, open};
+use crate::ws::{Handed, Liveness, Socket, SocketInbox, open};
 use crate::{BoxFuture, Channel, ChannelError, Inbound, VoiceNote};
 
 /// The public Web API.
 pub const DEFAULT_BASE_URL: &str = "https://slack.com";
 /// The longest message sent at once (Slack truncates past 40,000; 4,000 reads well).
 pub const MAX_CHARS: usize = 4000;
+/// How often the socket is pinged.
+const PING_EVERY: Duration = Duration::from_secs(15);
+/// How long the socket may say nothing (not even a pong) before it is taken for dead.
+const SILENCE: Duration = Duration::from_secs(45);
 
 /// A Slack app in Socket Mode.
 pub struct Slack {
@@ -35,6 +39,7 @@ pub struct Slack {
     inbox: SocketInbox,
     me: Arc<Mutex<String>>,
     acks: Arc<Acks>,
+    liveness: Liveness,
 }
 
 /// The envelopes of messages, acknowledged to Slack only once the gateway recorded them.
@@ -82,7 +87,15 @@ impl Slack {
             inbox: SocketInbox::default(),
             me: Arc::new(Mutex::new(String::new())),
             acks: Arc::default(),
+            liveness: Liveness::new(PING_EVERY, SILENCE),
         })
+    }
+
+    /// Pings every `ping_every` and takes `silence` for a dead socket (tests shorten them).
+    #[must_use]
+    pub fn with_liveness(mut self, ping_every: Duration, silence: Duration) -> Self {
+        self.liveness = Liveness::new(ping_every, silence);
+        self
     }
 }
 
@@ -201,31 +214,38 @@ fn inbound(event: &Value, me: &str) -> Option<Inbound> {
     })
 }
 
-/// Keeps a Socket Mode connection open (reconnecting with back-off) and hands the messages on.
-async fn run_socket(
+/// What the socket task takes with it: the Web API and its tokens.
+struct Tokens {
     http: reqwest::Client,
     api: String,
     bot: String,
     app: String,
+}
+
+/// Keeps a Socket Mode connection open (reconnecting with back-off) and hands the messages on.
+async fn run_socket(
+    tokens: Tokens,
     me: Arc<Mutex<String>>,
     out: mpsc::Sender<Handed>,
     acks: Arc<Acks>,
+    liveness: Liveness,
 ) {
     let mut backoff = Duration::from_secs(1);
     loop {
         let slack = Peer {
-            http: &http,
-            api: &api,
-            bot: &bot,
-            app: &app,
+            http: &tokens.http,
+            api: &tokens.api,
+            bot: &tokens.bot,
+            app: &tokens.app,
         };
-        match connection(&slack, &me, &out, &acks).await {
+        match connection(&slack, &me, &out, &acks, &liveness).await {
             Err(ChannelError::Permanent(e)) => {
                 let _ = out.send(Err(ChannelError::Permanent(e))).await;
                 return;
             }
             Err(e) => {
                 tracing::warn!(error = %e, "slack socket ended; reconnecting");
+                liveness.dead(e.to_string());
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(60));
             }
@@ -259,6 +279,7 @@ async fn connection(
     me: &Arc<Mutex<String>>,
     out: &mpsc::Sender<Handed>,
     acks: &Acks,
+    liveness: &Liveness,
 ) -> Result<(), ChannelError> {
     let (http, api, bot) = (slack.http, slack.api, slack.bot);
     if me.lock().map(|m| m.is_empty()).unwrap_or(true) {
@@ -272,6 +293,11 @@ async fn connection(
     let mut socket: Socket = open(&url, "slack").await?;
     let mut to_ack = acks.rx.lock().await;
     while to_ack.try_recv().is_ok() {}
+    let mut ping = tokio::time::interval_at(
+        tokio::time::Instant::now() + liveness.ping_every,
+        liveness.ping_every,
+    );
+    let mut heard = tokio::time::Instant::now();
     loop {
         let next = tokio::select! {
             frame = socket.next() => frame,
@@ -279,7 +305,19 @@ async fn connection(
                 send_ack(&mut socket, &envelope).await?;
                 continue;
             }
+            _ = ping.tick() => {
+                if heard.elapsed() >= liveness.silence {
+                    return Err(ChannelError::Transient(format!(
+                        "slack socket said nothing for {} s, not even a pong: reconnecting",
+                        liveness.silence.as_secs()
+                    )));
+                }
+                let _ = socket.send(Message::Ping(Vec::new().into())).await;
+                continue;
+            }
         };
+        heard = tokio::time::Instant::now();
+        liveness.alive();
         let frame = match next {
             Some(Ok(Message::Text(text))) => {
                 serde_json::from_str::<Value>(text.as_str()).unwrap_or(Value::Null)
@@ -357,19 +395,27 @@ impl Channel for Slack {
         mrkdwn(markdown)
     }
 
+    fn stale(&self) -> Option<String> {
+        self.liveness.stale()
+    }
+
     fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
         Box::pin(async move {
             let batch = self
                 .inbox
                 .next("slack socket", |tx| {
+                    let tokens = Tokens {
+                        http: self.http.clone(),
+                        api: self.api.clone(),
+                        bot: self.bot_token.clone(),
+                        app: self.app_token.clone(),
+                    };
                     tokio::spawn(run_socket(
-                        self.http.clone(),
-                        self.api.clone(),
-                        self.bot_token.clone(),
-                        self.app_token.clone(),
+                        tokens,
                         self.me.clone(),
                         tx,
                         self.acks.clone(),
+                        self.liveness.clone(),
                     ));
                 })
                 .await?;
@@ -494,6 +540,9 @@ impl Channel for Slack {
         Box::pin(async {})
     }
 }
+
+#[cfg(test)]
+mod liveness_tests;
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,8 @@
 //! The WebSockets of Discord's gateway and Slack's Socket Mode: `ws://` or `wss://` over the
 //! connections of [`crate::net`].
 
+use std::time::Duration;
+
 use tokio::sync::mpsc;
 
 use crate::net::{Io, connect, host_port};
@@ -79,5 +81,45 @@ impl SocketInbox {
                 Err(ChannelError::Transient(format!("{what} task ended")))
             }
         }
+    }
+}
+
+/// A socket's liveness (ARCHITECTURE.md §6.1.2): a ping goes out every `ping_every`, any frame
+/// that comes back counts, and a socket silent for `silence` is dead — dropped and opened
+/// again, and the channel `stale` with why until a new one speaks.
+#[derive(Clone)]
+pub(crate) struct Liveness {
+    pub(crate) ping_every: Duration,
+    pub(crate) silence: Duration,
+    stale: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl Liveness {
+    /// Pings every `ping_every`; dead after `silence`.
+    pub(crate) fn new(ping_every: Duration, silence: Duration) -> Self {
+        Self {
+            ping_every,
+            silence,
+            stale: std::sync::Arc::default(),
+        }
+    }
+
+    /// The socket spoke.
+    pub(crate) fn alive(&self) {
+        if let Ok(mut stale) = self.stale.lock() {
+            *stale = None;
+        }
+    }
+
+    /// The socket is dead, or cannot be opened, for `why`.
+    pub(crate) fn dead(&self, why: String) {
+        if let Ok(mut stale) = self.stale.lock() {
+            *stale = Some(why);
+        }
+    }
+
+    /// Why the channel is stale, if it is.
+    pub(crate) fn stale(&self) -> Option<String> {
+        self.stale.lock().ok()?.clone()
     }
 }

@@ -64,6 +64,8 @@ struct State {
     shared: Vec<Shared>,
     /// The REST address (upload URLs point at it).
     rest_addr: Option<SocketAddr>,
+    /// Silent death: sockets stay open and say nothing, not even a pong.
+    silent: bool,
 }
 
 /// The running server.
@@ -169,6 +171,17 @@ impl SlackServer {
         ts
     }
 
+    /// Silent death: every socket, open or opened from now on, stays open and says nothing —
+    /// no hello, no events, no pong.
+    pub fn go_silent(&self) {
+        self.state.0.lock().unwrap().silent = true;
+    }
+
+    /// Sockets opened from now on work again (those that went silent stay so).
+    pub fn recover(&self) {
+        self.state.0.lock().unwrap().silent = false;
+    }
+
     /// Slack asks every connection to reconnect (`disconnect`, reason `refresh_requested`).
     pub fn refresh(&self) {
         let _ = self.push.send(None);
@@ -224,6 +237,11 @@ async fn socket(
     let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
         return;
     };
+    let silent = || shared.0.lock().map(|s| s.silent).unwrap_or(false);
+    if silent() {
+        // Open, and dead: nothing is read or written on it ever again.
+        std::future::pending::<()>().await;
+    }
     let pending: Vec<Value> = {
         let (lock, wake) = &*shared;
         let mut s = lock.lock().unwrap();
@@ -250,7 +268,11 @@ async fn socket(
         }
     }
     loop {
+        if silent() {
+            std::future::pending::<()>().await;
+        }
         tokio::select! {
+            () = tokio::time::sleep(std::time::Duration::from_millis(50)) => {}
             incoming = ws.next() => match incoming {
                 Some(Ok(Message::Text(t))) => {
                     let frame: Value = serde_json::from_str(t.as_str()).unwrap_or(Value::Null);
