@@ -33,6 +33,11 @@ pub struct Telegram {
     offset: Mutex<i64>,
     /// The bot's own id and username (from `getMe`).
     me: OnceLock<(i64, String)>,
+    /// How long a `getUpdates` waits for news, and the margin past it before the poll is
+    /// taken for dead (a half-open connection).
+    poll: (Duration, Duration),
+    /// Why the last poll failed, until one answers.
+    stale: Mutex<Option<String>>,
 }
 
 impl Telegram {
@@ -59,7 +64,22 @@ impl Telegram {
             state,
             offset: Mutex::new(offset),
             me: OnceLock::new(),
+            poll: (Duration::from_secs(POLL_SECONDS), Duration::from_secs(15)),
+            stale: Mutex::new(None),
         })
+    }
+
+    /// Long polls of `poll`, dead past `poll + margin` (tests shorten them).
+    #[must_use]
+    pub fn with_poll(mut self, poll: Duration, margin: Duration) -> Self {
+        self.poll = (poll, margin);
+        self
+    }
+
+    fn set_stale(&self, why: Option<String>) {
+        if let Ok(mut stale) = self.stale.lock() {
+            *stale = why;
+        }
     }
 
     /// Calls `method` with `body`; the `result`.
@@ -268,13 +288,31 @@ impl Channel for Telegram {
         Box::pin(async move {
             let me = self.me().await?;
             let offset = self.offset.lock().map(|o| *o).unwrap_or(0);
-            let updates = self
-                .call(
-                    "getUpdates",
-                    json!({"offset": offset, "timeout": POLL_SECONDS,
-                        "allowed_updates": ["message"]}),
-                )
-                .await?;
+            let (poll, margin) = self.poll;
+            let asked = self.call(
+                "getUpdates",
+                json!({"offset": offset, "timeout": poll.as_secs(),
+                    "allowed_updates": ["message"]}),
+            );
+            // A long poll that outlives its wait is a dead connection (§6.1.2), never silence.
+            let updates = match tokio::time::timeout(poll + margin, asked).await {
+                Ok(Ok(updates)) => {
+                    self.set_stale(None);
+                    updates
+                }
+                Ok(Err(e)) => {
+                    self.set_stale(Some(e.to_string()));
+                    return Err(e);
+                }
+                Err(_) => {
+                    let why = format!(
+                        "Telegram's long poll did not answer within {} s: polling again",
+                        (poll + margin).as_secs()
+                    );
+                    self.set_stale(Some(why.clone()));
+                    return Err(ChannelError::Transient(why));
+                }
+            };
             let updates = updates.as_array().cloned().unwrap_or_default();
             let Some(last) = updates.iter().filter_map(|u| u["update_id"].as_i64()).max() else {
                 return Ok(Vec::new());
@@ -288,6 +326,10 @@ impl Channel for Telegram {
                 .filter_map(|u| Self::inbound(u, &me))
                 .collect())
         })
+    }
+
+    fn stale(&self) -> Option<String> {
+        self.stale.lock().ok()?.clone()
     }
 
     fn send<'a>(
@@ -427,6 +469,9 @@ pub fn markdown_v2(markdown: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod liveness_tests;
 
 #[cfg(test)]
 mod tests {

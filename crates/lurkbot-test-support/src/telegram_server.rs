@@ -55,6 +55,8 @@ pub(crate) struct State {
     polls: u64,
     /// `getUpdates` calls ended by another (Telegram's 409: two bot instances polling).
     conflicts: usize,
+    /// Silent death: a `getUpdates` is taken and never answered.
+    silent: bool,
 }
 
 /// The running server (stopped when dropped: its threads end with the test process).
@@ -343,6 +345,11 @@ impl TelegramServer {
         true
     }
 
+    /// Silent death (`true`): each `getUpdates` from now on is held open, never answered.
+    pub fn silent(&self, silent: bool) {
+        self.state.0.lock().unwrap().silent = silent;
+    }
+
     /// `getUpdates` calls ended by a newer one (two bot instances polling at once).
     pub fn conflicts(&self) -> usize {
         self.state.0.lock().unwrap().conflicts
@@ -470,6 +477,12 @@ fn answer(shared: &(Mutex<State>, Condvar), method: &str, p: &Value) -> (u16, Va
             let wait = Duration::from_secs(p["timeout"].as_u64().unwrap_or(0).min(30));
             let deadline = Instant::now() + wait;
             let mut s = lock.lock().unwrap();
+            if s.silent {
+                drop(s);
+                loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
+            }
             s.offsets.push(offset);
             s.polls += 1;
             let mine = s.polls;
