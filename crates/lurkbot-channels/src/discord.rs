@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::http::{classify, client, network};
-use crate::ws::{Handed, Socket, SocketInbox, open};
+use crate::ws::{Handed, Liveness, Socket, SocketInbox, open};
 use crate::{BoxFuture, Channel, ChannelError, Inbound, VoiceNote};
 
 /// The public API.
@@ -72,6 +72,8 @@ pub struct Discord {
     /// The bot's own user id (from READY).
     me: Arc<Mutex<String>>,
     resumable: Arc<Resumable>,
+    /// Its heartbeat is its ping; `silence` bounds the wait for the gateway's hello.
+    liveness: Liveness,
 }
 
 impl Discord {
@@ -88,7 +90,15 @@ impl Discord {
             inbox: SocketInbox::default(),
             me: Arc::new(Mutex::new(String::new())),
             resumable: Arc::default(),
+            liveness: Liveness::new(Duration::from_secs(30), Duration::from_secs(30)),
         })
+    }
+
+    /// Waits at most `silence` for the gateway's hello (tests shorten it).
+    #[must_use]
+    pub fn with_liveness(mut self, silence: Duration) -> Self {
+        self.liveness = Liveness::new(silence, silence);
+        self
     }
 
     /// The same bot keeping where its session stands in `dir` (`state.json`), so a restart
@@ -229,6 +239,7 @@ async fn run_gateway(
     me: Arc<Mutex<String>>,
     out: mpsc::Sender<Handed>,
     resumable: Arc<Resumable>,
+    liveness: Liveness,
 ) {
     let mut resume: Option<Resume> = resumable.recorded.lock().ok().and_then(|r| r.clone());
     if resume.is_some() {
@@ -243,6 +254,7 @@ async fn run_gateway(
             (&me, &resumable),
             &out,
             &mut resume,
+            &liveness,
         )
         .await;
         match result {
@@ -252,6 +264,7 @@ async fn run_gateway(
             }
             Err(e) => {
                 tracing::warn!(error = %e, "discord gateway session ended; reconnecting");
+                liveness.dead(e.to_string());
                 if out.is_closed() {
                     return;
                 }
@@ -274,6 +287,7 @@ async fn session(
     (me, resumable): (&Arc<Mutex<String>>, &Arc<Resumable>),
     out: &mpsc::Sender<Handed>,
     resume: &mut Option<Resume>,
+    liveness: &Liveness,
 ) -> Result<(), ChannelError> {
     let url = match resume.as_ref().filter(|r| !r.url.is_empty()) {
         Some(r) => r.url.clone(),
@@ -303,7 +317,11 @@ async fn session(
         "discord gateway",
     )
     .await?;
-    let hello = next_json(&mut socket).await?;
+    // A socket that opens and says nothing (half-open) is not waited on for ever.
+    let hello = tokio::time::timeout(liveness.silence, next_json(&mut socket))
+        .await
+        .map_err(|_| ChannelError::Transient("discord gateway: no hello in time".into()))??;
+    liveness.alive();
     let interval =
         Duration::from_millis(hello["d"]["heartbeat_interval"].as_u64().unwrap_or(41_250));
     let seq = resume.as_ref().and_then(|r| r.seq);
@@ -329,6 +347,7 @@ async fn session(
             }
             frame = next_json(&mut socket) => {
                 let frame = frame?;
+                liveness.alive();
                 if let Some(s) = frame["s"].as_u64() {
                     last_seq = Some(s);
                     if let Some(r) = resume.as_mut() {
@@ -428,6 +447,10 @@ impl Channel for Discord {
         markdown.to_string()
     }
 
+    fn stale(&self) -> Option<String> {
+        self.liveness.stale()
+    }
+
     fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
         Box::pin(async move {
             let batch = self
@@ -440,6 +463,7 @@ impl Channel for Discord {
                         self.me.clone(),
                         tx,
                         self.resumable.clone(),
+                        self.liveness.clone(),
                     ));
                 })
                 .await?;
@@ -569,27 +593,7 @@ impl Channel for Discord {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod liveness_tests;
 
-    #[test]
-    fn message_events_become_inbound_messages() {
-        let guild = json!({"id": "m1", "channel_id": "c1", "guild_id": "g1", "content": "<@999> hi",
-            "author": {"id": "42", "username": "ada"}, "mentions": [{"id": "999"}],
-            "attachments": [{"filename": "a.png"}]});
-        let m = inbound(&guild, "999").unwrap();
-        assert!(m.group && m.mentioned);
-        assert_eq!(m.text, "hi\n[attachment: a.png] (not opened)");
-        // A voice message's attachment carries its length (and waveform).
-        let voice = json!({"id": "m9", "channel_id": "c1", "author": {"id": "7", "username": "ann"},
-            "content": "", "attachments": [{"filename": "voice-message.ogg",
-            "url": "https://cdn.discordapp.com/v.ogg", "duration_secs": 2.5, "waveform": "AAAA"}]});
-        let heard = inbound(&voice, "99").unwrap();
-        assert!(heard.media[0].voice, "{heard:?}");
-        let dm = json!({"id": "m2", "channel_id": "d1", "content": "yo", "author": {"id": "42", "username": "ada"}});
-        let m = inbound(&dm, "999").unwrap();
-        assert!(!m.group && !m.mentioned);
-        let own = json!({"id": "m3", "channel_id": "d1", "content": "x", "author": {"id": "999"}});
-        assert!(inbound(&own, "999").is_none());
-    }
-}
+#[cfg(test)]
+mod tests;

@@ -55,6 +55,8 @@ struct State {
     next_id: u64,
     /// Messages created with `enforce_nonce`, by nonce: a repeated nonce returns its message.
     nonces: std::collections::HashMap<String, Value>,
+    /// Silent death: sockets stay open and say nothing — no hello, no event, no heartbeat ACK.
+    silent: bool,
 }
 
 /// What the sockets are told.
@@ -157,6 +159,12 @@ impl DiscordServer {
         wake.notify_all();
         drop(s);
         let _ = self.push.send(Push::Frame(frame));
+    }
+
+    /// Silent death (`true`): every socket, open or opened from now on, says nothing again;
+    /// `false`: sockets opened from now on work.
+    pub fn silent(&self, silent: bool) {
+        self.state.0.lock().unwrap().silent = silent;
     }
 
     /// Closes every gateway connection (as a network drop would).
@@ -282,6 +290,10 @@ async fn gateway(
     let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
         return;
     };
+    let silent = || shared.0.lock().map(|s| s.silent).unwrap_or(false);
+    if silent() {
+        std::future::pending::<()>().await;
+    }
     let hello = json!({"op": 10, "d": {"heartbeat_interval": heartbeat_ms}});
     if ws
         .send(Message::Text(hello.to_string().into()))
@@ -327,7 +339,12 @@ async fn gateway(
         }
     }
     loop {
+        if silent() {
+            // Open, and dead: nothing is read or written on it ever again.
+            std::future::pending::<()>().await;
+        }
         tokio::select! {
+            () = tokio::time::sleep(std::time::Duration::from_millis(50)) => {}
             incoming = ws.next() => match incoming {
                 Some(Ok(Message::Text(t))) => {
                     let frame: Value = serde_json::from_str(t.as_str()).unwrap_or(Value::Null);
