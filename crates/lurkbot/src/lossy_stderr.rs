@@ -12,6 +12,20 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 /// Lines waiting for the writer thread at most.
 const QUEUE_LINES: usize = 1024;
 
+/// Lines queued and lines written, process-wide: [`drain`] waits for the one to reach the other.
+static QUEUED: AtomicU64 = AtomicU64::new(0);
+static WRITTEN: AtomicU64 = AtomicU64::new(0);
+
+/// Waits (at most `limit`) until every line queued so far is written: called as the process
+/// ends, so its last lines ("gateway stopped") are not lost with the writer thread.
+pub(crate) fn drain(limit: std::time::Duration) {
+    let queued = QUEUED.load(Ordering::Acquire);
+    let deadline = std::time::Instant::now() + limit;
+    while WRITTEN.load(Ordering::Acquire) < queued && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// A `MakeWriter` for `tracing_subscriber`: one event's text per writer, queued when dropped.
 #[derive(Clone)]
 pub(crate) struct LossyStderr {
@@ -45,6 +59,7 @@ fn write_lines(lines: &Receiver<Vec<u8>>, dropped: &AtomicU64) {
             );
         }
         let _ = stderr.write_all(&line);
+        WRITTEN.fetch_add(1, Ordering::Release);
     }
 }
 
@@ -73,7 +88,9 @@ impl Drop for Line {
         }
         let text = std::mem::take(&mut self.text);
         match self.queue.try_send(text) {
-            Ok(()) => {}
+            Ok(()) => {
+                QUEUED.fetch_add(1, Ordering::Release);
+            }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
