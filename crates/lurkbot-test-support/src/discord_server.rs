@@ -57,6 +57,8 @@ struct State {
     nonces: std::collections::HashMap<String, Value>,
     /// Silent death: sockets stay open and say nothing — no hello, no event, no heartbeat ACK.
     silent: bool,
+    /// Heartbeats acknowledged so far.
+    acked_heartbeats: usize,
 }
 
 /// What the sockets are told.
@@ -165,6 +167,11 @@ impl DiscordServer {
     /// `false`: sockets opened from now on work.
     pub fn silent(&self, silent: bool) {
         self.state.0.lock().unwrap().silent = silent;
+    }
+
+    /// The heartbeats acknowledged so far.
+    pub fn acked_heartbeats(&self) -> usize {
+        self.state.0.lock().unwrap().acked_heartbeats
     }
 
     /// Closes every gateway connection (as a network drop would).
@@ -348,8 +355,11 @@ async fn gateway(
             incoming = ws.next() => match incoming {
                 Some(Ok(Message::Text(t))) => {
                     let frame: Value = serde_json::from_str(t.as_str()).unwrap_or(Value::Null);
-                    if frame["op"] == 1 && ws.send(Message::Text(json!({"op": 11}).to_string().into())).await.is_err() {
-                        return;
+                    if frame["op"] == 1 {
+                        if ws.send(Message::Text(json!({"op": 11}).to_string().into())).await.is_err() {
+                            return;
+                        }
+                        shared.0.lock().unwrap().acked_heartbeats += 1;
                     }
                 }
                 Some(Ok(_)) => {}

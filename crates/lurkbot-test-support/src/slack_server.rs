@@ -66,6 +66,8 @@ struct State {
     rest_addr: Option<SocketAddr>,
     /// Silent death: sockets stay open and say nothing, not even a pong.
     silent: bool,
+    /// Pings the bot sent (each answered with a pong while not silent).
+    pings: usize,
 }
 
 /// The running server.
@@ -177,6 +179,11 @@ impl SlackServer {
         self.state.0.lock().unwrap().silent = true;
     }
 
+    /// The pings the bot sent so far.
+    pub fn pings(&self) -> usize {
+        self.state.0.lock().unwrap().pings
+    }
+
     /// Sockets opened from now on work again (those that went silent stay so).
     pub fn recover(&self) {
         self.state.0.lock().unwrap().silent = false;
@@ -284,6 +291,7 @@ async fn socket(
                         wake.notify_all();
                     }
                 }
+                Some(Ok(Message::Ping(_))) => shared.0.lock().unwrap().pings += 1,
                 Some(Ok(_)) => {}
                 _ => return,
             },

@@ -44,7 +44,11 @@ async fn a_silent_gateway_is_stale_and_replaced() {
     assert_eq!(batch[0].text, "hello");
     discord.acknowledge();
     // Quiet, heartbeats acknowledged: alive over many of them.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let acked = server.acked_heartbeats();
+    until("5 more heartbeats", || {
+        server.acked_heartbeats() >= acked + 5
+    })
+    .await;
     assert_eq!(discord.stale(), None, "chat silence is not death");
 
     server.silent(true);

@@ -33,8 +33,9 @@ async fn a_silent_socket_is_stale_and_replaced() {
     let batch = slack.receive().await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(batch[0].text, "hello");
     slack.acknowledge();
-    // Quiet, but answering pings: alive, well past the window.
-    tokio::time::sleep(Duration::from_millis(3500)).await;
+    // Quiet, but answering pings: alive, over more pings than the window holds.
+    let seen = server.pings();
+    until("40 more pings", || server.pings() >= seen + 40).await;
     assert_eq!(slack.stale(), None, "chat silence is not death");
 
     server.go_silent();
