@@ -72,3 +72,30 @@ async fn a_daemon_that_is_gone_keeps_the_channel_stale_with_where_it_was_looked_
     let why = signal.stale().unwrap_or_default();
     assert!(why.contains(&format!("127.0.0.1:{port}")), "{why}");
 }
+
+/// signal-cli's refusals, classified for the delivery policy: a rate limit waits and is tried
+/// again, an unregistered number or an unknown group is refused for good.
+#[tokio::test]
+async fn signal_clis_refusals_are_classified() {
+    let server = SignalServer::start(ACCOUNT);
+    server.register("+4915550001");
+    let signal = Signal::new(&server.url(), ACCOUNT).unwrap_or_else(|e| panic!("{e}"));
+    server.rate_limit_next(1);
+    let limited = signal.send_once("+4915550001", "hi", None, "k").await;
+    assert!(
+        matches!(limited, Err(ChannelError::RetryAfter(..))),
+        "{limited:?}"
+    );
+    let sent = signal.send_once("+4915550001", "hi", None, "k").await;
+    assert!(matches!(sent, Ok(Some(_))), "{sent:?}");
+    let stranger = signal.send_once("+4470000009", "hi", None, "k").await;
+    assert!(
+        matches!(stranger, Err(ChannelError::Permanent(ref why)) if why.contains("Unregistered")),
+        "{stranger:?}"
+    );
+    let group = signal.send_once("Z3JvdXA=", "hi", None, "k").await;
+    assert!(
+        matches!(group, Err(ChannelError::Permanent(_))),
+        "{group:?}"
+    );
+}
