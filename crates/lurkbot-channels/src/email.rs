@@ -22,8 +22,11 @@ use crate::{BoxFuture, Channel, ChannelError, Inbound};
 
 /// The longest reply sent in one mail.
 pub const MAX_CHARS: usize = 50_000;
-/// How long one IDLE waits before looking again.
+/// How long one IDLE waits before it is ended and the server asked again (its liveness check).
 const IDLE: Duration = Duration::from_secs(25);
+/// How long the server has to answer a command (the end of an IDLE included) before its
+/// connection is taken for dead.
+const ANSWER: Duration = Duration::from_secs(15);
 
 /// The account.
 #[derive(Clone)]
@@ -53,6 +56,9 @@ pub struct Email {
     seen: Mutex<Option<(u32, u32)>>,
     threads: Threads,
     session: tokio::sync::Mutex<Option<Session>>,
+    /// An IDLE's wait and the time the server has to answer (§6.1.2).
+    timing: (Duration, Duration),
+    stale: crate::stale::Stale,
 }
 
 fn transient(what: &str, e: impl std::fmt::Display) -> ChannelError {
@@ -78,6 +84,37 @@ impl Email {
             seen: Mutex::new(seen),
             threads: Threads::open(state_dir.join("threads.json")),
             session: tokio::sync::Mutex::new(None),
+            timing: (IDLE, ANSWER),
+            stale: crate::stale::Stale::default(),
+        }
+    }
+
+    /// IDLEs of `idle`, and `answer` for the server to answer each command (tests shorten
+    /// them).
+    #[must_use]
+    pub fn with_idle(mut self, idle: Duration, answer: Duration) -> Self {
+        self.timing = (idle, answer);
+        self
+    }
+
+    /// One IMAP exchange, bounded: a server that says nothing within the answer window is a
+    /// dead connection (a half-open one never says so) — the channel is stale and signs in
+    /// again; chat silence never is, since every IDLE ends with a command the server answers.
+    async fn bounded<T, E: std::fmt::Display>(
+        &self,
+        what: &str,
+        exchange: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, ChannelError> {
+        match tokio::time::timeout(self.timing.1, exchange).await {
+            Ok(answer) => answer.map_err(|e| transient(what, e)),
+            Err(_) => {
+                let why = format!(
+                    "the IMAP server did not answer {what} within {} s: signing in again",
+                    self.timing.1.as_secs()
+                );
+                self.stale.set(Some(why.clone()));
+                Err(ChannelError::Transient(why))
+            }
         }
     }
 
@@ -125,21 +162,19 @@ impl Email {
         }
         let stream = connect(&host, port, scheme == "imaps", "imap").await?;
         let mut client = async_imap::Client::new(stream);
-        client
-            .read_response()
-            .await
-            .map_err(|e| transient("imap greeting", e))?
+        self.bounded("its greeting", client.read_response())
+            .await?
             .ok_or_else(|| ChannelError::Transient("imap: no greeting".into()))?;
-        let mut session = client
-            .login(&self.settings.user, &self.settings.password)
-            .await
+        let login = client.login(&self.settings.user, &self.settings.password);
+        let mut session = self
+            .bounded("the login", async { Ok::<_, String>(login.await) })
+            .await?
             .map_err(|(e, _)| {
                 ChannelError::Permanent(format!("imap login as {}: {e}", self.settings.user))
             })?;
-        let inbox = session
-            .select("INBOX")
-            .await
-            .map_err(|e| transient("imap select INBOX", e))?;
+        let inbox = self
+            .bounded("select INBOX", session.select("INBOX"))
+            .await?;
         Ok((
             session,
             inbox.uid_validity.unwrap_or(0),
@@ -160,26 +195,30 @@ impl Email {
                     _ => self.save(validity, next.saturating_sub(1)),
                 }
                 // Signed in: report it at once (the next call reads and waits).
-                session.noop().await.map_err(|e| transient("imap", e))?;
+                self.bounded("NOOP", session.noop()).await?;
                 *slot = Some(session);
                 return Ok(Vec::new());
             }
         };
         let (validity, last) = self.seen.lock().ok().and_then(|s| *s).unwrap_or((0, 0));
-        let mut uids: Vec<u32> = session
-            .uid_search(format!("UID {}:*", last + 1))
-            .await
-            .map_err(|e| transient("imap search", e))?
+        let mut uids: Vec<u32> = self
+            .bounded(
+                "a search",
+                session.uid_search(format!("UID {}:*", last + 1)),
+            )
+            .await?
             .into_iter()
             .filter(|u| *u > last)
             .collect();
         uids.sort_unstable();
         if uids.is_empty() {
             let mut idle = session.idle();
-            idle.init().await.map_err(|e| transient("imap idle", e))?;
-            let (wait, _stop) = idle.wait_with_timeout(IDLE);
+            self.bounded("IDLE", idle.init()).await?;
+            let (wait, _stop) = idle.wait_with_timeout(self.timing.0);
             let _ = wait.await;
-            let session = idle.done().await.map_err(|e| transient("imap idle", e))?;
+            // The end of the IDLE is the probe: a live server answers it.
+            let session = self.bounded("the end of an IDLE", idle.done()).await?;
+            self.stale.set(None);
             *slot = Some(session);
             return Ok(Vec::new());
         }
@@ -188,19 +227,33 @@ impl Email {
             .map(u32::to_string)
             .collect::<Vec<_>>()
             .join(",");
+        // Each mail may take longer than a command's answer (a large one on a slow link), but
+        // not forever: four answer windows a mail.
         let mut mails = Vec::new();
         {
-            let mut fetched = session
-                .uid_fetch(&set, "(UID BODY.PEEK[])")
-                .await
-                .map_err(|e| transient("imap fetch", e))?;
-            while let Some(item) = fetched.next().await {
-                let item = item.map_err(|e| transient("imap fetch", e))?;
+            let mut fetched = self
+                .bounded("a fetch", session.uid_fetch(&set, "(UID BODY.PEEK[])"))
+                .await?;
+            let per_mail = self.timing.1 * 4;
+            loop {
+                let item = match tokio::time::timeout(per_mail, fetched.next()).await {
+                    Ok(Some(item)) => item.map_err(|e| transient("imap fetch", e))?,
+                    Ok(None) => break,
+                    Err(_) => {
+                        let why = format!(
+                            "the IMAP server sent no mail of a fetch within {} s: signing in again",
+                            per_mail.as_secs()
+                        );
+                        self.stale.set(Some(why.clone()));
+                        return Err(ChannelError::Transient(why));
+                    }
+                };
                 if let (Some(uid), Some(body)) = (item.uid, item.body()) {
                     mails.push((uid, body.to_vec()));
                 }
             }
         }
+        self.stale.set(None);
         mails.sort_by_key(|(uid, _)| *uid);
         let mut out = Vec::new();
         for (uid, raw) in mails {
@@ -263,7 +316,7 @@ impl Email {
         let message_id = header("Message-ID").trim().to_string();
         let mut body = String::new();
         let mut attachments = Vec::new();
-        collect(&mail, &mut body, &mut attachments);
+        crate::email_body::collect(&mail, &mut body, &mut attachments);
         let mut text = format!("Subject: {subject}\n\n{}", body.trim());
         for a in &attachments {
             text.push_str(&format!("\n[attachment: {}] (not opened)", a.name));
@@ -412,66 +465,6 @@ fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// The text of the first text/plain part (else any text part), and attachment names.
-/// A mail's text and its attachments: the first `text/plain` part wherever it stands (a
-/// `multipart/alternative` may put the HTML first), else the visible text of the first
-/// `text/html` part (no markup, comments or hidden elements reach the model), else any text.
-fn collect(
-    part: &mailparse::ParsedMail<'_>,
-    body: &mut String,
-    attachments: &mut Vec<crate::Media>,
-) {
-    let mut leaves = Vec::new();
-    leaves_of(part, &mut leaves, attachments);
-    let pick = |wanted: &str| {
-        leaves
-            .iter()
-            .find(|p| p.ctype.mimetype.eq_ignore_ascii_case(wanted))
-            .and_then(|p| p.get_body().ok())
-    };
-    let text = pick("text/plain")
-        .or_else(|| pick("text/html").map(|html| lurkbot_core::html_to_text(&html)))
-        .or_else(|| {
-            leaves
-                .iter()
-                .find(|p| p.ctype.mimetype.starts_with("text/"))
-                .and_then(|p| p.get_body().ok())
-        });
-    if let Some(text) = text {
-        body.push_str(&text);
-    }
-}
-
-/// The body parts of `part` that are not attachments (attachments are collected).
-fn leaves_of<'a>(
-    part: &'a mailparse::ParsedMail<'a>,
-    leaves: &mut Vec<&'a mailparse::ParsedMail<'a>>,
-    attachments: &mut Vec<crate::Media>,
-) {
-    let disposition = part.get_content_disposition();
-    if disposition.disposition == mailparse::DispositionType::Attachment {
-        let name = disposition
-            .params
-            .get("filename")
-            .cloned()
-            .unwrap_or_else(|| "unnamed".into());
-        let bytes = part.get_body_raw().unwrap_or_default();
-        attachments.push(crate::Media {
-            name,
-            source: crate::MediaSource::Bytes(bytes),
-            voice: false,
-        });
-        return;
-    }
-    if part.subparts.is_empty() {
-        leaves.push(part);
-        return;
-    }
-    for sub in &part.subparts {
-        leaves_of(sub, leaves, attachments);
-    }
-}
-
 impl Channel for Email {
     fn name(&self) -> &'static str {
         "email"
@@ -540,44 +533,17 @@ impl Channel for Email {
         })
     }
 
+    fn stale(&self) -> Option<String> {
+        self.stale.get()
+    }
+
     fn typing<'a>(&'a self, _chat: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod liveness_tests;
 
-    fn email(imap: &str, smtp: &str) -> Email {
-        let dir =
-            std::env::temp_dir().join(format!("lurkbot-email-{}", lurkbot_core::random_hex(4)));
-        Email::new(
-            EmailSettings {
-                imap_url: imap.into(),
-                smtp_url: smtp.into(),
-                user: "bot".into(),
-                password: "pw".into(),
-                from: "bot@example.org".into(),
-                trusted_authserv_id: None,
-            },
-            dir,
-        )
-    }
-
-    #[tokio::test]
-    async fn passwords_never_travel_unencrypted_off_this_machine() {
-        let remote = email("imap://mail.example.org:143", "smtp://mail.example.org:25");
-        let Err(ChannelError::Permanent(e)) = remote.open().await else {
-            panic!("plain IMAP to another machine must be refused");
-        };
-        assert!(e.contains("imaps://"), "{e}");
-        let Err(ChannelError::Permanent(e)) = remote.transport() else {
-            panic!("plain SMTP to another machine must be refused");
-        };
-        assert!(e.contains("starttls"), "{e}");
-        let local = email("imap://127.0.0.1:1", "smtp://localhost:2525");
-        assert!(local.transport().is_ok());
-        assert!(is_loopback("[::1]") && !is_loopback("10.0.0.1"));
-    }
-}
+#[cfg(test)]
+mod tests;

@@ -21,8 +21,10 @@ use crate::{BoxFuture, Channel, ChannelError, Inbound, VoiceNote};
 
 /// The longest message sent at once (Matrix caps an event at 65,536 bytes).
 pub const MAX_CHARS: usize = 16_000;
-/// How long one `/sync` waits for events, in milliseconds.
-const POLL_MS: u64 = 25_000;
+/// How long one `/sync` waits for events.
+const POLL: Duration = Duration::from_secs(25);
+/// How much longer than its wait a `/sync` may take before its connection is taken for dead.
+const MARGIN: Duration = Duration::from_secs(15);
 
 /// Decides whether to join a room the bot was invited to: `(inviter, direct)`.
 pub type InvitePolicy = Box<dyn Fn(&str, bool) -> bool + Send + Sync>;
@@ -55,6 +57,9 @@ pub struct Matrix {
     /// Joined member counts by room (two means a direct message).
     members: Mutex<HashMap<String, u64>>,
     invites: InvitePolicy,
+    /// A sync's wait and the margin past which it is dead (§6.1.2).
+    poll: (Duration, Duration),
+    stale: crate::stale::Stale,
 }
 
 impl Matrix {
@@ -75,7 +80,7 @@ impl Matrix {
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
             .and_then(|v| v["since"].as_str().map(str::to_string));
         Ok(Self {
-            http: client(Duration::from_millis(POLL_MS + 15_000))?,
+            http: client(POLL + MARGIN)?,
             base: homeserver.trim_end_matches('/').to_string(),
             credentials,
             session: tokio::sync::OnceCell::new(),
@@ -83,7 +88,42 @@ impl Matrix {
             since: Mutex::new(since),
             members: Mutex::new(HashMap::new()),
             invites,
+            poll: (POLL, MARGIN),
+            stale: crate::stale::Stale::default(),
         })
+    }
+
+    /// Syncs that wait `poll`, dead past `poll + margin` (tests shorten them).
+    #[must_use]
+    pub fn with_poll(mut self, poll: Duration, margin: Duration) -> Self {
+        self.poll = (poll, margin);
+        self
+    }
+
+    /// One `/sync` at `path`, bounded: a sync that outlives its wait plus the margin is a dead
+    /// connection (a half-open one says nothing), never chat silence — the channel is stale
+    /// until a sync answers.
+    async fn sync(&self, path: &str, token: &str) -> Result<Value, ChannelError> {
+        let (poll, margin) = self.poll;
+        let asked = self.request(reqwest::Method::GET, path, Some(token), None);
+        match tokio::time::timeout(poll + margin, asked).await {
+            Ok(Ok(sync)) => {
+                self.stale.set(None);
+                Ok(sync)
+            }
+            Ok(Err(e)) => {
+                self.stale.set(Some(e.to_string()));
+                Err(e)
+            }
+            Err(_) => {
+                let why = format!(
+                    "the homeserver's /sync did not answer within {} s: syncing again",
+                    (poll + margin).as_secs()
+                );
+                self.stale.set(Some(why.clone()));
+                Err(ChannelError::Transient(why))
+            }
+        }
     }
 
     /// One request; the JSON answer.
@@ -441,15 +481,14 @@ impl Channel for Matrix {
             let since = self.since.lock().ok().and_then(|s| s.clone());
             let path = match &since {
                 Some(since) => format!(
-                    "/_matrix/client/v3/sync?timeout={POLL_MS}&since={}",
+                    "/_matrix/client/v3/sync?timeout={}&since={}",
+                    self.poll.0.as_millis(),
                     encode(since)
                 ),
                 // The first start: only the position, not the history.
                 None => "/_matrix/client/v3/sync?timeout=0".to_string(),
             };
-            let sync = self
-                .request(reqwest::Method::GET, &path, Some(&token), None)
-                .await?;
+            let sync = self.sync(&path, &token).await?;
             let next = sync["next_batch"].as_str().unwrap_or_default().to_string();
             if !next.is_empty()
                 && let Ok(mut s) = self.since.lock()
@@ -520,6 +559,10 @@ impl Channel for Matrix {
         })
     }
 
+    fn stale(&self) -> Option<String> {
+        self.stale.get()
+    }
+
     fn typing<'a>(&'a self, chat: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let Ok((token, me)) = self.session().await else {
@@ -537,6 +580,9 @@ impl Channel for Matrix {
         })
     }
 }
+
+#[cfg(test)]
+mod liveness_tests;
 
 #[cfg(test)]
 mod tests {

@@ -92,7 +92,7 @@ pub struct Signal {
     silence: Duration,
     stream: tokio::sync::Mutex<Option<Open>>,
     own: Mutex<Own>,
-    stale: Mutex<Option<String>>,
+    stale: crate::stale::Stale,
     received: Mutex<Vec<Inbound>>,
 }
 
@@ -120,7 +120,7 @@ impl Signal {
                 number: account.to_string(),
                 uuid: None,
             }),
-            stale: Mutex::new(None),
+            stale: crate::stale::Stale::default(),
             received: Mutex::new(Vec::new()),
         })
     }
@@ -143,9 +143,7 @@ impl Signal {
     }
 
     fn set_stale(&self, why: Option<String>) {
-        if let Ok(mut stale) = self.stale.lock() {
-            *stale = why;
-        }
+        self.stale.set(why);
     }
 
     async fn call(&self, method: &str, params: Value) -> Result<Value, ChannelError> {
@@ -435,7 +433,7 @@ impl Channel for Signal {
     }
 
     fn stale(&self) -> Option<String> {
-        self.stale.lock().ok()?.clone()
+        self.stale.get()
     }
 
     fn media_bytes<'a>(

@@ -37,7 +37,7 @@ pub struct Telegram {
     /// taken for dead (a half-open connection).
     poll: (Duration, Duration),
     /// Why the last poll failed, until one answers.
-    stale: Mutex<Option<String>>,
+    stale: crate::stale::Stale,
 }
 
 impl Telegram {
@@ -65,7 +65,7 @@ impl Telegram {
             offset: Mutex::new(offset),
             me: OnceLock::new(),
             poll: (Duration::from_secs(POLL_SECONDS), Duration::from_secs(15)),
-            stale: Mutex::new(None),
+            stale: crate::stale::Stale::default(),
         })
     }
 
@@ -77,9 +77,7 @@ impl Telegram {
     }
 
     fn set_stale(&self, why: Option<String>) {
-        if let Ok(mut stale) = self.stale.lock() {
-            *stale = why;
-        }
+        self.stale.set(why);
     }
 
     /// Calls `method` with `body`; the `result`.
@@ -329,7 +327,7 @@ impl Channel for Telegram {
     }
 
     fn stale(&self) -> Option<String> {
-        self.stale.lock().ok()?.clone()
+        self.stale.get()
     }
 
     fn send<'a>(

@@ -91,7 +91,7 @@ impl SocketInbox {
 pub(crate) struct Liveness {
     pub(crate) ping_every: Duration,
     pub(crate) silence: Duration,
-    stale: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+    stale: crate::stale::Stale,
 }
 
 impl Liveness {
@@ -100,26 +100,22 @@ impl Liveness {
         Self {
             ping_every,
             silence,
-            stale: std::sync::Arc::default(),
+            stale: crate::stale::Stale::default(),
         }
     }
 
     /// The socket spoke.
     pub(crate) fn alive(&self) {
-        if let Ok(mut stale) = self.stale.lock() {
-            *stale = None;
-        }
+        self.stale.set(None);
     }
 
     /// The socket is dead, or cannot be opened, for `why`.
     pub(crate) fn dead(&self, why: String) {
-        if let Ok(mut stale) = self.stale.lock() {
-            *stale = Some(why);
-        }
+        self.stale.set(Some(why));
     }
 
     /// Why the channel is stale, if it is.
     pub(crate) fn stale(&self) -> Option<String> {
-        self.stale.lock().ok()?.clone()
+        self.stale.get()
     }
 }

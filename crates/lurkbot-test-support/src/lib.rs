@@ -6,6 +6,7 @@
 
 pub mod discord_server;
 pub mod feed_server;
+pub mod freezing_proxy;
 mod http_request;
 pub mod irc_server;
 pub mod mail_server;

@@ -60,7 +60,7 @@ struct Shared {
     link: watch::Sender<LinkState>,
     /// Why the connection is not known alive (the client's keep-alive pings found it dead,
     /// or WhatsApp closed it) until it connects again.
-    stale: Mutex<Option<String>>,
+    stale: crate::stale::Stale,
 }
 
 impl Shared {
@@ -91,9 +91,7 @@ impl Shared {
     }
 
     fn set_stale(&self, why: Option<String>) {
-        if let Ok(mut stale) = self.stale.lock() {
-            *stale = why;
-        }
+        self.stale.set(why);
     }
 
     fn set_link(&self, state: &str, change: impl FnOnce(&mut LinkState)) {
@@ -252,7 +250,7 @@ impl WhatsAppLinked {
             own: Mutex::new(OwnIds::default()),
             received: Mutex::new((HashMap::new(), VecDeque::new())),
             link,
-            stale: Mutex::new(None),
+            stale: crate::stale::Stale::default(),
         });
         Self {
             shared,
@@ -529,7 +527,7 @@ impl Channel for WhatsAppLinked {
     }
 
     fn stale(&self) -> Option<String> {
-        self.shared.stale.lock().ok()?.clone()
+        self.shared.stale.get()
     }
 
     fn link(&self) -> Option<LinkState> {
