@@ -6,6 +6,7 @@
 //! the network's nick protection (pairing, the default, asks for a code either way).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use lurkbot_term::{InboundMessage, IrcSessions};
 use tokio::sync::mpsc;
@@ -16,12 +17,17 @@ use crate::{BoxFuture, Channel, ChannelError, Inbound};
 pub const LINE_SESSION: &str = "channel:irc";
 /// The longest reply handed to the client at once (it splits it into IRC lines).
 pub const MAX_CHARS: usize = 2000;
+/// The line's liveness (§6.1.2): a server silent this long is pinged, and a link silent as
+/// long again is dropped and made anew. Servers ping their clients every minute or two, so a
+/// live link is rarely pinged by the bot.
+const PING_AFTER: Duration = Duration::from_secs(60);
 
 /// The gateway's IRC chat line.
 pub struct IrcLine {
     sessions: Arc<IrcSessions>,
     inbox: tokio::sync::Mutex<mpsc::UnboundedReceiver<InboundMessage>>,
     nick: tokio::sync::Mutex<Option<String>>,
+    ping_after: Duration,
 }
 
 impl IrcLine {
@@ -31,7 +37,15 @@ impl IrcLine {
             sessions,
             inbox: tokio::sync::Mutex::new(inbox),
             nick: tokio::sync::Mutex::new(None),
+            ping_after: PING_AFTER,
         }
+    }
+
+    /// Pings after `ping_after` of silence (tests shorten it).
+    #[must_use]
+    pub fn with_ping_after(mut self, ping_after: Duration) -> Self {
+        self.ping_after = ping_after;
+        self
     }
 }
 
@@ -81,7 +95,7 @@ impl Channel for IrcLine {
                 if nick.is_none() || !self.sessions.has(LINE_SESSION) {
                     *nick = Some(
                         self.sessions
-                            .open_line(LINE_SESSION)
+                            .open_line(LINE_SESSION, self.ping_after)
                             .await
                             .map_err(ChannelError::Transient)?,
                     );
@@ -118,7 +132,16 @@ impl Channel for IrcLine {
         })
     }
 
+    /// Stale while the link, dropped by its liveness check (or closed), is made anew.
+    fn stale(&self) -> Option<String> {
+        self.sessions.trouble(LINE_SESSION)
+    }
+
     fn typing<'a>(&'a self, _chat: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
 }
+
+#[cfg(test)]
+#[path = "irc/liveness_tests.rs"]
+mod liveness_tests;

@@ -20,8 +20,6 @@ use super::store::Store;
 const MAX_LINE: usize = 8192;
 /// Time allowed for TCP, TLS and registration.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
-/// Silence after which the server is pinged, and after which a second silence drops the link.
-const IDLE: Duration = Duration::from_secs(180);
 /// Longest wait between reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Shortest time between two attempts, however often commands ask.
@@ -214,7 +212,7 @@ impl Link {
         let mut pinged = false;
         loop {
             let idle = if registered {
-                tokio::time::Instant::now() + IDLE
+                tokio::time::Instant::now() + self.config.ping_after
             } else {
                 registration
             };

@@ -10,6 +10,8 @@ use crate::{CommandError, ErrorCode};
 pub(crate) const SKILL: &str = "irc-cli";
 /// Where the settings live, for messages.
 pub(crate) const CREDENTIALS_FILE: &str = "skills/irc-cli/secrets/.env";
+/// The silence after which a command session's server is pinged (and dropped after another).
+pub(super) const PING_AFTER: std::time::Duration = std::time::Duration::from_secs(180);
 /// Longest nick accepted (RFC 1459's limit, which many networks still keep).
 pub(crate) const MAX_NICK: usize = 9;
 
@@ -31,6 +33,9 @@ pub struct IrcConfig {
     pub(crate) nickserv_password: Option<String>,
     /// Deliver inbound messages to the session's agent.
     pub auto_forward: bool,
+    /// Silence after which the server is pinged, and after which a second silence drops the
+    /// link (not a setting of the file: the gateway's chat line asks for a shorter one).
+    pub ping_after: std::time::Duration,
 }
 
 impl std::fmt::Debug for IrcConfig {
@@ -155,6 +160,7 @@ impl IrcConfig {
             channel_key: get("IRC_CHANNEL_KEY"),
             nickserv_password: get("IRC_NICKSERV_PASSWORD"),
             auto_forward,
+            ping_after: PING_AFTER,
         })
     }
 }

@@ -241,13 +241,15 @@ impl IrcSessions {
 
     /// Opens `session`'s connection as a chat line for the gateway's IRC channel: the home's
     /// IRC settings, with every inbound message handed on (as `IRC_AUTO_FORWARD_TO_AGENT=1`
-    /// does); the nick in use once registered.
+    /// does) and the server pinged after `ping_after` of silence (a link that stays silent as
+    /// long again is dropped and made anew); the nick in use once registered.
     ///
     /// # Errors
     /// The settings are missing or invalid, or the connection did not register within 30 s.
-    pub async fn open_line(&self, session: &str) -> Result<String, String> {
+    pub async fn open_line(&self, session: &str, ping_after: Duration) -> Result<String, String> {
         let mut config = IrcConfig::load(&self.home).map_err(|e| e.message)?;
         config.auto_forward = true;
+        config.ping_after = ping_after;
         let line = self.open(session, &config).await;
         if !line
             .wait_for(Duration::from_secs(30), |state, _| {
@@ -267,6 +269,17 @@ impl IrcSessions {
             .ok()
             .and_then(|s| s.nick.clone())
             .unwrap_or(config.nick))
+    }
+
+    /// Why `session`'s connection is not up after a failure — an unanswered ping, a closed
+    /// link — while it is being made anew; `None` while it is registered, was never opened, or
+    /// is still making its first connection.
+    pub fn trouble(&self, session: &str) -> Option<String> {
+        let (state, _, error) = self.get(session)?.snapshot();
+        match state {
+            IrcState::Connected | IrcState::Joined => None,
+            _ => error.map(|(code, message)| format!("{code}: {message}; connecting again")),
+        }
     }
 
     /// Sends `text` to `target` (a nick or a channel) on `session`'s connection, split into
