@@ -3,7 +3,9 @@
 //! again; a long reply cut within the platform's limit, nothing lost; a stranger given a
 //! pairing code with the model never called; `channels status` true to the connection. Each
 //! platform is a [`Platform`]; what one cannot do is declared there and the row says so.
-//! In the suite so far: Telegram, WhatsApp (Cloud API), Signal, Discord and Slack.
+//! In the suite: Telegram, WhatsApp (Cloud API), Signal, Discord and Slack through test servers
+//! written from their documentation; Matrix (Synapse), e-mail (Dovecot) and IRC (ngircd)
+//! through the real servers.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,8 +38,13 @@ pub(crate) trait Platform: Send + Sync + 'static {
     fn settings(&self) -> (String, String);
     /// The chat where replies to the owner go.
     fn owner(&self) -> String;
-    /// Waits until the gateway's connection is up (a platform that pushes over a socket).
-    async fn ready(&self) {}
+    /// Files the home holds at start (home-relative path, content), beside `.env`.
+    fn files(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+    /// Waits until the gateway's connection is up (a platform that pushes over a socket, or
+    /// one whose first look skips what is already there).
+    async fn ready(&self, _gw: &Gateway) {}
     /// `who` writes `text` directly (a stranger when not the owner); what identifies the
     /// message for serving it again.
     async fn writes(&self, gw: &Gateway, owner: bool, text: &str) -> String;
@@ -50,9 +57,18 @@ pub(crate) trait Platform: Send + Sync + 'static {
 
 async fn gateway<P: Platform>(platform: &P, steps: Vec<Step>) -> Gateway {
     let (table, env) = platform.settings();
-    let gw =
-        Gateway::start_with_env(&format!("[channels.{}]\n{table}", P::NAME), steps, &env).await;
-    platform.ready().await;
+    let config = format!("[channels.{}]\n{table}", P::NAME);
+    let files = platform.files();
+    let gw = if files.is_empty() {
+        Gateway::start_with_env(&config, steps, &env).await
+    } else {
+        assert!(
+            env.is_empty(),
+            "files and .env lines together are not supported"
+        );
+        Gateway::start_with_files(&config, steps, &files).await
+    };
+    platform.ready(&gw).await;
     gw
 }
 
@@ -163,6 +179,30 @@ contract!(whatsapp, crate::contract_platforms::WhatsApp::new());
 contract!(signal, crate::contract_platforms::Signal::new());
 contract!(discord, crate::contract_platforms::Discord::new());
 contract!(slack, crate::contract_platforms::Slack::new());
+contract!(matrix, crate::contract_servers::Matrix::new());
+contract!(email, crate::contract_servers::Email::new());
+contract!(irc, crate::contract_servers::Irc::new());
+
+/// Waits until channel `name` says it is connected (at most [`WAIT`]).
+pub(crate) async fn connected(gw: &Gateway, name: &str) {
+    let (mut c, _) = Client::connect(gw, TOKEN).await;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let status = c.request("channels.status", json!({})).await["payload"].clone();
+        let up = status["channels"].as_array().is_some_and(|all| {
+            all.iter()
+                .any(|c| c["name"] == name && c["state"] == "connected")
+        });
+        if up {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{name} never connected: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
 
 /// Waits off the runtime's threads.
 pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {

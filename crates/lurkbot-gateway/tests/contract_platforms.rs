@@ -272,7 +272,7 @@ impl Platform for Discord {
         "dm-777".into()
     }
 
-    async fn ready(&self) {
+    async fn ready(&self, _gw: &Gateway) {
         let server = self.0.clone();
         assert!(
             blocking(move || server.wait_ready(1, wait())).await,
@@ -347,7 +347,7 @@ impl Platform for Slack {
         "DOWNER".into()
     }
 
-    async fn ready(&self) {
+    async fn ready(&self, _gw: &Gateway) {
         let server = self.0.clone();
         assert!(
             blocking(move || server.wait_connections(1, wait())).await,

@@ -209,6 +209,8 @@ impl Drop for IrcServer {
 pub struct IrcPeer {
     stream: TcpStream,
     reader: BufReader<TcpStream>,
+    /// A line begun but not ended when a short wait ran out.
+    partial: String,
     /// The peer's nick.
     pub nick: String,
 }
@@ -222,6 +224,7 @@ impl IrcPeer {
         let mut peer = Self {
             stream,
             reader,
+            partial: String::new(),
             nick: nick.to_string(),
         };
         if let Some(p) = password {
@@ -273,6 +276,26 @@ impl IrcPeer {
         seen
     }
 
+    /// The next line within `wait` (answering PINGs), or `None`.
+    pub fn try_line(&mut self, wait: Duration) -> Option<String> {
+        self.stream.set_read_timeout(Some(wait)).unwrap();
+        let read = self.reader.read_line(&mut self.partial);
+        self.stream.set_read_timeout(Some(WAIT)).unwrap();
+        match read {
+            Ok(0) => panic!("the server closed the peer's connection"),
+            Ok(_) if self.partial.ends_with('\n') => {
+                let line = std::mem::take(&mut self.partial).trim_end().to_string();
+                if let Some(token) = line.strip_prefix("PING ") {
+                    self.raw(&format!("PONG {token}"));
+                    return None;
+                }
+                Some(line)
+            }
+            // A part of a line, or none: the rest comes with a later call.
+            _ => None,
+        }
+    }
+
     /// Reads lines (answering PINGs) until one matches; returns it. Fails the test after 20 s.
     pub fn expect(&mut self, mut matches: impl FnMut(&str) -> bool) -> String {
         let deadline = Instant::now() + WAIT;
@@ -281,13 +304,12 @@ impl IrcPeer {
                 Instant::now() < deadline,
                 "the expected IRC line did not come"
             );
-            let mut line = String::new();
             let n = self
                 .reader
-                .read_line(&mut line)
+                .read_line(&mut self.partial)
                 .expect("an IRC line within 20 s");
             assert!(n > 0, "the server closed the peer's connection");
-            let line = line.trim_end().to_string();
+            let line = std::mem::take(&mut self.partial).trim_end().to_string();
             if let Some(token) = line.strip_prefix("PING ") {
                 self.raw(&format!("PONG {token}"));
                 continue;
