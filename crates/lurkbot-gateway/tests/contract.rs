@@ -48,6 +48,14 @@ pub(crate) trait Platform: Send + Sync + 'static {
     /// `who` writes `text` directly (a stranger when not the owner); what identifies the
     /// message for serving it again.
     async fn writes(&self, gw: &Gateway, owner: bool, text: &str) -> String;
+    /// The owner writes `text` in a group chat with the bot, mentioning it (in the platform's
+    /// own way) or not; or why the platform has no group chats.
+    async fn writes_in_group(
+        &self,
+        gw: &Gateway,
+        mention: bool,
+        text: &str,
+    ) -> Result<(), &'static str>;
     /// The platform serves message `id` once more (a crash before its acknowledgement, a
     /// reconnect), or why it cannot.
     async fn serve_again(&self, gw: &Gateway, id: &str) -> Result<(), &'static str>;
@@ -152,6 +160,36 @@ pub(crate) async fn stranger_paired<P: Platform>(platform: P) {
     );
 }
 
+/// In a group, only a message that mentions the bot reaches the model.
+pub(crate) async fn group_needs_a_mention<P: Platform>(platform: P) {
+    let gw = gateway(&platform, vec![Step::text("Group answer.")]).await;
+    if let Err(why) = platform
+        .writes_in_group(&gw, false, "just chatting among us")
+        .await
+    {
+        eprintln!("{}: row 'group mentions' skipped: {why}", P::NAME);
+        return;
+    }
+    platform
+        .writes_in_group(&gw, true, "what do you think?")
+        .await
+        .unwrap_or_else(|why| panic!("{why}"));
+    let replies = platform.replies(1).await;
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert_ne!(
+        replies[0].to,
+        platform.owner(),
+        "answered in the direct chat"
+    );
+    assert!(replies[0].text.contains("Group answer"), "{replies:?}");
+    let requests = gw.fake.requests();
+    let asked = crate::common::last_user_message(&requests[0].body).to_string();
+    assert!(
+        asked.contains("what do you think?") && !asked.contains("just chatting"),
+        "the unmentioned message reached the model: {asked}"
+    );
+}
+
 /// The suite's rows for one platform, each a test.
 macro_rules! contract {
     ($module:ident, $make:expr) => {
@@ -169,6 +207,11 @@ macro_rules! contract {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_stranger_gets_a_pairing_code_and_the_model_is_not_called() {
                 crate::contract::stranger_paired($make).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn in_a_group_only_a_mention_reaches_the_model() {
+                crate::contract::group_needs_a_mention($make).await;
             }
         }
     };

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lurkbot_test_support::signal_server::SignalServer;
-use lurkbot_test_support::telegram_server::TelegramServer;
+use lurkbot_test_support::telegram_server::{BOT_USERNAME, TelegramServer};
 use lurkbot_test_support::whatsapp_server::{WhatsAppServer, signature, text_notification};
 
 use crate::common::Gateway;
@@ -58,6 +58,21 @@ impl Platform for Telegram {
             self.0.user_writes(555, 555, "eve", "private", text)
         };
         id.to_string()
+    }
+
+    async fn writes_in_group(
+        &self,
+        _gw: &Gateway,
+        mention: bool,
+        text: &str,
+    ) -> Result<(), &'static str> {
+        let text = if mention {
+            format!("@{BOT_USERNAME} {text}")
+        } else {
+            text.to_string()
+        };
+        self.0.user_writes(-1001, 42, "ada", "supergroup", &text);
+        Ok(())
     }
 
     async fn serve_again(&self, _gw: &Gateway, id: &str) -> Result<(), &'static str> {
@@ -156,6 +171,15 @@ impl Platform for WhatsApp {
         body
     }
 
+    async fn writes_in_group(
+        &self,
+        _gw: &Gateway,
+        _mention: bool,
+        _text: &str,
+    ) -> Result<(), &'static str> {
+        Err("WhatsApp's Cloud API serves no group chats (a linked device does)")
+    }
+
     async fn serve_again(&self, gw: &Gateway, id: &str) -> Result<(), &'static str> {
         // Meta delivers the same notification again.
         Self::post(gw, id).await;
@@ -181,9 +205,11 @@ pub(crate) struct Signal(Shared<SignalServer>);
 
 impl Signal {
     const ACCOUNT: &'static str = "+15550001111";
+    const GROUP: &'static str = "Zm9vYmFyZ3JvdXA=";
 
     pub(crate) fn new() -> Self {
         let server = SignalServer::start(Self::ACCOUNT);
+        server.add_group(Self::GROUP);
         server.register("+4915550001");
         server.register("+4470000000");
         Self(Arc::new(server))
@@ -216,6 +242,31 @@ impl Platform for Signal {
             ("+4470000000", "7b2e0000-0000-4000-8000-000000000002")
         };
         self.0.user_writes(number, uuid, "Ada", text).to_string()
+    }
+
+    async fn writes_in_group(
+        &self,
+        _gw: &Gateway,
+        mention: bool,
+        text: &str,
+    ) -> Result<(), &'static str> {
+        // A mention is U+FFFC in the text, and who it names beside it.
+        let (text, mentions) = if mention {
+            (
+                format!("\u{FFFC} {text}"),
+                serde_json::json!([{"number": Self::ACCOUNT, "start": 0, "length": 1}]),
+            )
+        } else {
+            (text.to_string(), serde_json::json!([]))
+        };
+        self.0.user_sends(
+            "+4915550001",
+            "6a1f0e3b-0c4d-4e5f-8a9b-112233445566",
+            "Ada",
+            serde_json::json!({"message": text, "mentions": mentions,
+                "groupInfo": {"groupId": Self::GROUP, "groupName": "Family", "revision": 1, "type": "DELIVER"}}),
+        );
+        Ok(())
     }
 
     async fn serve_again(&self, _gw: &Gateway, id: &str) -> Result<(), &'static str> {
@@ -291,6 +342,17 @@ impl Platform for Discord {
         String::new()
     }
 
+    async fn writes_in_group(
+        &self,
+        _gw: &Gateway,
+        mention: bool,
+        text: &str,
+    ) -> Result<(), &'static str> {
+        self.0
+            .user_writes("chan-group", Some("guild-1"), "777", "ada", text, mention);
+        Ok(())
+    }
+
     async fn serve_again(&self, _gw: &Gateway, _id: &str) -> Result<(), &'static str> {
         Err(
             "Discord resumes after the last event the bot acknowledged (its sequence number): an event it saw is not served again",
@@ -362,6 +424,22 @@ impl Platform for Slack {
             self.0
                 .user_writes("DSTRANGER", "im", "USTRANGER", text, None)
         }
+    }
+
+    async fn writes_in_group(
+        &self,
+        _gw: &Gateway,
+        mention: bool,
+        text: &str,
+    ) -> Result<(), &'static str> {
+        let text = if mention {
+            format!("<@{}> {text}", lurkbot_test_support::slack_server::BOT_USER)
+        } else {
+            text.to_string()
+        };
+        self.0
+            .user_writes("CGROUP", "channel", "UOWNER", &text, None);
+        Ok(())
     }
 
     async fn serve_again(&self, _gw: &Gateway, _id: &str) -> Result<(), &'static str> {

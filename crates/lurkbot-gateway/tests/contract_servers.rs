@@ -26,6 +26,8 @@ struct Rooms {
 pub(crate) struct Matrix {
     synapse: Synapse,
     rooms: OnceLock<Rooms>,
+    /// A room of three (the owner, a stranger, the bot), made when first written in.
+    group: tokio::sync::OnceCell<String>,
 }
 
 impl Matrix {
@@ -46,6 +48,7 @@ impl Matrix {
         Self {
             synapse,
             rooms: OnceLock::new(),
+            group: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -126,6 +129,36 @@ impl Platform for Matrix {
         String::new()
     }
 
+    async fn writes_in_group(
+        &self,
+        _gw: &Gateway,
+        mention: bool,
+        text: &str,
+    ) -> Result<(), &'static str> {
+        let rooms = self.rooms();
+        let group = self
+            .group
+            .get_or_init(|| async {
+                let room = rooms
+                    .owner
+                    .create_room(&[Self::BOT, &rooms.stranger.id], false)
+                    .await;
+                rooms.stranger.join(&room).await;
+                rooms.owner.wait_joined(&room, Self::BOT).await;
+                rooms.owner.wait_joined(&room, &rooms.stranger.id).await;
+                room
+            })
+            .await;
+        // Named by its localpart, as people write it.
+        let text = if mention {
+            format!("bot, {text}")
+        } else {
+            text.to_string()
+        };
+        rooms.owner.say(group, &text).await;
+        Ok(())
+    }
+
     async fn serve_again(&self, _gw: &Gateway, _id: &str) -> Result<(), &'static str> {
         Err(
             "Synapse serves events again only to a client that lost its sync position: the bot keeps it once a batch is recorded (a restart re-reading it is tests/matrix.rs's)",
@@ -137,10 +170,14 @@ impl Platform for Matrix {
         let deadline = Instant::now() + wait();
         loop {
             let mut all: Vec<(u64, Reply)> = Vec::new();
-            for (user, room) in [
+            let mut seen = vec![
                 (&rooms.owner, &rooms.owner_room),
                 (&rooms.stranger, &rooms.stranger_room),
-            ] {
+            ];
+            if let Some(group) = self.group.get() {
+                seen.push((&rooms.owner, group));
+            }
+            for (user, room) in seen {
                 all.extend(
                     Self::bot_said(user, room)
                         .await
@@ -231,6 +268,15 @@ impl Platform for Email {
         id
     }
 
+    async fn writes_in_group(
+        &self,
+        _gw: &Gateway,
+        _mention: bool,
+        _text: &str,
+    ) -> Result<(), &'static str> {
+        Err("e-mail has no group chats: a mail to several people is answered to its sender")
+    }
+
     async fn serve_again(&self, _gw: &Gateway, id: &str) -> Result<(), &'static str> {
         // The same mail delivered twice (an SMTP retry after a lost answer): a new UID, the
         // same Message-ID.
@@ -273,6 +319,8 @@ impl Platform for Email {
 /// IRC through a real ngircd, the owner and a stranger as raw clients.
 pub(crate) struct Irc {
     server: IrcServer,
+    /// Whether the owner is in the bot's channel with it.
+    joined: Shared<std::sync::atomic::AtomicBool>,
     peers: Shared<Mutex<Vec<IrcPeer>>>,
     seen: Shared<Mutex<Vec<Reply>>>,
 }
@@ -290,6 +338,7 @@ impl Irc {
             server,
             peers: Arc::new(Mutex::new(peers)),
             seen: Arc::default(),
+            joined: Arc::default(),
         }
     }
 }
@@ -332,6 +381,44 @@ impl Platform for Irc {
         String::new()
     }
 
+    async fn writes_in_group(
+        &self,
+        _gw: &Gateway,
+        mention: bool,
+        text: &str,
+    ) -> Result<(), &'static str> {
+        let (peers, joined) = (self.peers.clone(), self.joined.clone());
+        let text = if mention {
+            format!("lurkbot: {text}")
+        } else {
+            text.to_string()
+        };
+        blocking(move || {
+            let Ok(mut peers) = peers.lock() else { return };
+            let owner = &mut peers[0];
+            if !joined.swap(true, Ordering::SeqCst) {
+                owner.join("#lurk", None);
+                // Until the bot is in the channel too.
+                let deadline = Instant::now() + wait();
+                loop {
+                    owner.raw("NAMES #lurk");
+                    let lines = owner.lines_until(|l| l.contains(" 366 "));
+                    if lines
+                        .iter()
+                        .any(|l| l.contains(" 353 ") && l.contains("lurkbot"))
+                    {
+                        break;
+                    }
+                    assert!(Instant::now() < deadline, "the bot never joined #lurk");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+            owner.say("#lurk", &text);
+        })
+        .await;
+        Ok(())
+    }
+
     async fn serve_again(&self, _gw: &Gateway, _id: &str) -> Result<(), &'static str> {
         Err(
             "IRC has no message ids and no acknowledgement: a server never sends a line again (one lost with a dropped link is lost)",
@@ -346,13 +433,17 @@ impl Platform for Irc {
                 if let (Ok(mut peers), Ok(mut seen)) = (peers.lock(), seen.lock()) {
                     for peer in peers.iter_mut() {
                         while let Some(line) = peer.try_line(Duration::from_millis(50)) {
-                            let privmsg = format!(" PRIVMSG {} :", peer.nick);
-                            if line.starts_with(":lurkbot!")
-                                && let Some(at) = line.find(&privmsg)
+                            // `:lurkbot!user@host PRIVMSG target :text`
+                            let mut words = line.splitn(4, ' ');
+                            let (from, command, target) =
+                                (words.next(), words.next(), words.next());
+                            if from.is_some_and(|f| f.starts_with(":lurkbot!"))
+                                && command == Some("PRIVMSG")
+                                && let (Some(target), Some(text)) = (target, words.next())
                             {
                                 seen.push(Reply {
-                                    to: peer.nick.clone(),
-                                    text: line[at + privmsg.len()..].to_string(),
+                                    to: target.to_string(),
+                                    text: text.strip_prefix(':').unwrap_or(text).to_string(),
                                     sent_len: line.len() + 2,
                                 });
                             }
