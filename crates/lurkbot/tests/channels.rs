@@ -120,6 +120,21 @@ fn channels_list_shows_settings_and_whether_credentials_are_set() {
         .unwrap()
         .clone();
     assert_eq!(matrix["credentials"], "set");
+    // WhatsApp's Cloud API needs its three secrets; the linked device keeps its keys itself.
+    let with_whatsapp = format!("{with_matrix}\n[channels.whatsapp]\nmode = \"cloud\"\n");
+    std::fs::write(t.path("config.toml"), &with_whatsapp).unwrap();
+    let list = t.run(&["channels", "list", "--json"]).json();
+    let whatsapp = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "whatsapp")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        whatsapp["credentials"],
+        "missing WHATSAPP_ACCESS_TOKEN, WHATSAPP_APP_SECRET, WHATSAPP_VERIFY_TOKEN"
+    );
     // No gateway runs: status says so.
     let status = t.run(&["channels", "status"]);
     assert_eq!(status.status, 1);

@@ -43,23 +43,30 @@ pub(crate) enum ChannelsArgs {
     },
 }
 
-/// The variables a channel needs.
-fn credentials(name: &str) -> &'static [&'static str] {
-    match name {
-        "telegram" => &["TELEGRAM_BOT_TOKEN"],
-        "matrix" => &["MATRIX_HOMESERVER"],
-        "discord" => &["DISCORD_BOT_TOKEN"],
-        "slack" => &["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"],
-        "irc" => &[],
-        "email" => &[
-            "EMAIL_IMAP_URL",
-            "EMAIL_SMTP_URL",
-            "EMAIL_USER",
-            "EMAIL_PASSWORD",
-            "EMAIL_FROM",
-        ],
-        _ => &[],
+
+/// What channel `c` (named `name`) still lacks from the home's `.env`, said as `channels list`
+/// shows it: the variables of [`lurkbot_channels::credentials::required_variables`] (the
+/// shared list `doctor` and the gateway use), alternatives in brackets; Matrix also needs its
+/// homeserver unless `base_url` names it.
+fn missing_credentials(
+    name: &str,
+    c: &lurkbot_core::ChannelConfig,
+    vars: &impl Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let ways = lurkbot_channels::credentials::required_variables(name, c.mode.as_deref());
+    let mut missing = Vec::new();
+    if name == "matrix" && c.base_url.is_none() && vars("MATRIX_HOMESERVER").is_none() {
+        missing.push("MATRIX_HOMESERVER".to_string());
     }
+    if !ways.is_empty() && !ways.iter().any(|way| way.iter().all(|v| vars(v).is_some())) {
+        let first: Vec<&str> = ways[0].iter().copied().filter(|v| vars(v).is_none()).collect();
+        let mut said = first.join(", ");
+        for other in &ways[1..] {
+            said.push_str(&format!(" (or {})", other.join(" and ")));
+        }
+        missing.push(said);
+    }
+    missing
 }
 
 pub(crate) fn run(home_path: &Path, args: &ChannelsArgs) -> CliResult {
@@ -84,23 +91,7 @@ pub(crate) fn run(home_path: &Path, args: &ChannelsArgs) -> CliResult {
                 .channels
                 .iter()
                 .map(|(name, c)| {
-                    let mut missing: Vec<&str> = credentials(name)
-                        .iter()
-                        .copied()
-                        .filter(|v| vars(v).is_none())
-                        .collect();
-                    if name == "matrix" {
-                        // The homeserver may be base_url; the login a token or user and password.
-                        if c.base_url.is_some() {
-                            missing.retain(|v| *v != "MATRIX_HOMESERVER");
-                        }
-                        let login = vars("MATRIX_ACCESS_TOKEN").is_some()
-                            || (vars("MATRIX_USER").is_some() && vars("MATRIX_PASSWORD").is_some());
-                        if !login {
-                            missing
-                                .push("MATRIX_ACCESS_TOKEN (or MATRIX_USER and MATRIX_PASSWORD)");
-                        }
-                    }
+                    let missing = missing_credentials(name, c, &vars);
                     json!({"name": name, "enabled": c.enabled, "dmPolicy": c.dm_policy,
                         "allowFrom": c.allow_from, "requireMention": c.require_mention,
                         "credentials": if missing.is_empty() { "set".to_string() }
