@@ -43,7 +43,6 @@ pub(crate) enum ChannelsArgs {
     },
 }
 
-
 /// What channel `c` (named `name`) still lacks from the home's `.env`, said as `channels list`
 /// shows it: the variables of [`lurkbot_channels::credentials::required_variables`] (the
 /// shared list `doctor` and the gateway use), alternatives in brackets; Matrix also needs its
@@ -59,7 +58,11 @@ fn missing_credentials(
         missing.push("MATRIX_HOMESERVER".to_string());
     }
     if !ways.is_empty() && !ways.iter().any(|way| way.iter().all(|v| vars(v).is_some())) {
-        let first: Vec<&str> = ways[0].iter().copied().filter(|v| vars(v).is_none()).collect();
+        let first: Vec<&str> = ways[0]
+            .iter()
+            .copied()
+            .filter(|v| vars(v).is_none())
+            .collect();
         let mut said = first.join(", ");
         for other in &ways[1..] {
             said.push_str(&format!(" (or {})", other.join(" and ")));
