@@ -28,6 +28,7 @@ pub mod skills;
 pub mod speech;
 mod subagent;
 mod subagents;
+mod tool_hook;
 mod tool_names;
 mod tools;
 mod transcript;
@@ -62,6 +63,7 @@ pub use subagent::{
     spawn as spawn_subagent,
 };
 pub use subagents::Subagents;
+pub use tool_hook::ToolHook;
 pub use tools::ToolBox;
 pub use tools::browser::{BROWSER_PROFILE, browser_profile, home_browser, page_rules};
 pub use transcript::{Context, Entry, SessionEntry, Sessions};

@@ -92,6 +92,8 @@ pub struct Agent {
     runtime: Option<Arc<dyn Runtime>>,
     /// MCP servers whose tools join the built-in ones.
     mcp: Option<Arc<crate::mcp::McpHub>>,
+    /// Asked before every tool call (plugins' `before_tool` hooks).
+    tool_hook: Option<Arc<dyn crate::ToolHook>>,
     /// A cap on the next turns' tokens (a cron job's, a sub-agent's, the heartbeat's day).
     run_budget: Option<crate::usage::RunBudget>,
     /// The next turns' messages are someone else's text (an auto-forwarded IRC line): they
@@ -127,6 +129,7 @@ impl Agent {
             approver: Arc::new(NoHuman),
             runtime: None,
             mcp: None,
+            tool_hook: None,
             run_budget: None,
             untrusted_input: false,
             images: Vec::new(),
@@ -186,6 +189,13 @@ impl Agent {
     /// Caps the tokens of the turns that follow (`None`: only `[budgets]` apply).
     pub fn set_run_budget(&mut self, budget: Option<crate::usage::RunBudget>) {
         self.run_budget = budget;
+    }
+
+    /// Asks `hook` before every tool call (plugins' `before_tool` hooks).
+    #[must_use]
+    pub fn with_tool_hook(mut self, hook: Arc<dyn crate::ToolHook>) -> Self {
+        self.tool_hook = Some(hook);
+        self
     }
 
     /// Offers the tools of the MCP servers in `hub` (as `<server>__<tool>`, `group:plugins`).
@@ -419,6 +429,15 @@ impl Agent {
                 ));
             }
         };
+        // A plugin's policy first: a refusal spares the human a question (an allow grants
+        // nothing; approvals and the gate still decide).
+        if let Some(hook) = &self.tool_hook
+            && let Err(reason) = hook.before_tool(ctx.session.as_str(), name, &args).await
+        {
+            return ToolOutput::error(format!(
+                "refused by a plugin's policy: {reason}. Do not retry this call; do something else or tell the user why."
+            ));
+        }
         if let Some(request) = self
             .approvals
             .check(ctx.session.as_str(), &call.id, name, &args)

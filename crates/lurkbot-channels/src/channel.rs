@@ -65,10 +65,7 @@ impl Inbound {
                 .unwrap_or(false)
         };
         let name = text("channel")?;
-        let channel = lurkbot_core::CHANNEL_NAMES
-            .iter()
-            .copied()
-            .find(|n| *n == name)?;
+        let channel = lurkbot_core::known_channel(&name)?;
         Some(Self {
             channel,
             chat: text("chat")?,
@@ -215,6 +212,11 @@ pub trait Channel: Send + Sync {
     /// Matrix's `since`). The gateway calls it once that batch's messages are recorded, so a
     /// crash before then reads them again (and the record keeps them from being answered twice).
     fn acknowledge(&self) {}
+
+    /// Told for each message of a batch once it is recorded (`fresh`), or found recorded
+    /// before (served again), before [`Channel::acknowledge`]: a channel whose platform waits
+    /// for each message's answer (a plugin's `channel.receive`) answers it here.
+    fn recorded(&self, _message: &Inbound, _fresh: bool) {}
 
     /// Sends one message already within [`Channel::max_chars`] and formatted, as a reply to
     /// `reply_to` when given.

@@ -127,16 +127,20 @@ impl Default for SessionConfig {
     }
 }
 
-/// What is wrong with the channel settings, each with its key.
-pub fn channel_problems(config: &crate::Config) -> Vec<crate::ConfigProblem> {
+/// What is wrong with the channel settings, each with its key; `plugin_channels` are the
+/// channels the installed plugins provide.
+pub fn channel_problems(
+    config: &crate::Config,
+    plugin_channels: &[String],
+) -> Vec<crate::ConfigProblem> {
     let mut found: Vec<(String, String)> = Vec::new();
     let mut problems = Problems(&mut found);
     for (name, channel) in &config.channels {
-        if !CHANNEL_NAMES.contains(&name.as_str()) {
+        if !CHANNEL_NAMES.contains(&name.as_str()) && !plugin_channels.contains(name) {
             problems.push(
                 format!("channels.{name}"),
                 format!(
-                    "[channels.{name}]: not a channel LurkBot has (it has: {})",
+                    "[channels.{name}]: not a channel LurkBot has (it has: {}) nor one an installed plugin provides",
                     CHANNEL_NAMES.join(", ")
                 ),
             );

@@ -44,8 +44,12 @@ pub struct Config {
     pub budgets: crate::BudgetsConfig,
     /// `[models."<provider>/<model>"]`: prices, for the cost of usage records.
     pub models: BTreeMap<String, crate::ModelPrice>,
-    /// `[channels.<name>]`: messaging platforms the gateway connects to.
+    /// `[channels.<name>]`: messaging platforms the gateway connects to (LurkBot's own, and
+    /// those plugins provide).
     pub channels: BTreeMap<String, crate::ChannelConfig>,
+    /// `[plugins.<name>]`: the plugins installed under `plugins/` the gateway starts, and
+    /// their settings.
+    pub plugins: BTreeMap<String, crate::PluginSettings>,
     /// `[[bindings]]`: which agent answers which channel, sender or group.
     pub bindings: Vec<crate::Binding>,
     /// `[session]`: how channel conversations map to sessions.

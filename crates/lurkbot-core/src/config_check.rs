@@ -8,7 +8,14 @@ use crate::{Config, ConfigError};
 
 /// Settings whose keys are names the user chooses (agents, providers, models, MCP servers…):
 /// anything below them is the user's, not a typo.
-const FREE_FORM: &[&str] = &["agents", "tools.by_provider", "models", "mcp", "channels"];
+const FREE_FORM: &[&str] = &[
+    "agents",
+    "tools.by_provider",
+    "models",
+    "mcp",
+    "channels",
+    "plugins",
+];
 
 /// One problem found in a config file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,12 +53,14 @@ impl Config {
             };
             problems.push(ConfigProblem { key, message });
         }
-        problems.extend(config.contradictions());
+        // The plugins installed beside the file: the channels they provide may be configured.
+        let found = file.parent().map(crate::find_plugins).unwrap_or_default();
+        problems.extend(config.contradictions(&found));
         Ok((config, problems))
     }
 
     /// Values that cannot work together or in the form given.
-    fn contradictions(&self) -> Vec<ConfigProblem> {
+    fn contradictions(&self, found: &[crate::FoundPlugin]) -> Vec<ConfigProblem> {
         let mut problems = Vec::new();
         let agent = &self.agent;
         if agent.reserve_tokens >= agent.context_window {
@@ -93,7 +102,13 @@ impl Config {
         problems.extend(self.autonomy_problems());
         problems.extend(self.plugin_problems());
         problems.extend(self.budget_problems());
-        problems.extend(crate::channel_problems(self));
+        let plugin_channels: Vec<String> = found
+            .iter()
+            .filter_map(|p| p.manifest.as_ref().ok())
+            .flat_map(|m| m.channels().map(str::to_string).collect::<Vec<_>>())
+            .collect();
+        problems.extend(crate::channel_problems(self, &plugin_channels));
+        problems.extend(self.plugins_problems(found));
         if let Err(message) = crate::LogConfig::check_filter(&self.log.level) {
             problems.push(ConfigProblem {
                 key: "log.level".into(),

@@ -8,6 +8,7 @@
 mod atomic;
 mod autonomy_config;
 mod budget_config;
+mod channel_names;
 mod channels_config;
 mod clock;
 mod config;
@@ -33,6 +34,7 @@ mod owner_accounts;
 pub mod packed;
 mod paths;
 mod plugin_config;
+mod plugins_config;
 mod printable;
 mod private_files;
 mod protection;
@@ -59,6 +61,7 @@ pub use autonomy_config::{
     within_window,
 };
 pub use budget_config::{BudgetsConfig, ModelPrice};
+pub use channel_names::{known_channel, plugin_channel_names, register_plugin_channel};
 pub use channels_config::{
     Binding, CHANNEL_NAMES, ChannelConfig, DM_POLICIES, SIGNAL_DEFAULT_URL, SessionConfig,
     WHATSAPP_MODES, channel_problems,
@@ -87,6 +90,10 @@ pub use observability_config::{MetricsConfig, OtelConfig};
 pub use owner_accounts::{OWNER_HANDLES_FILE, is_owner as is_owner_account, owner_ids};
 pub use paths::{HomePath, PathError, confined_to};
 pub use plugin_config::{EMBEDDERS, McpConfig, McpServerConfig, MemoryConfig};
+pub use plugins_config::{
+    FoundPlugin, HOOK_EVENTS, MANIFEST_FILE, ON_FAILURE, PLUGINS_DIR, PluginManifest,
+    PluginSettings, find_plugins, is_plugin_name, plugin_channels,
+};
 pub use printable::{REPLACEMENT, is_unprintable, printable};
 pub use private_files::{
     append_private_line, create_private_dir, make_created_files_private, open_private_append,

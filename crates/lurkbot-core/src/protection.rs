@@ -141,6 +141,9 @@ pub fn classify_relative(relative: &str) -> Protection {
             State("paired devices are changed only with 'lurkbot devices' or by the gateway")
         }
         ["logs", ..] => State("LurkBot's logs are written only by LurkBot"),
+        [crate::PLUGINS_DIR, ..] => State(
+            "plugins are the owner's programs: installed and changed only by the owner, by hand",
+        ),
         ["history", ..] => State("chat history is written only by lurkbot chat"),
         ["run", ..] => State("the running gateway's address is written only by the gateway"),
         ["artifacts", "terminal_exec", ..] => {
@@ -390,6 +393,10 @@ mod tests {
             "logs/gateway.log",
             "logs/gateway.log.1",
             "run/gateway.json",
+            // A plugin's program: never written by the model's writers.
+            "plugins/echo/main.py",
+            "plugins/echo/lurkbot-plugin.toml",
+            "plugins",
             "history/chat.txt",
             "artifacts/terminal_exec/runs/x.json",
             "workspace/cal/calendar.db",

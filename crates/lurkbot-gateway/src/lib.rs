@@ -15,6 +15,7 @@ mod methods;
 mod nodes;
 mod openclaw;
 mod ops;
+mod plugins;
 pub mod protocol;
 mod server;
 mod state;

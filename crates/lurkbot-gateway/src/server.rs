@@ -138,6 +138,10 @@ pub async fn serve(
     let forwarder = tokio::spawn(state.host.clone().forward_irc());
     let timers = crate::ops::scheduler::start(state.timers());
     let memory_watch = crate::ops::memory_watch::start(state.host.clone());
+    // Plugins first: the channels they provide start with the others.
+    let plugins =
+        crate::plugins::PluginHost::start(&state.home, &state.config(), Some(store.clone()));
+    state.host.set_plugins(plugins.clone());
     let channels = crate::channels::start(&state.channel_context());
     // Messages not sent go out.
     let outbox = crate::channels::outbox::start(
@@ -175,6 +179,7 @@ pub async fn serve(
     memory_watch.abort();
     channels.iter().for_each(tokio::task::JoinHandle::abort);
     host.channels.stop_all().await;
+    plugins.stop_all().await;
     outbox.abort();
     leases.abort();
     if let Some(watch) = &users_watch {

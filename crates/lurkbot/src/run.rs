@@ -29,6 +29,7 @@ pub(crate) fn run(cli: Cli) -> CliResult {
         Sub::Browser(args) => crate::cli::browser::run(&home_path, &args),
         Sub::Channels(args) => crate::cli::channels::run(&home_path, &args),
         Sub::Pairing(args) => crate::cli::pairing::run(&home_path, &args),
+        Sub::Plugins(args) => crate::cli::plugins::run(&home_path, &args),
         Sub::Outbox(args) => crate::cli::outbox::run(&home_path, &args),
         Sub::State(args) => crate::cli::state::run(&home_path, &args),
         Sub::Devices(args) => crate::cli::devices::run(&home_path, &args),

@@ -53,8 +53,13 @@ pub fn is_third_party(home: &Home, config: &Config, session: &SessionKey) -> boo
         return true;
     }
     // Direct messages on a messaging channel; the CLI's own `dm:cli:…` sessions are the owner's.
+    // A plugin's channel counts as any: registered by this process's plugin host, or
+    // installed in the home (a process without the host reads the manifests).
     dm_peer(session).is_some_and(|(channel, peer)| {
-        lurkbot_core::CHANNEL_NAMES.contains(&channel)
+        (lurkbot_core::known_channel(channel).is_some()
+            || lurkbot_core::plugin_channels(home.root())
+                .iter()
+                .any(|c| c == channel))
             && !is_owner_account(home, config, channel, peer)
     })
 }
@@ -112,6 +117,24 @@ mod tests {
             &home,
             &config,
             &key("agent:main:dm:matrix:@eve_example.org")
+        ));
+        // A plugin's channel installed in the home: a stranger there is a third party.
+        assert!(!is_third_party(
+            &home,
+            &config,
+            &key("agent:main:dm:xmpp:eve")
+        ));
+        let plugin = home.join("plugins/xmpp");
+        std::fs::create_dir_all(&plugin).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(
+            plugin.join("lurkbot-plugin.toml"),
+            "name = \"xmpp\"\nversion = \"1\"\ncommand = [\"python3\", \"main.py\"]\nprovides = [\"channel:xmpp\"]\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(is_third_party(
+            &home,
+            &config,
+            &key("agent:main:dm:xmpp:eve")
         ));
         assert_eq!(
             dm_peer(&key("agent:main:dm:matrix:@a_example.org")),

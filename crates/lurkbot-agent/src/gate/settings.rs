@@ -102,6 +102,10 @@ mod tests {
             "permissions.calendar",
             "approvals.confirm",
             "mcp.servers.x.command",
+            // A plugin is the owner's program: the model never enables or configures one.
+            "plugins.echo.enabled",
+            "plugins.echo.on_failure",
+            "plugins.echo.greeting",
             "agents.main.tools.allow",
             "heartbeat.target",
             "heartbeat.prompt",

@@ -169,6 +169,12 @@ pub(crate) fn build(state: &ChannelContext, name: &str) -> Result<Arc<dyn Channe
                 .map(|s| Arc::new(s) as Arc<dyn Channel>)
                 .map_err(|e| e.to_string())
         }
-        other => Err(format!("LurkBot has no '{other}' channel")),
+        // A channel an enabled plugin provides (`plugins/`).
+        other => match state.host.plugins().channel(other) {
+            Some(channel) => Ok(channel as Arc<dyn Channel>),
+            None => Err(format!(
+                "LurkBot has no '{other}' channel, and no enabled plugin provides one"
+            )),
+        },
     }
 }

@@ -21,6 +21,10 @@ pub(crate) async fn handle(state: &ChannelContext, live: &Live, message: Inbound
         crate::channels::inbound::handled(state, &message, "ignored");
         return;
     };
+    state
+        .host
+        .plugins()
+        .message_received(name, &message.sender, &message.text);
     let pairings = PairingStore::open(&state.home);
     let decision = match decide(settings, &pairings, &message, lurkbot_core::now_ms()) {
         Ok(d) => d,

@@ -16,22 +16,32 @@ pub(crate) fn record(
     batch: Vec<Inbound>,
 ) -> Option<Vec<Inbound>> {
     let Some(store) = state.host.store() else {
+        for message in &batch {
+            live.channel().recorded(message, true);
+        }
         return Some(batch);
     };
     let mut fresh = Vec::with_capacity(batch.len());
     for message in batch {
         let Some(source) = message.source_id() else {
+            live.channel().recorded(&message, true);
             fresh.push(message);
             continue;
         };
         let payload = serde_json::to_value(&message).unwrap_or(Value::Null);
         match store.receive(&source, live.channel().name(), &payload) {
-            Ok(true) => fresh.push(message),
-            Ok(false) => tracing::info!(
-                channel = live.channel().name(),
-                source = source.as_str(),
-                "message served again: recorded before, not answered twice"
-            ),
+            Ok(true) => {
+                live.channel().recorded(&message, true);
+                fresh.push(message);
+            }
+            Ok(false) => {
+                live.channel().recorded(&message, false);
+                tracing::info!(
+                    channel = live.channel().name(),
+                    source = source.as_str(),
+                    "message served again: recorded before, not answered twice"
+                );
+            }
             Err(e) => {
                 tracing::error!(channel = live.channel().name(), error = %e, "message not recorded: not acknowledged");
                 live.note_error(&e.to_string());

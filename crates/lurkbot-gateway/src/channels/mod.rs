@@ -36,11 +36,8 @@ pub(crate) fn start(state: &ChannelContext) -> Vec<tokio::task::JoinHandle<()>> 
         if !settings.enabled {
             continue;
         }
-        let Some(name) = lurkbot_core::CHANNEL_NAMES
-            .iter()
-            .copied()
-            .find(|n| n == name)
-        else {
+        // LurkBot's own, or one an enabled plugin provides (registered when it was read).
+        let Some(name) = lurkbot_core::known_channel(name) else {
             continue;
         };
         let live = match crate::channels::adapters::build(state, name) {

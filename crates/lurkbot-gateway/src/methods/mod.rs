@@ -166,6 +166,13 @@ pub(crate) const METHODS: &[Method] = &[
         handler: |s, _| Box::pin(async { Ok(crate::methods::channels::status(&s.host)) }),
     },
     Method {
+        name: method::PLUGINS_STATUS,
+        scope: Scope::Read,
+        handler: |s, _| {
+            Box::pin(async { Ok(serde_json::json!({"plugins": s.host.plugins().statuses()})) })
+        },
+    },
+    Method {
         name: method::CHANNELS_PAIRING_APPROVE,
         scope: Scope::Admin,
         handler: |s, p| {

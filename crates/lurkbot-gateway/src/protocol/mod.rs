@@ -91,6 +91,9 @@ pub mod method {
     pub const USAGE_SUMMARY: &str = "usage.summary";
     /// The channels' state and the pending pairings.
     pub const CHANNELS_STATUS: &str = "channels.status";
+    /// The plugins' state (`{plugins: [{name, version, state, pid, restarts, provides,
+    /// lastError}]}`).
+    pub const PLUGINS_STATUS: &str = "plugins.status";
     /// Let a sender who asked for pairing talk to the agent (`{channel, code}`).
     pub const CHANNELS_PAIRING_APPROVE: &str = "channels.pairing.approve";
     /// Refuse a pairing request (`{channel, code}`).

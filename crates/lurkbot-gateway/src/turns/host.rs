@@ -76,6 +76,9 @@ pub struct SessionHost {
     pub(crate) mcp: Arc<lurkbot_agent::mcp::McpHub>,
     /// The messaging channels the gateway runs (started with it).
     pub(crate) channels: Arc<crate::channels::set::ChannelSet>,
+    /// The plugins the gateway runs (none for a user's host, and until the gateway starts
+    /// them).
+    pub(crate) plugins: RwLock<Arc<crate::plugins::PluginHost>>,
     /// The gateway as the `gateway` tool sees it, while [`crate::serve`] serves (it holds the
     /// gateway's state, so it is let go when serving ends).
     pub(crate) control: Mutex<Option<Arc<dyn lurkbot_agent::GatewayControl>>>,
@@ -140,6 +143,7 @@ impl SessionHost {
             subagents: Subagents::default(),
             last_route: Mutex::new(("webchat".into(), None)),
             channels: Arc::default(),
+            plugins: RwLock::default(),
             control: Mutex::new(None),
             drain: Arc::default(),
             me: me.clone(),
@@ -233,6 +237,10 @@ impl SessionHost {
                 .with_approver(self.approver.clone())
                 .with_shared(self.exec.clone(), approvals)
                 .with_runtime(self.agent_runtime());
+            let plugins = self.plugins();
+            if plugins.has_tool_hooks() {
+                agent = agent.with_tool_hook(plugins);
+            }
             agent.set_run_budget(options.budget.clone());
             agent.set_untrusted_input(options.untrusted);
             agent.attach_images(options.images.clone());

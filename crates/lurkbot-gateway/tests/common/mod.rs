@@ -70,9 +70,11 @@ impl Gateway {
         }
         let fake = FakeProvider::start(steps).await;
         std::fs::write(home.join("config.toml"), &text).unwrap();
+        // A `.env` among the files keeps its lines.
+        let given = std::fs::read_to_string(home.join(".env")).unwrap_or_default();
         std::fs::write(
             home.join(".env"),
-            format!("OPENAI_BASE_URL={}/v1\n", fake.url),
+            format!("OPENAI_BASE_URL={}/v1\n{given}", fake.url),
         )
         .unwrap();
         Self::serve(

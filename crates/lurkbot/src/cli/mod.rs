@@ -33,6 +33,7 @@ pub(crate) mod node;
 pub(crate) mod nodes;
 pub(crate) mod outbox;
 pub(crate) mod pairing;
+pub(crate) mod plugins;
 pub(crate) mod probe;
 pub(crate) mod reload;
 pub(crate) mod remote;
@@ -121,6 +122,9 @@ pub(crate) enum Sub {
     /// Strangers who asked to talk to the agent on a channel: list, approve, deny.
     #[command(subcommand)]
     Pairing(pairing::PairingArgs),
+    /// Plugins under plugins/: installed (list), running (status), enable, disable.
+    #[command(subcommand)]
+    Plugins(plugins::PluginsArgs),
     /// Messages recorded to send on a channel and not sent: pending or failed (exit 1 when one
     /// failed); retry a failed one.
     Outbox(outbox::OutboxArgs),

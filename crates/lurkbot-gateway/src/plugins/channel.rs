@@ -1,0 +1,289 @@
+//! A channel a plugin provides (ARCHITECTURE.md §7d), on the one channel path: the plugin's
+//! `channel.receive` requests become a batch for the receive loop, each answered `{recorded}`
+//! only once the gateway recorded it (or found it recorded before), so the plugin acknowledges
+//! to its platform after that and never before; replies leave through the outbox as
+//! `channel.send` with the outbox entry's key, and the plugin's error data (`retryAfterMs`,
+//! `permanent`) drive the outbox's retries; `channel.status` is the channel's status.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lurkbot_channels::{BoxFuture, Channel, ChannelError, Inbound};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::plugins::rpc::{Peer, RpcError};
+
+/// How long a plugin has to answer `channel.send`.
+const SEND_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest message handed to a plugin at once (it may cut further for its platform).
+const MAX_CHARS: usize = 4000;
+
+/// Who waits for a message's `{recorded}`: the plugin's request.
+struct Waiting {
+    id: String,
+    peer: Arc<Peer>,
+    request: Value,
+}
+
+/// The plugin process a channel speaks through (changes when it restarts).
+pub(crate) type PeerSlot = Arc<Mutex<Option<Arc<Peer>>>>;
+
+/// One channel of a plugin.
+pub(crate) struct PluginChannel {
+    name: &'static str,
+    peer: PeerSlot,
+    tx: mpsc::UnboundedSender<(Inbound, Waiting)>,
+    inbox: tokio::sync::Mutex<mpsc::UnboundedReceiver<(Inbound, Waiting)>>,
+    waiting: Mutex<Vec<Waiting>>,
+    /// The plugin's last `channel.status`: (state, detail).
+    status: Mutex<(String, Option<String>)>,
+}
+
+impl PluginChannel {
+    /// Channel `name`, speaking through whatever process `peer` holds.
+    pub(crate) fn new(name: &'static str, peer: PeerSlot) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Self {
+            name,
+            peer,
+            tx,
+            inbox: tokio::sync::Mutex::new(rx),
+            waiting: Mutex::new(Vec::new()),
+            status: Mutex::new(("connecting".into(), None)),
+        }
+    }
+
+    /// The plugin's `channel.receive` `request` (asked as `id` over `peer`): checked and handed
+    /// to the receive loop, or refused at once with why.
+    pub(crate) async fn deliver(&self, peer: Arc<Peer>, id: Value, params: &Value) {
+        let text = |k: &str| params[k].as_str().map(str::to_string);
+        let (Some(message_id), Some(chat), Some(sender)) =
+            (text("id"), text("chat"), text("sender"))
+        else {
+            peer.respond(
+                id,
+                Err((
+                    -32602,
+                    "channel.receive needs id, chat and sender (strings)".into(),
+                )),
+            )
+            .await;
+            return;
+        };
+        if message_id.is_empty() || chat.is_empty() || sender.is_empty() {
+            peer.respond(
+                id,
+                Err((
+                    -32602,
+                    "channel.receive: id, chat and sender must not be empty".into(),
+                )),
+            )
+            .await;
+            return;
+        }
+        let inbound = Inbound {
+            channel: self.name,
+            chat,
+            sender_name: text("senderName").unwrap_or_else(|| sender.clone()),
+            sender,
+            handle: None,
+            forwarded_from: None,
+            authenticated: true,
+            text: text("text").unwrap_or_default(),
+            group: params["group"].as_bool().unwrap_or(false),
+            mentioned: params["mentioned"].as_bool().unwrap_or(false),
+            message_id: message_id.clone(),
+            thread: None,
+            platform_id: Some(message_id.clone()),
+            media: Vec::new(),
+        };
+        let waiting = Waiting {
+            id: message_id,
+            peer,
+            request: id,
+        };
+        if let Err(mpsc::error::SendError((_, waiting))) = self.tx.send((inbound, waiting)) {
+            waiting
+                .peer
+                .respond(
+                    waiting.request,
+                    Err((
+                        -32000,
+                        "the channel is stopping: deliver it again later".into(),
+                    )),
+                )
+                .await;
+        }
+    }
+
+    /// The plugin's `channel.status`.
+    pub(crate) fn set_status(&self, state: &str, detail: Option<String>) {
+        if let Ok(mut status) = self.status.lock() {
+            *status = (state.to_string(), detail);
+        }
+    }
+
+    /// The plugin stopped: the channel waits for the next process.
+    pub(crate) fn plugin_gone(&self, why: &str) {
+        self.set_status(
+            "connecting",
+            Some(format!("the plugin is restarting: {why}")),
+        );
+    }
+
+    fn peer(&self) -> Result<Arc<Peer>, ChannelError> {
+        self.peer
+            .lock()
+            .ok()
+            .and_then(|p| p.clone())
+            .filter(|p| !p.is_closed())
+            .ok_or_else(|| {
+                ChannelError::Transient(format!(
+                    "the plugin of channel {} is not running",
+                    self.name
+                ))
+            })
+    }
+}
+
+/// A plugin's `channel.send` error as the outbox reads it.
+fn send_error(e: RpcError) -> ChannelError {
+    match e {
+        RpcError::Remote {
+            message,
+            data,
+            code,
+        } => {
+            let text = format!("{message} (error {code})");
+            if data["permanent"].as_bool() == Some(true) {
+                ChannelError::Permanent(text)
+            } else if let Some(ms) = data["retryAfterMs"].as_u64() {
+                ChannelError::RetryAfter(Duration::from_millis(ms), text)
+            } else {
+                ChannelError::Transient(text)
+            }
+        }
+        other => ChannelError::Transient(other.to_string()),
+    }
+}
+
+impl Channel for PluginChannel {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn max_chars(&self) -> usize {
+        MAX_CHARS
+    }
+
+    fn format(&self, markdown: &str) -> String {
+        markdown.to_string()
+    }
+
+    fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
+        Box::pin(async move {
+            // Messages of the last batch never recorded (the store failed): the plugin is told
+            // so, and delivers them again.
+            let unanswered: Vec<Waiting> = self
+                .waiting
+                .lock()
+                .map(|mut w| std::mem::take(&mut *w))
+                .unwrap_or_default();
+            for w in unanswered {
+                w.peer
+                    .respond(
+                        w.request,
+                        Err((
+                            -32000,
+                            "not recorded (the state store failed): deliver it again".into(),
+                        )),
+                    )
+                    .await;
+            }
+            let mut inbox = self.inbox.lock().await;
+            let Some((first, waiting)) = inbox.recv().await else {
+                return Err(ChannelError::Permanent("the plugin channel stopped".into()));
+            };
+            let mut batch = vec![first];
+            let mut all = vec![waiting];
+            while let Ok((more, waiting)) = inbox.try_recv() {
+                batch.push(more);
+                all.push(waiting);
+            }
+            if let Ok(mut w) = self.waiting.lock() {
+                *w = all;
+            }
+            Ok(batch)
+        })
+    }
+
+    fn recorded(&self, message: &Inbound, fresh: bool) {
+        let found = self.waiting.lock().ok().and_then(|mut w| {
+            let at = w.iter().position(|x| x.id == message.message_id)?;
+            Some(w.swap_remove(at))
+        });
+        if let Some(w) = found {
+            tokio::spawn(async move {
+                w.peer
+                    .respond(w.request, Ok(json!({"recorded": fresh})))
+                    .await;
+            });
+        }
+    }
+
+    fn send<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let key = format!("lurkbot-{}", lurkbot_core::random_hex(8));
+            self.send_once(chat, text, reply_to, &key).await.map(|_| ())
+        })
+    }
+
+    /// The outbox's key goes with the message: a plugin that keeps it sends a retried reply once.
+    fn send_once<'a>(
+        &'a self,
+        chat: &'a str,
+        text: &'a str,
+        reply_to: Option<&'a str>,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, ChannelError>> {
+        Box::pin(async move {
+            let peer = self.peer()?;
+            let mut params = json!({"channel": self.name, "chat": chat, "text": text, "key": key});
+            if let Some(reply_to) = reply_to {
+                params["replyTo"] = json!(reply_to);
+            }
+            let result = peer
+                .request("channel.send", params, SEND_TIMEOUT)
+                .await
+                .map_err(send_error)?;
+            Ok(result["id"].as_str().map(str::to_string))
+        })
+    }
+
+    fn typing<'a>(&'a self, _chat: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
+    /// Stale while the plugin says so (or anything but connected after it was), or while it
+    /// is not running.
+    fn stale(&self) -> Option<String> {
+        if self.peer().is_err() {
+            return Some(format!(
+                "the plugin of channel {} is not running",
+                self.name
+            ));
+        }
+        let (state, detail) = self.status.lock().ok()?.clone();
+        match state.as_str() {
+            "connected" => None,
+            "connecting" if detail.is_none() => None,
+            _ => Some(detail.unwrap_or_else(|| format!("the plugin says the channel is {state}"))),
+        }
+    }
+}
