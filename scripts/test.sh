@@ -14,8 +14,9 @@ Installs what the tests need, then runs `cargo test --workspace --locked --all-f
 What it installs (once; later runs find it there):
   - Debian packages, as root: zip unzip tar xz-utils bzip2 openssl ca-certificates python3-venv
     tzdata chromium chromium-driver systemd ngircd atheme-services dovecot-imapd tmux espeak-ng
-    ffmpeg haproxy nginx-light postgresql prometheus (and npm when none is on PATH)
-  - a Python venv with Radicale, openai, mcp, jsonschema, aiosmtpd, Pillow, opentelemetry-proto
+    ffmpeg haproxy nginx-light postgresql prometheus prosody (and npm when none is on PATH)
+  - a Python venv with Radicale, openai, mcp, jsonschema, aiosmtpd, Pillow, opentelemetry-proto,
+    slixmpp
     ($LURKBOT_TEST_VENV, default ~/.cache/lurkbot-test/venv)
   - the skill folders of OpenClaw's npm package and Hermes Agent's sdist
     ($LURKBOT_SKILL_CORPORA, default ~/.cache/lurkbot-test/corpora)
@@ -35,7 +36,8 @@ fi
 # haproxy and nginx-light balance two gateways in the failover tests; postgresql (15) is the
 # database several gateways share (the tests make their own clusters with initdb on loopback).
 # prometheus (2.42, with promtool) scrapes a gateway's /metrics in the metrics tests.
-packages=(zip unzip tar xz-utils bzip2 openssl ca-certificates python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services dovecot-imapd tmux espeak-ng ffmpeg haproxy nginx-light postgresql prometheus)
+# prosody is the real XMPP server of the XMPP plugin's tests.
+packages=(zip unzip tar xz-utils bzip2 openssl ca-certificates python3-venv tzdata chromium chromium-driver systemd ngircd atheme-services dovecot-imapd tmux espeak-ng ffmpeg haproxy nginx-light postgresql prometheus prosody)
 command -v npm >/dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
@@ -58,12 +60,13 @@ fi
 # validated against its published schema), aiosmtpd (the SMTP submission server of the
 # email channel's tests), Pillow (it makes the pictures of the image tests and reads what
 # LurkBot sends) and opentelemetry-proto (the official OTLP messages: the trace tests' receiver
-# decodes what LurkBot exports with it). Tests find it through LURKBOT_TEST_VENV.
+# decodes what LurkBot exports with it) and slixmpp (the XMPP plugin example runs on it, and the
+# person writing to it in the tests is a slixmpp client). Tests find it through LURKBOT_TEST_VENV.
 venv="${LURKBOT_TEST_VENV:-$HOME/.cache/lurkbot-test/venv}"
-if ! "$venv/bin/python" -c 'import radicale, vobject, openai, mcp, jsonschema, aiosmtpd, PIL, opentelemetry.proto' 2>/dev/null; then
-  echo "creating $venv (radicale, openai, mcp, jsonschema, aiosmtpd, pillow, opentelemetry-proto: about 160 MB)"
+if ! "$venv/bin/python" -c 'import radicale, vobject, openai, mcp, jsonschema, aiosmtpd, PIL, opentelemetry.proto, slixmpp' 2>/dev/null; then
+  echo "creating $venv (radicale, openai, mcp, jsonschema, aiosmtpd, pillow, opentelemetry-proto, slixmpp: about 165 MB)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q radicale openai 'mcp>=2.3,<3' jsonschema aiosmtpd pillow opentelemetry-proto
+  "$venv/bin/pip" install -q radicale openai 'mcp>=2.3,<3' jsonschema aiosmtpd pillow opentelemetry-proto 'slixmpp>=1.8,<2'
 fi
 export LURKBOT_TEST_VENV="$venv"
 

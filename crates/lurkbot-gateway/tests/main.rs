@@ -37,6 +37,7 @@ mod openai_sdk;
 mod openclaw;
 mod openclaw_wire;
 mod ops;
+mod plugin_xmpp;
 mod plugins;
 mod protocol;
 mod signal;

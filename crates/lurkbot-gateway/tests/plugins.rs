@@ -264,3 +264,63 @@ async fn a_plugin_that_exits_at_once_is_restarted_and_says_why() {
     assert!(why.contains("initialize"), "{failing}");
     assert_ne!(failing["state"], "running");
 }
+
+/// The shipped `quiet-hours` example: the tool it names is refused outside its hours (the
+/// model reads why), another tool is not asked about.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_quiet_hours_example_refuses_its_tool_outside_its_hours() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/plugins/quiet-hours");
+    let read = |f: &str| std::fs::read_to_string(example.join(f)).unwrap();
+    // A window that is not now, in UTC.
+    let secs = lurkbot_core::now_ms() / 1000;
+    let hhmm = |s: u64| format!("{:02}:{:02}", (s / 3600) % 24, (s / 60) % 60);
+    let hours = format!("{}-{}", hhmm(secs + 3 * 3600), hhmm(secs + 4 * 3600));
+    let gw = Gateway::start_with_files(
+        &format!(
+            "[plugins.quiet-hours]\nenabled = true\ntools = [\"terminal_exec\"]\nhours = \"{hours}\"\ntimezone = \"UTC\"\n"
+        ),
+        vec![
+            Step::calls(&[
+                ("c1", "terminal_exec", json!({"command": "help"})),
+                ("c2", "read", json!({"path": "workspace/AGENTS.md"})),
+            ]),
+            Step::text("Done."),
+        ],
+        &[
+            ("plugins/quiet-hours/lurkbot-plugin.toml", read("lurkbot-plugin.toml")),
+            ("plugins/quiet-hours/main.py", read("main.py")),
+        ],
+    )
+    .await;
+    status_when(&gw, |p| p["state"] == "running").await;
+    let answer = crate::common::http()
+        .post(gw.url("/v1/chat/completions"))
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(json!({"messages": [{"role": "user", "content": "look around"}]}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let requests = gw.fake.requests();
+    assert_eq!(requests.len(), 2);
+    let results: Vec<Value> = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .cloned()
+        .collect();
+    let exec = results[0]["content"].to_string();
+    assert!(
+        exec.contains(&format!(
+            "terminal_exec is only used between {}",
+            hours.replace('-', " and ")
+        )),
+        "{exec}"
+    );
+    let read_result = results[1]["content"].to_string();
+    assert!(
+        !read_result.contains("refused by a plugin"),
+        "{read_result}"
+    );
+}

@@ -14,6 +14,7 @@ pub mod matrix_user;
 pub mod openclaw;
 pub mod ports;
 pub mod postgres;
+pub mod prosody;
 pub mod search_servers;
 pub mod signal_cli_fake;
 mod signal_rpc;

@@ -38,6 +38,9 @@ pub(crate) struct PluginChannel {
     waiting: Mutex<Vec<Waiting>>,
     /// The plugin's last `channel.status`: (state, detail).
     status: Mutex<(String, Option<String>)>,
+    /// A status came; and whether `connected` was reported to the receive loop since.
+    status_changed: tokio::sync::Notify,
+    reported: std::sync::atomic::AtomicBool,
 }
 
 impl PluginChannel {
@@ -51,6 +54,8 @@ impl PluginChannel {
             inbox: tokio::sync::Mutex::new(rx),
             waiting: Mutex::new(Vec::new()),
             status: Mutex::new(("connecting".into(), None)),
+            status_changed: tokio::sync::Notify::new(),
+            reported: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -122,6 +127,15 @@ impl PluginChannel {
         if let Ok(mut status) = self.status.lock() {
             *status = (state.to_string(), detail);
         }
+        if state != "connected" {
+            self.reported
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.status_changed.notify_one();
+    }
+
+    fn connected(&self) -> bool {
+        self.status.lock().is_ok_and(|s| s.0 == "connected")
     }
 
     /// The plugin stopped: the channel waits for the next process.
@@ -202,8 +216,22 @@ impl Channel for PluginChannel {
                     .await;
             }
             let mut inbox = self.inbox.lock().await;
-            let Some((first, waiting)) = inbox.recv().await else {
-                return Err(ChannelError::Permanent("the plugin channel stopped".into()));
+            let (first, waiting) = loop {
+                // Connected: said to the receive loop at once (the channel's status), once.
+                if self.connected()
+                    && !self
+                        .reported
+                        .swap(true, std::sync::atomic::Ordering::SeqCst)
+                {
+                    return Ok(Vec::new());
+                }
+                tokio::select! {
+                    next = inbox.recv() => match next {
+                        Some(next) => break next,
+                        None => return Err(ChannelError::Permanent("the plugin channel stopped".into())),
+                    },
+                    () = self.status_changed.notified() => {}
+                }
             };
             let mut batch = vec![first];
             let mut all = vec![waiting];

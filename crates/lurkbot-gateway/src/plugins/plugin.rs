@@ -188,7 +188,13 @@ impl Plugin {
             .command
             .split_first()
             .ok_or("its command is empty")?;
-        let mut command = tokio::process::Command::new(program);
+        // A relative path with a slash (`.venv/bin/python`) is the plugin's own.
+        let program = if program.contains('/') && !program.starts_with('/') {
+            self.dir.join(program).display().to_string()
+        } else {
+            program.clone()
+        };
+        let mut command = tokio::process::Command::new(&program);
         command
             .args(args)
             .env_clear()
