@@ -24,8 +24,9 @@ fn plugins_are_listed_enabled_and_disabled_by_the_owner() {
     install(
         &t,
         "xmpp",
-        "name = \"xmpp\"\nversion = \"0.2.0\"\ncommand = [\"python3\", \"main.py\"]\nprovides = [\"channel:xmpp\"]\n",
+        "name = \"xmpp\"\nversion = \"0.2.0\"\ncommand = [\"./run.sh\"]\nprovides = [\"channel:xmpp\"]\n",
     );
+    std::fs::write(t.path("plugins/xmpp/run.sh"), "#!/bin/sh\n").unwrap();
     install(
         &t,
         "broken",
@@ -64,6 +65,21 @@ fn plugins_are_listed_enabled_and_disabled_by_the_owner() {
     let doctor = t.run(&["doctor"]);
     let said = format!("{}{}", doctor.stdout, doctor.stderr);
     assert!(!said.contains("channels.xmpp"), "{said}");
+    // Doctor looks at the enabled plugin: its program (`./run.sh`, in its folder) is found.
+    let checks = t.run(&["doctor", "--json"]).stdout;
+    let plugin = checks
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|c| c["check"] == "plugin")
+        .unwrap_or_default();
+    assert_eq!(plugin["status"], "ok", "{checks}");
+    assert!(
+        plugin["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("xmpp 0.2.0"),
+        "{plugin}"
+    );
 
     for (args, said) in [
         (

@@ -77,6 +77,7 @@ pub(crate) fn run(home_path: &Path, args: &DoctorArgs) -> CliResult {
     checks.extend(irc(&home));
     checks.extend(channels(&home, &config));
     checks.extend(super::doctor_signal::signal(&config));
+    checks.extend(super::doctor_plugins::plugins(&home, &config));
     checks.push(speech(&home, &config));
     checks.push(browser(&config));
     checks.extend(users(&home, &config));

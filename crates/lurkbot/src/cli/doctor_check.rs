@@ -1,4 +1,4 @@
-//! One `lurkbot doctor` check's outcome, as the checks (`doctor.rs`, `doctor_signal.rs`) make
+//! One `lurkbot doctor` check's outcome, as the checks (`doctor.rs`, `doctor_signal.rs`, `doctor_plugins.rs`) make
 //! it and the report prints it.
 
 use serde::Serialize;

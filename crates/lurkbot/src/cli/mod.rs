@@ -17,6 +17,7 @@ pub(crate) mod dashboard;
 pub(crate) mod devices;
 pub(crate) mod doctor;
 mod doctor_check;
+mod doctor_plugins;
 mod doctor_signal;
 pub(crate) mod exec;
 pub(crate) mod gateway;
