@@ -324,3 +324,71 @@ async fn the_quiet_hours_example_refuses_its_tool_outside_its_hours() {
         "{read_result}"
     );
 }
+
+/// On several gateways a plugin's channel is a lease like any channel's: the plugin runs where
+/// the channel is received (`waiting` on the gateway standing by), and starts on the other
+/// when the first stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_plugin_runs_on_the_gateway_holding_its_channel() {
+    let mut first = Gateway::start_with_files(
+        "[plugins.echo]\nenabled = true\n[channels.echo]\nallow_from = [\"owner\"]\n",
+        vec![Step::text("From the second.")],
+        &[
+            (
+                "plugins/echo/lurkbot-plugin.toml",
+                MANIFEST.replace(", \"hook:before_tool\"", ""),
+            ),
+            ("plugins/echo/main.py", PLUGIN.into()),
+        ],
+    )
+    .await;
+    let dir = first.home.join("plugins/echo");
+    status_when(&first, |p| p["state"] == "running").await;
+    let second = first.on_same_home().await;
+    status_when(&second, |p| p["state"] == "waiting").await;
+    assert_eq!(
+        lines(&dir, "starts.jsonl", 1).await.len(),
+        1,
+        "started on both gateways"
+    );
+
+    first.stop().await;
+    status_when(&second, |p| p["state"] == "running").await;
+    assert_eq!(lines(&dir, "starts.jsonl", 2).await.len(), 2);
+    assert_eq!(
+        lines(&dir, "stops.jsonl", 1).await.len(),
+        1,
+        "the first's plugin was not asked to shut down"
+    );
+    writes(&dir, "s1", "owner", "who answers?");
+    let sent = lines(&dir, "sent.jsonl", 1).await;
+    assert_eq!(
+        sent.first().map(|s| s["text"].clone()),
+        Some(json!("From the second."))
+    );
+}
+
+/// The web UI's Channels panel shows the plugins, in a real Chromium.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_channels_panel_shows_the_plugins_in_chromium() {
+    let gw = echo_gateway(vec![]).await;
+    status_when(&gw, |p| p["state"] == "running").await;
+    let ui = crate::browser::Ui::signed_in(&gw).await;
+    let b = &ui.browser;
+    crate::browser::click(b, "#channels-toggle").await;
+    let state = crate::browser::until(
+        b,
+        "the echo plugin's row",
+        "document.querySelector('#plugin-rows tr[data-plugin=\"echo\"] td:nth-child(2)')?.textContent",
+    )
+    .await;
+    assert_eq!(state, json!("running"));
+    let provides = b
+        .execute(
+            "return document.querySelector('#plugin-rows tr[data-plugin=\"echo\"] td:nth-child(4)').textContent;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(provides, json!("channel:echo, hook:before_tool"));
+}

@@ -29,10 +29,36 @@ struct Waiting {
 /// The plugin process a channel speaks through (changes when it restarts).
 pub(crate) type PeerSlot = Arc<Mutex<Option<Arc<Peer>>>>;
 
+/// Whether the plugin is wanted running: a plugin that provides channels starts only once one
+/// of them receives — on the gateway holding the channel's lease (§6.3), so one gateway of
+/// several connects to the platform.
+#[derive(Default)]
+pub(crate) struct Wanted {
+    flag: std::sync::atomic::AtomicBool,
+    wake: tokio::sync::Notify,
+}
+
+impl Wanted {
+    /// Wants it running.
+    pub(crate) fn want(&self) {
+        if !self.flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Waits until it is wanted.
+    pub(crate) async fn wait(&self) {
+        while !self.flag.load(std::sync::atomic::Ordering::SeqCst) {
+            self.wake.notified().await;
+        }
+    }
+}
+
 /// One channel of a plugin.
 pub(crate) struct PluginChannel {
     name: &'static str,
     peer: PeerSlot,
+    wanted: Arc<Wanted>,
     tx: mpsc::UnboundedSender<(Inbound, Waiting)>,
     inbox: tokio::sync::Mutex<mpsc::UnboundedReceiver<(Inbound, Waiting)>>,
     waiting: Mutex<Vec<Waiting>>,
@@ -44,12 +70,14 @@ pub(crate) struct PluginChannel {
 }
 
 impl PluginChannel {
-    /// Channel `name`, speaking through whatever process `peer` holds.
-    pub(crate) fn new(name: &'static str, peer: PeerSlot) -> Self {
+    /// Channel `name`, speaking through whatever process `peer` holds, and starting its plugin
+    /// (`wanted`) when it first receives.
+    pub(crate) fn new(name: &'static str, peer: PeerSlot, wanted: Arc<Wanted>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         Self {
             name,
             peer,
+            wanted,
             tx,
             inbox: tokio::sync::Mutex::new(rx),
             waiting: Mutex::new(Vec::new()),
@@ -197,6 +225,8 @@ impl Channel for PluginChannel {
 
     fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
         Box::pin(async move {
+            // Receiving here: this gateway holds the channel, its plugin runs here.
+            self.wanted.want();
             // Messages of the last batch never recorded (the store failed): the plugin is told
             // so, and delivers them again.
             let unanswered: Vec<Waiting> = self

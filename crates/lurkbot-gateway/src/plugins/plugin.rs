@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::Notify;
 
-use crate::plugins::channel::{PeerSlot, PluginChannel};
+use crate::plugins::channel::{PeerSlot, PluginChannel, Wanted};
 use crate::plugins::rpc::{Incoming, Peer};
 
 /// What a plugin inherits of the gateway's environment (then only the `.env` names it lists).
@@ -36,7 +36,8 @@ const MAX_STATE_VALUE: usize = 1024 * 1024;
 pub(crate) struct PluginStatus {
     pub(crate) name: String,
     pub(crate) version: String,
-    /// `starting`, `running`, `restarting` or `stopped`.
+    /// `waiting` (a channel plugin whose channel another gateway holds), `starting`,
+    /// `running`, `restarting` or `stopped`.
     pub(crate) state: &'static str,
     pub(crate) pid: Option<u32>,
     pub(crate) restarts: u64,
@@ -55,6 +56,9 @@ pub(crate) struct Plugin {
     status: Mutex<PluginStatus>,
     pub(crate) peer: PeerSlot,
     pub(crate) channels: Vec<Arc<PluginChannel>>,
+    /// Started at once when it provides hooks (every gateway asks them) or no channel; else
+    /// when one of its channels first receives.
+    wanted: Arc<Wanted>,
     stopping: AtomicBool,
     stop: Notify,
 }
@@ -71,15 +75,21 @@ impl Plugin {
         store: Option<lurkbot_state::Store>,
     ) -> Self {
         let peer: PeerSlot = Arc::default();
-        let channels = manifest
+        let wanted = Arc::new(Wanted::default());
+        let channels: Vec<Arc<PluginChannel>> = manifest
             .channels()
             .filter_map(lurkbot_core::register_plugin_channel)
-            .map(|name| Arc::new(PluginChannel::new(name, peer.clone())))
+            .map(|name| Arc::new(PluginChannel::new(name, peer.clone(), wanted.clone())))
             .collect();
+        let hooks = lurkbot_core::HOOK_EVENTS.iter().any(|e| manifest.hooks(e));
+        let wanted_now = channels.is_empty() || hooks;
+        if wanted_now {
+            wanted.want();
+        }
         let status = PluginStatus {
             name: manifest.name.clone(),
             version: manifest.version.clone(),
-            state: "starting",
+            state: if wanted_now { "starting" } else { "waiting" },
             pid: None,
             restarts: 0,
             provides: manifest.provides.clone(),
@@ -95,6 +105,7 @@ impl Plugin {
             status: Mutex::new(status),
             peer,
             channels,
+            wanted,
             stopping: AtomicBool::new(false),
             stop: Notify::new(),
         }
@@ -128,6 +139,14 @@ impl Plugin {
     /// Runs the plugin until [`Plugin::stop`], starting it again whenever it exits.
     pub(crate) async fn supervise(self: Arc<Self>) {
         let name = self.manifest.name.clone();
+        // A channel plugin waits for its channel's lease (`waiting` meanwhile).
+        tokio::select! {
+            () = self.wanted.wait() => {}
+            () = self.stop.notified() => {
+                self.update(|s| s.state = "stopped");
+                return;
+            }
+        }
         let mut backoff = Duration::from_secs(1);
         loop {
             self.update(|s| s.state = "starting");
