@@ -40,6 +40,7 @@ mod memory;
 mod metrics;
 mod nodes;
 mod nothing_lost;
+mod plugin_restarts;
 mod plugins;
 mod raw_http;
 mod restart_loop;
