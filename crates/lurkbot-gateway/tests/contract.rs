@@ -5,7 +5,7 @@
 //! platform is a [`Platform`]; what one cannot do is declared there and the row says so.
 //! In the suite: Telegram, WhatsApp (Cloud API), Signal, Discord and Slack through test servers
 //! written from their documentation; Matrix (Synapse), e-mail (Dovecot) and IRC (ngircd)
-//! through the real servers.
+//! through the real servers; and a channel a plugin provides (`contract_plugin.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -225,6 +225,7 @@ contract!(slack, crate::contract_platforms::Slack::new());
 contract!(matrix, crate::contract_servers::Matrix::new());
 contract!(email, crate::contract_servers::Email::new());
 contract!(irc, crate::contract_servers::Irc::new());
+contract!(plugin, crate::contract_plugin::Plugin::new());
 
 /// Waits until channel `name` says it is connected (at most [`WAIT`]).
 pub(crate) async fn connected(gw: &Gateway, name: &str) {

@@ -20,6 +20,7 @@ mod channel_voice;
 mod channels;
 mod contract;
 mod contract_platforms;
+mod contract_plugin;
 mod contract_servers;
 mod devices_on_postgres;
 mod discord;

@@ -18,7 +18,7 @@ use crate::common::{Client, Gateway, TOKEN};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-const MANIFEST: &str = r#"name = "echo"
+pub(crate) const MANIFEST: &str = r#"name = "echo"
 version = "0.1.0"
 description = "a test channel"
 command = ["python3", "main.py"]
@@ -28,7 +28,7 @@ env = ["ECHO_TOKEN"]
 
 /// The plugin: messages to deliver are files in `inbox/`; what it is sent and answered is
 /// logged in JSON-lines files beside it.
-const PLUGIN: &str = r#"import json, os, sys, threading, time
+pub(crate) const PLUGIN: &str = r#"import json, os, sys, threading, time
 lock = threading.Lock()
 def send(m):
     with lock:
@@ -78,17 +78,26 @@ for line in sys.stdin:
 
 /// The person writes: a message file the plugin delivers.
 fn writes(dir: &Path, id: &str, sender: &str, text: &str) {
+    delivers(
+        dir,
+        &json!({"channel": "echo", "id": id, "chat": sender, "sender": sender, "text": text}),
+    );
+}
+
+/// The plugin delivers `params` as a `channel.receive` (files taken in the order written).
+pub(crate) fn delivers(dir: &Path, params: &Value) {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let inbox = dir.join("inbox");
     std::fs::create_dir_all(&inbox).unwrap();
-    let body = json!({"channel": "echo", "id": id, "chat": sender, "sender": sender, "text": text});
-    let tmp = inbox.join(format!(".{id}.tmp"));
-    std::fs::write(&tmp, body.to_string()).unwrap();
-    let name = format!("{}-{id}.json", lurkbot_core::now_ms());
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let tmp = inbox.join(format!(".{n}.tmp"));
+    std::fs::write(&tmp, params.to_string()).unwrap();
+    let name = format!("{}-{n:06}.json", lurkbot_core::now_ms());
     std::fs::rename(tmp, inbox.join(name)).unwrap();
 }
 
 /// The JSON lines of `file` once it has `n` (at most [`WAIT`]).
-async fn lines(dir: &Path, file: &str, n: usize) -> Vec<Value> {
+pub(crate) async fn lines(dir: &Path, file: &str, n: usize) -> Vec<Value> {
     let deadline = Instant::now() + WAIT;
     loop {
         let all: Vec<Value> = std::fs::read_to_string(dir.join(file))
