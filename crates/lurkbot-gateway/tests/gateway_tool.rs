@@ -58,6 +58,8 @@ async fn the_gateway_tool_reads_masked_settings_and_changes_only_allowed_keys_wh
                 "dm",
                 json!({"channels": {"telegram": {"dm_policy": "open"}}}),
             ),
+            // A plugin is the owner's program: never enabled by the model.
+            patch("plugin", json!({"plugins": {"echo": {"enabled": true}}})),
             patch("invalid", json!({"heartbeat": {"every": 5}})),
             Step::text("refused"),
             patch("ok", json!({"heartbeat": {"every": "10m"}})),
@@ -99,6 +101,7 @@ async fn the_gateway_tool_reads_masked_settings_and_changes_only_allowed_keys_wh
     for (id, key) in [
         ("widen", "network.allow_hosts"),
         ("dm", "channels.telegram.dm_policy"),
+        ("plugin", "plugins.echo.enabled"),
     ] {
         let r = result_of(&gw, id);
         assert!(r.contains(key) && r.contains("owner's to change"), "{r}");

@@ -40,6 +40,7 @@ mod openclaw_wire;
 mod ops;
 mod plugin_xmpp;
 mod plugins;
+mod plugins_protocol;
 mod protocol;
 mod signal;
 mod slack;

@@ -86,6 +86,17 @@ async fn an_xmpp_message_killed_during_its_model_call_is_answered_once() {
     .unwrap();
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["body"], "Answered once after the kill.");
+    // The running gateway's plugins, as the owner asks for them.
+    let status = t.run(&["plugins", "status", "--json"]);
+    assert_eq!(status.status, 0, "{}", status.stderr);
+    assert_eq!(status.json()["plugins"][0]["name"], "xmpp");
+    assert_eq!(status.json()["plugins"][0]["state"], "running");
+    let headline = t.run(&["status"]);
+    assert!(
+        headline.stdout.contains("plugins    xmpp running"),
+        "{}",
+        headline.stdout
+    );
     let (status, stderr) = tokio::task::spawn_blocking(move || gw.stop())
         .await
         .unwrap();

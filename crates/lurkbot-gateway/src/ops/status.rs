@@ -28,6 +28,7 @@ pub(crate) fn status(state: &AppState) -> Value {
         "heartbeat": state.autonomy.last_heartbeat(),
         "retained": retained(state),
         "outbox": crate::channels::outbox::summary(&state.host),
+        "plugins": state.host.plugins().statuses(),
     })
 }
 

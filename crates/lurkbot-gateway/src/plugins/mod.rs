@@ -128,17 +128,3 @@ impl PluginHost {
         }
     }
 }
-
-impl crate::turns::host::SessionHost {
-    /// The plugins the gateway runs (none for a user's host).
-    pub(crate) fn plugins(&self) -> Arc<PluginHost> {
-        self.plugins.read().map(|p| p.clone()).unwrap_or_default()
-    }
-
-    /// Takes the plugins the gateway started.
-    pub(crate) fn set_plugins(&self, plugins: Arc<PluginHost>) {
-        if let Ok(mut slot) = self.plugins.write() {
-            *slot = plugins;
-        }
-    }
-}

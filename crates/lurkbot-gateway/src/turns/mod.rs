@@ -7,6 +7,7 @@ pub(crate) mod drain;
 pub(crate) mod durable;
 pub(crate) mod frames;
 pub(crate) mod host;
+mod host_plugins;
 pub(crate) mod irc_forward;
 pub(crate) mod report;
 pub(crate) mod run;

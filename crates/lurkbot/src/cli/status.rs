@@ -82,6 +82,27 @@ fn render(status: &Value) -> String {
         n(&status["outbox"]["pending"]),
         n(&status["outbox"]["failed"])
     ));
+    let plugins: Vec<String> = status["plugins"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let restarts = n(&p["restarts"]);
+            format!(
+                "{} {}{}",
+                p["name"].as_str().unwrap_or_default(),
+                p["state"].as_str().unwrap_or_default(),
+                if restarts > 0 {
+                    format!(" ({restarts} restarts)")
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect();
+    if !plugins.is_empty() {
+        out.push_str(&format!("plugins    {}\n", plugins.join(", ")));
+    }
     out.push_str(&format!(
         "process    {} WebSocket connections, {:.1} MiB resident, {} open files\n",
         n(&status["connections"]),
