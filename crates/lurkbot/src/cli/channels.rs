@@ -4,11 +4,11 @@
 //! `login` / `logout` link WhatsApp's device (`channels_login.rs`); `login signal` links
 //! signal-cli (`channels_login_signal.rs`).
 
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use std::path::Path;
 
 use clap::Subcommand;
-use lurkbot_core::{Config, Home, RunningGateway, layout};
+use lurkbot_core::{Config, Home, layout};
 use lurkbot_gateway::protocol::method;
 use serde_json::{Value, json};
 
@@ -122,28 +122,12 @@ pub(crate) fn run(home_path: &Path, args: &ChannelsArgs) -> CliResult {
             crate::run::print_stdout(&out)?;
         }
         ChannelsArgs::Status { json } => {
-            let Some(addr) = RunningGateway::find(&home).and_then(|g| g.loopback_addr()) else {
-                return Err(CliError::failed(
-                    "channels",
-                    "no gateway is running for this home (start it with lurkbot gateway)",
-                ));
-            };
-            let token = super::remote::gateway_token(&home);
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            let status = runtime.block_on(async {
-                let mut gw =
-                    super::remote::Remote::connect(&format!("ws://{addr}/ws"), token.as_deref())
-                        .await
-                        .map_err(|e| CliError::failed("channels", format!("{e:#}")))?;
-                gw.call(method::CHANNELS_STATUS, json!({}))
-                    .await
-                    .map_err(|e| CliError::failed("channels", format!("{e:#}")))?
-                    .map_err(|(code, message)| {
-                        CliError::failed("channels", format!("{code}: {message}"))
-                    })
-            })?;
+            let status = super::remote::call_home_gateway(
+                &home,
+                "channels",
+                method::CHANNELS_STATUS,
+                json!({}),
+            )?;
             if *json {
                 crate::run::print_stdout(&format!("{}\n", serde_json::to_string_pretty(&status)?))?;
                 return Ok(());

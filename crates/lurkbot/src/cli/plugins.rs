@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use clap::Subcommand;
-use lurkbot_core::{Config, ConfigDoc, Home, RunningGateway, layout};
+use lurkbot_core::{Config, ConfigDoc, Home, layout};
 use lurkbot_gateway::protocol::method;
 use serde_json::{Value, json};
 
@@ -94,7 +94,12 @@ pub(crate) fn run(home_path: &Path, args: &PluginsArgs) -> CliResult {
             crate::run::print_stdout(&out)?;
         }
         PluginsArgs::Status { json } => {
-            let status = ask_gateway(&home)?;
+            let status = super::remote::call_home_gateway(
+                &home,
+                "plugins",
+                method::PLUGINS_STATUS,
+                json!({}),
+            )?;
             if *json {
                 crate::run::print_stdout(&format!("{}\n", serde_json::to_string_pretty(&status)?))?;
                 return Ok(());
@@ -155,27 +160,4 @@ pub(crate) fn run(home_path: &Path, args: &PluginsArgs) -> CliResult {
         }
     }
     Ok(())
-}
-
-/// The running gateway's `plugins.status`.
-fn ask_gateway(home: &Home) -> Result<Value, CliError> {
-    let Some(addr) = RunningGateway::find(home).and_then(|g| g.loopback_addr()) else {
-        return Err(CliError::failed(
-            "plugins",
-            "no gateway is running for this home (start it with lurkbot gateway)",
-        ));
-    };
-    let token = super::remote::gateway_token(home);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let mut gw = super::remote::Remote::connect(&format!("ws://{addr}/ws"), token.as_deref())
-            .await
-            .map_err(|e| CliError::failed("plugins", format!("{e:#}")))?;
-        gw.call(method::PLUGINS_STATUS, json!({}))
-            .await
-            .map_err(|e| CliError::failed("plugins", format!("{e:#}")))?
-            .map_err(|(code, message)| CliError::failed("plugins", format!("{code}: {message}")))
-    })
 }
