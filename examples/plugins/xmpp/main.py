@@ -102,6 +102,8 @@ async def serve():
             settings = message["params"].get("config") or {}
             host.answer(message["id"], {"provides": [f"channel:{CHANNEL}"]})
         elif method == "initialized":
+            # Diagnostics go to stderr, which LurkBot writes to its log (stdout is protocol).
+            print(f"xmpp plugin: signing in as {settings['jid']}", file=sys.stderr, flush=True)
             bot = Bot(host, settings["jid"], os.environ.get("XMPP_PASSWORD", ""))
             if not settings.get("tls", True):
                 # A server on this machine without TLS (tests, a local Prosody).
