@@ -102,7 +102,10 @@ async fn an_xmpp_message_killed_during_its_model_call_is_answered_once() {
         .unwrap();
     assert_eq!(status, 0, "{stderr}");
     // The plugin's stderr is in the gateway's log.
-    assert!(stderr.contains("xmpp plugin: signing in as bot@localhost"), "{stderr}");
+    assert!(
+        stderr.contains("xmpp plugin: signing in as bot@localhost"),
+        "{stderr}"
+    );
     assert_eq!(ada.messages(1).len(), 1, "one answer");
     assert_eq!(fake.requests().len(), 2, "one call cut, one that answered");
 }
