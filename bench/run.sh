@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the release binary and runs a benchmark (ARCHITECTURE.md §9).
-# Usage: bench/run.sh [startup|archive|rss|agent|journal|observability|gateway|gateways|memory|soak|users|peers|media|browser|speech] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
+# Usage: bench/run.sh [startup|archive|rss|agent|journal|observability|gateway|gateways|turn|memory|soak|users|peers|media|browser|speech] [--runs N] [--cycles N] [--mib N] [--idle-secs N]
 #   startup  binary size, --version and exec help against the budgets (default)
 #   archive  zip/tar (gz, bz2, plain) throughput against Info-ZIP zip/unzip and GNU tar, as ratios, and peak RSS
 #   rss      feed parse and fetch+parse against Python feedparser (installed here in a venv)
@@ -19,6 +19,8 @@
 #            turns/s and their ratio, PostgreSQL's CPU a turn; with the database 1 ms away (a
 #            delaying proxy) the failover and a turn's cost and round trips; idle RSS
 #   gateway  start to /health, idle RSS after 60 s, 1,000 WebSocket clients doing health
+#   turn     the gateway's own CPU per API turn (one scripted model call, no tool call) over 200
+#            sequential turns, on the embedded store and on PostgreSQL; turns/s per core
 #   memory   the memory index at 50,000 chunks: build time, memory_search p50/p99 keyword and hybrid
 #   soak     10,000 API turns and 10,000 WebSocket cycles with cron, heartbeat and an IRC flood:
 #            RSS after the run within 8 MiB of RSS after 100 turns, retained structures bounded

@@ -58,9 +58,9 @@ const DELAY: Duration = Duration::from_millis(1);
 const SEQUENTIAL: usize = 200;
 
 /// A gateway process of the bench, killed when dropped.
-struct Running {
-    child: Child,
-    port: u16,
+pub(crate) struct Running {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
 }
 
 impl Drop for Running {
@@ -70,7 +70,7 @@ impl Drop for Running {
     }
 }
 
-fn start(bin: &Path, home: &Path, id: &str) -> Result<Running, String> {
+pub(crate) fn start(bin: &Path, home: &Path, id: &str) -> Result<Running, String> {
     let port = free_port();
     let child = Command::new(bin)
         .arg("--home")
@@ -119,7 +119,12 @@ fn load(ports: &[u16], token: &str, turns: usize) -> Result<f64, String> {
 }
 
 /// A home for the bench with its state at `url` (`None`: the embedded store); its token.
-fn home_at(bin: &Path, home: &Path, model: &str, url: Option<&str>) -> Result<String, String> {
+pub(crate) fn home_at(
+    bin: &Path,
+    home: &Path,
+    model: &str,
+    url: Option<&str>,
+) -> Result<String, String> {
     let token = crate::soak::prepare_plain(bin, home, model)?;
     if let Some(url) = url {
         let config = home.join("config.toml");

@@ -7,6 +7,8 @@
 //! `lurkbot-bench rss --bin target/release/lurkbot --python VENV/bin/python [--runs 20]`,
 //! `lurkbot-bench agent --bin target/release/lurkbot [--runs 200]` (turns),
 //! `lurkbot-bench gateway --bin target/release/lurkbot [--runs 20] [--idle-secs 60]`,
+//! `lurkbot-bench turn --bin target/release/lurkbot [--runs 200]` (the gateway's own CPU per
+//! API turn, on the embedded store and on PostgreSQL),
 //! `lurkbot-bench memory [--runs 200]` (queries),
 //! `lurkbot-bench media --python VENV/bin/python [--runs 5]` (article extraction on a 2 MiB page,
 //! a 24-megapixel JPEG prepared for the model beside Pillow),
@@ -47,6 +49,7 @@ mod soak;
 mod soak_report;
 mod speech;
 mod startup;
+mod turn_cpu;
 mod users_soak;
 mod whatsapp_idle;
 mod ws_burst;
@@ -74,7 +77,7 @@ fn main() -> ExitCode {
         match a.as_str() {
             "startup" | "archive" | "rss" | "agent" | "journal" | "gateway" | "gateways"
             | "memory" | "soak" | "users" | "peers" | "media" | "browser" | "speech"
-            | "observability" => which = a.clone(),
+            | "observability" | "turn" => which = a.clone(),
             "child-speech" => {
                 let runs = iter.next().and_then(|r| r.parse().ok()).unwrap_or(5);
                 return match speech::child(runs) {
@@ -135,6 +138,7 @@ fn main() -> ExitCode {
         "gateway" => gateway::gateway(&bin, runs.unwrap_or(20).max(3), idle_secs, 1000)
             .and_then(|()| whatsapp_idle::report(&bin, idle_secs)),
         "gateways" => gateways::gateways(&bin, runs.unwrap_or(600).max(30)),
+        "turn" => turn_cpu::turn(&bin, runs.unwrap_or(200).max(20)),
         "memory" => memory::memory(runs.unwrap_or(200).max(10)),
         "media" => media::media(&python, runs.unwrap_or(5).max(3)),
         "browser" => browser::browser(runs.unwrap_or(5).max(3)),

@@ -1,6 +1,6 @@
 //! Silent death on Matrix, against a real Synapse behind a proxy that can make connections
 //! half-open: a `/sync` whose connection goes silent is given up past its wait plus the margin,
-//! the channel says it is stale, and the next sync — on a new connection — brings the owner's
+//! the channel says it is stale, and the next sync — on another connection — brings the owner's
 //! next message. A sync that ends empty after its wait is alive: chat silence is not death.
 
 use std::time::Duration;
@@ -90,9 +90,9 @@ async fn a_silent_sync_is_stale_and_the_next_one_brings_the_message() {
     let why = matrix.stale().unwrap_or_default();
     assert!(why.contains("did not answer within 3 s"), "{why}");
 
-    let made = proxy.accepted();
+    // The next syncs go out on another connection (which one is the HTTP pool's business: one
+    // made just before the freeze may still be healthy) and bring the message.
     owner.say(&dm, "still there?").await;
     receive_until(&matrix, "still there?").await;
     assert_eq!(matrix.stale(), None);
-    assert!(proxy.accepted() > made, "not on a new connection");
 }

@@ -1,0 +1,86 @@
+//! `bench/run.sh turn` (ARCHITECTURE.md §9): what one API turn costs the gateway itself — one
+//! scripted model call, no tool call — as the user + system CPU of the gateway process from
+//! `/proc/PID/stat`, over sequential turns after a warm-up, on the embedded store and on
+//! PostgreSQL (15, loopback, fsync on); and the turns a core could serve at that cost. Budgets
+//! 2 ms and 3 ms; the figures of 2026-11-28 (6.2 and 9.1 ms) printed beside them as ratios.
+
+use std::path::Path;
+
+use lurkbot_llm::fake::{FakeProvider, Step};
+use lurkbot_test_support::postgres::Postgres;
+
+use crate::cpu_share::process_cpu;
+
+/// Budget on the embedded store, ms of gateway CPU a turn.
+const EMBEDDED_BUDGET_MS: f64 = 2.0;
+/// Budget on PostgreSQL.
+const POSTGRES_BUDGET_MS: f64 = 3.0;
+/// The figures measured on 2026-11-28 (the issue that set the budgets).
+const BEFORE_MS: (f64, f64) = (6.2, 9.1);
+/// The answer every turn gets (what `soak::api_turn` waits for).
+const ANSWER: &str = "Done: the session is fine.";
+
+/// A scripted model that answers every request with text (no tool call).
+fn text_model() -> Result<(tokio::runtime::Runtime, FakeProvider), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let fake = runtime.block_on(FakeProvider::start(Vec::new()));
+    fake.record(false);
+    fake.respond(|_| Step::text(ANSWER));
+    Ok((runtime, fake))
+}
+
+/// Gateway CPU (ms) per turn over `turns` sequential API turns on the gateway of `home`.
+fn per_turn_ms(bin: &Path, home: &Path, token: &str, turns: usize) -> Result<f64, String> {
+    let gw = crate::gateways::start(bin, home, "gw-turn")?;
+    let pid = gw.child.id();
+    let turn = |n: usize| {
+        let session = Some(format!("agent:main:dm:bench:turn{}", n % 4));
+        crate::soak::api_turn(gw.port, token, session, n)
+    };
+    for n in 0..turns / 10 {
+        turn(n)?;
+    }
+    let before = process_cpu(pid);
+    for n in 0..turns {
+        turn(turns + n)?;
+    }
+    let after = process_cpu(pid);
+    Ok((after - before) * 1000.0 / turns as f64)
+}
+
+fn verdict(ms: f64, budget: f64) -> &'static str {
+    if ms <= budget { "within" } else { "OVER" }
+}
+
+pub(crate) fn turn(bin: &Path, turns: usize) -> Result<(), String> {
+    let (_runtime, fake) = text_model()?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let embedded = dir.path().join("embedded");
+    let token = crate::gateways::home_at(bin, &embedded, &fake.url, None)?;
+    println!(
+        "a gateway's own CPU per API turn (one scripted model call, no tool call), {turns} sequential turns after {} to warm up, user + system time from /proc",
+        turns / 10
+    );
+    let near = per_turn_ms(bin, &embedded, &token, turns)?;
+    let pg = Postgres::start_synced();
+    let url = pg.database("bench");
+    let far_home = dir.path().join("postgres");
+    let far_token = crate::gateways::home_at(bin, &far_home, &fake.url, Some(&url))?;
+    let far = per_turn_ms(bin, &far_home, &far_token, turns)?;
+    for (place, ms, budget, before) in [
+        ("embedded store", near, EMBEDDED_BUDGET_MS, BEFORE_MS.0),
+        ("PostgreSQL    ", far, POSTGRES_BUDGET_MS, BEFORE_MS.1),
+    ] {
+        println!(
+            "  {place}: {ms:.2} ms a turn ({:.0} turns/s per core; budget {budget} ms: {}; {:.2}x the {before} ms of 2026-11-28)",
+            1000.0 / ms,
+            verdict(ms, budget),
+            ms / before
+        );
+    }
+    Ok(())
+}
