@@ -6,8 +6,23 @@
 //! once).
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 static PLUGIN_CHANNELS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+/// Whether a plugin host has registered every installed plugin's channels in this process.
+static REGISTERED: AtomicBool = AtomicBool::new(false);
+
+/// Says the channels of every plugin installed at start are registered (the gateway's plugin
+/// host, enabled or not): [`plugin_channels_registered`] then spares the per-turn look at the
+/// manifests.
+pub fn mark_plugin_channels_registered() {
+    REGISTERED.store(true, Ordering::SeqCst);
+}
+
+/// Whether this process's registry holds every installed plugin's channels.
+pub fn plugin_channels_registered() -> bool {
+    REGISTERED.load(Ordering::SeqCst)
+}
 
 /// Registers `name` as a channel a plugin provides; its `'static` name. `None` for a name a
 /// plugin channel cannot have (one of LurkBot's own, or not a plugin name).

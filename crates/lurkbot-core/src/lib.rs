@@ -61,7 +61,10 @@ pub use autonomy_config::{
     within_window,
 };
 pub use budget_config::{BudgetsConfig, ModelPrice};
-pub use channel_names::{known_channel, plugin_channel_names, register_plugin_channel};
+pub use channel_names::{
+    known_channel, mark_plugin_channels_registered, plugin_channel_names,
+    plugin_channels_registered, register_plugin_channel,
+};
 pub use channels_config::{
     Binding, CHANNEL_NAMES, ChannelConfig, DM_POLICIES, SIGNAL_DEFAULT_URL, SessionConfig,
     WHATSAPP_MODES, channel_problems,

@@ -53,13 +53,15 @@ pub fn is_third_party(home: &Home, config: &Config, session: &SessionKey) -> boo
         return true;
     }
     // Direct messages on a messaging channel; the CLI's own `dm:cli:…` sessions are the owner's.
-    // A plugin's channel counts as any: registered by this process's plugin host, or
-    // installed in the home (a process without the host reads the manifests).
+    // A plugin's channel counts as any: registered by this process's plugin host (every
+    // installed plugin's, at start), or installed in the home (a process without the host
+    // reads the manifests).
     dm_peer(session).is_some_and(|(channel, peer)| {
         (lurkbot_core::known_channel(channel).is_some()
-            || lurkbot_core::plugin_channels(home.root())
-                .iter()
-                .any(|c| c == channel))
+            || (!lurkbot_core::plugin_channels_registered()
+                && lurkbot_core::plugin_channels(home.root())
+                    .iter()
+                    .any(|c| c == channel)))
             && !is_owner_account(home, config, channel, peer)
     })
 }

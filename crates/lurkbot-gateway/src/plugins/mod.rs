@@ -36,6 +36,14 @@ impl PluginHost {
         store: Option<lurkbot_state::Store>,
     ) -> Arc<Self> {
         let mut host = Self::default();
+        // Every installed plugin's channels are known (enabled or not): a session with a
+        // stranger on any of them is a third party's (`gate/origin.rs`).
+        for found in lurkbot_core::find_plugins(home.root()) {
+            for channel in found.manifest.iter().flat_map(|m| m.channels()) {
+                lurkbot_core::register_plugin_channel(channel);
+            }
+        }
+        lurkbot_core::mark_plugin_channels_registered();
         let enabled: Vec<&String> = config
             .plugins
             .iter()
