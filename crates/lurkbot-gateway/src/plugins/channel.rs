@@ -67,6 +67,8 @@ pub(crate) struct PluginChannel {
     /// A status came; and whether `connected` was reported to the receive loop since.
     status_changed: tokio::sync::Notify,
     reported: std::sync::atomic::AtomicBool,
+    /// Whether this gateway receives the channel (its receive loop, after the lease, asked).
+    receiving: std::sync::atomic::AtomicBool,
 }
 
 impl PluginChannel {
@@ -84,12 +86,23 @@ impl PluginChannel {
             status: Mutex::new(("connecting".into(), None)),
             status_changed: tokio::sync::Notify::new(),
             reported: std::sync::atomic::AtomicBool::new(false),
+            receiving: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     /// The plugin's `channel.receive` `request` (asked as `id` over `peer`): checked and handed
     /// to the receive loop, or refused at once with why.
     pub(crate) async fn deliver(&self, peer: Arc<Peer>, id: Value, params: &Value) {
+        // A plugin with hooks runs on every gateway; only the lease holder receives its
+        // channel: elsewhere a message is refused (to be delivered again), never held unanswered.
+        if !self.receiving.load(std::sync::atomic::Ordering::SeqCst) {
+            let why = format!(
+                "this gateway does not receive channel {} (another one holds it): deliver it again later",
+                self.name
+            );
+            peer.respond(id, Err((-32000, why))).await;
+            return;
+        }
         let text = |k: &str| params[k].as_str().map(str::to_string);
         let (Some(message_id), Some(chat), Some(sender)) =
             (text("id"), text("chat"), text("sender"))
@@ -226,6 +239,8 @@ impl Channel for PluginChannel {
     fn receive(&self) -> BoxFuture<'_, Result<Vec<Inbound>, ChannelError>> {
         Box::pin(async move {
             // Receiving here: this gateway holds the channel, its plugin runs here.
+            self.receiving
+                .store(true, std::sync::atomic::Ordering::SeqCst);
             self.wanted.want();
             // Messages of the last batch never recorded (the store failed): the plugin is told
             // so, and delivers them again.
@@ -343,5 +358,39 @@ impl Channel for PluginChannel {
             "connecting" if detail.is_none() => None,
             _ => Some(detail.unwrap_or_else(|| format!("the plugin says the channel is {state}"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A message for a channel this gateway does not receive (another holds its lease) is
+    /// refused at once, so the plugin can deliver it again; never held unanswered.
+    #[tokio::test]
+    async fn a_message_this_gateway_does_not_receive_is_refused_not_held() {
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(ours);
+        let (peer, _incoming) = Peer::start("test", write, read);
+        let channel = PluginChannel::new("testchan", Arc::default(), Arc::default());
+        let params =
+            json!({"channel": "testchan", "id": "m1", "chat": "a", "sender": "a", "text": "hi"});
+        channel.deliver(peer, json!(7), &params).await;
+        let (their_read, _their_write) = tokio::io::split(theirs);
+        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(their_read));
+        let line = lines
+            .next_line()
+            .await
+            .unwrap_or_default()
+            .unwrap_or_default();
+        let answer: Value = serde_json::from_str(&line).unwrap_or_default();
+        assert_eq!(answer["id"], 7, "{line}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("does not receive channel testchan"),
+            "{line}"
+        );
     }
 }
