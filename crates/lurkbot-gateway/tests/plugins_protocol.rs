@@ -1,6 +1,8 @@
 //! Protocol 1 method by method (ARCHITECTURE.md §7d), from the outside, with a probe plugin of
 //! a few lines of Python whose behaviour its settings choose: `host.state.put|get` (each
-//! plugin's keys its own, a malformed key refused), `host.log`, an unknown method refused,
+//! plugin's keys its own, a malformed key and a value over 1 MiB refused), `channel.receive`
+//! without its id or for a channel the plugin does not provide refused, `host.log`, an unknown
+//! method refused,
 //! `hook.message_received` told, `channel.send` refused with `retryAfterMs` (sent again with
 //! the same key) or `permanent` (kept as failed in the outbox), a `before_tool` hook that never
 //! answers (counted as its `on_failure`: deny by default, allow when set), and a plugin that
@@ -55,6 +57,9 @@ for line in sys.stdin:
         ask("host.state.get", {"key": "../beta/seen"}, "bad key")
         ask("host.log", {"level": "warn", "message": "the probe says hello"}, "log")
         ask("no.such.method", {}, "unknown")
+        ask("channel.receive", {"channel": settings.get("channel") or "none", "chat": "x"}, "incomplete")
+        ask("channel.receive", {"channel": "nope", "id": "1", "chat": "a", "sender": "a"}, "not mine")
+        ask("host.state.put", {"key": "big", "value": "x" * (1024 * 1024 + 10)}, "too big")
         if settings.get("channel"):
             send({"jsonrpc": "2.0", "method": "channel.status", "params": {"channel": settings["channel"], "state": "connected"}})
             threading.Thread(target=deliver, daemon=True).start()
@@ -158,6 +163,13 @@ async fn the_host_answers_a_plugins_requests_and_keeps_each_plugins_state_apart(
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
     assert_eq!(answer(&alpha, "log").await["result"], json!({}));
     assert_eq!(answer(&alpha, "unknown").await["error"]["code"], -32601);
+    // Refusals: a message without its id, one for a channel the plugin does not provide, a
+    // value over 1 MiB (and nothing of it kept).
+    for label in ["incomplete", "not mine", "too big"] {
+        let refused = answer(&alpha, label).await;
+        assert_eq!(refused["error"]["code"], -32602, "{label}: {refused}");
+    }
+    assert_eq!(store.document("plugins/alpha/state/big").unwrap(), None);
 
     // A message: told to the message_received hook; the reply refused once with retryAfterMs,
     // then sent again with the same key.

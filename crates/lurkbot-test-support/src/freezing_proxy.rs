@@ -20,6 +20,7 @@ pub struct FreezingProxy {
     pub port: u16,
     connections: Arc<Mutex<Vec<Arc<AtomicBool>>>>,
     accepted: Arc<AtomicUsize>,
+    from_server: Arc<AtomicUsize>,
     stopped: Arc<AtomicBool>,
 }
 
@@ -33,12 +34,14 @@ impl FreezingProxy {
             port,
             connections: Arc::default(),
             accepted: Arc::default(),
+            from_server: Arc::default(),
             stopped: Arc::default(),
         };
-        let (connections, accepted, stopped) = (
+        let (connections, accepted, stopped, from_server) = (
             proxy.connections.clone(),
             proxy.accepted.clone(),
             proxy.stopped.clone(),
+            proxy.from_server.clone(),
         );
         std::thread::spawn(move || {
             while !stopped.load(Ordering::SeqCst) {
@@ -57,12 +60,16 @@ impl FreezingProxy {
                 let frozen = Arc::new(AtomicBool::new(false));
                 connections.lock().unwrap().push(frozen.clone());
                 accepted.fetch_add(1, Ordering::SeqCst);
-                for (from, to) in [
-                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                    (server, client),
+                for (from, to, counted) in [
+                    (
+                        client.try_clone().unwrap(),
+                        server.try_clone().unwrap(),
+                        None,
+                    ),
+                    (server, client, Some(from_server.clone())),
                 ] {
                     let (frozen, stopped) = (frozen.clone(), stopped.clone());
-                    std::thread::spawn(move || pump(from, to, &frozen, &stopped));
+                    std::thread::spawn(move || pump(from, to, &frozen, &stopped, counted));
                 }
             }
         });
@@ -74,6 +81,11 @@ impl FreezingProxy {
         for connection in self.connections.lock().unwrap().iter() {
             connection.store(true, Ordering::SeqCst);
         }
+    }
+
+    /// How many reads from the server were passed on to clients so far (a reply, a PONG).
+    pub fn from_server(&self) -> usize {
+        self.from_server.load(Ordering::SeqCst)
     }
 
     /// How many connections were made through the proxy so far.
@@ -90,7 +102,13 @@ impl Drop for FreezingProxy {
 
 /// Copies `from` to `to` until either ends — or, frozen, swallows what comes and keeps both
 /// open (until the proxy is dropped).
-fn pump(mut from: TcpStream, mut to: TcpStream, frozen: &AtomicBool, stopped: &AtomicBool) {
+fn pump(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    frozen: &AtomicBool,
+    stopped: &AtomicBool,
+    counted: Option<Arc<AtomicUsize>>,
+) {
     let _ = from.set_read_timeout(Some(TICK));
     let mut buf = [0u8; 16 * 1024];
     while !stopped.load(Ordering::SeqCst) {
@@ -107,8 +125,14 @@ fn pump(mut from: TcpStream, mut to: TcpStream, frozen: &AtomicBool, stopped: &A
                 return;
             }
             Ok(n) => {
-                if !frozen.load(Ordering::SeqCst) && to.write_all(&buf[..n]).is_err() {
+                if frozen.load(Ordering::SeqCst) {
+                    continue;
+                }
+                if to.write_all(&buf[..n]).is_err() {
                     return;
+                }
+                if let Some(counted) = &counted {
+                    counted.fetch_add(1, Ordering::SeqCst);
                 }
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}

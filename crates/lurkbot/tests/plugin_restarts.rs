@@ -63,16 +63,14 @@ async fn an_xmpp_message_killed_during_its_model_call_is_answered_once() {
     })
     .await
     .unwrap();
-    // Until the plugin is connected, a message would reach nobody: say it until it is heard.
-    ada.say("bot@localhost", "still with me?", "k1");
-    until("the model call", || {
-        if fake.requests().is_empty() {
-            ada.say("bot@localhost", "still with me?", "k1");
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
-        !fake.requests().is_empty()
+    // Once the plugin says its channel is connected (a message before would reach nobody).
+    until("the xmpp channel connected", || {
+        let status = t.run(&["channels", "status", "--json"]);
+        status.status == 0 && status.json()["channels"][0]["state"] == "connected"
     })
     .await;
+    ada.say("bot@localhost", "still with me?", "k1");
+    until("the model call", || !fake.requests().is_empty()).await;
     kill(gw);
 
     let gw = start_with(&t, &env);

@@ -93,6 +93,19 @@ impl PluginChannel {
     /// The plugin's `channel.receive` `request` (asked as `id` over `peer`): checked and handed
     /// to the receive loop, or refused at once with why.
     pub(crate) async fn deliver(&self, peer: Arc<Peer>, id: Value, params: &Value) {
+        let text = |k: &str| {
+            params[k]
+                .as_str()
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        let (Some(message_id), Some(chat), Some(sender)) =
+            (text("id"), text("chat"), text("sender"))
+        else {
+            let why = "channel.receive needs id, chat and sender (non-empty strings)";
+            peer.respond(id, Err((-32602, why.into()))).await;
+            return;
+        };
         // A plugin with hooks runs on every gateway; only the lease holder receives its
         // channel: elsewhere a message is refused (to be delivered again), never held unanswered.
         if !self.receiving.load(std::sync::atomic::Ordering::SeqCst) {
@@ -101,31 +114,6 @@ impl PluginChannel {
                 self.name
             );
             peer.respond(id, Err((-32000, why))).await;
-            return;
-        }
-        let text = |k: &str| params[k].as_str().map(str::to_string);
-        let (Some(message_id), Some(chat), Some(sender)) =
-            (text("id"), text("chat"), text("sender"))
-        else {
-            peer.respond(
-                id,
-                Err((
-                    -32602,
-                    "channel.receive needs id, chat and sender (strings)".into(),
-                )),
-            )
-            .await;
-            return;
-        };
-        if message_id.is_empty() || chat.is_empty() || sender.is_empty() {
-            peer.respond(
-                id,
-                Err((
-                    -32602,
-                    "channel.receive: id, chat and sender must not be empty".into(),
-                )),
-            )
-            .await;
             return;
         }
         let inbound = Inbound {

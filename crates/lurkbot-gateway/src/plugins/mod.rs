@@ -54,7 +54,7 @@ impl PluginHost {
             return Arc::new(host);
         }
         let secrets = Secrets::load(home);
-        let masked = secrets.redaction_values();
+        let redactor = lurkbot_term::Redactor::new(secrets.redaction_values());
         for found in lurkbot_core::find_plugins(home.root()) {
             let Some(settings) = config.plugins.get(&found.folder).filter(|s| s.enabled) else {
                 continue;
@@ -89,7 +89,7 @@ impl PluginHost {
                 found.dir,
                 settings.clone(),
                 env,
-                masked.clone(),
+                redactor.clone(),
                 store.clone(),
             ));
             tokio::spawn(plugin.clone().supervise());

@@ -51,7 +51,8 @@ pub(crate) struct Plugin {
     dir: PathBuf,
     settings: PluginSettings,
     env: Vec<(String, String)>,
-    secrets: Vec<String>,
+    /// Masks the home's secret values in what the plugin writes to the log.
+    redactor: lurkbot_term::Redactor,
     store: Option<lurkbot_state::Store>,
     status: Mutex<PluginStatus>,
     pub(crate) peer: PeerSlot,
@@ -65,13 +66,14 @@ pub(crate) struct Plugin {
 
 impl Plugin {
     /// Plugin `manifest` in `dir`, with its `settings`, the `.env` values it lists (`env`),
-    /// the values its stderr must never show (`secrets`) and the state store for its keys.
+    /// what masks the secret values in its log lines (`redactor`) and the state store for its
+    /// keys.
     pub(crate) fn new(
         manifest: PluginManifest,
         dir: PathBuf,
         settings: PluginSettings,
         env: Vec<(String, String)>,
-        secrets: Vec<String>,
+        redactor: lurkbot_term::Redactor,
         store: Option<lurkbot_state::Store>,
     ) -> Self {
         let peer: PeerSlot = Arc::default();
@@ -100,7 +102,7 @@ impl Plugin {
             dir,
             settings,
             env,
-            secrets,
+            redactor,
             store,
             status: Mutex::new(status),
             peer,
@@ -235,14 +237,12 @@ impl Plugin {
             return Err("its stdin or stdout could not be opened".into());
         };
         if let Some(stderr) = child.stderr.take() {
-            let (plugin, secrets) = (name.to_string(), self.secrets.clone());
+            let (plugin, redactor) = (name.to_string(), self.redactor.clone());
             tokio::spawn(async move {
                 let mut lines = tokio::io::BufReader::new(stderr).lines();
                 while let Ok(Some(line)) = lines.next_line().await {
-                    let mut line: String = line.chars().take(2000).collect();
-                    for secret in &secrets {
-                        line = line.replace(secret.as_str(), "[redacted]");
-                    }
+                    let line: String = line.chars().take(2000).collect();
+                    let line = redactor.text(&line);
                     tracing::info!(plugin = plugin.as_str(), stderr = line.as_str(), "plugin");
                 }
             });
@@ -344,7 +344,10 @@ impl Plugin {
                 }
             }
             "host.log" => {
-                let text = params["message"].as_str().unwrap_or_default();
+                // Masked as its stderr is: a value it was given never reaches the log.
+                let text = self
+                    .redactor
+                    .text(params["message"].as_str().unwrap_or_default());
                 match params["level"].as_str().unwrap_or("info") {
                     "error" => tracing::error!(plugin = name, "{text}"),
                     "warn" => tracing::warn!(plugin = name, "{text}"),
