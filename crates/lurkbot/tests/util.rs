@@ -231,14 +231,8 @@ pub fn start_gateway(t: &Test, env: &[(&str, &str)]) -> Running {
     start_gateway_on(t, env, 0)
 }
 
-/// A loopback port free a moment ago (for a gateway restarted on the same address).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+/// A loopback port for a gateway (restarted on the same address, or named by a balancer).
+pub use lurkbot_test_support::ports::free_port;
 
 /// Like [`start_gateway`], on `port` (a restart on the same address).
 pub fn start_gateway_on(t: &Test, env: &[(&str, &str)], port: u16) -> Running {

@@ -112,12 +112,18 @@ const REATTACH_FOR: std::time::Duration = std::time::Duration::from_secs(120);
 async fn reattach(url: &str, token: Option<&str>, run_id: &str, json_mode: bool) -> CliResult {
     eprintln!("\n[the gateway went away during the turn; waiting for it to come back]");
     let deadline = tokio::time::Instant::now() + REATTACH_FOR;
+    let mut last_error;
     loop {
-        if let Ok(mut gw) = Remote::connect(url, token).await {
-            loop {
+        match Remote::connect(url, token).await {
+            Err(e) => last_error = format!("{e:#}"),
+            Ok(mut gw) => loop {
                 let wait = json!({"runId": run_id, "timeoutMs": 30_000});
-                let Ok(answer) = gw.call(method::AGENT_WAIT, wait).await else {
-                    break;
+                let answer = match gw.call(method::AGENT_WAIT, wait).await {
+                    Ok(answer) => answer,
+                    Err(e) => {
+                        last_error = format!("{e:#}");
+                        break;
+                    }
                 };
                 let end = answer.map_err(|(code, text)| {
                     CliError::failed("agent", format!("the gateway refused: {code}: {text}"))
@@ -142,12 +148,14 @@ async fn reattach(url: &str, token: Option<&str>, run_id: &str, json_mode: bool)
                         return Err(CliError::failed("agent", message.to_string()));
                     }
                 }
-            }
+            },
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(CliError::failed(
                 "agent",
-                "the gateway did not come back within 2 minutes; the turn goes on when it starts again (lurkbot sessions history shows it)",
+                format!(
+                    "the gateway did not come back within 2 minutes ({last_error}); the turn goes on when it starts again (lurkbot sessions history shows it)"
+                ),
             ));
         }
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
