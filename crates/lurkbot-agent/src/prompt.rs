@@ -53,7 +53,7 @@ pub struct PromptInput<'a> {
     /// Mode.
     pub mode: PromptMode,
     /// Tools offered.
-    pub tools: &'a [ToolSpec],
+    pub tools: &'a [std::sync::Arc<ToolSpec>],
     /// Skills installed.
     pub skills: &'a [SkillEntry],
     /// Agent id.

@@ -32,7 +32,7 @@ fn input<'a>(
     mode: PromptMode,
     kind: SessionKind,
     session: &'a str,
-    tools: &'a [lurkbot_llm::ToolSpec],
+    tools: &'a [std::sync::Arc<lurkbot_llm::ToolSpec>],
     skills: &'a [SkillEntry],
 ) -> PromptInput<'a> {
     PromptInput {
@@ -56,7 +56,7 @@ fn input<'a>(
 fn snapshots_of_representative_prompts() {
     let tools: Vec<_> = ["terminal_exec", "read", "session_status"]
         .iter()
-        .map(|n| ToolBox::builtin().get(n).unwrap().spec())
+        .map(|n| std::sync::Arc::new(ToolBox::builtin().get(n).unwrap().spec()))
         .collect();
     let skills = vec![
         SkillEntry {

@@ -114,12 +114,18 @@ pub(crate) async fn chat(
     }
     let url = format!("{}/v1/messages", base_url.trim_end_matches('/'));
     let mut state = Gather::default();
-    post_stream(http, &url, headers, &body(request), &mut |event| {
-        let data: Value = serde_json::from_str(&event.data).map_err(|e| {
-            LlmError::new(ErrorKind::Protocol, format!("unreadable stream event: {e}"))
-        })?;
-        state.event(&data, on_event)
-    })
+    post_stream(
+        http,
+        &url,
+        headers,
+        body(request).to_string().into_bytes(),
+        &mut |event| {
+            let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+                LlmError::new(ErrorKind::Protocol, format!("unreadable stream event: {e}"))
+            })?;
+            state.event(&data, on_event)
+        },
+    )
     .await?;
     if !state.stopped {
         return Err(crate::error::cut_off());

@@ -42,7 +42,7 @@ pub(crate) async fn post_stream(
     http: &reqwest::Client,
     url: &str,
     headers: HeaderMap,
-    body: &serde_json::Value,
+    body: Vec<u8>,
     on_event: &mut (dyn FnMut(SseEvent) -> Result<bool, LlmError> + Send),
 ) -> Result<(), LlmError> {
     let mut request = http
@@ -54,7 +54,7 @@ pub(crate) async fn post_stream(
         request = request.header("traceparent", context.header());
     }
     let mut response = request
-        .body(body.to_string())
+        .body(body)
         .send()
         .await
         .map_err(|e| network(url, &e))?;

@@ -11,6 +11,7 @@ mod failover;
 pub mod fake;
 mod http;
 mod openai;
+mod openai_wire;
 mod provider;
 pub mod sse;
 mod types;

@@ -3,86 +3,17 @@
 //! Tool-call fragments are gathered by `index` and handed on complete, after the stream ends.
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::{ErrorKind, LlmError};
 use crate::http::post_stream;
-use crate::types::{ChatRequest, ChatResponse, Message, Role, StreamEvent, ToolCall, Usage};
+use crate::openai_wire::Body;
+use crate::types::{ChatRequest, ChatResponse, StreamEvent, ToolCall, Usage};
 
-/// The request body.
+/// The request body (as JSON, for tests and debugging: what is sent is written straight from
+/// the request by [`crate::openai_wire`]).
 pub fn body(request: &ChatRequest) -> Value {
-    let mut messages = vec![json!({"role": "system", "content": request.system})];
-    // Chat Completions has no image in a tool message: the images of a run of tool results
-    // follow it as one user message (the tool messages must stay together after their call).
-    let mut shown: Vec<Value> = Vec::new();
-    for (i, m) in request.messages.iter().enumerate() {
-        messages.push(message(m));
-        if m.role == Role::Tool {
-            shown.extend(m.images.iter().map(image_part));
-            let run_ends = request
-                .messages
-                .get(i + 1)
-                .is_none_or(|n| n.role != Role::Tool);
-            if run_ends && !shown.is_empty() {
-                let mut content = vec![
-                    json!({"type": "text", "text": "The images the tool results above refer to:"}),
-                ];
-                content.append(&mut shown);
-                messages.push(json!({"role": "user", "content": content}));
-            }
-        }
-    }
-    let mut body = json!({
-        "model": request.model,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-        "max_tokens": request.max_tokens,
-        "messages": messages,
-    });
-    if let Some(effort) = request.reasoning.as_deref().filter(|e| *e != "off") {
-        body["reasoning_effort"] = json!(effort);
-    }
-    if !request.tools.is_empty() {
-        body["tools"] = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.parameters}})
-            })
-            .collect();
-    }
-    body
-}
-
-fn message(m: &Message) -> Value {
-    match m.role {
-        Role::User if m.images.is_empty() => json!({"role": "user", "content": m.content}),
-        Role::User => {
-            let mut content = vec![json!({"type": "text", "text": m.content})];
-            content.extend(m.images.iter().map(image_part));
-            json!({"role": "user", "content": content})
-        }
-        Role::Assistant if m.tool_calls.is_empty() => {
-            json!({"role": "assistant", "content": m.content})
-        }
-        Role::Assistant => json!({
-            "role": "assistant",
-            "content": if m.content.is_empty() { Value::Null } else { m.content.clone().into() },
-            "tool_calls": m.tool_calls.iter().map(|c| json!({
-                "id": c.id, "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments}})).collect::<Vec<_>>(),
-        }),
-        Role::Tool => json!({
-            "role": "tool",
-            "tool_call_id": m.tool_call_id.clone().unwrap_or_default(),
-            "content": m.content,
-        }),
-    }
-}
-
-fn image_part(image: &crate::types::ImagePart) -> Value {
-    json!({"type": "image_url", "image_url": {"url": image.data_url()}})
+    serde_json::to_value(Body::of(request)).unwrap_or_default()
 }
 
 /// Sends the request and streams the answer.
@@ -105,7 +36,7 @@ pub(crate) async fn chat(
     let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
     let mut state = Gather::default();
     let mut done = false;
-    post_stream(http, &url, headers, &body(request), &mut |event| {
+    post_stream(http, &url, headers, wire_bytes(request)?, &mut |event| {
         if event.data.trim() == "[DONE]" {
             done = true;
             return Ok(false);
@@ -121,6 +52,16 @@ pub(crate) async fn chat(
         return Err(crate::error::cut_off());
     }
     Ok(state.finish(on_event))
+}
+
+/// The bytes sent for `request`.
+fn wire_bytes(request: &ChatRequest) -> Result<Vec<u8>, LlmError> {
+    serde_json::to_vec(&Body::of(request)).map_err(|e| {
+        LlmError::new(
+            ErrorKind::Protocol,
+            format!("cannot write the request: {e}"),
+        )
+    })
 }
 
 /// The reply being gathered.

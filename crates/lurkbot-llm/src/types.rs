@@ -136,8 +136,8 @@ pub struct ChatRequest {
     pub system: String,
     /// The conversation so far.
     pub messages: Vec<Message>,
-    /// Tools offered.
-    pub tools: Vec<ToolSpec>,
+    /// Tools offered (shared: a turn offers the same specs on every call).
+    pub tools: Vec<std::sync::Arc<ToolSpec>>,
     /// Most tokens to generate.
     pub max_tokens: u32,
     /// Reasoning effort (`minimal`, `low`, `medium`, `high`); `None` or `off` sends nothing.

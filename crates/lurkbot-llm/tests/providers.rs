@@ -15,11 +15,11 @@ fn request() -> ChatRequest {
         model: String::new(),
         system: "You are terse.".into(),
         messages: vec![Message::user("hi")],
-        tools: vec![ToolSpec {
+        tools: vec![std::sync::Arc::new(ToolSpec {
             name: "terminal_exec".into(),
             description: "run a command".into(),
             parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
-        }],
+        })],
         max_tokens: 256,
         reasoning: None,
     }

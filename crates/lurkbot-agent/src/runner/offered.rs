@@ -3,6 +3,8 @@
 //! while a client that can show widgets is attached, `nodes` once a node is paired — and `tts` only where a speech provider is
 //! set up.
 
+use std::sync::Arc;
+
 use lurkbot_llm::ToolSpec;
 
 use super::Agent;
@@ -10,9 +12,10 @@ use crate::error::AgentError;
 use crate::policy::Policy;
 
 impl Agent {
-    pub(super) fn offered_by(&self, policy: &Policy) -> Result<Vec<ToolSpec>, AgentError> {
+    pub(super) fn offered_by(&self, policy: &Policy) -> Result<Vec<Arc<ToolSpec>>, AgentError> {
         let mcp = self.mcp.as_ref().map(|hub| hub.specs()).unwrap_or_default();
         let mut offered = Vec::with_capacity(self.tools.specs().len() + mcp.len());
+        let mcp = mcp.into_iter().map(Arc::new);
         for spec in self.tools.specs().iter().cloned().chain(mcp) {
             if !policy.allows(&spec.name).map_err(AgentError::Config)? {
                 continue;
@@ -35,7 +38,7 @@ impl Agent {
                     continue;
                 }
                 if self.config.browser.evaluate {
-                    offered.push(crate::tools::browser::spec(true));
+                    offered.push(Arc::new(crate::tools::browser::spec(true)));
                     continue;
                 }
             }

@@ -26,7 +26,7 @@ pub(super) struct Turn<'a> {
     /// The session's index entry, read once per turn.
     entry: SessionEntry,
     policy: Policy,
-    offered: Vec<ToolSpec>,
+    offered: Vec<std::sync::Arc<ToolSpec>>,
     /// About how many tokens `offered` takes in a request.
     offered_tokens: u64,
     pub(super) tracked: Tracked,
@@ -313,7 +313,7 @@ impl Agent {
 
 /// The tool's name when it is one of the tools offered; `unknown` for a name the model made
 /// up (so a metric's labels stay bounded).
-fn offered_name<'a>(offered: &'a [ToolSpec], call: &ToolCall) -> &'a str {
+fn offered_name<'a>(offered: &'a [std::sync::Arc<ToolSpec>], call: &ToolCall) -> &'a str {
     offered
         .iter()
         .find(|spec| spec.name == call.name)
@@ -321,7 +321,7 @@ fn offered_name<'a>(offered: &'a [ToolSpec], call: &ToolCall) -> &'a str {
 }
 
 /// A tool call's span (ARCHITECTURE.md §6.4): its arguments only with `capture_content`.
-fn tool_span(offered: &[ToolSpec], call: &ToolCall) -> lurkbot_core::trace::Span {
+fn tool_span(offered: &[std::sync::Arc<ToolSpec>], call: &ToolCall) -> lurkbot_core::trace::Span {
     use lurkbot_core::trace::{Kind, Span};
     let tool = offered_name(offered, call);
     let mut span = Span::start(format!("execute_tool {tool}"), Kind::Internal);
@@ -341,7 +341,12 @@ pub(crate) fn trace_id() -> Option<String> {
 
 /// Counts a tool call in the metrics (ARCHITECTURE.md §6.4): named only when it is one of the
 /// tools offered (a name the model made up is `unknown`, so the labels stay bounded).
-fn count_tool(offered: &[ToolSpec], call: &ToolCall, started: std::time::Instant, failed: bool) {
+fn count_tool(
+    offered: &[std::sync::Arc<ToolSpec>],
+    call: &ToolCall,
+    started: std::time::Instant,
+    failed: bool,
+) {
     use lurkbot_core::metrics::{TOOL_CALL_SECONDS, TOOL_CALLS};
     let tool = offered_name(offered, call);
     TOOL_CALLS.inc(&[tool, if failed { "error" } else { "ok" }]);

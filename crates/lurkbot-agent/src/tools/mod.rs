@@ -157,7 +157,7 @@ pub struct ToolBox {
 /// The tools and their specs, in registration order.
 struct Registered {
     tools: Vec<Box<dyn Tool>>,
-    specs: Vec<ToolSpec>,
+    specs: Vec<std::sync::Arc<ToolSpec>>,
 }
 
 impl ToolBox {
@@ -170,8 +170,8 @@ impl ToolBox {
         }
     }
 
-    /// Every tool's spec, in registration order.
-    pub fn specs(&self) -> &[ToolSpec] {
+    /// Every tool's spec, in registration order (shared: offering one to a turn copies nothing).
+    pub fn specs(&self) -> &[std::sync::Arc<ToolSpec>] {
         &self.shared.specs
     }
 
@@ -184,7 +184,9 @@ impl ToolBox {
 
     /// The spec of the tool called `name` (case-insensitive).
     pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
-        self.index(name).and_then(|i| self.shared.specs.get(i))
+        self.index(name)
+            .and_then(|i| self.shared.specs.get(i))
+            .map(|s| s.as_ref())
     }
 
     /// Where the tool called `name` (case-insensitive) is registered.
@@ -198,7 +200,10 @@ impl ToolBox {
 
 impl Registered {
     fn new(tools: Vec<Box<dyn Tool>>) -> Self {
-        let specs = tools.iter().map(|t| t.spec()).collect();
+        let specs = tools
+            .iter()
+            .map(|t| std::sync::Arc::new(t.spec()))
+            .collect();
         Self { tools, specs }
     }
 }
@@ -256,7 +261,7 @@ mod tests {
     #[test]
     fn every_builtin_spec_is_an_object_schema() {
         let mut specs = ToolBox::builtin().specs().to_vec();
-        specs.push(browser::spec(true));
+        specs.push(std::sync::Arc::new(browser::spec(true)));
         assert_eq!(specs.len(), 24);
         for spec in specs {
             let parameters = &spec.parameters;
