@@ -18,7 +18,8 @@
 #   gateways one and three gateways on PostgreSQL, each on its own CPU share (a cgroup; root):
 #            turns/s and their ratio, PostgreSQL's CPU a turn; with the database 1 ms away (a
 #            delaying proxy) the failover and a turn's cost and round trips; idle RSS
-#   gateway  start to /health, idle RSS after 60 s, 1,000 WebSocket clients doing health
+#   gateway  start to /health, idle RSS after 60 s (anonymous, the binary's pages, libraries; PSS)
+#            once scripts/hot-symbols.sh --check passes, 1,000 WebSocket clients doing health
 #   turn     the gateway's own CPU per API turn (one scripted model call, no tool call) over 200
 #            sequential turns, on the embedded store and on PostgreSQL; turns/s per core
 #   memory   the memory index at 50,000 chunks: build time, memory_search p50/p99 keyword and hybrid
@@ -57,6 +58,11 @@ if [ "${1:-}" = peers ]; then
     fi
   done
   extra=(--peers "$peers" --readme README.md)
+fi
+if [ "${1:-}" = gateway ] && [ -z "${LURKBOT_BIN:-}" ]; then
+  # The idle figure depends on the recorded layout of the code: a stale one fails here, not
+  # silently in the figure (a build with symbols of its own: minutes).
+  scripts/hot-symbols.sh --check
 fi
 if [ "${1:-}" = speech ]; then
   # The binary with its symbols (a build of its own: minutes), to measure what the Opus encoder

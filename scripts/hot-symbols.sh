@@ -10,11 +10,31 @@
 # keeps them. A name that no longer exists (code changed, a dependency or the toolchain
 # upgraded) is skipped by the linker; run this again then. Needs valgrind and the gateway
 # bench's peers (ngircd); takes a few minutes.
+#
+# `scripts/hot-symbols.sh --check` only builds the binary with its symbols and says how many of
+# the recorded functions it still has; it fails below 90 % (the release procedure and
+# `bench/run.sh gateway` run it: a layout gone stale costs idle memory without a warning).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 symbols="$target/symbols/release/lurkbot"
+if [ "${1:-}" = --check ]; then
+  RUSTFLAGS="-C strip=none" cargo build --release -q -p lurkbot --target-dir "$target/symbols"
+  python3 - "$symbols" crates/lurkbot/hot-symbols.txt <<'EOF'
+import subprocess, sys
+binary, listed = sys.argv[1], sys.argv[2]
+names = [n for n in open(listed).read().split("\n") if n]
+out = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True)
+present = {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
+found = sum(1 for n in names if n in present)
+share = 100.0 * found / max(len(names), 1)
+print(f"hot-symbols.txt: {found} of {len(names)} recorded idle functions are in this build ({share:.1f} %)")
+if share < 90.0:
+    sys.exit("hot-symbols.txt is stale (under 90 %): record it again with scripts/hot-symbols.sh")
+EOF
+  exit
+fi
+command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 RUSTFLAGS="-C strip=none" cargo build --release -q -p lurkbot --target-dir "$target/symbols"
 cargo build --release -q -p lurkbot-bench --target-dir "$target"
 work=$(mktemp -d)

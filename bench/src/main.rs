@@ -39,6 +39,7 @@ mod gateway;
 mod gateways;
 mod journal;
 mod media;
+mod mem_split;
 mod memory;
 mod observability;
 mod peers;

@@ -146,13 +146,23 @@ impl Sharing {
     }
 }
 
+/// How long the publisher gathers events after the first of a batch: a turn's few events
+/// (its start, text, end) go to the database in one round trip instead of one each — the
+/// round trips were a tenth of a turn's CPU on PostgreSQL — and another gateway's client sees
+/// them at most this much later.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// Writes what the hub queued, in batches, until the hub is gone.
 fn publish_loop(rx: &Receiver<Event>, store: &Store) {
     while let Ok(first) = rx.recv() {
         let mut batch = Vec::with_capacity(BATCH);
         batch.extend(serde_json::to_string(&first).ok());
+        let until = std::time::Instant::now() + GATHER;
         while batch.len() < BATCH {
-            let Ok(next) = rx.try_recv() else { break };
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            let Ok(next) = rx.recv_timeout(left) else {
+                break;
+            };
             batch.extend(serde_json::to_string(&next).ok());
         }
         if let Err(e) = store.publish_events(batch) {
