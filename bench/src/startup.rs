@@ -94,7 +94,7 @@ pub(crate) fn startup(bin: &Path, runs: usize) -> Result<(), String> {
         ms(exec_help) - ms(floor)
     );
     // The budgets were set where `true` starts in 0.7 ms; machines differ by 3×, so they are
-    // also multiples of `true` in the same run (DESIGN §9).
+    // also multiples of `true` in the same run (ARCHITECTURE.md §9).
     let times = |t: Duration| ms(t) / ms(floor).max(0.001);
     println!(
         "as multiples of `true` in this run: --version {:.1}× (budget 3×), exec help {:.1}× (budget 4.3×)",

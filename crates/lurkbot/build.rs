@@ -5,8 +5,9 @@
 //! functions are also folded into one (`--icf=all`; Rust gives no function two addresses it
 //! relies on): 0.12 MiB less binary; and functions are laid out in the order of
 //! `hot-symbols.txt` — those the gateway runs from its start to idle, recorded by
-//! `scripts/hot-symbols.sh` — so they share pages: an idle gateway maps about 1.5 MiB of code
-//! instead of 7.4 (ARCHITECTURE.md §9). Only the final link of the binary changes, so no
+//! `scripts/hot-symbols.sh` — so they share pages: an idle gateway holds 4.0 MB of the
+//! binary's pages (9.2 MB RSS in all, 17.6 with a stale list: ARCHITECTURE.md §9;
+//! `scripts/hot-symbols.sh --check` says whether it is). Only the final link of the binary changes, so no
 //! dependency is rebuilt for any of them. `LURKBOT_NO_RELR`, `LURKBOT_NO_ICF` and
 //! `LURKBOT_NO_ORDER` turn them off (an older linker).
 

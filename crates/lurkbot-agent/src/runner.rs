@@ -230,10 +230,7 @@ impl Agent {
     ///
     /// # Errors
     /// `Config` for an unknown tool profile.
-    pub fn offered(
-        &self,
-        session: &SessionKey,
-    ) -> Result<Vec<std::sync::Arc<ToolSpec>>, AgentError> {
+    pub fn offered(&self, session: &SessionKey) -> Result<Vec<Arc<ToolSpec>>, AgentError> {
         self.offered_by(&self.policy(session))
     }
 
@@ -411,7 +408,7 @@ impl Agent {
     async fn run_call(
         &self,
         ctx: &ToolCtx<'_>,
-        offered: &[std::sync::Arc<ToolSpec>],
+        offered: &[Arc<ToolSpec>],
         call: &ToolCall,
         step: usize,
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
@@ -510,7 +507,7 @@ fn json_string_chars(text: &str) -> u64 {
 
 /// About how many tokens the tools' descriptions and schemas take in a request (the same for
 /// every step of a turn, so worked out once).
-pub(crate) fn tools_tokens(tools: &[std::sync::Arc<ToolSpec>]) -> u64 {
+pub(crate) fn tools_tokens(tools: &[Arc<ToolSpec>]) -> u64 {
     // Each spec's figure is kept by its name and text: a turn re-serialized every schema.
     static KNOWN: std::sync::Mutex<Option<std::collections::HashMap<String, (usize, u64)>>> =
         std::sync::Mutex::new(None);
