@@ -11,7 +11,7 @@ use crate::openai_wire::Body;
 use crate::types::{ChatRequest, ChatResponse, StreamEvent, ToolCall, Usage};
 
 /// The request body (as JSON, for tests and debugging: what is sent is written straight from
-/// the request by [`crate::openai_wire`]).
+/// the request, with no JSON tree built).
 pub fn body(request: &ChatRequest) -> Value {
     serde_json::to_value(Body::of(request)).unwrap_or_default()
 }
