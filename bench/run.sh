@@ -21,7 +21,7 @@
 #   gateway  start to /health, idle RSS after 60 s (anonymous, the binary's pages, libraries; PSS)
 #            once scripts/hot-symbols.sh --check passes, 1,000 WebSocket clients doing health
 #   turn     the gateway's own CPU per API turn (one scripted model call, no tool call) over 200
-#            sequential turns, on the embedded store and on PostgreSQL; turns/s per core
+#            sequential turns (median of three rounds), on the embedded store and on PostgreSQL; turns/s per core
 #   memory   the memory index at 50,000 chunks: build time, memory_search p50/p99 keyword and hybrid
 #   soak     10,000 API turns and 10,000 WebSocket cycles with cron, heartbeat and an IRC flood:
 #            RSS after the run within 8 MiB of RSS after 100 turns, retained structures bounded
