@@ -348,6 +348,13 @@ pub(crate) fn prepare_plain(bin: &Path, home: &Path, model_url: &str) -> Result<
 /// A two-thread runtime and the scripted model on it ([`answer`] for every request, nothing
 /// recorded).
 pub(crate) fn scripted_model() -> Result<(tokio::runtime::Runtime, FakeProvider), String> {
+    scripted_model_answering(answer)
+}
+
+/// [`scripted_model`] answering every request with what `respond` makes of its body.
+pub(crate) fn scripted_model_answering(
+    respond: impl Fn(&serde_json::Value) -> Step + Send + Sync + 'static,
+) -> Result<(tokio::runtime::Runtime, FakeProvider), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -355,7 +362,7 @@ pub(crate) fn scripted_model() -> Result<(tokio::runtime::Runtime, FakeProvider)
         .map_err(|e| e.to_string())?;
     let fake = runtime.block_on(FakeProvider::start(Vec::new()));
     fake.record(false);
-    fake.respond(answer);
+    fake.respond(respond);
     Ok((runtime, fake))
 }
 

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use lurkbot_llm::fake::{FakeProvider, Step};
+use lurkbot_llm::fake::Step;
 use lurkbot_test_support::postgres::Postgres;
 
 use crate::cpu_share::process_cpu;
@@ -19,19 +19,6 @@ const POSTGRES_BUDGET_MS: f64 = 3.0;
 const BEFORE_MS: (f64, f64) = (6.2, 9.1);
 /// The answer every turn gets (what `soak::api_turn` waits for).
 const ANSWER: &str = "Done: the session is fine.";
-
-/// A scripted model that answers every request with text (no tool call).
-fn text_model() -> Result<(tokio::runtime::Runtime, FakeProvider), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let fake = runtime.block_on(FakeProvider::start(Vec::new()));
-    fake.record(false);
-    fake.respond(|_| Step::text(ANSWER));
-    Ok((runtime, fake))
-}
 
 /// Rounds per store: the machine's own noise moves one round by ±10 %; the median of three
 /// is the figure.
@@ -79,7 +66,8 @@ fn verdict(ms: f64, budget: f64) -> &'static str {
 }
 
 pub(crate) fn turn(bin: &Path, turns: usize) -> Result<(), String> {
-    let (_runtime, fake) = text_model()?;
+    // Every request answered with text (no tool call).
+    let (_runtime, fake) = crate::soak::scripted_model_answering(|_| Step::text(ANSWER))?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let embedded = dir.path().join("embedded");
     let token = crate::gateways::home_at(bin, &embedded, &fake.url, None)?;

@@ -508,33 +508,31 @@ fn json_string_chars(text: &str) -> u64 {
 /// About how many tokens the tools' descriptions and schemas take in a request (the same for
 /// every step of a turn, so worked out once).
 pub(crate) fn tools_tokens(tools: &[Arc<ToolSpec>]) -> u64 {
-    // Each spec's figure is kept by its name and text: a turn re-serialized every schema.
-    static KNOWN: std::sync::Mutex<Option<std::collections::HashMap<String, (usize, u64)>>> =
-        std::sync::Mutex::new(None);
+    // Each spec's figure is kept with the spec it was measured on: a turn re-serialized every
+    // schema. The built-in specs are the same `Arc` every turn (found by pointer); a spec made
+    // anew (an MCP server's, the browser's with `evaluate`) is compared whole, and measured
+    // again when it changed.
+    type Known = std::collections::HashMap<String, (Arc<ToolSpec>, u64)>;
+    static KNOWN: std::sync::Mutex<Option<Known>> = std::sync::Mutex::new(None);
     let mut known = KNOWN.lock().ok();
     tools
         .iter()
         .map(|t| {
-            // Its text's length and its parameters' count: a spec that changes (an MCP
-            // server's, the browser's with `evaluate`) is measured again.
-            let fingerprint = t.description.len() * 1000
-                + t.parameters["properties"]
-                    .as_object()
-                    .map_or(0, |p| p.len());
-            if let Some(Some(cached)) = known.as_mut().map(|k| {
+            let cached = known.as_mut().and_then(|k| {
                 k.get_or_insert_with(Default::default)
                     .get(&t.name)
-                    .filter(|(f, _)| *f == fingerprint)
+                    .filter(|(spec, _)| Arc::ptr_eq(spec, t) || **spec == **t)
                     .map(|(_, n)| *n)
-            }) {
-                return cached;
+            });
+            if let Some(n) = cached {
+                return n;
             }
             let wire = serde_json::json!({"type": "function", "function": {
                 "name": t.name, "description": t.description, "parameters": t.parameters}});
             let n = estimate_tokens(&wire.to_string());
             if let Some(k) = known.as_mut() {
                 k.get_or_insert_with(Default::default)
-                    .insert(t.name.clone(), (fingerprint, n));
+                    .insert(t.name.clone(), (Arc::clone(t), n));
             }
             n
         })

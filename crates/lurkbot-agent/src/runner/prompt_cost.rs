@@ -77,3 +77,41 @@ impl Agent {
         Ok(request_tokens(&system, messages, tools_tokens(&offered)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use lurkbot_llm::ToolSpec;
+
+    use super::tools_tokens;
+
+    fn spec(description: &str, parameters: serde_json::Value) -> Arc<ToolSpec> {
+        Arc::new(ToolSpec {
+            name: "tokens_test_tool".into(),
+            description: description.into(),
+            parameters,
+        })
+    }
+
+    /// A spec's figure is kept, and measured again when the spec changed — even where its
+    /// description's length and its properties' count stayed the same.
+    #[test]
+    fn a_changed_spec_is_measured_again() {
+        let short = spec(
+            "Reads.",
+            serde_json::json!({"type": "object", "properties": {"a": {}}}),
+        );
+        let first = tools_tokens(std::slice::from_ref(&short));
+        assert_eq!(tools_tokens(std::slice::from_ref(&short)), first);
+        let same_shape = spec(
+            "Reads.",
+            serde_json::json!({"type": "object", "properties": {"a": {
+                "type": "string", "description": "a much longer description of the argument"}}}),
+        );
+        assert!(tools_tokens(&[same_shape]) > first);
+        // A copy equal to the first (another `Arc`) is the first's figure.
+        let copy = Arc::new((*short).clone());
+        assert_eq!(tools_tokens(&[copy]), first);
+    }
+}
