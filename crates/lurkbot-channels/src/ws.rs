@@ -19,10 +19,17 @@ pub(crate) async fn open(url: &str, what: &str) -> Result<Socket, ChannelError> 
         .filter(|(s, _, _)| s == "ws" || s == "wss")
         .ok_or_else(|| ChannelError::Permanent(format!("{what} URL {url} is not ws(s)://")))?;
     let stream = connect(&host, port, scheme == "wss", what).await?;
-    let (socket, _) = tokio_tungstenite::client_async(url, stream)
+    let (socket, _) = tokio_tungstenite::client_async_with_config(url, stream, Some(config()))
         .await
         .map_err(|e| ChannelError::Transient(format!("{what}: {e}")))?;
     Ok(socket)
+}
+
+/// The sockets' settings: tungstenite's default read buffer is 128 KiB, zero-filled when the
+/// first frame is read, so each open channel socket held that much memory while idle. Frames are
+/// read in 8 KiB pieces instead; a message may still be as large as the default allows.
+pub(crate) fn config() -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
+    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(8 * 1024)
 }
 
 /// What a socket task hands over: messages, or the refusal that ended it.

@@ -55,7 +55,9 @@ impl TransportFactory for Dialer {
         request
             .headers_mut()
             .insert("Origin", WHATSAPP_WEB_ORIGIN.parse()?);
-        let (socket, _) = tokio_tungstenite::client_async(request, stream).await?;
+        let (socket, _) =
+            tokio_tungstenite::client_async_with_config(request, stream, Some(crate::ws::config()))
+                .await?;
         Ok(Pipe::start(socket))
     }
 }
