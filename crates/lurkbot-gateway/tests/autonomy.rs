@@ -202,7 +202,7 @@ async fn missed_runs_run_once_and_one_gateway_per_home_runs_them() {
     let mut events = third.early_events.take().unwrap();
     let finished = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            match events.recv().await {
+            match events.recv().await.map(std::sync::Arc::unwrap_or_clone) {
                 Ok(Event::Cron(c)) if c.action == "finished" => break c,
                 Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(e) => panic!("{e}"),
@@ -233,7 +233,7 @@ async fn missed_runs_are_skipped_when_catch_up_is_none() {
     let mut events = second.early_events.take().unwrap();
     let finished = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            match events.recv().await {
+            match events.recv().await.map(std::sync::Arc::unwrap_or_clone) {
                 Ok(Event::Cron(c)) if c.action == "finished" => break c,
                 Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                 Err(e) => panic!("{e}"),

@@ -102,7 +102,11 @@ impl Sharing {
     /// a publisher thread, and the store's follower emitting their events to `here`, the hub's
     /// own sender (the follower's thread must not keep the hub, and so itself, alive once the
     /// hub's state is gone).
-    pub(crate) fn start(&self, here: tokio::sync::broadcast::Sender<Event>, store: &Store) {
+    pub(crate) fn start(
+        &self,
+        here: tokio::sync::broadcast::Sender<std::sync::Arc<Event>>,
+        store: &Store,
+    ) {
         if !store.shares_events() || self.publisher.get().is_some() {
             return;
         }
@@ -118,7 +122,7 @@ impl Sharing {
                     if let Event::ApprovalResolved(r) = &frame.event {
                         let _ = resolved.send((r.approval_id.clone(), r.decision.clone()));
                     }
-                    let _ = here.send(frame.event);
+                    let _ = here.send(std::sync::Arc::new(frame.event));
                 }
             }
         });

@@ -365,7 +365,7 @@ async fn serve(
             // `out` is held here too, so this never ends.
             Some(item) = rx.recv() => item,
             event = events.recv() => match event {
-                Ok(event) => Out::Event(event),
+                Ok(event) => Out::Event(Arc::unwrap_or_clone(event)),
                 Err(broadcast::error::RecvError::Lagged(dropped)) => {
                     Out::Event(Event::Lagged(Lagged { dropped }))
                 }

@@ -24,7 +24,8 @@ pub struct Gateway {
     pub state: AppState,
     /// The hub's events from before the first connection (only for [`Gateway::on_same_home`]:
     /// a listener counts as a client for approvals).
-    pub early_events: Option<tokio::sync::broadcast::Receiver<lurkbot_gateway::protocol::Event>>,
+    pub early_events:
+        Option<tokio::sync::broadcast::Receiver<std::sync::Arc<lurkbot_gateway::protocol::Event>>>,
     stop: Option<oneshot::Sender<()>>,
     pub task: Option<tokio::task::JoinHandle<()>>,
 }
