@@ -50,15 +50,17 @@ done
 exec "$symbols" "\$@"
 EOF
 chmod +x "$work/lurkbot"
-"$target/release/lurkbot-bench" gateway --bin "$work/lurkbot" --runs 3 --idle-secs 120 > "$work/bench.log" 2>&1 &
+"$target/release/lurkbot-bench" gateway --bin "$work/lurkbot" --runs 3 --idle-secs 240 > "$work/bench.log" 2>&1 &
 bench=$!
 # The idle gateway is the last one started: once the bench reports the start times it starts
-# it, connects IRC and waits for both channels (slow under callgrind), then idles.
+# it, connects IRC and waits for both channels (slow under callgrind), then idles — long enough
+# for what an idle gateway does now and then (Discord's heartbeat every 41 s, the IRC link's
+# ping after 60 s of silence, Telegram's long polls, the lease and schedule timers).
 until grep -q "start → /health" "$work/bench.log"; do
   kill -0 "$bench" 2>/dev/null || { cat "$work/bench.log" >&2; exit 1; }
   sleep 1
 done
-sleep 75
+sleep 170
 pid=$(pgrep -n -f "callgrind.*$symbols")
 callgrind_control -d "$pid" >/dev/null
 sleep 5
