@@ -3,9 +3,12 @@
 # (crates/lurkbot/build.rs): every function the gateway runs from its start to idle with an IRC
 # connection joined and Telegram and Discord open — the scenario of the idle-RSS budget
 # (ARCHITECTURE.md §9) — recorded by Valgrind's callgrind. Laid out together, they share pages,
-# and an idle gateway holds 4.0 MB of the binary's pages (9.2 MB RSS in all; 17.6 with a stale list).
+# and an idle gateway holds 4.1 MB of the binary's pages (8.7 MB RSS in all; 17.6 with a stale list).
 #
-# The names must be those of `cargo build --release -p lurkbot`: RUSTFLAGS are not hashed into
+# The names must be those of `cargo build --release -p lurkbot` built on its own (with another
+# package in the same command, e.g. `-p lurkbot-bench`, the dependencies' features unify with
+# that package's, their symbol names change and the layout no longer applies: 15.2 MB idle
+# instead of 8.7). RUSTFLAGS are not hashed into
 # crate metadata, so a build with `-C strip=none` in RUSTFLAGS has the same symbol names and
 # keeps them. A name that no longer exists (code changed, a dependency or the toolchain
 # upgraded) is skipped by the linker; run this again then. Needs valgrind and the gateway
