@@ -6,8 +6,9 @@
 //!   joined to a real ngircd on loopback (when installed) and two channels open (Telegram and
 //!   Discord, served by the test servers written from their API documentation). Budget 8 MB.
 //!   The gateway measured idle runs from a copy of `--bin`, as installed: the linker's fresh
-//!   output sits in the page cache as single pages, a copied (or read-from-disk) file in large
-//!   folios, which the kernel maps whole on a fault — what users run, and up to 6 MB more.
+//!   output sits in the page cache as single pages, a copied (or read-from-disk) file in 64 KiB
+//!   folios, which the kernel maps whole on a fault — what users run (0.2 MB more on
+//!   2026-11-29).
 //!   Then (`whatsapp_idle.rs`) a gateway without channels beside one with WhatsApp's linked
 //!   device enabled.
 //! - 1,000 WebSocket clients connecting at once (p50/p99 of connect+handshake); then, all
@@ -200,28 +201,19 @@ impl Channels {
     }
 }
 
-/// A copy of the binary in a scratch folder, removed when dropped. Copied as `install`, a
-/// package manager or an unpacked release would write it, so its pages are cached the way a
-/// user's are.
+/// A copy of the binary in a scratch folder (removed with it). Copied as `install`, a package
+/// manager or an unpacked release would write it, so its pages are cached the way a user's are.
 struct Installed {
+    _dir: tempfile::TempDir,
     path: std::path::PathBuf,
 }
 
 impl Installed {
     fn copy(bin: &Path) -> Result<Self, String> {
-        let dir = std::env::temp_dir().join(format!("lurkbot-bench-bin-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let path = dir.join("lurkbot");
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let path = dir.path().join("lurkbot");
         std::fs::copy(bin, &path).map_err(|e| format!("copying {}: {e}", bin.display()))?;
-        Ok(Self { path })
-    }
-}
-
-impl Drop for Installed {
-    fn drop(&mut self) {
-        if let Some(dir) = self.path.parent() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
+        Ok(Self { _dir: dir, path })
     }
 }
 

@@ -126,3 +126,39 @@ impl Liveness {
         self.stale.get()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    /// The small read buffer bounds a read, not a message: a frame many times its size (a
+    /// Discord `READY` with many guilds, a WhatsApp history sync) arrives whole, and the next
+    /// one after it.
+    #[tokio::test]
+    async fn a_message_larger_than_the_read_buffer_arrives_whole() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let big: String = (0..200 * 1024)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let sent = big.clone();
+        let server = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let mut ws = tokio_tungstenite::accept_async(stream).await.unwrap();
+            ws.send(Message::text(sent)).await.unwrap();
+            ws.send(Message::text("after")).await.unwrap();
+            // Held open until the client has read both.
+            let _ = ws.next().await;
+        });
+        let mut socket = super::open(&format!("ws://127.0.0.1:{port}/"), "test")
+            .await
+            .unwrap();
+        let first = socket.next().await.unwrap().unwrap();
+        assert_eq!(first.into_text().unwrap().as_str(), big);
+        let second = socket.next().await.unwrap().unwrap();
+        assert_eq!(second.into_text().unwrap().as_str(), "after");
+        socket.close(None).await.unwrap();
+        server.await.unwrap();
+    }
+}
