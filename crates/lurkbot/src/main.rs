@@ -9,12 +9,10 @@ mod run;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
     // Everything LurkBot creates in the home is private (ARCHITECTURE.md §2).
     lurkbot_core::make_created_files_private();
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     let status = match run::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // The one place a failure is printed and turned into the exit status.

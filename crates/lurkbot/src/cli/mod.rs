@@ -21,6 +21,7 @@ mod doctor_plugins;
 mod doctor_signal;
 pub(crate) mod exec;
 pub(crate) mod gateway;
+mod gateway_line;
 pub(crate) mod heartbeat;
 pub(crate) mod import;
 pub(crate) mod init;
@@ -53,6 +54,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+pub(crate) use gateway_line::parse;
+
 /// LurkBot: a self-hosted personal AI agent in one small binary.
 ///
 /// Every path is relative to the LurkBot home (--home, LURKBOT_HOME, default ~/.lurkbot).
@@ -62,12 +65,19 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "lurkbot", version, about, long_about, max_term_width = 100)]
 pub(crate) struct Cli {
-    /// The LurkBot home directory (agents root).
-    #[arg(long, global = true, env = "LURKBOT_HOME", value_name = "DIR")]
-    pub(crate) home: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) globals: Globals,
 
     #[command(subcommand)]
     pub(crate) command: Sub,
+}
+
+/// The options every subcommand takes (also the gateway's short parse, `gateway_line.rs`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct Globals {
+    /// The LurkBot home directory (agents root).
+    #[arg(long, global = true, env = "LURKBOT_HOME", value_name = "DIR")]
+    pub(crate) home: Option<PathBuf>,
 }
 
 /// The subcommands.
