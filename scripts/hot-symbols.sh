@@ -118,6 +118,8 @@ fi
 exec "$symbols" "\$@"
 EOF
 chmod +x "$work/lurkbot"
+# Linked again with the list as it now is, so the faults are those of the layout it makes.
+RUSTFLAGS="-C strip=none" cargo build --release -q -p lurkbot --target-dir "$target/symbols"
 cat > "$work/added.py" <<'EOF'
 import bisect, re, subprocess, sys
 binary, faults, listed = sys.argv[1:4]
