@@ -3,16 +3,18 @@
 # (crates/lurkbot/build.rs): every function the gateway runs from its start to idle with an IRC
 # connection joined and Telegram and Discord open — the scenario of the idle-RSS budget
 # (ARCHITECTURE.md §9) — recorded by Valgrind's callgrind. Laid out together, they share pages,
-# and an idle gateway holds 4.1 MB of the binary's pages (8.7 MB RSS in all; 17.6 with a stale list).
+# and an idle gateway holds 3.3–3.6 MB of the binary's pages (8.0–8.3 MB RSS in all; 17.6 with a
+# stale list).
 #
 # The names must be those of `cargo build --release -p lurkbot` built on its own (with another
 # package in the same command, e.g. `-p lurkbot-bench`, the dependencies' features unify with
 # that package's, their symbol names change and the layout no longer applies: 15.2 MB idle
-# instead of 8.7). RUSTFLAGS are not hashed into
+# instead of 8.7 then). RUSTFLAGS are not hashed into
 # crate metadata, so a build with `-C strip=none` in RUSTFLAGS has the same symbol names and
 # keeps them. A name that no longer exists (code changed, a dependency or the toolchain
 # upgraded) is skipped by the linker; run this again then. Needs valgrind and the gateway
-# bench's peers (ngircd); takes a few minutes.
+# bench's peers (ngircd), and perf (Debian: linux-perf) for the second pass below; takes about
+# a quarter of an hour.
 #
 # `scripts/hot-symbols.sh --faults` skips callgrind and only adds what the real CPU's page faults
 # show (below) to the list as it is.
