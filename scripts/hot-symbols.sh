@@ -96,13 +96,12 @@ open(out, "w").write("\n".join(names) + "\n")
 print(f"{out}: {len(names)} functions")
 EOF
 fi
-# Valgrind's CPU is not this machine's: code picked by CPU features (ring's SHA-256 in AVX,
-# SHA-1's SHA-NI path) and paths that depend on timing (a start-up timeout that fires on a real
-# core and not under Valgrind) never show in callgrind's profile, yet each maps a block of cold
-# code. With `perf`, the same scenario runs again on the real CPU with every page fault traced,
-# and each function a fault in the binary's code lands in that is not in the list yet is added
-# (one fault shows the first function of a block that is touched: run the script twice after a
-# large change).
+# Valgrind's CPU is not this machine's: code picked by CPU features (SHA-1's SHA-NI path) and
+# paths that depend on timing (a start-up race or timeout that goes the other way on a real core)
+# never show in callgrind's profile, yet each maps a block of cold code. With `perf`, the same
+# scenario runs again on the real CPU with every page fault traced, and each function a fault in
+# the binary's code lands in that is not in the list yet is added (a fault shows only the first
+# function of a block that is touched: run `--faults` again until it adds nothing).
 command -v perf >/dev/null || {
   echo "perf not found (apt-get install linux-perf): the list has callgrind's functions only" >&2
   exit 0
@@ -122,9 +121,11 @@ EOF
 chmod +x "$work/lurkbot"
 # Linked again with the list as it now is, so the faults are those of the layout it makes.
 RUSTFLAGS="-C strip=none" cargo build --release -q -p lurkbot --target-dir "$target/symbols"
+# The idle gateway's faults only: after this long the bench turns to its WebSocket burst.
+idle_secs=40
 cat > "$work/added.py" <<'EOF'
 import bisect, re, subprocess, sys
-binary, faults, listed = sys.argv[1:4]
+binary, faults, listed, idle_secs = sys.argv[1:5]
 names = [n for n in open(listed).read().split("\n") if n]
 known = set(names)
 run = lambda *cmd: subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
@@ -148,8 +149,7 @@ for line in open(faults):
         continue
     time, addr = float(part[0][:-1]), int(part[1], 16) - base
     first = time if first is None else first
-    # The idle gateway's faults only: the bench turns to its WebSocket burst after 40 s.
-    if time - first > 35 or not lo <= addr < hi:
+    if time - first > int(idle_secs) - 5 or not lo <= addr < hi:
         continue
     name = funcs[bisect.bisect_right(starts, addr) - 1][1]
     if name not in known:
@@ -162,12 +162,12 @@ print(f"{listed}: {len(added)} functions added from the real CPU's page faults")
 EOF
 # Three runs: which of two paths a start-up race takes differs from run to run.
 for round in 1 2 3; do
-  "$target/release/lurkbot-bench" gateway --bin "$work/lurkbot" --runs 3 --idle-secs 40 > "$work/bench2.log" 2>&1 || true
+  "$target/release/lurkbot-bench" gateway --bin "$work/lurkbot" --runs 3 --idle-secs "$idle_secs" > "$work/bench2.log" 2>&1 || true
   [ -s "$work/perf.pid" ] || { echo "the idle gateway did not start: $work/bench2.log" >&2; cat "$work/bench2.log" >&2; exit 1; }
   kill -INT "$(cat "$work/perf.pid")" 2>/dev/null || true
   rm -f "$work/perf.pid"
   sleep 3
   pkill -f "$symbols --home" 2>/dev/null || true
   perf script -i "$work/faults.data" --show-mmap-events -F time,addr 2>/dev/null > "$work/faults.txt"
-  python3 "$work/added.py" "$symbols" "$work/faults.txt" crates/lurkbot/hot-symbols.txt
+  python3 "$work/added.py" "$symbols" "$work/faults.txt" crates/lurkbot/hot-symbols.txt "$idle_secs"
 done

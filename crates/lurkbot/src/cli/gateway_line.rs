@@ -29,14 +29,11 @@ fn gateway_only(args: &[OsString]) -> Option<Cli> {
         return None;
     }
     let command = Globals::augment_args(Command::new("lurkbot"))
-        .subcommand(GatewayArgs::augment_args(Command::new("gateway")))
-        .subcommand_required(true);
+        .subcommand(GatewayArgs::augment_args(Command::new("gateway")));
     let mut matches = command.try_get_matches_from(args).ok()?;
     let globals = Globals::from_arg_matches_mut(&mut matches).ok()?;
-    let (name, mut sub) = matches.remove_subcommand()?;
-    if name != "gateway" {
-        return None;
-    }
+    // `gateway` is the only subcommand there is; without one, the full parser answers.
+    let (_, mut sub) = matches.remove_subcommand()?;
     let gateway = GatewayArgs::from_arg_matches_mut(&mut sub).ok()?;
     Some(Cli {
         globals,
