@@ -1,33 +1,39 @@
 #!/usr/bin/env bash
-# Regenerates crates/lurkbot/hot-symbols.txt, the order the release link lays functions out in
-# (crates/lurkbot/build.rs): every function the gateway runs from its start to idle with an IRC
-# connection joined and Telegram and Discord open — the scenario of the idle-RSS budget
-# (ARCHITECTURE.md §9) — recorded by Valgrind's callgrind. Laid out together, they share pages,
-# and an idle gateway holds 3.3–3.6 MB of the binary's pages (8.0–8.3 MB RSS in all; 17.6 with a
-# stale list).
+# Regenerates crates/lurkbot/hot-symbols.txt, the order the release link lays functions and
+# read-only data out in (crates/lurkbot/build.rs): every function the gateway runs from its start
+# to idle with an IRC connection joined and Telegram and Discord open — the scenario of the
+# idle-RSS budget (ARCHITECTURE.md §9) — recorded by Valgrind's callgrind, then the read-only data
+# those functions use (scripts/hot-data.py). Laid out together, they share pages, and an idle
+# gateway holds about 3 MB of the binary's pages (7.5 MB RSS in all; 17.6 with a stale list).
 #
 # The names must be those of `cargo build --release -p lurkbot` built on its own (with another
 # package in the same command, e.g. `-p lurkbot-bench`, the dependencies' features unify with
 # that package's, their symbol names change and the layout no longer applies: 15.2 MB idle
-# instead of 8.7 then). RUSTFLAGS are not hashed into
-# crate metadata, so a build with `-C strip=none` in RUSTFLAGS has the same symbol names and
-# keeps them. A name that no longer exists (code changed, a dependency or the toolchain
-# upgraded) is skipped by the linker; run this again then. Needs valgrind and the gateway
-# bench's peers (ngircd), and perf (Debian: linux-perf) for the second pass below; takes about
-# a quarter of an hour.
+# instead of 8.7 then). RUSTFLAGS are not hashed into crate metadata, so a build with
+# `-C strip=none` in RUSTFLAGS has the same symbol names and keeps them; RUSTFLAGS replaces the
+# flags of .cargo/config.toml, so it repeats `-save-temp-labels` (the constants' names). A name
+# that no longer exists (code changed, a dependency or the toolchain upgraded) is skipped by the
+# linker; run this again then. Needs valgrind and the gateway bench's peers (ngircd), and perf
+# (Debian: linux-perf) for the second pass below; takes about a quarter of an hour.
 #
 # `scripts/hot-symbols.sh --faults` skips callgrind and only adds what the real CPU's page faults
 # show (below) to the list as it is.
 #
 # `scripts/hot-symbols.sh --check` only builds the binary with its symbols and says how many of
-# the recorded functions it still has; it fails below 90 % (the release procedure and
-# `bench/run.sh gateway` run it: a layout gone stale costs idle memory without a warning).
+# the recorded functions it still has and how many of the data they use are listed; it fails
+# below 90 % of either (the release procedure and `bench/run.sh gateway` run it: a layout gone
+# stale costs idle memory without a warning).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 symbols="$target/symbols/release/lurkbot"
+symbol_flags="-C strip=none -C llvm-args=-save-temp-labels"
+# Appends the read-only data the listed functions use that the list does not name yet.
+add_data() {
+  python3 scripts/hot-data.py --append "$symbols" crates/lurkbot/hot-symbols.txt
+}
 if [ "${1:-}" = --check ]; then
-  RUSTFLAGS="-C strip=none" cargo build --release -q -p lurkbot --target-dir "$target/symbols"
+  RUSTFLAGS="$symbol_flags" cargo build --release -q -p lurkbot --target-dir "$target/symbols"
   python3 - "$symbols" crates/lurkbot/hot-symbols.txt <<'EOF'
 import subprocess, sys
 binary, listed = sys.argv[1], sys.argv[2]
@@ -36,13 +42,14 @@ out = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text
 present = {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
 found = sum(1 for n in names if n in present)
 share = 100.0 * found / max(len(names), 1)
-print(f"hot-symbols.txt: {found} of {len(names)} recorded idle functions are in this build ({share:.1f} %)")
+print(f"hot-symbols.txt: {found} of {len(names)} recorded functions and data are in this build ({share:.1f} %)")
 if share < 90.0:
     sys.exit("hot-symbols.txt is stale (under 90 %): record it again with scripts/hot-symbols.sh")
 EOF
+  python3 scripts/hot-data.py --check "$symbols" crates/lurkbot/hot-symbols.txt
   exit
 fi
-RUSTFLAGS="-C strip=none" cargo build --release -q -p lurkbot --target-dir "$target/symbols"
+RUSTFLAGS="$symbol_flags" cargo build --release -q -p lurkbot --target-dir "$target/symbols"
 cargo build --release -q -p lurkbot-bench --target-dir "$target"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -95,13 +102,15 @@ if len(names) < 500:
 open(out, "w").write("\n".join(names) + "\n")
 print(f"{out}: {len(names)} functions")
 EOF
+add_data
 fi
 # Valgrind's CPU is not this machine's: code picked by CPU features (SHA-1's SHA-NI path) and
 # paths that depend on timing (a start-up race or timeout that goes the other way on a real core)
 # never show in callgrind's profile, yet each maps a block of cold code. With `perf`, the same
 # scenario runs again on the real CPU with every page fault traced, and each function a fault in
-# the binary's code lands in that is not in the list yet is added (a fault shows only the first
-# function of a block that is touched: run `--faults` again until it adds nothing).
+# the binary's code lands in — and each named datum one in its read-only data lands in — that is
+# not in the list yet is added (a fault shows only the first function or datum of a block that is
+# touched: run `--faults` again until it adds nothing).
 command -v perf >/dev/null || {
   echo "perf not found (apt-get install linux-perf): the list has callgrind's functions only" >&2
   exit 0
@@ -120,7 +129,7 @@ exec "$symbols" "\$@"
 EOF
 chmod +x "$work/lurkbot"
 # Linked again with the list as it now is, so the faults are those of the layout it makes.
-RUSTFLAGS="-C strip=none" cargo build --release -q -p lurkbot --target-dir "$target/symbols"
+RUSTFLAGS="$symbol_flags" cargo build --release -q -p lurkbot --target-dir "$target/symbols"
 # The idle gateway's faults only: after this long the bench turns to its WebSocket burst.
 idle_secs=40
 cat > "$work/added.py" <<'EOF'
@@ -129,15 +138,24 @@ binary, faults, listed, idle_secs = sys.argv[1:5]
 names = [n for n in open(listed).read().split("\n") if n]
 known = set(names)
 run = lambda *cmd: subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-funcs = []
-for line in run("nm", "-n", "--defined-only", binary).splitlines():
+funcs, data = [], []
+for line in run("nm", "-n", "-S", "--defined-only", binary).splitlines():
     part = line.split()
-    if len(part) == 3 and part[1] in "tT":
+    # Local labels (`.L…`: basic blocks, constants) are not where a function starts.
+    if len(part) == 3 and part[1] in "tT" and not part[2].startswith(".L"):
         funcs.append((int(part[0], 16), part[2]))
+    elif len(part) == 4 and part[2] in "tT" and not part[3].startswith(".L"):
+        funcs.append((int(part[0], 16), part[3]))
+    elif len(part) == 4 and part[2] in "rR":
+        data.append((int(part[0], 16), int(part[1], 16), part[3]))
 starts = [a for a, _ in funcs]
-text = re.search(r"\.text\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", run("readelf", "-SW", binary))
-lo = int(text.group(1), 16)
-hi = lo + int(text.group(2), 16)
+data_starts = [a for a, _, _ in data]
+sections = run("readelf", "-SW", binary)
+def section(name):
+    m = re.search(r"\s" + re.escape(name) + r"\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", sections)
+    return int(m.group(1), 16), int(m.group(1), 16) + int(m.group(2), 16)
+lo, hi = section(".text")
+ro_lo, ro_hi = section(".rodata")
 base, first, added = None, None, []
 for line in open(faults):
     if "PERF_RECORD_MMAP" in line:
@@ -149,16 +167,25 @@ for line in open(faults):
         continue
     time, addr = float(part[0][:-1]), int(part[1], 16) - base
     first = time if first is None else first
-    if time - first > int(idle_secs) - 5 or not lo <= addr < hi:
+    if time - first > int(idle_secs) - 5:
         continue
-    name = funcs[bisect.bisect_right(starts, addr) - 1][1]
+    if lo <= addr < hi:
+        name = funcs[bisect.bisect_right(starts, addr) - 1][1]
+    elif ro_lo <= addr < ro_hi:
+        # Read-only data no listed function names (read through a pointer made elsewhere).
+        i = bisect.bisect_right(data_starts, addr) - 1
+        if i < 0 or not data[i][0] <= addr < data[i][0] + max(data[i][1], 1):
+            continue
+        name = data[i][2]
+    else:
+        continue
     if name not in known:
         known.add(name)
         added.append(name)
 if first is None:
     sys.exit("perf recorded no page fault of the idle gateway")
 open(listed, "w").write("\n".join(names + added) + "\n")
-print(f"{listed}: {len(added)} functions added from the real CPU's page faults")
+print(f"{listed}: {len(added)} functions and data added from the real CPU's page faults")
 EOF
 # Three runs: which of two paths a start-up race takes differs from run to run.
 for round in 1 2 3; do
@@ -170,4 +197,5 @@ for round in 1 2 3; do
   pkill -f "$symbols --home" 2>/dev/null || true
   perf script -i "$work/faults.data" --show-mmap-events -F time,addr 2>/dev/null > "$work/faults.txt"
   python3 "$work/added.py" "$symbols" "$work/faults.txt" crates/lurkbot/hot-symbols.txt "$idle_secs"
+  add_data
 done
