@@ -3,11 +3,12 @@
 //! loader applies at start shrinks from 24 bytes per pointer to a bitmap, 0.76 MiB less binary
 //! and about 0.5 MB less idle RSS. On x86_64, where rustc links with its own LLD, identical
 //! functions are also folded into one (`--icf=all`; Rust gives no function two addresses it
-//! relies on): 0.12 MiB less binary; and functions are laid out in the order of
-//! `hot-symbols.txt` — those the gateway runs from its start to idle, recorded by
-//! `scripts/hot-symbols.sh` — so they share pages: an idle gateway holds 4.0 MB of the
-//! binary's pages (9.2 MB RSS in all, 17.6 with a stale list: ARCHITECTURE.md §9;
-//! `scripts/hot-symbols.sh --check` says whether it is). Only the final link of the binary changes, so no
+//! relies on): 0.12 MiB less binary; and functions and read-only data are laid out in the
+//! order of `hot-symbols.txt` — the functions the gateway runs from its start to idle, recorded
+//! by `scripts/hot-symbols.sh`, then the constants they use (`scripts/hot-data.py`; their
+//! `.Lanon.*` names are kept by `-save-temp-labels` in `.cargo/config.toml`) — so they share
+//! pages: an idle gateway holds 3.1 MB of the binary's pages (7.4–7.6 MB RSS in all, 17.6 with
+//! a stale list: ARCHITECTURE.md §9; `scripts/hot-symbols.sh --check` says whether it is). Only the final link of the binary changes, so no
 //! dependency is rebuilt for any of them. `LURKBOT_NO_RELR`, `LURKBOT_NO_ICF` and
 //! `LURKBOT_NO_ORDER` turn them off (an older linker).
 
