@@ -30,21 +30,22 @@ def run(*cmd):
     return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
 
 
-def hot_data(binary, listed):
-    functions = set(listed)
-    sections = {}
+def sections(binary):
+    """Each section's address, file offset and size, by name."""
+    found = {}
     for line in run("readelf", "-SW", binary).splitlines():
         m = re.match(r"\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)", line)
         if m:
-            sections[m.group(1)] = tuple(int(m.group(i), 16) for i in (2, 3, 4))
-    rodata, relro, writable = (sections[s] for s in (".rodata", ".data.rel.ro", ".data"))
-    inside = lambda a, s: s[0] <= a < s[0] + s[2]
-    in_data = lambda a: inside(a, rodata) or inside(a, relro) or inside(a, writable)
+            found[m.group(1)] = tuple(int(m.group(i), 16) for i in (2, 3, 4))
+    return found
 
-    data = []  # (address, size, name) of every datum with a name
+
+def data_lookup(binary, types="rRdD"):
+    """A function giving the named datum (address, size, name) of those `nm` types at an address."""
+    data = []
     for line in run("nm", "-S", "--defined-only", binary).splitlines():
         part = line.split()
-        if len(part) == 4 and part[2] in "rRdD":
+        if len(part) == 4 and part[2] in types:
             data.append((int(part[0], 16), int(part[1], 16), part[3]))
     data.sort()
     starts = [d[0] for d in data]
@@ -54,6 +55,17 @@ def hot_data(binary, listed):
         if i >= 0 and data[i][0] <= address < data[i][0] + max(data[i][1], 1):
             return data[i]
         return None
+
+    return datum_at
+
+
+def hot_data(binary, listed):
+    functions = set(listed)
+    found = sections(binary)
+    rodata, relro, writable = (found[s] for s in (".rodata", ".data.rel.ro", ".data"))
+    inside = lambda a, s: s[0] <= a < s[0] + s[2]
+    in_data = lambda a: inside(a, rodata) or inside(a, relro) or inside(a, writable)
+    datum_at = data_lookup(binary)
 
     # Each instruction objdump resolves an address for ends in "# <address> <symbol>".
     refs, current = set(), None

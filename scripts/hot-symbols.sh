@@ -133,29 +133,24 @@ RUSTFLAGS="$symbol_flags" cargo build --release -q -p lurkbot --target-dir "$tar
 # The idle gateway's faults only: after this long the bench turns to its WebSocket burst.
 idle_secs=40
 cat > "$work/added.py" <<'EOF'
-import bisect, re, subprocess, sys
+import bisect, importlib.util, re, sys
 binary, faults, listed, idle_secs = sys.argv[1:5]
+spec = importlib.util.spec_from_file_location("hot_data", "scripts/hot-data.py")
+hot = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(hot)
 names = [n for n in open(listed).read().split("\n") if n]
 known = set(names)
-run = lambda *cmd: subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-funcs, data = [], []
-for line in run("nm", "-n", "-S", "--defined-only", binary).splitlines():
+funcs = []
+for line in hot.run("nm", "-n", "--defined-only", binary).splitlines():
     part = line.split()
     # Local labels (`.L…`: basic blocks, constants) are not where a function starts.
     if len(part) == 3 and part[1] in "tT" and not part[2].startswith(".L"):
         funcs.append((int(part[0], 16), part[2]))
-    elif len(part) == 4 and part[2] in "tT" and not part[3].startswith(".L"):
-        funcs.append((int(part[0], 16), part[3]))
-    elif len(part) == 4 and part[2] in "rR":
-        data.append((int(part[0], 16), int(part[1], 16), part[3]))
 starts = [a for a, _ in funcs]
-data_starts = [a for a, _, _ in data]
-sections = run("readelf", "-SW", binary)
-def section(name):
-    m = re.search(r"\s" + re.escape(name) + r"\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", sections)
-    return int(m.group(1), 16), int(m.group(1), 16) + int(m.group(2), 16)
-lo, hi = section(".text")
-ro_lo, ro_hi = section(".rodata")
+rodata_at = hot.data_lookup(binary, "rR")
+found = hot.sections(binary)
+(lo, _, size), (ro_lo, _, ro_size) = (found[s] for s in (".text", ".rodata"))
+hi, ro_hi = lo + size, ro_lo + ro_size
 base, first, added = None, None, []
 for line in open(faults):
     if "PERF_RECORD_MMAP" in line:
@@ -173,10 +168,10 @@ for line in open(faults):
         name = funcs[bisect.bisect_right(starts, addr) - 1][1]
     elif ro_lo <= addr < ro_hi:
         # Read-only data no listed function names (read through a pointer made elsewhere).
-        i = bisect.bisect_right(data_starts, addr) - 1
-        if i < 0 or not data[i][0] <= addr < data[i][0] + max(data[i][1], 1):
+        datum = rodata_at(addr)
+        if datum is None:
             continue
-        name = data[i][2]
+        name = datum[2]
     else:
         continue
     if name not in known:
