@@ -11,9 +11,9 @@
 # that package's, their symbol names change and the layout no longer applies: 15.2 MB idle
 # instead of 8.7 then). RUSTFLAGS are not hashed into crate metadata, so a build with
 # `-C strip=none` in RUSTFLAGS has the same symbol names and keeps them; RUSTFLAGS replaces the
-# flags of .cargo/config.toml, so it repeats `-save-temp-labels` (the constants' names). A name
-# that no longer exists (code changed, a dependency or the toolchain upgraded) is skipped by the
-# linker; run this again then. Needs valgrind and the gateway bench's peers (ngircd), and perf
+# flags of .cargo/config.toml, so it repeats them (`-save-temp-labels` keeps the constants'
+# names; frame pointers are part of the code). A name that no longer exists (code changed, a
+# dependency or the toolchain upgraded) is skipped by the linker; run this again then. Needs valgrind and the gateway bench's peers (ngircd), and perf
 # (Debian: linux-perf) for the second pass below; takes about a quarter of an hour.
 #
 # `scripts/hot-symbols.sh --faults` skips callgrind and only adds what the real CPU's page faults
@@ -27,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 symbols="$target/symbols/release/lurkbot"
-symbol_flags="-C strip=none -C llvm-args=-save-temp-labels"
+symbol_flags="-C strip=none -C llvm-args=-save-temp-labels -C force-frame-pointers=yes"
 # Appends the read-only data the listed functions use that the list does not name yet.
 add_data() {
   python3 scripts/hot-data.py --append "$symbols" crates/lurkbot/hot-symbols.txt
