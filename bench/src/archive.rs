@@ -253,6 +253,15 @@ pub(crate) fn archive(bin: &Path, runs: usize, mib: u64) -> Result<(), String> {
             "tar create --src workspace/corpus --out workspace/ours.tar --confirm",
             &["peer.tar", "ours.tar"],
         )?,
+        // LurkBot syncs a new archive before renaming it into place (a crash leaves the old file
+        // or the whole new one); GNU tar does not. Uncompressed, that sync is about half of the
+        // time, so the same work is also measured: the peer's archive synced as well.
+        b.compare(
+            "tar create, both synced",
+            ("sh", &["-c", "tar cf peer.tar corpus && sync peer.tar"]),
+            "tar create --src workspace/corpus --out workspace/ours.tar --confirm",
+            &["peer.tar", "ours.tar"],
+        )?,
         b.compare(
             "tar extract (uncompressed)",
             ("tar", &["xf", "ref.tar", "--one-top-level=x-peer"]),
