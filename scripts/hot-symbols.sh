@@ -13,8 +13,10 @@
 # `-C strip=none` in RUSTFLAGS has the same symbol names and keeps them; RUSTFLAGS replaces the
 # flags of .cargo/config.toml, so it repeats them (`-save-temp-labels` keeps the constants'
 # names; frame pointers are part of the code). A name that no longer exists (code changed, a
-# dependency or the toolchain upgraded) is skipped by the linker; run this again then. Needs valgrind and the gateway bench's peers (ngircd), and perf
-# (Debian: linux-perf) for the second pass below; takes about a quarter of an hour.
+# dependency or the toolchain upgraded) is skipped by the linker; run this again then, and after
+# any change of those flags or of the toolchain (what is inlined changes, so new functions run at
+# idle). Needs valgrind and the gateway bench's peers (ngircd), and perf (Debian: linux-perf) for
+# the second pass below; takes about half an hour (28 min on 2026-11-29, both builds included).
 #
 # `scripts/hot-symbols.sh --faults` skips callgrind and only adds what the real CPU's page faults
 # show (below) to the list as it is.
