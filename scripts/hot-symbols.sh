@@ -11,8 +11,8 @@
 # that package's, their symbol names change and the layout no longer applies: 15.2 MB idle
 # instead of 8.7 then). RUSTFLAGS are not hashed into crate metadata, so a build with
 # `-C strip=none` in RUSTFLAGS has the same symbol names and keeps them; RUSTFLAGS replaces the
-# flags of .cargo/config.toml, so it repeats them (`-save-temp-labels` keeps the constants'
-# names; frame pointers are part of the code). A name that no longer exists (code changed, a
+# flags of .cargo/config.toml, so they are read from it and repeated (`-save-temp-labels` keeps
+# the constants' names; frame pointers are part of the code). A name that no longer exists (code changed, a
 # dependency or the toolchain upgraded) is skipped by the linker; run this again then, and after
 # any change of those flags or of the toolchain (what is inlined changes, so new functions run at
 # idle). Needs valgrind and the gateway bench's peers (ngircd), and perf (Debian: linux-perf) for
@@ -29,7 +29,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 symbols="$target/symbols/release/lurkbot"
-symbol_flags="-C strip=none -C llvm-args=-save-temp-labels -C force-frame-pointers=yes"
+# RUSTFLAGS replaces .cargo/config.toml's flags, so they are read from there and repeated.
+config_flags=$(python3 -c 'import tomllib; print(" ".join(tomllib.load(open(".cargo/config.toml", "rb"))["target"]["x86_64-unknown-linux-gnu"]["rustflags"]))')
+symbol_flags="-C strip=none $config_flags"
 # Appends the read-only data the listed functions use that the list does not name yet.
 add_data() {
   python3 scripts/hot-data.py --append "$symbols" crates/lurkbot/hot-symbols.txt
