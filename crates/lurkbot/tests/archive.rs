@@ -68,13 +68,15 @@ fn zip_and_tar_through_the_binary() {
 fn a_progress_bar_is_drawn_on_a_terminal_only() {
     let t = Test::init();
     std::fs::create_dir_all(t.path("workspace")).unwrap();
-    zeros_tgz(&t.path("workspace/big.tar.gz"), 400 * 1024 * 1024);
+    zeros_tgz(&t.path("workspace/big.tar.gz"), 64 * 1024 * 1024);
     let bin = env!("CARGO_BIN_EXE_lurkbot");
     let home = t.home.to_str().unwrap();
-    let run = |json: &str, dest: &str| {
+    // The bar's delay is set, not raced: 0 shows it at the first bytes, ten minutes never within
+    // this run, whatever the machine's speed.
+    let run = |after_ms: u64, json: &str, dest: &str| {
         // `script` gives the binary a pseudo-terminal, as a human's shell would.
         let inner = format!(
-            "LURKBOT_HOME='{home}' '{bin}' exec {json} 'tar extract --in workspace/big.tar.gz --dest {dest} --confirm --max-bytes 1000000000'"
+            "LURKBOT_HOME='{home}' LURKBOT_PROGRESS_AFTER_MS={after_ms} '{bin}' exec {json} 'tar extract --in workspace/big.tar.gz --dest {dest} --confirm --max-bytes 1000000000'"
         );
         let out = Command::new("script")
             .args(["-qefc", &inner, "/dev/null"])
@@ -87,15 +89,22 @@ fn a_progress_bar_is_drawn_on_a_terminal_only() {
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    let shown = run("", "workspace/x1");
+    let shown = run(0, "", "workspace/x1");
     assert!(shown.contains("extracting workspace/big.tar.gz"), "{shown}");
     assert!(shown.contains("Extracted 1 file ("), "{shown}");
-    let json = run("--json", "workspace/x2");
+    let json = run(0, "--json", "workspace/x2");
     assert!(!json.contains("extracting workspace/big.tar.gz"), "{json}");
     assert_eq!(
         std::fs::metadata(t.path("workspace/x2/zeros.bin"))
             .unwrap()
             .len(),
-        400 * 1024 * 1024
+        64 * 1024 * 1024
     );
+    // A run shorter than the delay stays quiet on a terminal too.
+    let quiet = run(600_000, "", "workspace/x3");
+    assert!(
+        !quiet.contains("extracting workspace/big.tar.gz"),
+        "{quiet}"
+    );
+    assert!(quiet.contains("Extracted 1 file ("), "{quiet}");
 }

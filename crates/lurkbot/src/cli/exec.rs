@@ -95,7 +95,9 @@ pub(crate) fn run(home_path: &Path, args: ExecArgs) -> CliResult {
         timeout_ms: args.timeout_ms,
         session,
         progress: if !args.json && std::io::stderr().is_terminal() {
-            Progress::new(Arc::new(crate::progress::TerminalProgress::new()))
+            Progress::new(Arc::new(crate::progress::TerminalProgress::new(
+                crate::progress::show_after_from_env(),
+            )))
         } else {
             Progress::none()
         },
